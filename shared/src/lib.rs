@@ -1,0 +1,25 @@
+//! provetop's contracts, shared by the monitor (`provetop`) and the prover (`provetop-prover`).
+//!
+//! * [`protocol`]: prover → monitor [`Event`]s and monitor → prover [`Control`]s, newline
+//!   delimited JSON, versioned by the first `hello` event.
+//! * [`record`]: the one stream of timestamped [`Record`]s that live mode produces and
+//!   replay, classify and export consume.
+//! * [`session`]: the on-disk session file (writer and a reader tolerant of a cut-off tail),
+//!   and the plain `timestamp,rss_kb` CSV of ad-hoc samplers.
+//! * [`classify`]: the threshold phase classifier operators used to run with awk.
+//! * [`units`] and [`clock`]: byte/duration formatting and parsing, the shared monotonic clock.
+//!
+//! No I/O policy and no UI live here.
+
+pub mod classify;
+pub mod clock;
+pub mod protocol;
+pub mod record;
+pub mod session;
+pub mod units;
+
+pub use protocol::{
+    Backend, BatchMode, Control, ControlMsg, Event, EventMsg, Phase, ProtocolError, SrsSource,
+    PROTOCOL_VERSION,
+};
+pub use record::{Alert, AlertLevel, AlertState, Mark, Record, RecordBody, Sample};

@@ -1,0 +1,210 @@
+//! The spine: one stream of timestamped records.
+//!
+//! Live mode produces records (sampler thread, supervisor task, alert engine, key presses),
+//! the recorder appends them to the session file, and the app state is a reducer over them.
+//! Replay, classify and export read the same records back from a file.
+
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::{Control, Event};
+
+/// One timestamped fact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Monotonic nanoseconds ([`crate::clock::mono_ns`]); for imported CSVs, nanoseconds
+    /// since the first row.
+    pub t: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub body: RecordBody,
+}
+
+/// What a record holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "record", content = "data", rename_all = "snake_case")]
+pub enum RecordBody {
+    /// A memory sample of the watched process tree.
+    Sample(Sample),
+    /// An event from the prover.
+    Event(Event),
+    /// An alert rule fired or cleared.
+    Alert(Alert),
+    /// A control message sent to the prover.
+    Control(Control),
+    /// Something the monitor itself noted (child lifecycle, drops, notes).
+    Mark(Mark),
+}
+
+/// Memory of the watched process tree at one instant. Bytes throughout.
+///
+/// Only `rss` is always present (an imported `timestamp,rss_kb` CSV has nothing else).
+/// Serialized with a fixed layout in session files: never add `skip_serializing_if` here.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// VmRSS summed over the process tree.
+    pub rss: u64,
+    /// Peak RSS since the previous sample (VmHWM, reset every sample), summed over the tree.
+    pub peak: Option<u64>,
+    /// RssAnon.
+    pub anon: Option<u64>,
+    /// RssFile.
+    pub file: Option<u64>,
+    /// RssShmem (CUDA pinned host memory shows up here).
+    pub shmem: Option<u64>,
+    /// VmSwap.
+    pub swap: Option<u64>,
+    /// VmLck (mlocked).
+    pub locked: Option<u64>,
+    /// VmPin.
+    pub vm_pin: Option<u64>,
+    /// Rss of `/dev/nvidia*` mappings from smaps (pinned host memory; sampled at a low rate,
+    /// this is the latest reading).
+    pub pinned: Option<u64>,
+    /// Pinned bytes the prover itself reports (memory_report event; latest).
+    pub pinned_reported: Option<u64>,
+    /// GPU memory used by the process tree, summed over GPUs (NVML).
+    pub gpu_used: Option<u64>,
+    /// Per-GPU device readings.
+    pub gpus: Vec<GpuReading>,
+    /// MemAvailable of the system.
+    pub mem_available: Option<u64>,
+    /// MemTotal of the system.
+    pub mem_total: Option<u64>,
+    /// cgroup memory.current.
+    pub cgroup_current: Option<u64>,
+    /// cgroup memory.max (None when unlimited or absent).
+    pub cgroup_max: Option<u64>,
+    /// Processes in the tree.
+    pub procs: u32,
+}
+
+/// One GPU's state at a sample.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuReading {
+    /// Device index.
+    pub index: u32,
+    /// Memory used by the watched tree on this device.
+    pub proc_used: u64,
+    /// Device memory used (all processes).
+    pub used: u64,
+    /// Device memory total.
+    pub total: u64,
+    /// Utilization percent.
+    pub util: u8,
+}
+
+/// Severity of an alert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertLevel {
+    /// Informational.
+    Info,
+    /// Warning.
+    Warn,
+    /// Critical.
+    Crit,
+}
+
+/// Whether an alert started or ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertState {
+    /// The condition has held for the rule's duration.
+    Firing,
+    /// The condition no longer holds.
+    Cleared,
+}
+
+/// An alert rule changed state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Alert {
+    /// The rule as written, e.g. `rss > 180GiB for 5s`.
+    pub rule: String,
+    /// Level.
+    pub level: AlertLevel,
+    /// Firing or cleared.
+    pub state: AlertState,
+    /// Metric name.
+    pub metric: String,
+    /// Value that triggered the change.
+    pub value: f64,
+    /// Threshold of the rule.
+    pub threshold: f64,
+    /// Human text.
+    pub message: String,
+}
+
+/// Something the monitor noted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Mark {
+    /// A free-form note (operator or monitor).
+    Note {
+        /// Text.
+        text: String,
+    },
+    /// The supervised child started.
+    ChildStarted {
+        /// Its pid.
+        pid: u32,
+        /// Its command line.
+        command: Vec<String>,
+    },
+    /// The supervised child ended.
+    ChildExited {
+        /// Its pid.
+        pid: u32,
+        /// Exit code when it exited.
+        code: Option<i32>,
+        /// Signal number when it was killed.
+        signal: Option<i32>,
+        /// Whether the cgroup's oom_kill counter moved.
+        oom_kill: bool,
+        /// Human text: "exited 0", "killed by SIGKILL (OOM kill)", …
+        reason: String,
+    },
+    /// The child is being restarted.
+    Restart {
+        /// Attempt number (1-based).
+        attempt: u32,
+        /// Backoff before this start, seconds.
+        backoff_s: f64,
+    },
+    /// Samples or events were dropped (ring buffer full, flood).
+    Dropped {
+        /// What was dropped ("samples", "events").
+        what: String,
+        /// How many since the last such mark.
+        count: u64,
+    },
+    /// A line from the child that was not a valid protocol message.
+    BadLine {
+        /// Why it was refused.
+        error: String,
+        /// The first bytes of it (lossy UTF-8).
+        excerpt: String,
+    },
+    /// A non-fatal problem of the monitor itself (disk full while recording, …).
+    Warning {
+        /// Text.
+        text: String,
+    },
+}
+
+impl Record {
+    /// Build a record.
+    pub fn new(t: u64, body: RecordBody) -> Self {
+        Record { t, body }
+    }
+
+    /// Short name of the record kind.
+    pub fn kind(&self) -> &'static str {
+        match self.body {
+            RecordBody::Sample(_) => "sample",
+            RecordBody::Event(_) => "event",
+            RecordBody::Alert(_) => "alert",
+            RecordBody::Control(_) => "control",
+            RecordBody::Mark(_) => "mark",
+        }
+    }
+}
