@@ -1,0 +1,1 @@
+//! provetop's collection layer (placeholder until the collect work lands).
