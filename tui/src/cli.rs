@@ -1,0 +1,175 @@
+//! Command line: every subcommand and flag, in one place so `--help` is complete.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use provetop_shared::classify::Thresholds;
+use provetop_shared::BatchMode;
+
+/// top for zk-SNARK provers: supervise a Groth16 prover, plot its memory against its phases,
+/// alert, record, replay.
+///
+/// With no subcommand, provetop supervises the bundled prover (`provetop-prover`, found next
+/// to this binary) on its demo workload, with the live screen and recording on.
+#[derive(Debug, Parser)]
+#[command(name = "provetop", version, propagate_version = true)]
+pub struct Cli {
+    /// What to do (default: `run` on the bundled prover's demo workload).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Supervise a prover (the bundled one, or `-- CMD ARGS...`) and monitor it live.
+    Run(RunArgs),
+    /// Monitor an existing process tree (no supervision; phases by thresholds).
+    Watch(WatchArgs),
+    /// Replay a recorded session file (or a `timestamp,rss_kb` CSV) on the live screen.
+    Replay(ReplayArgs),
+    /// Classify a session or CSV into memory phases (the seed's table, then a summary).
+    Classify(ClassifyArgs),
+    /// Export a session or CSV as CSV (`timestamp,rss_kb,...`) or JSON lines.
+    Export(ExportArgs),
+}
+
+/// Options shared by `run` and `watch`: sampling, alerts, recording, display.
+#[derive(Debug, Clone, Args)]
+pub struct MonitorOpts {
+    /// Memory samples per second (status of every process in the tree + interval peak).
+    #[arg(long, default_value_t = 20.0, value_name = "HZ")]
+    pub hz: f64,
+    /// Largest share of one core that reading smaps (pinned memory) may cost.
+    #[arg(long, default_value_t = 0.01, value_name = "FRACTION")]
+    pub smaps_duty: f64,
+    /// GPU (NVML) readings per second.
+    #[arg(long, default_value_t = 2.0, value_name = "HZ")]
+    pub gpu_hz: f64,
+    /// Alert rule, e.g. 'rss > 180GiB for 5s' or 'crit: mem_available < 2GiB' (repeatable).
+    #[arg(long = "alert", value_name = "RULE")]
+    pub alerts: Vec<String>,
+    /// Config file (TOML). Default: $XDG_CONFIG_HOME/provetop/config.toml when present.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Program run on every alert change; details in PROVETOP_ALERT_* environment variables.
+    /// Split on whitespace into program and arguments; never run through a shell.
+    #[arg(long, value_name = "CMD")]
+    pub on_alert: Option<String>,
+    /// Phase threshold lines in GiB: idle,gpu,synth,peak.
+    #[arg(long, default_value = "10,50,100,180", value_name = "GIB,GIB,GIB,GIB")]
+    pub thresholds: Thresholds,
+    /// Session file to record to (default: a new file under $XDG_STATE_HOME/provetop/sessions).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_record")]
+    pub record: Option<PathBuf>,
+    /// Do not record.
+    #[arg(long)]
+    pub no_record: bool,
+    /// No terminal UI: record, print alerts to stderr, exit with the child's status.
+    #[arg(long)]
+    pub headless: bool,
+}
+
+/// `provetop run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Monitoring options.
+    #[command(flatten)]
+    pub monitor: MonitorOpts,
+    /// Restart policy for the child.
+    #[arg(long, value_enum, default_value_t = RestartPolicy::Never)]
+    pub restart: RestartPolicy,
+    /// Most restarts with `--restart on-failure`.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub max_restarts: u32,
+    /// Seconds between SIGTERM and SIGKILL when stopping the child.
+    #[arg(long, default_value_t = 5.0, value_name = "SECS")]
+    pub grace: f64,
+    /// Bundled prover: partitions per sector.
+    #[arg(long, value_name = "P")]
+    pub partitions: Option<u32>,
+    /// Bundled prover: constraints per partition.
+    #[arg(long, value_name = "N")]
+    pub constraints: Option<u64>,
+    /// Bundled prover: batch mode at start (single, batch:N, sps, pipelined:D).
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<BatchMode>,
+    /// Bundled prover: proofs to run (default: one after another until quit).
+    #[arg(long, value_name = "N")]
+    pub proofs: Option<u32>,
+    /// Bundled prover: refuse mode switches whose predicted peak exceeds this (e.g. 8GiB).
+    #[arg(long, value_name = "BYTES")]
+    pub mem_budget: Option<String>,
+    /// Command to supervise instead of the bundled prover. If it speaks the provetop protocol
+    /// it writes events to the fd named in $PROVETOP_EVENTS_FD.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Child restart policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RestartPolicy {
+    /// Never restart.
+    Never,
+    /// Restart after a failure (non-zero exit or signal), with exponential backoff.
+    OnFailure,
+}
+
+/// `provetop watch`.
+#[derive(Debug, Clone, Args)]
+pub struct WatchArgs {
+    /// Process to watch (with its descendants).
+    #[arg(long, value_name = "PID")]
+    pub pid: u32,
+    /// Monitoring options.
+    #[command(flatten)]
+    pub monitor: MonitorOpts,
+}
+
+/// `provetop replay`.
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// Session file or `timestamp,rss_kb` CSV.
+    pub file: PathBuf,
+    /// Playback speed (0.25 to 64).
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Start position: seconds from the beginning (e.g. 90, 2m, 1h).
+    #[arg(long, value_name = "TIME")]
+    pub start: Option<String>,
+    /// Phase threshold lines in GiB: idle,gpu,synth,peak.
+    #[arg(long, default_value = "10,50,100,180", value_name = "GIB,GIB,GIB,GIB")]
+    pub thresholds: Thresholds,
+}
+
+/// `provetop classify`.
+#[derive(Debug, Clone, Args)]
+pub struct ClassifyArgs {
+    /// Session file or `timestamp,rss_kb` CSV.
+    pub file: PathBuf,
+    /// Phase boundaries in GiB: idle,gpu,synth,peak.
+    #[arg(long, default_value = "10,50,100,180", value_name = "GIB,GIB,GIB,GIB")]
+    pub thresholds: Thresholds,
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// `timestamp,rss_kb,...` (the seed's awk script runs on it unchanged).
+    Csv,
+    /// One JSON record per line.
+    Jsonl,
+}
+
+/// `provetop export`.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// Session file or `timestamp,rss_kb` CSV.
+    pub file: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Output file (default: standard output).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}

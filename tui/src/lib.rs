@@ -1,0 +1,9 @@
+//! provetop: `top` for zk-SNARK provers.
+//!
+//! Data flow: collection (`provetop-collect`: sampler, supervisor, alerts, recorder) produces
+//! one stream of [`provetop_shared::Record`]s; the [`model`] reduces them into app state; the
+//! view draws the state. Replay, classify and export read the same records from a file.
+
+pub mod classify;
+pub mod cli;
+pub mod export;
