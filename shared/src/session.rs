@@ -374,12 +374,24 @@ impl<'a> Frames<'a> {
         if rest.len() < end {
             return Err(FrameProblem::Truncated);
         }
+        // A kind byte this reader does not know is damage; checking it before the CRC keeps
+        // resynchronization over garbage cheap (most candidate offsets fail here).
+        if !(1..=5).contains(&rest[8]) {
+            return Err(FrameProblem::Bad(format!("unknown record kind {}", rest[8])));
+        }
         let payload = &rest[8..end];
         if crc32fast::hash(payload) != crc {
             return Err(FrameProblem::Bad("checksum mismatch".into()));
         }
         let rec = decode_payload(payload).map_err(FrameProblem::Bad)?;
         Ok((rec, end))
+    }
+}
+
+impl Frames<'_> {
+    /// The first offset after `at` that holds a complete, valid frame.
+    fn resync(&self, at: usize) -> Option<usize> {
+        (at + 1..self.data.len().saturating_sub(7)).find(|&p| self.frame_at(p).is_ok())
     }
 }
 
@@ -401,31 +413,47 @@ impl Iterator for Frames<'_> {
                 Some(FrameItem::Record(at as u64, rec))
             }
             Err(FrameProblem::Truncated) => {
-                self.pos = self.data.len();
-                Some(FrameItem::Warning(Warning {
-                    offset: Some(at as u64),
-                    line: None,
-                    message: format!(
-                        "file cut off inside a record ({} trailing bytes ignored)",
-                        self.data.len() - at
-                    ),
-                }))
+                // A damaged length in the middle also "runs past the end": it is only a cut
+                // tail if no valid frame follows.
+                match self.resync(at) {
+                    Some(p) => {
+                        self.pos = p;
+                        Some(FrameItem::Warning(Warning {
+                            offset: Some(at as u64),
+                            line: None,
+                            message: format!(
+                                "damaged record (length runs past the end of the file); skipped {} bytes, resumed at byte {p}",
+                                p - at
+                            ),
+                        }))
+                    }
+                    None => {
+                        self.pos = self.data.len();
+                        Some(FrameItem::Warning(Warning {
+                            offset: Some(at as u64),
+                            line: None,
+                            message: format!(
+                                "file cut off inside a record ({} trailing bytes ignored)",
+                                self.data.len() - at
+                            ),
+                        }))
+                    }
+                }
             }
             Err(FrameProblem::Bad(why)) => {
                 // Resynchronize: the next offset holding a complete frame whose CRC checks.
-                let mut p = at + 1;
-                while p + 8 <= self.data.len() {
-                    if self.frame_at(p).is_ok() {
-                        break;
-                    }
-                    p += 1;
-                }
-                let resynced = p + 8 <= self.data.len();
-                let message = if resynced {
-                    format!("damaged record ({why}); skipped {} bytes, resumed at byte {p}", p - at)
-                } else {
-                    p = self.data.len();
-                    format!("damaged record ({why}); {} bytes to the end ignored", p - at)
+                let (p, message) = match self.resync(at) {
+                    Some(p) => (
+                        p,
+                        format!("damaged record ({why}); skipped {} bytes, resumed at byte {p}", p - at),
+                    ),
+                    None => (
+                        self.data.len(),
+                        format!(
+                            "damaged record ({why}); {} bytes to the end ignored",
+                            self.data.len() - at
+                        ),
+                    ),
                 };
                 self.pos = p;
                 Some(FrameItem::Warning(Warning {
@@ -446,6 +474,11 @@ pub mod csv {
 
     /// Largest RSS a row may claim: 1 PiB in KiB. Anything above is a broken sampler.
     pub const MAX_RSS_KB: u64 = 1 << 40;
+    /// Timestamps after this (year 5138) are not unix seconds; loading warns.
+    pub const MAX_UNIX_SECS: f64 = 1e11;
+    /// Rows may span at most this many seconds (about 500 years), so that nanoseconds since
+    /// the first row fit in a `u64`.
+    pub const MAX_SPAN_SECS: f64 = 1.5e10;
 
     /// Parse CSV bytes into sample records (t = ns since the earliest row).
     pub fn load_csv(path: &Path, data: &[u8]) -> Result<Loaded, LoadError> {
@@ -461,7 +494,8 @@ pub mod csv {
         })?;
         let lines: Vec<&str> = text.lines().collect();
         let mut warnings = Vec::new();
-        let mut rows: Vec<(f64, u64)> = Vec::with_capacity(lines.len());
+        // (unix seconds, KiB, 1-based line number)
+        let mut rows: Vec<(f64, u64, u64)> = Vec::with_capacity(lines.len());
         for (i, raw) in lines.iter().enumerate().skip(1) {
             let lineno = i as u64 + 1;
             let line = raw.trim_end_matches('\r');
@@ -470,7 +504,7 @@ pub mod csv {
             }
             let last = i + 1 == lines.len();
             match parse_row(line) {
-                Ok(r) => rows.push(r),
+                Ok((ts, kb)) => rows.push((ts, kb, lineno)),
                 Err(e) if last && !ends_with_newline => {
                     warnings.push(Warning {
                         offset: None,
@@ -483,31 +517,50 @@ pub mod csv {
         }
         let mut prev: Option<f64> = None;
         let mut reported = 0;
-        for (i, (ts, _)) in rows.iter().enumerate() {
+        for &(ts, _, lineno) in &rows {
             if let Some(p) = prev {
-                if *ts < p {
+                if ts < p {
                     reported += 1;
                     if reported <= 5 {
                         warnings.push(Warning {
                             offset: None,
-                            line: None,
+                            line: Some(lineno),
                             message: format!(
-                                "row {}: timestamp {ts} goes back in time (previous {p}); kept in file order",
-                                i + 1
+                                "timestamp {ts} goes back in time (previous row {p}); kept in file order"
                             ),
                         });
                     }
                 }
             }
-            prev = Some(*ts);
+            prev = Some(ts);
         }
         if reported > 5 {
             warnings.push(Warning {
                 offset: None,
                 line: None,
-                message: format!("{} more rows go back in time", reported - 5),
+                message: format!("{} more rows go back in time; kept in file order", reported - 5),
             });
         }
+        if let Some(&(ts, _, lineno)) = rows.iter().find(|r| r.0 > MAX_UNIX_SECS) {
+            warnings.push(Warning {
+                offset: None,
+                line: Some(lineno),
+                message: format!(
+                    "timestamp {ts} is after the year 5000: milliseconds instead of unix seconds? durations will be wrong"
+                ),
+            });
+        }
+        let (lo, hi) = rows
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| (lo.min(r.0), hi.max(r.0)));
+        if hi - lo > MAX_SPAN_SECS {
+            let lineno = rows.iter().find(|r| r.0 == hi).map(|r| r.2).unwrap_or(0);
+            return Err(err(
+                lineno,
+                format!("absurd timestamp {hi}: the rows span more than {MAX_SPAN_SECS} seconds"),
+            ));
+        }
+        let rows: Vec<(f64, u64)> = rows.into_iter().map(|(ts, kb, _)| (ts, kb)).collect();
         let first = rows.iter().map(|r| r.0).fold(f64::INFINITY, f64::min);
         let first = if first.is_finite() { first } else { 0.0 };
         let records = rows
