@@ -1,0 +1,508 @@
+//! Memory-bounded time series of samples: full resolution for a recent window, min/max
+//! buckets for older history.
+//!
+//! A long live run (24 h at 20 Hz is 1.7 M samples) must not grow provetop's own memory
+//! without bound, yet a zoomed-out chart must still show every peak. So points older than the
+//! recent window fold into fixed-width buckets that keep each metric's minimum and maximum;
+//! when there are too many buckets, neighbours merge and the width doubles. Min/max survive
+//! every merge, so no peak ever disappears.
+
+use std::collections::VecDeque;
+
+use provetop_shared::Sample;
+
+/// Number of [`Metric`]s.
+pub const METRICS: usize = 10;
+
+/// Absent value marker inside points and buckets (no real reading is `u64::MAX` bytes).
+const NONE: u64 = u64::MAX;
+
+/// One plotted quantity of a [`Sample`], in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Metric {
+    /// VmRSS of the tree.
+    Rss,
+    /// Interval peak RSS (VmHWM, reset every sample).
+    Peak,
+    /// RssAnon.
+    Anon,
+    /// RssFile.
+    File,
+    /// RssShmem.
+    Shmem,
+    /// Pinned host memory from smaps (`/dev/nvidia*` mappings).
+    Pinned,
+    /// Pinned host memory the prover reports.
+    PinnedReported,
+    /// GPU memory used by the tree.
+    Gpu,
+    /// MemAvailable of the system.
+    MemAvailable,
+    /// VmSwap.
+    Swap,
+}
+
+impl Metric {
+    /// Every metric, in storage order.
+    pub const ALL: [Metric; METRICS] = [
+        Metric::Rss,
+        Metric::Peak,
+        Metric::Anon,
+        Metric::File,
+        Metric::Shmem,
+        Metric::Pinned,
+        Metric::PinnedReported,
+        Metric::Gpu,
+        Metric::MemAvailable,
+        Metric::Swap,
+    ];
+
+    /// Short name, as alert rules and the screen spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Rss => "rss",
+            Metric::Peak => "peak",
+            Metric::Anon => "anon",
+            Metric::File => "file",
+            Metric::Shmem => "shmem",
+            Metric::Pinned => "pinned",
+            Metric::PinnedReported => "pinned_rep",
+            Metric::Gpu => "gpu",
+            Metric::MemAvailable => "mem_avail",
+            Metric::Swap => "swap",
+        }
+    }
+
+    /// Index into value arrays.
+    pub fn idx(self) -> usize {
+        self as usize
+    }
+
+    /// This metric's value in a sample.
+    pub fn of(self, s: &Sample) -> Option<u64> {
+        match self {
+            Metric::Rss => Some(s.rss),
+            Metric::Peak => s.peak,
+            Metric::Anon => s.anon,
+            Metric::File => s.file,
+            Metric::Shmem => s.shmem,
+            Metric::Pinned => s.pinned,
+            Metric::PinnedReported => s.pinned_reported,
+            Metric::Gpu => s.gpu_used,
+            Metric::MemAvailable => s.mem_available,
+            Metric::Swap => s.swap,
+        }
+    }
+}
+
+/// One sample, compactly: its time and every metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Point {
+    /// Monotonic ns.
+    pub t: u64,
+    v: [u64; METRICS],
+}
+
+impl Point {
+    /// From a sample at time `t`.
+    pub fn from_sample(t: u64, s: &Sample) -> Self {
+        let mut v = [NONE; METRICS];
+        for m in Metric::ALL {
+            if let Some(x) = m.of(s) {
+                v[m.idx()] = x.min(NONE - 1);
+            }
+        }
+        Point { t, v }
+    }
+
+    /// A metric's value, if the sample had it.
+    pub fn get(&self, m: Metric) -> Option<u64> {
+        let x = self.v[m.idx()];
+        (x != NONE).then_some(x)
+    }
+
+    /// Override one metric (used to carry a value forward, e.g. reported pinned bytes).
+    pub fn set(&mut self, m: Metric, x: Option<u64>) {
+        self.v[m.idx()] = x.map(|x| x.min(NONE - 1)).unwrap_or(NONE);
+    }
+}
+
+/// Min/max of every metric over a stretch of time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bucket {
+    /// Time of the first point folded in.
+    pub t0: u64,
+    /// Time of the last point folded in.
+    pub t1: u64,
+    /// Points folded in.
+    pub n: u32,
+    min: [u64; METRICS],
+    max: [u64; METRICS],
+}
+
+impl Bucket {
+    fn empty() -> Self {
+        Bucket {
+            t0: u64::MAX,
+            t1: 0,
+            n: 0,
+            min: [NONE; METRICS],
+            max: [0; METRICS],
+        }
+    }
+
+    fn of_point(p: &Point) -> Self {
+        let mut b = Bucket::empty();
+        b.add_point(p);
+        b
+    }
+
+    fn add_point(&mut self, p: &Point) {
+        self.t0 = self.t0.min(p.t);
+        self.t1 = self.t1.max(p.t);
+        self.n = self.n.saturating_add(1);
+        for i in 0..METRICS {
+            let x = p.v[i];
+            if x != NONE {
+                self.min[i] = self.min[i].min(x);
+                self.max[i] = self.max[i].max(x);
+            }
+        }
+    }
+
+    fn merge(&mut self, o: &Bucket) {
+        if o.n == 0 {
+            return;
+        }
+        self.t0 = self.t0.min(o.t0);
+        self.t1 = self.t1.max(o.t1);
+        self.n = self.n.saturating_add(o.n);
+        for i in 0..METRICS {
+            if o.min[i] != NONE {
+                self.min[i] = self.min[i].min(o.min[i]);
+                self.max[i] = self.max[i].max(o.max[i]);
+            }
+        }
+    }
+
+    /// Points folded in (0 for an empty column).
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// `(min, max)` of a metric over the bucket, if any point had it.
+    pub fn range(&self, m: Metric) -> Option<(u64, u64)> {
+        let i = m.idx();
+        (self.min[i] != NONE).then_some((self.min[i], self.max[i]))
+    }
+
+    /// Maximum of a metric over the bucket.
+    pub fn max(&self, m: Metric) -> Option<u64> {
+        self.range(m).map(|r| r.1)
+    }
+
+    /// Minimum of a metric over the bucket.
+    pub fn min(&self, m: Metric) -> Option<u64> {
+        self.range(m).map(|r| r.0)
+    }
+}
+
+/// How much a [`Series`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// Full-resolution window, ns (points older than the newest minus this are folded).
+    pub recent_ns: u64,
+    /// Most full-resolution points, whatever their span.
+    pub max_recent: usize,
+    /// Initial width of a history bucket, ns.
+    pub bucket_ns: u64,
+    /// Most history buckets; beyond it neighbours merge and the width doubles.
+    pub max_buckets: usize,
+}
+
+impl Default for Limits {
+    /// One hour at full resolution (≤ 80 000 points, ~7 MiB), then ≤ 16 384 buckets
+    /// (~2.8 MiB) of history however long the run.
+    fn default() -> Self {
+        Limits {
+            recent_ns: 3600 * 1_000_000_000,
+            max_recent: 80_000,
+            bucket_ns: 1_000_000_000,
+            max_buckets: 16_384,
+        }
+    }
+}
+
+impl Limits {
+    /// Keep everything at full resolution (offline analysis of a file already in memory).
+    pub fn unbounded() -> Self {
+        Limits {
+            recent_ns: u64::MAX,
+            max_recent: usize::MAX,
+            bucket_ns: 1_000_000_000,
+            max_buckets: usize::MAX,
+        }
+    }
+}
+
+/// The sample series.
+#[derive(Debug, Clone)]
+pub struct Series {
+    limits: Limits,
+    bucket_ns: u64,
+    history: VecDeque<Bucket>,
+    recent: VecDeque<Point>,
+    total: u64,
+}
+
+impl Series {
+    /// Empty series.
+    pub fn new(limits: Limits) -> Self {
+        Series {
+            bucket_ns: limits.bucket_ns.max(1),
+            limits,
+            history: VecDeque::new(),
+            recent: VecDeque::new(),
+            total: 0,
+        }
+    }
+
+    /// Append a point. A point earlier than the newest one is stored at the newest time so
+    /// the series stays sorted (CSV rows that go back in time are kept in file order).
+    pub fn push(&mut self, mut p: Point) {
+        if let Some(last) = self.recent.back() {
+            p.t = p.t.max(last.t);
+        } else if let Some(b) = self.history.back() {
+            p.t = p.t.max(b.t1);
+        }
+        self.recent.push_back(p);
+        self.total += 1;
+        while let Some(front) = self.recent.front() {
+            let too_many = self.recent.len() > self.limits.max_recent;
+            let too_old = p.t.saturating_sub(front.t) > self.limits.recent_ns;
+            if !(too_many || too_old) {
+                break;
+            }
+            let old = self.recent.pop_front().expect("front exists");
+            self.fold(&old);
+        }
+    }
+
+    fn fold(&mut self, p: &Point) {
+        let slot = p.t / self.bucket_ns;
+        match self.history.back_mut() {
+            Some(b) if b.t0 / self.bucket_ns == slot => b.add_point(p),
+            _ => self.history.push_back(Bucket::of_point(p)),
+        }
+        if self.history.len() > self.limits.max_buckets {
+            self.bucket_ns = self.bucket_ns.saturating_mul(2);
+            let mut merged: VecDeque<Bucket> = VecDeque::with_capacity(self.history.len() / 2 + 1);
+            for b in self.history.drain(..) {
+                match merged.back_mut() {
+                    Some(m) if m.t0 / self.bucket_ns == b.t0 / self.bucket_ns => m.merge(&b),
+                    _ => merged.push_back(b),
+                }
+            }
+            self.history = merged;
+        }
+    }
+
+    /// Points ever pushed.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Points kept at full resolution.
+    pub fn recent_len(&self) -> usize {
+        self.recent.len()
+    }
+
+    /// History buckets kept.
+    pub fn history_len(&self) -> usize {
+        self.history.len()
+    }
+
+    /// Current width of a history bucket, ns.
+    pub fn bucket_ns(&self) -> u64 {
+        self.bucket_ns
+    }
+
+    /// Bytes held by the series (capacity, not length: what the allocator gave us).
+    pub fn heap_bytes(&self) -> usize {
+        self.recent.capacity() * std::mem::size_of::<Point>()
+            + self.history.capacity() * std::mem::size_of::<Bucket>()
+    }
+
+    /// Time of the first point.
+    pub fn first_t(&self) -> Option<u64> {
+        self.history
+            .front()
+            .map(|b| b.t0)
+            .or_else(|| self.recent.front().map(|p| p.t))
+    }
+
+    /// Time of the last point.
+    pub fn last_t(&self) -> Option<u64> {
+        self.recent
+            .back()
+            .map(|p| p.t)
+            .or_else(|| self.history.back().map(|b| b.t1))
+    }
+
+    /// The newest point.
+    pub fn last(&self) -> Option<&Point> {
+        self.recent.back()
+    }
+
+    /// Full-resolution points with `t0 <= t <= t1` (history buckets are not included).
+    pub fn points_in(&self, t0: u64, t1: u64) -> impl Iterator<Item = &Point> + '_ {
+        let start = self.recent.partition_point(|p| p.t < t0);
+        self.recent.range(start..).take_while(move |p| p.t <= t1)
+    }
+
+    /// History buckets overlapping `[t0, t1]`.
+    pub fn buckets_in(&self, t0: u64, t1: u64) -> impl Iterator<Item = &Bucket> + '_ {
+        let start = self.history.partition_point(|b| b.t1 < t0);
+        self.history.range(start..).take_while(move |b| b.t0 <= t1)
+    }
+
+    /// The reading at time `t`: the last full-resolution point at or before `t`, or the
+    /// history bucket that covers `t` (a range, not an exact value).
+    pub fn at(&self, t: u64) -> Option<Reading> {
+        let i = self.recent.partition_point(|p| p.t <= t);
+        if i > 0 {
+            return Some(Reading::Exact(self.recent[i - 1]));
+        }
+        if self.recent.front().is_some_and(|p| p.t > t) && self.history.is_empty() {
+            return None;
+        }
+        let j = self.history.partition_point(|b| b.t0 <= t);
+        if j == 0 {
+            return None;
+        }
+        Some(Reading::Range(self.history[j - 1]))
+    }
+
+    /// Decimate `[t0, t1)` into `cols` columns: each column holds the min/max of every metric
+    /// over the points (and history buckets) that fall in it. A bucket wider than a column
+    /// fills every column it spans.
+    pub fn columns(&self, t0: u64, t1: u64, cols: usize) -> Vec<Bucket> {
+        let mut out = vec![Bucket::empty(); cols];
+        if cols == 0 || t1 <= t0 {
+            return out;
+        }
+        let span = (t1 - t0) as u128;
+        let col_of = |t: u64| -> usize {
+            let c = ((t.saturating_sub(t0)) as u128 * cols as u128 / span) as usize;
+            c.min(cols - 1)
+        };
+        for b in self.buckets_in(t0, t1) {
+            let (c0, c1) = (col_of(b.t0.max(t0)), col_of(b.t1.min(t1)));
+            for col in &mut out[c0..=c1] {
+                col.merge(b);
+            }
+        }
+        for p in self.points_in(t0, t1) {
+            if p.t >= t1 {
+                break;
+            }
+            out[col_of(p.t)].add_point(p);
+        }
+        out
+    }
+}
+
+/// What [`Series::at`] found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reading {
+    /// A full-resolution sample.
+    Exact(Point),
+    /// An old stretch kept only as min/max.
+    Range(Bucket),
+}
+
+impl Reading {
+    /// Time of the sample, or the start of the bucket.
+    pub fn t(&self) -> u64 {
+        match self {
+            Reading::Exact(p) => p.t,
+            Reading::Range(b) => b.t0,
+        }
+    }
+
+    /// `(min, max)` of a metric (equal for an exact sample).
+    pub fn range(&self, m: Metric) -> Option<(u64, u64)> {
+        match self {
+            Reading::Exact(p) => p.get(m).map(|x| (x, x)),
+            Reading::Range(b) => b.range(m),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(t: u64, rss: u64) -> Point {
+        Point::from_sample(
+            t,
+            &Sample {
+                rss,
+                ..Sample::default()
+            },
+        )
+    }
+
+    #[test]
+    fn folds_and_keeps_peaks() {
+        let limits = Limits {
+            recent_ns: 10,
+            max_recent: 1000,
+            bucket_ns: 2,
+            max_buckets: 8,
+        };
+        let mut s = Series::new(limits);
+        for t in 0..1000u64 {
+            let rss = if t == 137 { 1_000_000 } else { t };
+            s.push(pt(t, rss));
+        }
+        assert!(s.recent_len() <= 11);
+        assert!(s.history_len() <= 8);
+        assert_eq!(s.total(), 1000);
+        // The one-sample spike at t=137 survives any zoom level.
+        let cols = s.columns(0, 1000, 3);
+        assert_eq!(cols[0].max(Metric::Rss), Some(1_000_000));
+        assert_eq!(cols[0].min(Metric::Rss), Some(0));
+        // Newest points are exact.
+        assert_eq!(s.at(999), Some(Reading::Exact(pt(999, 999))));
+        assert!(matches!(s.at(137), Some(Reading::Range(_))));
+        assert_eq!(s.at(137).unwrap().range(Metric::Rss).unwrap().1, 1_000_000);
+        assert_eq!(s.first_t(), Some(0));
+        assert_eq!(s.last_t(), Some(999));
+    }
+
+    #[test]
+    fn columns_min_max_per_column() {
+        let mut s = Series::new(Limits::unbounded());
+        for t in 0..100u64 {
+            s.push(pt(t, 1000 + (t % 10)));
+        }
+        let cols = s.columns(0, 100, 10);
+        for c in &cols {
+            assert_eq!(c.range(Metric::Rss), Some((1000, 1009)));
+            assert_eq!(c.n, 10);
+            assert_eq!(c.range(Metric::Anon), None);
+        }
+        assert!(s.at(5).is_some());
+        assert_eq!(s.points_in(10, 19).count(), 10);
+    }
+
+    #[test]
+    fn backwards_time_kept_sorted() {
+        let mut s = Series::new(Limits::unbounded());
+        s.push(pt(10, 1));
+        s.push(pt(5, 2));
+        assert_eq!(s.last().unwrap().t, 10);
+        assert_eq!(s.points_in(0, 100).count(), 2);
+    }
+}
