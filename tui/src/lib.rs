@@ -7,3 +7,5 @@
 pub mod classify;
 pub mod cli;
 pub mod export;
+pub mod model;
+pub mod series;
