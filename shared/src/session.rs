@@ -111,9 +111,14 @@ impl SessionWriter {
     pub fn append(&mut self, rec: &Record) -> io::Result<()> {
         let payload = encode_payload(rec);
         let crc = crc32fast::hash(&payload);
-        self.out.write_all(&(payload.len() as u32).to_le_bytes())?;
-        self.out.write_all(&crc.to_le_bytes())?;
-        self.out.write_all(&payload)?;
+        // One write per frame: when the buffer cannot be flushed (disk full), BufWriter
+        // refuses the whole frame instead of keeping half of it, so a recorder that retries
+        // later never writes a torn frame.
+        let mut frame = Vec::with_capacity(8 + payload.len());
+        frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        frame.extend_from_slice(&crc.to_le_bytes());
+        frame.extend_from_slice(&payload);
+        self.out.write_all(&frame)?;
         self.records += 1;
         self.bytes += 8 + payload.len() as u64;
         Ok(())

@@ -1,0 +1,284 @@
+//! The alert engine: a reducer over records that reports firing/cleared transitions.
+//!
+//! Time is the records' own `t`, so the same engine gives the same alerts live and in replay.
+//! A rule with `for D` fires once its condition has held for D without a break; it clears on
+//! the first record where the condition no longer holds (or its metric is no longer known).
+
+use std::collections::BTreeMap;
+
+use provetop_shared::protocol::{Event, Phase};
+use provetop_shared::{Alert, AlertState, Mark, Record, RecordBody, Sample};
+
+use super::rule::{Metric, Rule};
+
+#[derive(Debug, Clone, Default)]
+struct RuleState {
+    /// Record time at which the condition started to hold.
+    since: Option<u64>,
+    firing: bool,
+}
+
+/// Key of an open phase.
+type PhaseKey = (u64, Phase, Option<u32>);
+
+/// Evaluates rules over a record stream.
+#[derive(Debug, Clone)]
+pub struct AlertEngine {
+    rules: Vec<Rule>,
+    state: Vec<RuleState>,
+    /// Open phases with their start time.
+    phases: BTreeMap<PhaseKey, u64>,
+    /// Pinned bytes the prover last reported.
+    reported_pinned: Option<u64>,
+}
+
+impl AlertEngine {
+    /// An engine for `rules`.
+    pub fn new(rules: Vec<Rule>) -> Self {
+        let state = vec![RuleState::default(); rules.len()];
+        AlertEngine {
+            rules,
+            state,
+            phases: BTreeMap::new(),
+            reported_pinned: None,
+        }
+    }
+
+    /// The rules.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// Rules firing now.
+    pub fn firing(&self) -> impl Iterator<Item = &Rule> {
+        self.rules
+            .iter()
+            .zip(&self.state)
+            .filter(|(_, s)| s.firing)
+            .map(|(r, _)| r)
+    }
+
+    /// Feed one record; returns the alerts that changed state because of it.
+    pub fn observe(&mut self, rec: &Record) -> Vec<Alert> {
+        let t = rec.t;
+        match &rec.body {
+            RecordBody::Sample(s) => self.eval(t, Some(s)),
+            RecordBody::Event(e) => {
+                self.track_event(t, e);
+                self.eval(t, None)
+            }
+            RecordBody::Mark(Mark::ChildExited { .. } | Mark::ChildStarted { .. }) => {
+                // A new or dead child has no open phases.
+                self.phases.clear();
+                self.eval(t, None)
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn track_event(&mut self, t: u64, e: &Event) {
+        match e {
+            Event::PhaseStarted {
+                proof_id,
+                phase,
+                partition,
+            } => {
+                self.phases
+                    .insert((*proof_id, phase.clone(), *partition), t);
+            }
+            Event::PhaseEnded {
+                proof_id,
+                phase,
+                partition,
+                ..
+            } => {
+                self.phases.remove(&(*proof_id, phase.clone(), *partition));
+            }
+            Event::ProofFinished { proof_id, .. } => {
+                self.phases.retain(|k, _| k.0 != *proof_id);
+            }
+            Event::Bye { .. } => self.phases.clear(),
+            Event::MemoryReport { pinned_bytes, .. } => self.reported_pinned = Some(*pinned_bytes),
+            _ => {}
+        }
+    }
+
+    /// The longest-running open phase at `t`: (seconds, phase name).
+    fn phase_running(&self, t: u64) -> Option<(f64, String)> {
+        self.phases
+            .iter()
+            .min_by_key(|(_, &start)| start)
+            .map(|((_, phase, part), &start)| {
+                let name = match part {
+                    Some(p) => format!("{phase} (partition {p})"),
+                    None => phase.to_string(),
+                };
+                (t.saturating_sub(start) as f64 / 1e9, name)
+            })
+    }
+
+    fn value(&self, m: Metric, t: u64, s: Option<&Sample>) -> Option<(f64, Option<String>)> {
+        if m == Metric::PhaseDuration {
+            return self.phase_running(t).map(|(v, n)| (v, Some(n)));
+        }
+        let s = s?;
+        let v = match m {
+            Metric::Rss => Some(s.rss),
+            Metric::Peak => s.peak,
+            Metric::Anon => s.anon,
+            Metric::File => s.file,
+            Metric::Shmem => s.shmem,
+            Metric::Pinned => match (s.pinned, s.pinned_reported.or(self.reported_pinned)) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0).max(b.unwrap_or(0))),
+            },
+            Metric::Gpu => s.gpu_used,
+            Metric::MemAvailable => s.mem_available,
+            Metric::PhaseDuration => unreachable!("handled above"),
+        }?;
+        Some((v as f64, None))
+    }
+
+    fn eval(&mut self, t: u64, s: Option<&Sample>) -> Vec<Alert> {
+        let mut out = Vec::new();
+        let limit = s.and_then(|s| s.cgroup_max.or(s.mem_total));
+        for i in 0..self.rules.len() {
+            let rule = &self.rules[i];
+            // Memory metrics are judged on samples only; phase_duration on every record.
+            if s.is_none() && rule.metric != Metric::PhaseDuration {
+                continue;
+            }
+            let reading = self.value(rule.metric, t, s);
+            let thr = rule.threshold_for(limit);
+            let holds = match (&reading, thr) {
+                (Some((v, _)), Some(th)) => rule.op.holds(*v, th),
+                _ => false,
+            };
+            let st = &mut self.state[i];
+            if holds {
+                let since = *st.since.get_or_insert(t);
+                let held = t.saturating_sub(since) as f64 / 1e9;
+                if !st.firing && held + 1e-9 >= rule.hold_s {
+                    st.firing = true;
+                    let (v, what) = reading.clone().expect("holds implies a value");
+                    out.push(alert(rule, AlertState::Firing, v, thr.unwrap_or(0.0), what));
+                }
+            } else {
+                st.since = None;
+                if st.firing {
+                    st.firing = false;
+                    let (v, what) = reading.clone().unwrap_or((f64::NAN, None));
+                    out.push(alert(
+                        rule,
+                        AlertState::Cleared,
+                        v,
+                        thr.unwrap_or(f64::NAN),
+                        what,
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn alert(
+    rule: &Rule,
+    state: AlertState,
+    value: f64,
+    threshold: f64,
+    what: Option<String>,
+) -> Alert {
+    let m = rule.metric;
+    let fmt = |v: f64| {
+        if v.is_finite() {
+            m.fmt_value(v)
+        } else {
+            "unknown".to_string()
+        }
+    };
+    let subject = match &what {
+        Some(w) => format!("{} ({w})", m.name()),
+        None => m.name().to_string(),
+    };
+    let message = match state {
+        AlertState::Firing => {
+            let mut s = format!(
+                "{subject} {} {} {}",
+                fmt(value),
+                rule.op.as_str(),
+                fmt(threshold)
+            );
+            if rule.hold_s > 0.0 {
+                s.push_str(&format!(
+                    " for {}",
+                    provetop_shared::units::fmt_secs(rule.hold_s)
+                ));
+            }
+            s
+        }
+        AlertState::Cleared => format!("cleared: {subject} {}", fmt(value)),
+    };
+    Alert {
+        rule: rule.text.clone(),
+        level: rule.level,
+        state,
+        metric: m.name().to_string(),
+        value,
+        threshold,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use provetop_shared::AlertLevel;
+
+    const S: u64 = 1_000_000_000;
+
+    fn sample(t: u64, rss: u64) -> Record {
+        Record::new(
+            t,
+            RecordBody::Sample(Sample {
+                rss,
+                mem_total: Some(1000),
+                ..Sample::default()
+            }),
+        )
+    }
+
+    #[test]
+    fn fires_after_duration_and_clears() {
+        let mut e = AlertEngine::new(vec!["rss > 100 for 2s".parse().unwrap()]);
+        assert!(e.observe(&sample(0, 50)).is_empty());
+        assert!(e.observe(&sample(S, 150)).is_empty());
+        assert!(e.observe(&sample(2 * S, 150)).is_empty());
+        // A dip resets the hold.
+        assert!(e.observe(&sample(2 * S + 1, 90)).is_empty());
+        assert!(e.observe(&sample(3 * S, 150)).is_empty());
+        assert!(e.observe(&sample(4 * S + S / 2, 150)).is_empty());
+        let a = e.observe(&sample(5 * S, 160));
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].state, AlertState::Firing);
+        assert_eq!(a[0].value, 160.0);
+        assert_eq!(a[0].threshold, 100.0);
+        assert_eq!(a[0].level, AlertLevel::Warn);
+        // Stays firing without repeating.
+        assert!(e.observe(&sample(6 * S, 170)).is_empty());
+        assert_eq!(e.firing().count(), 1);
+        let a = e.observe(&sample(7 * S, 10));
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].state, AlertState::Cleared);
+        assert_eq!(e.firing().count(), 0);
+    }
+
+    #[test]
+    fn percent_rules_use_the_sample_limit() {
+        let mut e = AlertEngine::new(vec!["crit: rss > 90%".parse().unwrap()]);
+        assert!(e.observe(&sample(0, 899)).is_empty());
+        let a = e.observe(&sample(1, 901));
+        assert_eq!(a[0].level, AlertLevel::Crit);
+        assert_eq!(a[0].threshold, 900.0);
+    }
+}

@@ -1,0 +1,11 @@
+//! Alerts: rules, the config file, the engine, and the alert hook.
+
+mod config;
+mod engine;
+mod hook;
+mod rule;
+
+pub use config::{default_config_path, load_config, parse_config, AlertConfig, FileConfig};
+pub use engine::AlertEngine;
+pub use hook::{run_hook, spawn_hook, HOOK_TIMEOUT};
+pub use rule::{default_rules, Metric, Op, Rule, RuleError, Threshold, METRICS};

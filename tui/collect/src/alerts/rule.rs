@@ -1,0 +1,398 @@
+//! Alert rules: `[LEVEL:] METRIC OP VALUE [for DURATION]`.
+//!
+//! ```text
+//! rss > 180GiB for 5s
+//! crit: shmem > 40GiB
+//! warn: phase_duration > 30s
+//! info: mem_available < 2GiB for 10s
+//! rss > 90%              (of the memory limit: cgroup memory.max, else MemTotal)
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use provetop_shared::units::{fmt_bytes, fmt_secs, parse_bytes, parse_duration_s};
+use provetop_shared::AlertLevel;
+
+/// What a rule watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Metric {
+    /// VmRSS of the tree.
+    Rss,
+    /// Peak RSS of the sample interval.
+    Peak,
+    /// RssAnon.
+    Anon,
+    /// RssFile.
+    File,
+    /// RssShmem.
+    Shmem,
+    /// Pinned host memory (smaps `/dev/nvidia*` Rss, or what the prover reports, the larger).
+    Pinned,
+    /// GPU memory used by the tree.
+    Gpu,
+    /// MemAvailable of the system.
+    MemAvailable,
+    /// Seconds the longest-running open phase has been running.
+    PhaseDuration,
+}
+
+/// Every metric with its rule name.
+pub const METRICS: &[(&str, Metric)] = &[
+    ("rss", Metric::Rss),
+    ("peak", Metric::Peak),
+    ("anon", Metric::Anon),
+    ("file", Metric::File),
+    ("shmem", Metric::Shmem),
+    ("pinned", Metric::Pinned),
+    ("gpu", Metric::Gpu),
+    ("mem_available", Metric::MemAvailable),
+    ("phase_duration", Metric::PhaseDuration),
+];
+
+impl Metric {
+    /// The name used in rules.
+    pub fn name(self) -> &'static str {
+        METRICS
+            .iter()
+            .find(|(_, m)| *m == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("?")
+    }
+
+    /// Whether values are seconds (else bytes).
+    pub fn is_duration(self) -> bool {
+        self == Metric::PhaseDuration
+    }
+
+    /// Format a value of this metric.
+    pub fn fmt_value(self, v: f64) -> String {
+        if self.is_duration() {
+            fmt_secs(v)
+        } else {
+            fmt_bytes(v.max(0.0) as u64)
+        }
+    }
+}
+
+/// Comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+}
+
+impl Op {
+    /// Whether `v OP t` holds.
+    pub fn holds(self, v: f64, t: f64) -> bool {
+        match self {
+            Op::Gt => v > t,
+            Op::Ge => v >= t,
+            Op::Lt => v < t,
+            Op::Le => v <= t,
+        }
+    }
+
+    /// The operator as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::Lt => "<",
+            Op::Le => "<=",
+        }
+    }
+}
+
+/// The value a metric is compared with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Threshold {
+    /// Bytes, or seconds for `phase_duration`.
+    Abs(f64),
+    /// Percent of the memory limit (cgroup memory.max, else MemTotal) of each sample.
+    PctOfLimit(f64),
+}
+
+/// One alert rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    /// Level (default warn).
+    pub level: AlertLevel,
+    /// Metric.
+    pub metric: Metric,
+    /// Comparison.
+    pub op: Op,
+    /// Threshold.
+    pub threshold: Threshold,
+    /// How long the condition must hold before the alert fires, seconds.
+    pub hold_s: f64,
+    /// The rule as written (trimmed).
+    pub text: String,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// A rule that does not parse: the rule text and what is wrong, naming the bad token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad alert rule {rule:?}: {detail}")]
+pub struct RuleError {
+    /// The rule text.
+    pub rule: String,
+    /// What is wrong.
+    pub detail: String,
+}
+
+const GRAMMAR: &str = "[info:|warn:|crit:] METRIC OP VALUE [for DURATION]";
+
+impl FromStr for Rule {
+    type Err = RuleError;
+
+    fn from_str(s: &str) -> Result<Rule, RuleError> {
+        let text = s.trim();
+        let err = |detail: String| RuleError {
+            rule: text.to_string(),
+            detail,
+        };
+        if text.is_empty() {
+            return Err(err(format!("empty rule (want {GRAMMAR})")));
+        }
+        let mut rest = text;
+        let mut level = AlertLevel::Warn;
+        // Level prefix: "crit:" etc. (a metric never contains ':').
+        if let Some((head, tail)) = rest.split_once(':') {
+            let head_t = head.trim();
+            if head_t.chars().all(|c| c.is_ascii_alphabetic()) && !head_t.is_empty() {
+                level = match head_t.to_ascii_lowercase().as_str() {
+                    "info" => AlertLevel::Info,
+                    "warn" | "warning" => AlertLevel::Warn,
+                    "crit" | "critical" => AlertLevel::Crit,
+                    _ => {
+                        return Err(err(format!(
+                            "unknown level {head_t:?} (want info, warn or crit)"
+                        )))
+                    }
+                };
+                rest = tail.trim_start();
+            }
+        }
+        // Metric: a run of [a-z_].
+        let mend = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let mname = &rest[..mend];
+        if mname.is_empty() {
+            let tok = rest.split_whitespace().next().unwrap_or("");
+            return Err(err(format!(
+                "expected a metric, found {tok:?} (want {GRAMMAR})"
+            )));
+        }
+        let metric = METRICS
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(mname))
+            .map(|(_, m)| *m)
+            .ok_or_else(|| {
+                err(format!(
+                    "unknown metric {mname:?} (want one of {})",
+                    METRICS
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
+        rest = rest[mend..].trim_start();
+        // Operator.
+        let oend = rest
+            .find(|c: char| !matches!(c, '<' | '>' | '=' | '!'))
+            .unwrap_or(rest.len());
+        let otok = &rest[..oend];
+        let op = match otok {
+            ">" => Op::Gt,
+            ">=" => Op::Ge,
+            "<" => Op::Lt,
+            "<=" => Op::Le,
+            "" => {
+                let tok = rest.split_whitespace().next().unwrap_or("end of rule");
+                return Err(err(format!(
+                    "expected an operator after {mname:?}, found {tok:?} (want >, >=, < or <=)"
+                )));
+            }
+            o => return Err(err(format!("unknown operator {o:?} (want >, >=, < or <=)"))),
+        };
+        rest = rest[oend..].trim_start();
+        // Value, then an optional "for DURATION".
+        let (vtok, hold) = match find_word(rest, "for") {
+            Some(i) => (rest[..i].trim(), Some(rest[i + 3..].trim())),
+            None => (rest.trim(), None),
+        };
+        if vtok.is_empty() {
+            return Err(err(format!("missing value after {:?}", op.as_str())));
+        }
+        let threshold = if let Some(p) = vtok.strip_suffix('%') {
+            if metric.is_duration() {
+                return Err(err(format!(
+                    "percent value {vtok:?} makes no sense for {mname} (want a duration such as 30s)"
+                )));
+            }
+            let v: f64 = p
+                .trim()
+                .parse()
+                .map_err(|_| err(format!("bad percent {vtok:?}")))?;
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(err(format!("bad percent {vtok:?}")));
+            }
+            Threshold::PctOfLimit(v)
+        } else if metric.is_duration() {
+            Threshold::Abs(parse_duration_s(vtok).map_err(err)?)
+        } else {
+            Threshold::Abs(parse_bytes(vtok).map_err(err)? as f64)
+        };
+        let hold_s = match hold {
+            None => 0.0,
+            Some("") => return Err(err("missing duration after \"for\"".into())),
+            Some(d) => {
+                let v = parse_duration_s(d).map_err(err)?;
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(err(format!("bad duration {d:?}")));
+                }
+                v
+            }
+        };
+        Ok(Rule {
+            level,
+            metric,
+            op,
+            threshold,
+            hold_s,
+            text: text.to_string(),
+        })
+    }
+}
+
+/// Byte index of `word` standing alone (surrounded by whitespace or the ends) in `s`.
+fn find_word(s: &str, word: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = s[from..].find(word) {
+        let at = from + i;
+        let before = s[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| c.is_whitespace());
+        let after = s[at + word.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| c.is_whitespace());
+        if before && after {
+            return Some(at);
+        }
+        from = at + word.len();
+    }
+    None
+}
+
+impl Rule {
+    /// The threshold for a sample with the given memory limit; `None` when the rule is
+    /// relative and no limit is known.
+    pub fn threshold_for(&self, limit: Option<u64>) -> Option<f64> {
+        match self.threshold {
+            Threshold::Abs(v) => Some(v),
+            Threshold::PctOfLimit(p) => limit.map(|l| l as f64 * p / 100.0),
+        }
+    }
+}
+
+/// The default rule: RSS above 90 % of the cgroup limit, or of MemTotal without one.
+pub fn default_rules(mem_total: u64, cgroup_max: Option<u64>) -> Vec<Rule> {
+    let (limit, of) = match cgroup_max {
+        Some(m) if m > 0 => (m, "cgroup memory limit"),
+        _ => (mem_total, "MemTotal"),
+    };
+    if limit == 0 {
+        return Vec::new();
+    }
+    let t = limit as f64 * 0.9;
+    vec![Rule {
+        level: AlertLevel::Warn,
+        metric: Metric::Rss,
+        op: Op::Gt,
+        threshold: Threshold::Abs(t),
+        hold_s: 0.0,
+        text: format!("rss > {} (90% of {of})", fmt_bytes(t as u64)),
+    }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use provetop_shared::units::GIB;
+
+    #[test]
+    fn parses_examples() {
+        let r: Rule = "rss > 180GiB for 5s".parse().unwrap();
+        assert_eq!(r.metric, Metric::Rss);
+        assert_eq!(r.op, Op::Gt);
+        assert_eq!(r.threshold, Threshold::Abs((180 * GIB) as f64));
+        assert_eq!(r.hold_s, 5.0);
+        assert_eq!(r.level, AlertLevel::Warn);
+
+        let r: Rule = "crit: shmem > 40GiB".parse().unwrap();
+        assert_eq!(r.level, AlertLevel::Crit);
+        assert_eq!(r.hold_s, 0.0);
+
+        let r: Rule = "warn: phase_duration > 30s".parse().unwrap();
+        assert_eq!(r.metric, Metric::PhaseDuration);
+        assert_eq!(r.threshold, Threshold::Abs(30.0));
+
+        let r: Rule = "info:mem_available<=1.5 GiB for 250ms".parse().unwrap();
+        assert_eq!(r.op, Op::Le);
+        assert_eq!(r.level, AlertLevel::Info);
+        assert_eq!(r.threshold, Threshold::Abs(1.5 * GIB as f64));
+        assert_eq!(r.hold_s, 0.25);
+
+        let r: Rule = "rss >= 90%".parse().unwrap();
+        assert_eq!(r.threshold, Threshold::PctOfLimit(90.0));
+        assert_eq!(r.threshold_for(Some(1000)), Some(900.0));
+        assert_eq!(r.to_string(), "rss >= 90%");
+    }
+
+    #[test]
+    fn errors_name_the_bad_token() {
+        let e = |s: &str| s.parse::<Rule>().unwrap_err().to_string();
+        assert!(
+            e("rsss > 1GiB").contains("unknown metric \"rsss\""),
+            "{}",
+            e("rsss > 1GiB")
+        );
+        assert!(e("rss >> 1GiB").contains("unknown operator \">>\""));
+        assert!(e("rss = 1GiB").contains("unknown operator \"=\""));
+        assert!(e("rss 1GiB").contains("expected an operator after \"rss\", found \"1GiB\""));
+        assert!(e("rss > 1GB for").contains("missing duration after \"for\""));
+        assert!(e("rss > 12 parsecs").contains("unknown unit \"parsecs\""));
+        assert!(e("rss > 1GiB for 5 fortnights").contains("\"fortnights\""));
+        assert!(e("fatal: rss > 1GiB").contains("unknown level \"fatal\""));
+        assert!(e("rss >").contains("missing value"));
+        assert!(e("").contains("empty rule"));
+        assert!(e("phase_duration > 50%").contains("percent"));
+        assert!(e("> 5").contains("expected a metric, found \">\""));
+    }
+
+    #[test]
+    fn default_rule_prefers_cgroup_limit() {
+        let r = &default_rules(100 * GIB, Some(10 * GIB))[0];
+        assert_eq!(r.threshold, Threshold::Abs(9.0 * GIB as f64));
+        assert!(r.text.contains("cgroup"));
+        let r = &default_rules(100 * GIB, None)[0];
+        assert_eq!(r.threshold, Threshold::Abs(90.0 * GIB as f64));
+        assert!(r.text.contains("MemTotal"));
+    }
+}

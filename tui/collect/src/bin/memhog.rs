@@ -1,0 +1,301 @@
+//! `provetop-memhog`: a test helper that holds known amounts of memory of each kind.
+//!
+//! It exists so the sampler's readings can be checked against ground truth: anonymous memory
+//! (RssAnon), shared memory through a memfd (RssShmem), mlocked memory (VmLck), short spikes
+//! (the interval peak), and allocations in a grandchild (process-tree sums).
+
+use std::io::{BufRead, Write};
+use std::os::fd::OwnedFd;
+use std::process::ExitCode;
+use std::ptr::NonNull;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use rustix::mm::{self, Advice, MapFlags, ProtFlags};
+use rustix::time::{clock_gettime, ClockId};
+
+const MIB: usize = 1 << 20;
+const PAGE: usize = 4096;
+const HUGE: usize = 2 * MIB;
+
+/// Allocate and touch known amounts of memory, for testing provetop's sampler.
+///
+/// Sizes are MiB. Start-up allocations (--anon, --shm, --lock) happen in the process at the
+/// bottom of the --depth chain, which then prints "ready PID" on stdout. With --stdin it then
+/// takes commands, one per line, and answers each with a line:
+///
+///   anon MIB          allocate and touch anonymous memory        → "ok"
+///   shm MIB           memfd (POSIX shared memory) mapped shared, touched → "ok"
+///   lock MIB          anonymous memory locked with mlock          → "ok"
+///   spike MIB MS      hold MIB more for MS ms, then free it       → "spike FULL_NS RELEASE_NS"
+///   free              release everything allocated so far         → "ok"
+///   exit              exit 0
+///
+/// FULL_NS is when the spike's last page was touched, RELEASE_NS when freeing began
+/// (CLOCK_MONOTONIC ns). Spikes use transparent huge pages where the kernel allows, so
+/// 512 MiB fills in tens of ms and the spike is short. With --spike, the same spike repeats
+/// every --every-ms ms (--count times; 0 = until killed) and each is reported on stdout.
+/// Without --stdin the process sleeps until killed.
+#[derive(Parser, Debug)]
+#[command(name = "provetop-memhog", verbatim_doc_comment)]
+struct Args {
+    /// Anonymous memory to allocate and touch at start.
+    #[arg(long, default_value_t = 0)]
+    anon: usize,
+    /// Shared memory (memfd, mapped shared and touched) at start.
+    #[arg(long, default_value_t = 0)]
+    shm: usize,
+    /// mlocked anonymous memory at start.
+    #[arg(long, default_value_t = 0)]
+    lock: usize,
+    /// Do the allocations in a descendant this many levels down (child, grandchild, …); the
+    /// processes above only wait for it.
+    #[arg(long, default_value_t = 0)]
+    depth: u32,
+    /// Periodic spike size.
+    #[arg(long, default_value_t = 0)]
+    spike: usize,
+    /// How long each periodic spike is held.
+    #[arg(long, default_value_t = 20)]
+    hold_ms: u64,
+    /// Time from the start of one periodic spike to the next.
+    #[arg(long, default_value_t = 250)]
+    every_ms: u64,
+    /// Number of periodic spikes (0 = forever).
+    #[arg(long, default_value_t = 0)]
+    count: u32,
+    /// Take commands from stdin after the start-up allocations.
+    #[arg(long)]
+    stdin: bool,
+    /// Ignore SIGTERM (to test the supervisor's SIGKILL after the grace period).
+    #[arg(long)]
+    ignore_term: bool,
+}
+
+/// One mapping this process holds.
+struct Region {
+    ptr: NonNull<std::ffi::c_void>,
+    len: usize,
+    _fd: Option<OwnedFd>,
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len describe a mapping this program created and nothing else refers to.
+        let _ = unsafe { mm::munmap(self.ptr.as_ptr(), self.len) };
+    }
+}
+
+fn now_ns() -> u64 {
+    let t = clock_gettime(ClockId::Monotonic);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+fn touch(ptr: *mut u8, len: usize, step: usize) {
+    let mut off = 0;
+    while off < len {
+        // SAFETY: off < len and the mapping is readable and writable for len bytes.
+        unsafe { ptr.add(off).write_volatile(1) };
+        off += step;
+    }
+}
+
+fn map_anon(len: usize) -> rustix::io::Result<NonNull<std::ffi::c_void>> {
+    // SAFETY: a fresh private anonymous mapping aliases nothing.
+    let p = unsafe {
+        mm::mmap_anonymous(
+            std::ptr::null_mut(),
+            len,
+            ProtFlags::READ | ProtFlags::WRITE,
+            MapFlags::PRIVATE,
+        )?
+    };
+    Ok(NonNull::new(p).expect("mmap never returns null on success"))
+}
+
+fn anon(mib: usize) -> rustix::io::Result<Region> {
+    let len = mib * MIB;
+    let ptr = map_anon(len)?;
+    touch(ptr.as_ptr().cast(), len, PAGE);
+    Ok(Region {
+        ptr,
+        len,
+        _fd: None,
+    })
+}
+
+fn locked(mib: usize) -> rustix::io::Result<Region> {
+    let len = mib * MIB;
+    let ptr = map_anon(len)?;
+    // SAFETY: the range is a mapping we own.
+    unsafe { mm::mlock(ptr.as_ptr(), len)? };
+    touch(ptr.as_ptr().cast(), len, PAGE);
+    Ok(Region {
+        ptr,
+        len,
+        _fd: None,
+    })
+}
+
+fn shm(mib: usize) -> rustix::io::Result<Region> {
+    let len = mib * MIB;
+    let fd = rustix::fs::memfd_create("provetop-memhog", rustix::fs::MemfdFlags::CLOEXEC)?;
+    rustix::fs::ftruncate(&fd, len as u64)?;
+    // SAFETY: a fresh shared mapping of our own memfd; nothing else maps it.
+    let p = unsafe {
+        mm::mmap(
+            std::ptr::null_mut(),
+            len,
+            ProtFlags::READ | ProtFlags::WRITE,
+            MapFlags::SHARED,
+            &fd,
+            0,
+        )?
+    };
+    let ptr = NonNull::new(p).expect("mmap never returns null on success");
+    touch(ptr.as_ptr().cast(), len, PAGE);
+    Ok(Region {
+        ptr,
+        len,
+        _fd: Some(fd),
+    })
+}
+
+/// Allocate MIB with huge pages where possible, hold it `hold`, free it.
+/// Returns (FULL_NS, RELEASE_NS).
+fn spike(mib: usize, hold: Duration) -> rustix::io::Result<(u64, u64)> {
+    let len = mib * MIB;
+    // Over-allocate by one huge page so a 2 MiB aligned range fits.
+    let raw = map_anon(len + HUGE)?;
+    let base = raw.as_ptr() as usize;
+    let aligned = (base + HUGE - 1) & !(HUGE - 1);
+    // SAFETY: [aligned, aligned+len) lies inside the mapping.
+    unsafe {
+        let _ = mm::madvise(aligned as *mut _, len, Advice::LinuxHugepage);
+    }
+    touch(aligned as *mut u8, len, PAGE);
+    let full = now_ns();
+    std::thread::sleep(hold);
+    let release = now_ns();
+    // SAFETY: the whole mapping is ours.
+    unsafe { mm::munmap(raw.as_ptr(), len + HUGE)? };
+    Ok((full, release))
+}
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if args.ignore_term {
+        // SAFETY: SIG_IGN installs no handler code.
+        let _ = unsafe {
+            nix::sys::signal::signal(
+                nix::sys::signal::Signal::SIGTERM,
+                nix::sys::signal::SigHandler::SigIgn,
+            )
+        };
+    }
+    if args.depth > 0 {
+        let exe = match std::env::current_exe() {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("provetop-memhog: cannot find own executable: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let mut child_args: Vec<String> = Vec::new();
+        let mut it = std::env::args().skip(1);
+        while let Some(a) = it.next() {
+            if a == "--depth" {
+                it.next();
+            } else if !a.starts_with("--depth=") {
+                child_args.push(a);
+            }
+        }
+        let mut cmd = std::process::Command::new(exe);
+        cmd.args(child_args)
+            .arg(format!("--depth={}", args.depth - 1));
+        return match cmd.status() {
+            Ok(st) => ExitCode::from(st.code().unwrap_or(1) as u8),
+            Err(e) => {
+                eprintln!("provetop-memhog: cannot start child: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let mut held: Vec<Region> = Vec::new();
+    let startup = [
+        (
+            args.anon,
+            anon as fn(usize) -> rustix::io::Result<Region>,
+            "anon",
+        ),
+        (args.shm, shm, "shm"),
+        (args.lock, locked, "lock"),
+    ];
+    for (mib, f, what) in startup {
+        if mib > 0 {
+            match f(mib) {
+                Ok(r) => held.push(r),
+                Err(e) => {
+                    eprintln!("provetop-memhog: {what} {mib} MiB failed: {e}");
+                    return ExitCode::from(3);
+                }
+            }
+        }
+    }
+    say(&format!("ready {}", std::process::id()));
+    if args.spike > 0 {
+        let start = Instant::now();
+        let mut k = 0u32;
+        while args.count == 0 || k < args.count {
+            match spike(args.spike, Duration::from_millis(args.hold_ms)) {
+                Ok((a, b)) => say(&format!("spike {a} {b}")),
+                Err(e) => {
+                    eprintln!("provetop-memhog: spike failed: {e}");
+                    return ExitCode::from(3);
+                }
+            }
+            k += 1;
+            let next = start + Duration::from_millis(args.every_ms) * k;
+            if let Some(d) = next.checked_duration_since(Instant::now()) {
+                std::thread::sleep(d);
+            }
+        }
+        say("done");
+    }
+    if !args.stdin {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let num = |i: usize| w.get(i).and_then(|s| s.parse::<usize>().ok());
+        let res: Result<String, String> = match (w.first().copied(), num(1), num(2)) {
+            (Some("anon"), Some(n), _) => anon(n).map(|r| held.push(r)).map(|_| "ok".into()),
+            (Some("shm"), Some(n), _) => shm(n).map(|r| held.push(r)).map(|_| "ok".into()),
+            (Some("lock"), Some(n), _) => locked(n).map(|r| held.push(r)).map(|_| "ok".into()),
+            (Some("spike"), Some(n), Some(ms)) => {
+                spike(n, Duration::from_millis(ms as u64)).map(|(a, b)| format!("spike {a} {b}"))
+            }
+            (Some("free"), _, _) => {
+                held.clear();
+                Ok("ok".into())
+            }
+            (Some("exit"), _, _) => return ExitCode::SUCCESS,
+            _ => Err(rustix::io::Errno::INVAL),
+        }
+        .map_err(|e| format!("error {line:?}: {e}"));
+        match res {
+            Ok(s) => say(&s),
+            Err(e) => say(&e),
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,200 @@
+//! `/proc/PID/status` memory fields, read through a file kept open.
+//!
+//! Re-reading an open status file from offset 0 costs about half of open+read+close (DESIGN:
+//! 8-12 µs vs 15-20 µs on the 2-core VM), and the sampler does it 20 times a second for every
+//! process of the tree. An open status fd also pins the identity of the process: once the
+//! process is gone, reads fail with ESRCH instead of silently reading a recycled pid.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+
+/// Memory fields of one process, bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemStatus {
+    /// VmRSS.
+    pub rss: u64,
+    /// VmHWM: peak RSS since start or since the last `clear_refs` ← 5.
+    pub hwm: u64,
+    /// RssAnon.
+    pub anon: u64,
+    /// RssFile.
+    pub file: u64,
+    /// RssShmem.
+    pub shmem: u64,
+    /// VmSwap.
+    pub swap: u64,
+    /// VmLck.
+    pub locked: u64,
+    /// VmPin.
+    pub pin: u64,
+    /// PPid.
+    pub ppid: u32,
+    /// Threads.
+    pub threads: u32,
+    /// True for kernel threads and zombies (no `VmRSS` line at all).
+    pub no_mm: bool,
+}
+
+/// Parse the text of a status file. Unknown lines are ignored; values are in kB.
+pub fn parse_status(text: &[u8]) -> MemStatus {
+    let mut m = MemStatus {
+        no_mm: true,
+        ..MemStatus::default()
+    };
+    for line in text.split(|&b| b == b'\n') {
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let (key, rest) = (&line[..colon], &line[colon + 1..]);
+        let slot: &mut u64 = match key {
+            b"VmRSS" => {
+                m.no_mm = false;
+                &mut m.rss
+            }
+            b"VmHWM" => &mut m.hwm,
+            b"RssAnon" => &mut m.anon,
+            b"RssFile" => &mut m.file,
+            b"RssShmem" => &mut m.shmem,
+            b"VmSwap" => &mut m.swap,
+            b"VmLck" => &mut m.locked,
+            b"VmPin" => &mut m.pin,
+            b"PPid" => {
+                m.ppid = leading_u64(rest) as u32;
+                continue;
+            }
+            b"Threads" => {
+                m.threads = leading_u64(rest) as u32;
+                continue;
+            }
+            _ => continue,
+        };
+        *slot = leading_u64(rest) * 1024;
+    }
+    m
+}
+
+/// The first unsigned integer in `s` (skipping leading whitespace), 0 when none.
+fn leading_u64(s: &[u8]) -> u64 {
+    let mut n: u64 = 0;
+    let mut seen = false;
+    for &b in s {
+        match b {
+            b'0'..=b'9' => {
+                seen = true;
+                n = n.saturating_mul(10).saturating_add((b - b'0') as u64);
+            }
+            b' ' | b'\t' if !seen => {}
+            _ => break,
+        }
+    }
+    n
+}
+
+/// An open `/proc/PID/status`, re-read from offset 0 on every [`read`](Self::read).
+#[derive(Debug)]
+pub struct StatusReader {
+    pid: u32,
+    file: File,
+    buf: Vec<u8>,
+}
+
+impl StatusReader {
+    /// Open the status file of `pid`.
+    pub fn open(pid: u32) -> io::Result<Self> {
+        let file = File::open(format!("/proc/{pid}/status"))?;
+        Ok(StatusReader {
+            pid,
+            file,
+            buf: vec![0; 4096],
+        })
+    }
+
+    /// The pid this reader watches.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Read and parse the current values. Fails (ESRCH) once the process is gone.
+    pub fn read(&mut self) -> io::Result<MemStatus> {
+        let mut len = 0;
+        loop {
+            if len == self.buf.len() {
+                // Status files are ~1.5 KiB; grow only if a future kernel writes more.
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            let n = self.file.read_at(&mut self.buf[len..], len as u64)?;
+            if n == 0 {
+                break;
+            }
+            len += n;
+        }
+        Ok(parse_status(&self.buf[..len]))
+    }
+}
+
+/// An open `/proc/PID/clear_refs`: [`reset_peak`](Self::reset_peak) makes VmHWM start again
+/// from the current RSS.
+#[derive(Debug)]
+pub struct PeakResetter {
+    file: File,
+}
+
+impl PeakResetter {
+    /// Open `pid`'s clear_refs for writing (needs the same uid or CAP_SYS_PTRACE-like rights).
+    pub fn open(pid: u32) -> io::Result<Self> {
+        let file = OpenOptions::new()
+            .write(true)
+            .open(format!("/proc/{pid}/clear_refs"))?;
+        Ok(PeakResetter { file })
+    }
+
+    /// Write "5" (reset the peak RSS). Takes the target's mmap lock for writing: may block
+    /// while the target maps or unmaps large regions, so never call it on a thread that keeps
+    /// a schedule.
+    pub fn reset_peak(&mut self) -> io::Result<()> {
+        self.file.write_at(b"5", 0).map(|_| ())
+    }
+}
+
+/// Read the status of `pid` once (open, read, close).
+pub fn read_status(pid: u32) -> io::Result<MemStatus> {
+    StatusReader::open(pid)?.read()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_memory_fields() {
+        let text = b"Name:\tx\nPPid:\t17\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\nRssAnon:\t 600 kB\nRssFile:\t 300 kB\nRssShmem:\t 124 kB\nVmLck:\t 8 kB\nVmPin:\t 0 kB\nVmSwap:\t 4 kB\nThreads:\t3\n";
+        let m = parse_status(text);
+        assert_eq!(m.rss, 1024 * 1024);
+        assert_eq!(m.hwm, 2048 * 1024);
+        assert_eq!(m.anon, 600 * 1024);
+        assert_eq!(m.file, 300 * 1024);
+        assert_eq!(m.shmem, 124 * 1024);
+        assert_eq!(m.locked, 8 * 1024);
+        assert_eq!(m.swap, 4 * 1024);
+        assert_eq!(m.ppid, 17);
+        assert_eq!(m.threads, 3);
+        assert!(!m.no_mm);
+    }
+
+    #[test]
+    fn kernel_thread_has_no_mm() {
+        let m = parse_status(b"Name:\tkthreadd\nPPid:\t0\nThreads:\t1\n");
+        assert!(m.no_mm);
+        assert_eq!(m.rss, 0);
+    }
+
+    #[test]
+    fn reads_self() {
+        let mut r = StatusReader::open(std::process::id()).unwrap();
+        let a = r.read().unwrap();
+        let b = r.read().unwrap();
+        assert!(a.rss > 0 && b.rss > 0);
+        assert!(a.hwm >= a.rss / 2);
+    }
+}

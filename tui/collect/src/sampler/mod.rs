@@ -1,0 +1,638 @@
+//! The memory sampler: a dedicated OS thread that samples a process tree on a fixed schedule.
+//!
+//! Every tick (default 20 Hz, absolute deadlines so the rate never drifts) it re-reads the
+//! open `/proc/PID/status` of every process in the tree (VmRSS, RssAnon/File/Shmem, VmSwap,
+//! VmLck, VmPin and VmHWM), sums them, adds system and cgroup memory, attaches the latest
+//! pinned-memory and GPU readings, and pushes a [`Sample`] into a lock-free SPSC ring that
+//! the app drains. Slow or blocking work runs on helper threads so the schedule holds:
+//!
+//! * `provetop-peak` resets VmHWM after each sample (`clear_refs` may block on the target's
+//!   mmap lock), so each sample's `peak` is the true maximum of its interval.
+//! * `provetop-smaps` sums the Rss of `/dev/nvidia*` mappings (CUDA pinned host memory),
+//!   resting after each pass so it uses at most `smaps_duty` of a core.
+//! * `provetop-gpu` reads NVML at `gpu_hz`.
+//!
+//! The tree itself is re-discovered at a rate bounded by the walk's measured cost.
+
+mod gpu;
+mod peak;
+mod pinned;
+mod system;
+pub mod tree;
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle, Thread};
+use std::time::{Duration, Instant};
+
+use provetop_shared::clock::mono_ns;
+use provetop_shared::record::GpuReading;
+use provetop_shared::{Mark, Record, RecordBody, Sample};
+use ringbuf::traits::{Consumer, Observer, Producer, Split};
+use ringbuf::{HeapCons, HeapProd, HeapRb};
+
+use crate::cgroup::MemCgroup;
+use crate::procstatus::{MemStatus, StatusReader};
+
+pub use pinned::{nvidia_rss, read_pinned};
+
+/// Samples the ring holds before the sampler starts dropping (about 200 s at 20 Hz).
+pub const RING_CAPACITY: usize = 4096;
+/// Share of one core the process-tree walk may use.
+const TREE_DUTY: f64 = 0.002;
+/// Longest time between two tree walks whatever they cost.
+const TREE_MAX_INTERVAL: Duration = Duration::from_secs(2);
+/// Smaps passes never run more often than this.
+const SMAPS_MIN_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How the sampler runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplerConfig {
+    /// Samples per second (> 0).
+    pub hz: f64,
+    /// Share of one core the smaps (pinned memory) reader may use; 0 turns it off.
+    pub smaps_duty: f64,
+    /// NVML readings per second; 0 turns GPU sampling off.
+    pub gpu_hz: f64,
+    /// Reset VmHWM after every sample so `peak` is the peak of each interval.
+    pub reset_peak: bool,
+}
+
+impl Default for SamplerConfig {
+    fn default() -> Self {
+        SamplerConfig {
+            hz: 20.0,
+            smaps_duty: 0.01,
+            gpu_hz: 2.0,
+            reset_peak: true,
+        }
+    }
+}
+
+impl SamplerConfig {
+    fn validate(&self) -> io::Result<()> {
+        let bad = |what: String| Err(io::Error::new(io::ErrorKind::InvalidInput, what));
+        if !(self.hz.is_finite() && self.hz > 0.0 && self.hz <= 1000.0) {
+            return bad(format!(
+                "sample rate {} Hz is out of range (want 0 < hz ≤ 1000)",
+                self.hz
+            ));
+        }
+        if !(self.smaps_duty.is_finite() && (0.0..=1.0).contains(&self.smaps_duty)) {
+            return bad(format!(
+                "smaps duty {} is out of range (want 0 ≤ duty ≤ 1)",
+                self.smaps_duty
+            ));
+        }
+        if !(self.gpu_hz.is_finite() && (0.0..=100.0).contains(&self.gpu_hz)) {
+            return bad(format!(
+                "GPU rate {} Hz is out of range (want 0 ≤ hz ≤ 100)",
+                self.gpu_hz
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// No reading yet (or reading turned off).
+const NONE: u64 = u64::MAX;
+
+/// Latest GPU state, carried into every sample.
+#[derive(Default, Clone)]
+struct GpuState {
+    gen: u64,
+    gpus: Vec<GpuReading>,
+    used: Option<u64>,
+}
+
+/// State shared by the sampler's threads and the handle.
+struct Shared {
+    root: AtomicU32,
+    /// Bumped by every `set_root`; helper readings of an older tree are discarded.
+    gen: AtomicU64,
+    stop: AtomicBool,
+    dropped: AtomicU64,
+    late_resets: AtomicU64,
+    tree: Mutex<(u64, Vec<u32>)>,
+    /// (gen, pinned bytes or NONE).
+    pinned: Mutex<(u64, u64)>,
+    gpu: Mutex<GpuState>,
+    notes: Mutex<Vec<Mark>>,
+    tids: Mutex<Vec<(String, u32)>>,
+    helpers: Mutex<Vec<Thread>>,
+}
+
+impl Shared {
+    fn note(&self, text: String) {
+        self.notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Mark::Note { text });
+    }
+
+    fn register_tid(&self, name: &str) {
+        let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+        self.tids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((name.to_string(), tid));
+    }
+
+    fn tree_snapshot(&self) -> (u64, Vec<u32>) {
+        self.tree.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// The app's end of a running sampler.
+pub struct SamplerHandle {
+    cons: HeapCons<Record>,
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+    peak_shared: Arc<peak::Shared>,
+}
+
+/// Start sampling the tree rooted at `root_pid`.
+///
+/// Fails only when the configuration is out of range or a thread cannot be started; a
+/// missing process is reported in the stream (a [`Mark::Note`]) and sampling resumes after
+/// [`SamplerHandle::set_root`].
+pub fn spawn(cfg: SamplerConfig, root_pid: u32) -> io::Result<SamplerHandle> {
+    cfg.validate()?;
+    let (prod, cons) = HeapRb::<Record>::new(RING_CAPACITY).split();
+    let shared = Arc::new(Shared {
+        root: AtomicU32::new(root_pid),
+        gen: AtomicU64::new(1),
+        stop: AtomicBool::new(false),
+        dropped: AtomicU64::new(0),
+        late_resets: AtomicU64::new(0),
+        tree: Mutex::new((1, vec![root_pid])),
+        pinned: Mutex::new((1, NONE)),
+        gpu: Mutex::new(GpuState::default()),
+        notes: Mutex::new(Vec::new()),
+        tids: Mutex::new(Vec::new()),
+        helpers: Mutex::new(Vec::new()),
+    });
+    let resets = peak::PeakResets::spawn()?;
+    let peak_shared = resets.shared().clone();
+
+    if cfg.smaps_duty > 0.0 {
+        let s = shared.clone();
+        let duty = cfg.smaps_duty;
+        let t = thread::Builder::new()
+            .name("provetop-smaps".into())
+            .spawn(move || smaps_loop(&s, duty))?;
+        shared.helpers.lock().unwrap().push(t.thread().clone());
+    }
+    if cfg.gpu_hz > 0.0 {
+        let s = shared.clone();
+        let period = Duration::from_secs_f64(1.0 / cfg.gpu_hz);
+        let t = thread::Builder::new()
+            .name("provetop-gpu".into())
+            .spawn(move || gpu_loop(&s, period))?;
+        shared.helpers.lock().unwrap().push(t.thread().clone());
+    }
+    let s = shared.clone();
+    let thread = thread::Builder::new()
+        .name("provetop-sampler".into())
+        .spawn(move || {
+            s.register_tid("provetop-sampler");
+            Sampler::new(cfg, s, prod, resets).run()
+        })?;
+    Ok(SamplerHandle {
+        cons,
+        shared,
+        thread: Some(thread),
+        peak_shared,
+    })
+}
+
+impl SamplerHandle {
+    /// Move every available record into `out` (never blocks).
+    pub fn drain(&mut self, out: &mut Vec<Record>) {
+        while let Some(r) = self.cons.try_pop() {
+            out.push(r);
+        }
+    }
+
+    /// Samples lost because the ring was full (the app did not drain in time).
+    pub fn dropped(&self) -> u64 {
+        self.shared.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Samples taken while the previous peak reset was still stuck (the target held its mmap
+    /// lock); such a sample's peak covers more than one interval.
+    pub fn late_resets(&self) -> u64 {
+        self.shared.late_resets.load(Ordering::Relaxed)
+    }
+
+    /// Sample the tree rooted at `pid` from now on (after a restart of the child).
+    pub fn set_root(&self, pid: u32) {
+        self.shared.root.store(pid, Ordering::Release);
+        self.shared.gen.fetch_add(1, Ordering::AcqRel);
+        if let Some(t) = &self.thread {
+            t.thread().unpark();
+        }
+    }
+
+    /// The pid sampled now.
+    pub fn root(&self) -> u32 {
+        self.shared.root.load(Ordering::Acquire)
+    }
+
+    /// Names and kernel thread ids of the sampler's threads (sampler, peak reset, smaps,
+    /// GPU), for measuring the sampler's own CPU use in `/proc/self/task/TID/stat`.
+    pub fn thread_ids(&self) -> Vec<(String, u32)> {
+        let mut v = self
+            .shared
+            .tids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let p = self.peak_shared.tid.load(Ordering::Relaxed);
+        if p != 0 {
+            v.push(("provetop-peak".into(), p));
+        }
+        v
+    }
+
+    /// Longest time one `clear_refs` pass has taken so far (how long the target's mmap lock
+    /// held the reset thread).
+    pub fn max_reset_pass(&self) -> Duration {
+        Duration::from_micros(self.peak_shared.max_pass_us.load(Ordering::Relaxed))
+    }
+
+    /// Stop all threads; joins the sampling thread.
+    pub fn stop(mut self) {
+        self.signal_stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    fn signal_stop(&self) {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(t) = &self.thread {
+            t.thread().unpark();
+        }
+        for h in self
+            .shared
+            .helpers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            h.unpark();
+        }
+    }
+}
+
+impl Drop for SamplerHandle {
+    fn drop(&mut self) {
+        self.signal_stop();
+    }
+}
+
+/// Sleep until `deadline` or until unparked by stop/set_root.
+fn park_until(deadline: Instant) {
+    let now = Instant::now();
+    if deadline > now {
+        thread::park_timeout(deadline - now);
+    }
+}
+
+/// One process being followed.
+struct Proc {
+    status: StatusReader,
+    /// First reading not taken yet: its VmHWM is a lifetime peak, not this interval's.
+    fresh: bool,
+}
+
+struct Sampler {
+    cfg: SamplerConfig,
+    shared: Arc<Shared>,
+    prod: HeapProd<Record>,
+    resets: peak::PeakResets,
+    procs: HashMap<u32, Proc>,
+    order: Vec<u32>,
+    gen: u64,
+    root: u32,
+    root_gone: bool,
+    children_files: bool,
+    next_walk: Instant,
+    meminfo: Option<system::MemInfo>,
+    cgroup: Option<MemCgroup>,
+    no_reset: Vec<u32>,
+    pending_drops: u64,
+    reset_pids: Vec<u32>,
+}
+
+impl Sampler {
+    fn new(
+        cfg: SamplerConfig,
+        shared: Arc<Shared>,
+        prod: HeapProd<Record>,
+        resets: peak::PeakResets,
+    ) -> Self {
+        let meminfo = system::MemInfo::open().ok();
+        Sampler {
+            cfg,
+            shared,
+            prod,
+            resets,
+            procs: HashMap::new(),
+            order: Vec::new(),
+            gen: 0,
+            root: 0,
+            root_gone: false,
+            children_files: tree::has_children_files(),
+            next_walk: Instant::now(),
+            meminfo,
+            cgroup: None,
+            no_reset: Vec::new(),
+            pending_drops: 0,
+            reset_pids: Vec::new(),
+        }
+    }
+
+    fn run(mut self) {
+        let period = Duration::from_secs_f64(1.0 / self.cfg.hz);
+        let start = Instant::now();
+        let mut k: u32 = 0;
+        while !self.shared.stop.load(Ordering::Acquire) {
+            self.tick();
+            // Absolute deadlines: tick k is due at start + k·period. After a stall (the VM
+            // was descheduled), skip the missed ticks instead of bursting to catch up.
+            let elapsed = start.elapsed();
+            let next = (elapsed.as_secs_f64() / period.as_secs_f64()).floor() as u64 + 1;
+            k = k.max(next.min(u32::MAX as u64) as u32);
+            let deadline = start + period * k;
+            loop {
+                park_until(deadline);
+                if Instant::now() >= deadline
+                    || self.shared.stop.load(Ordering::Acquire)
+                    || self.shared.gen.load(Ordering::Acquire) != self.gen
+                {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn push(&mut self, rec: Record) {
+        if self.pending_drops > 0 && self.prod.vacant_len() >= 2 {
+            let count = std::mem::take(&mut self.pending_drops);
+            let _ = self.prod.try_push(Record::new(
+                mono_ns(),
+                RecordBody::Mark(Mark::Dropped {
+                    what: "samples".into(),
+                    count,
+                }),
+            ));
+        }
+        if self.prod.try_push(rec).is_err() {
+            self.pending_drops += 1;
+            self.shared.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn forward_notes(&mut self) {
+        let notes =
+            std::mem::take(&mut *self.shared.notes.lock().unwrap_or_else(|e| e.into_inner()));
+        for m in notes {
+            self.push(Record::new(mono_ns(), RecordBody::Mark(m)));
+        }
+        let refused = std::mem::take(
+            &mut *self
+                .resets
+                .shared()
+                .refused
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        for (pid, why) in refused {
+            if !self.no_reset.contains(&pid) {
+                self.no_reset.push(pid);
+                self.push(Record::new(
+                    mono_ns(),
+                    RecordBody::Mark(Mark::Note {
+                        text: format!(
+                            "cannot reset the peak RSS of pid {pid} ({why}): its interval peak falls back to its RSS"
+                        ),
+                    }),
+                ));
+            }
+        }
+    }
+
+    /// Adopt a new root after `set_root` (or at start).
+    fn adopt_root(&mut self) {
+        self.gen = self.shared.gen.load(Ordering::Acquire);
+        self.root = self.shared.root.load(Ordering::Acquire);
+        self.procs.clear();
+        self.order.clear();
+        self.no_reset.clear();
+        self.root_gone = false;
+        self.cgroup = MemCgroup::of_pid(self.root);
+        self.next_walk = Instant::now();
+        *self.shared.tree.lock().unwrap_or_else(|e| e.into_inner()) = (self.gen, vec![self.root]);
+        *self.shared.pinned.lock().unwrap_or_else(|e| e.into_inner()) = (self.gen, NONE);
+    }
+
+    fn walk_tree(&mut self) {
+        let t0 = Instant::now();
+        let pids = tree::descendants(self.root, self.children_files);
+        self.procs.retain(|pid, _| pids.contains(pid));
+        for &pid in &pids {
+            if let std::collections::hash_map::Entry::Vacant(v) = self.procs.entry(pid) {
+                if let Ok(status) = StatusReader::open(pid) {
+                    v.insert(Proc {
+                        status,
+                        fresh: true,
+                    });
+                }
+            }
+        }
+        self.order = pids
+            .into_iter()
+            .filter(|p| self.procs.contains_key(p))
+            .collect();
+        *self.shared.tree.lock().unwrap_or_else(|e| e.into_inner()) =
+            (self.gen, self.order.clone());
+        let cost = t0.elapsed();
+        let rest = Duration::from_secs_f64(cost.as_secs_f64() / TREE_DUTY)
+            .clamp(Duration::ZERO, TREE_MAX_INTERVAL);
+        self.next_walk = Instant::now() + rest;
+    }
+
+    fn tick(&mut self) {
+        if self.shared.gen.load(Ordering::Acquire) != self.gen {
+            self.adopt_root();
+        }
+        self.forward_notes();
+        if self.root_gone {
+            return;
+        }
+        if Instant::now() >= self.next_walk || !self.procs.contains_key(&self.root) {
+            self.walk_tree();
+        }
+        if self.cfg.reset_peak && !self.resets.caught_up() {
+            self.shared.late_resets.fetch_add(1, Ordering::Relaxed);
+        }
+        let t = mono_ns();
+        let mut sum = MemStatus::default();
+        let mut peak = 0u64;
+        let mut procs = 0u32;
+        let mut gone = Vec::new();
+        self.reset_pids.clear();
+        for &pid in &self.order {
+            let Some(p) = self.procs.get_mut(&pid) else {
+                continue;
+            };
+            match p.status.read() {
+                Ok(m) if !m.no_mm => {
+                    sum.rss += m.rss;
+                    sum.anon += m.anon;
+                    sum.file += m.file;
+                    sum.shmem += m.shmem;
+                    sum.swap += m.swap;
+                    sum.locked += m.locked;
+                    sum.pin += m.pin;
+                    let interval_peak = if p.fresh || self.no_reset.contains(&pid) {
+                        m.rss
+                    } else {
+                        m.hwm.max(m.rss)
+                    };
+                    p.fresh = false;
+                    peak += interval_peak;
+                    procs += 1;
+                    if !self.no_reset.contains(&pid) {
+                        self.reset_pids.push(pid);
+                    }
+                }
+                // A zombie (exited, not reaped yet) holds no memory.
+                Ok(_) => gone.push(pid),
+                Err(_) => gone.push(pid),
+            }
+        }
+        if self.cfg.reset_peak && !self.reset_pids.is_empty() {
+            self.resets.request(&self.reset_pids);
+        }
+        if !gone.is_empty() {
+            for pid in &gone {
+                self.procs.remove(pid);
+            }
+            self.order.retain(|p| !gone.contains(p));
+        }
+        if gone.contains(&self.root) || procs == 0 {
+            self.root_gone = true;
+            let root = self.root;
+            self.push(Record::new(
+                t,
+                RecordBody::Mark(Mark::Note {
+                    text: format!("process {root} is gone; sampling stopped"),
+                }),
+            ));
+            return;
+        }
+        let mut s = Sample {
+            rss: sum.rss,
+            peak: self.cfg.reset_peak.then_some(peak.max(sum.rss)),
+            anon: Some(sum.anon),
+            file: Some(sum.file),
+            shmem: Some(sum.shmem),
+            swap: Some(sum.swap),
+            locked: Some(sum.locked),
+            vm_pin: Some(sum.pin),
+            procs,
+            ..Sample::default()
+        };
+        {
+            let p = self.shared.pinned.lock().unwrap_or_else(|e| e.into_inner());
+            if p.0 == self.gen && p.1 != NONE {
+                s.pinned = Some(p.1);
+            }
+        }
+        {
+            let g = self.shared.gpu.lock().unwrap_or_else(|e| e.into_inner());
+            if g.gen == self.gen {
+                s.gpu_used = g.used;
+                s.gpus = g.gpus.clone();
+            }
+        }
+        if let Some(mi) = &mut self.meminfo {
+            if let Ok((total, avail)) = mi.read() {
+                s.mem_total = Some(total);
+                s.mem_available = Some(avail);
+            }
+        }
+        if let Some(cg) = &self.cgroup {
+            s.cgroup_current = cg.current();
+            s.cgroup_max = cg.max();
+        }
+        self.push(Record::new(t, RecordBody::Sample(s)));
+    }
+}
+
+fn smaps_loop(s: &Shared, duty: f64) {
+    s.register_tid("provetop-smaps");
+    let mut buf = Vec::with_capacity(1 << 20);
+    while !s.stop.load(Ordering::Acquire) {
+        let (gen, pids) = s.tree_snapshot();
+        let t0 = Instant::now();
+        let mut total = 0u64;
+        let mut any = false;
+        for pid in pids {
+            if let Ok(b) = pinned::read_pinned(pid, &mut buf) {
+                total += b;
+                any = true;
+            }
+        }
+        let cost = t0.elapsed();
+        if any {
+            let mut p = s.pinned.lock().unwrap_or_else(|e| e.into_inner());
+            if p.0 == gen {
+                p.1 = total;
+            }
+        }
+        // A big read buffer is only needed while the target is big.
+        if buf.capacity() > 64 << 20 {
+            buf = Vec::with_capacity(1 << 20);
+        }
+        let deadline = Instant::now() + pinned::rest_after(cost, duty, SMAPS_MIN_INTERVAL);
+        while Instant::now() < deadline && !s.stop.load(Ordering::Acquire) {
+            park_until(deadline);
+        }
+    }
+}
+
+fn gpu_loop(s: &Shared, period: Duration) {
+    s.register_tid("provetop-gpu");
+    let gpus = match gpu::Gpus::open() {
+        Ok(g) => g,
+        Err(e) => {
+            s.note(format!("no GPU (NVML unavailable: {e})"));
+            return;
+        }
+    };
+    let start = Instant::now();
+    let mut k = 0u32;
+    while !s.stop.load(Ordering::Acquire) {
+        let (gen, pids) = s.tree_snapshot();
+        let (readings, used) = gpus.read(&pids);
+        {
+            let mut g = s.gpu.lock().unwrap_or_else(|e| e.into_inner());
+            *g = GpuState {
+                gen,
+                gpus: readings,
+                used: Some(used),
+            };
+        }
+        k += 1;
+        let deadline = start + period * k;
+        while Instant::now() < deadline && !s.stop.load(Ordering::Acquire) {
+            park_until(deadline);
+        }
+    }
+}

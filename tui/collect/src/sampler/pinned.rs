@@ -1,0 +1,126 @@
+//! Pinned host memory: Rss of `/dev/nvidia*` mappings in `/proc/PID/smaps`.
+//!
+//! CUDA's `cudaHostAlloc` memory is neither VmLck nor VmPin; it shows only as the Rss of
+//! mappings of the NVIDIA device files. smaps walks the target's page tables (about 15 ms per
+//! GiB of RSS, seconds on a 200 GiB prover), so this runs on its own thread and sleeps long
+//! enough after each pass that it uses at most `duty` of one core.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::time::Duration;
+
+/// Sum of the Rss of mappings whose path starts with `/dev/nvidia`, bytes.
+pub fn nvidia_rss(smaps: &[u8]) -> u64 {
+    let mut total_kb = 0u64;
+    let mut in_nvidia = false;
+    for line in smaps.split(|&b| b == b'\n') {
+        if is_mapping_header(line) {
+            in_nvidia = mapping_path(line).is_some_and(|p| p.starts_with(b"/dev/nvidia"));
+        } else if in_nvidia {
+            if let Some(v) = line.strip_prefix(b"Rss:") {
+                total_kb += leading_u64(v);
+            }
+        }
+    }
+    total_kb * 1024
+}
+
+/// Mapping lines look like `7f12a000-7f12b000 rw-s 00000000 00:05 123  /dev/nvidiactl`;
+/// field lines like `Rss:   4 kB` (whose names may also start with hex letters).
+fn is_mapping_header(line: &[u8]) -> bool {
+    let first = line.split(|&b| b == b' ').next().unwrap_or(&[]);
+    !first.is_empty()
+        && !first.ends_with(b":")
+        && first.contains(&b'-')
+        && first.iter().all(|b| b.is_ascii_hexdigit() || *b == b'-')
+}
+
+/// The path of a mapping header (6th field), if any.
+fn mapping_path(line: &[u8]) -> Option<&[u8]> {
+    let mut rest = line;
+    for _ in 0..5 {
+        let sp = rest.iter().position(|&b| b == b' ')?;
+        rest = &rest[sp..];
+        let start = rest.iter().position(|&b| b != b' ')?;
+        rest = &rest[start..];
+    }
+    (!rest.is_empty()).then_some(rest)
+}
+
+fn leading_u64(s: &[u8]) -> u64 {
+    let s = s.trim_ascii_start();
+    let end = s
+        .iter()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(s.len());
+    std::str::from_utf8(&s[..end])
+        .ok()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Read `/proc/PID/smaps` into `buf` and sum its `/dev/nvidia*` Rss.
+pub fn read_pinned(pid: u32, buf: &mut Vec<u8>) -> io::Result<u64> {
+    buf.clear();
+    File::open(format!("/proc/{pid}/smaps"))?.read_to_end(buf)?;
+    Ok(nvidia_rss(buf))
+}
+
+/// How long to rest after a pass that took `cost`, so passes use at most `duty` of a core,
+/// and never more often than once per `min_interval`.
+pub fn rest_after(cost: Duration, duty: f64, min_interval: Duration) -> Duration {
+    let busy = cost.as_secs_f64();
+    let period = (busy / duty.max(1e-6)).max(min_interval.as_secs_f64());
+    Duration::from_secs_f64((period - busy).max(0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMAPS: &[u8] = b"\
+55d0c0000000-55d0c0021000 r--p 00000000 08:01 123   /usr/bin/x
+Rss:                 100 kB
+AnonHugePages:         0 kB
+7f0000000000-7f0000400000 rw-s 00000000 00:05 999   /dev/nvidiactl
+Size:               4096 kB
+Rss:                4096 kB
+Pss:                4096 kB
+VmFlags: rd wr sh mr mw me ms
+7f1000000000-7f1000100000 rw-s 00000000 00:05 998   /dev/nvidia0
+Rss:                1024 kB
+7f2000000000-7f2000100000 rw-p 00000000 00:00 0 
+Rss:                 512 kB
+7f3000000000-7f3000100000 rw-s 00000000 00:05 1   /dev/shm/x (deleted)
+Rss:                 256 kB
+";
+
+    #[test]
+    fn sums_only_nvidia_mappings() {
+        assert_eq!(nvidia_rss(SMAPS), (4096 + 1024) * 1024);
+    }
+
+    #[test]
+    fn field_names_with_hex_letters_are_not_headers() {
+        assert!(!is_mapping_header(b"AnonHugePages:         0 kB"));
+        assert!(!is_mapping_header(b"FilePmdMapped:         0 kB"));
+        assert!(is_mapping_header(
+            b"7f2000000000-7f2000100000 rw-p 00000000 00:00 0 "
+        ));
+    }
+
+    #[test]
+    fn own_smaps_reads() {
+        let mut buf = Vec::new();
+        assert_eq!(read_pinned(std::process::id(), &mut buf).unwrap(), 0);
+        assert!(!buf.is_empty());
+    }
+
+    #[test]
+    fn rest_respects_duty() {
+        let r = rest_after(Duration::from_millis(30), 0.01, Duration::from_secs(1));
+        assert_eq!(r, Duration::from_millis(2970));
+        let r = rest_after(Duration::from_micros(100), 0.01, Duration::from_secs(1));
+        assert_eq!(r, Duration::from_micros(999_900));
+    }
+}

@@ -1,0 +1,122 @@
+//! Finding the descendants of a process.
+//!
+//! Where the kernel has `CONFIG_PROC_CHILDREN`, `/proc/PID/task/TID/children` lists each
+//! thread's children and the walk touches only the tree itself. Elsewhere (the CI VMs lack
+//! it) the walk reads the parent pid of every process in `/proc`. Either way the sampler runs
+//! it at a rate bounded by its measured cost, and samples the known tree every tick.
+
+use std::collections::HashMap;
+use std::fs;
+
+/// Whether this kernel provides `/proc/PID/task/TID/children`.
+pub fn has_children_files() -> bool {
+    let me = std::process::id();
+    fs::metadata(format!("/proc/{me}/task/{me}/children")).is_ok()
+}
+
+/// `root` and all its descendants, root first then breadth first. Empty when `root` is gone.
+pub fn descendants(root: u32, children_files: bool) -> Vec<u32> {
+    if fs::metadata(format!("/proc/{root}")).is_err() {
+        return Vec::new();
+    }
+    if children_files {
+        walk(root, children_of)
+    } else {
+        let map = parent_map();
+        walk(root, |p| map.get(&p).cloned().unwrap_or_default())
+    }
+}
+
+fn walk(root: u32, mut kids: impl FnMut(u32) -> Vec<u32>) -> Vec<u32> {
+    let mut out = vec![root];
+    let mut i = 0;
+    while i < out.len() {
+        for c in kids(out[i]) {
+            // A pid cannot be its own ancestor, but a recycled pid read mid-walk could loop.
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let mut p = t.path();
+        p.push("children");
+        if let Ok(s) = fs::read_to_string(&p) {
+            out.extend(
+                s.split_ascii_whitespace()
+                    .filter_map(|w| w.parse::<u32>().ok()),
+            );
+        }
+    }
+    out
+}
+
+/// parent pid → child pids, for every process in /proc.
+fn parent_map() -> HashMap<u32, Vec<u32>> {
+    let mut map: HashMap<u32, Vec<u32>> = HashMap::new();
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return map;
+    };
+    let mut buf = Vec::with_capacity(512);
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        buf.clear();
+        if let Some(ppid) = read_ppid(pid, &mut buf) {
+            map.entry(ppid).or_default().push(pid);
+        }
+    }
+    map
+}
+
+/// The parent pid from `/proc/PID/stat` (field 4, after the parenthesized command name,
+/// which may itself contain spaces and parentheses).
+fn read_ppid(pid: u32, buf: &mut Vec<u8>) -> Option<u32> {
+    use std::io::Read;
+    let mut f = fs::File::open(format!("/proc/{pid}/stat")).ok()?;
+    f.read_to_end(buf).ok()?;
+    let close = buf.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&buf[close + 1..]).ok()?;
+    let mut it = rest.split_ascii_whitespace();
+    let _state = it.next()?;
+    it.next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_own_child_both_ways() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let me = std::process::id();
+        let scan = descendants(me, false);
+        assert_eq!(scan[0], me);
+        assert!(scan.contains(&child.id()), "{scan:?}");
+        if has_children_files() {
+            let walked = descendants(me, true);
+            assert!(walked.contains(&child.id()), "{walked:?}");
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn missing_root_is_empty() {
+        assert!(descendants(u32::MAX - 1, false).is_empty());
+    }
+}

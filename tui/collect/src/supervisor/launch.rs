@@ -1,0 +1,126 @@
+//! Starting a child: no shell, own process group, parent-death signal, events pipe on fd 3.
+//!
+//! `PR_SET_PDEATHSIG` fires when the *thread* that forked the child ends, not the process.
+//! Tokio's blocking-pool threads come and go, so every child is forked from one dedicated
+//! thread that lives as long as the process: the signal then means exactly "provetop died".
+
+use std::fs::OpenOptions;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
+
+use anyhow::Context;
+use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+use tokio::process::{Child, Command};
+
+use super::ChildSpec;
+
+/// The fd number the child finds its events pipe on.
+pub const EVENTS_FD: i32 = 3;
+
+/// A started child with the read end of its events pipe.
+pub struct Launched {
+    /// The child (stdin piped, stdout/stderr to the log or /dev/null).
+    pub child: Child,
+    /// Read end of the events pipe.
+    pub events: OwnedFd,
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+fn spawner() -> &'static Mutex<mpsc::Sender<Job>> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
+    SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("provetop-spawner".into())
+            .spawn(move || {
+                for job in rx {
+                    job();
+                }
+            })
+            .expect("cannot start the child-spawning thread");
+        Mutex::new(tx)
+    })
+}
+
+/// Start `spec`'s command on the long-lived spawner thread.
+pub async fn launch(spec: &ChildSpec) -> anyhow::Result<Launched> {
+    let spec = spec.clone();
+    let handle = tokio::runtime::Handle::current();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let job: Job = Box::new(move || {
+        let _guard = handle.enter();
+        let _ = tx.send(launch_here(&spec));
+    });
+    spawner()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .send(job)
+        .map_err(|_| anyhow::anyhow!("the child-spawning thread is gone"))?;
+    rx.await
+        .map_err(|_| anyhow::anyhow!("the child-spawning thread dropped the request"))?
+}
+
+fn launch_here(spec: &ChildSpec) -> anyhow::Result<Launched> {
+    let program = spec.argv.first().context("empty command: nothing to run")?;
+    let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .context("cannot create the events pipe")?;
+    let (out, err) = match &spec.log_path {
+        Some(p) => {
+            let f = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(p)
+                .with_context(|| format!("cannot open child log {}", p.display()))?;
+            let f2 = f
+                .try_clone()
+                .with_context(|| format!("cannot open child log {}", p.display()))?;
+            (Stdio::from(f), Stdio::from(f2))
+        }
+        None => (Stdio::null(), Stdio::null()),
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(&spec.argv[1..])
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .env("PROVETOP_EVENTS_FD", EVENTS_FD.to_string())
+        .stdin(Stdio::piped())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0)
+        .kill_on_drop(true);
+    let parent = nix::unistd::getpid();
+    let wfd = write_end.as_raw_fd();
+    // SAFETY: the closure runs in the forked child before exec and only makes
+    // async-signal-safe system calls (prctl, getppid, dup2, fcntl, write-free); it allocates
+    // nothing and touches no locks.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+            // The parent may have died between fork and prctl: then nobody would kill us.
+            if nix::unistd::getppid() != parent {
+                return Err(std::io::Error::other("parent exited during start"));
+            }
+            if wfd == EVENTS_FD {
+                // Already in place: just let it survive exec.
+                fcntl(wfd, FcntlArg::F_SETFD(FdFlag::empty()))?;
+            } else {
+                // dup2 clears close-on-exec on the new descriptor.
+                nix::unistd::dup2(wfd, EVENTS_FD)?;
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {program:?}"))?;
+    // Our copy of the write end must go, or the reader never sees end-of-file.
+    drop(write_end);
+    Ok(Launched {
+        child,
+        events: read_end,
+    })
+}

@@ -1,0 +1,617 @@
+//! The supervisor: runs the prover (or any command) and reports everything it does.
+//!
+//! The child runs without a shell, in its own process group, with `PR_SET_PDEATHSIG=SIGKILL`,
+//! its protocol events on a dedicated pipe (fd 3, `PROVETOP_EVENTS_FD=3`), controls on its
+//! stdin, and its stdout/stderr appended to a log file. Its events become
+//! [`RecordBody::Event`] records; lines that are not protocol messages become
+//! [`Mark::BadLine`]s. Forwarding never waits for the app (`try_send`; drops are counted and
+//! reported as [`Mark::Dropped`]), so a flooding child cannot wedge the monitor.
+//!
+//! Stop is SIGTERM to the group, SIGKILL after the grace period. The group is also killed
+//! when the handle is dropped, and [`kill_all_children`] kills every supervised group from a
+//! panic hook.
+
+mod launch;
+pub mod lines;
+mod registry;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use provetop_shared::clock::mono_ns;
+use provetop_shared::protocol::{parse_event, Control, ControlMsg};
+use provetop_shared::{Mark, Record, RecordBody};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, watch, Notify};
+
+use crate::cgroup::MemCgroup;
+pub use launch::EVENTS_FD;
+pub use registry::kill_all_children;
+
+/// What to run and how.
+#[derive(Debug, Clone)]
+pub struct ChildSpec {
+    /// Program and arguments (no shell).
+    pub argv: Vec<String>,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+    /// File the child's stdout and stderr are appended to (created 0600); `None` = /dev/null.
+    pub log_path: Option<PathBuf>,
+    /// Restart policy.
+    pub restart: Restart,
+    /// Time between SIGTERM and SIGKILL on stop.
+    pub grace: Duration,
+}
+
+impl Default for ChildSpec {
+    fn default() -> Self {
+        ChildSpec {
+            argv: Vec::new(),
+            env: Vec::new(),
+            log_path: None,
+            restart: Restart::Never,
+            grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// When to start the child again after it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restart {
+    /// Never.
+    Never,
+    /// After a failure (non-zero exit or a signal, not a stop), at most `max` times in a row,
+    /// waiting 1 s, 2 s, 4 s … (capped at 30 s) before each start. A run of 10 minutes or
+    /// more resets the count.
+    OnFailure {
+        /// Most restarts in a row.
+        max: u32,
+    },
+}
+
+/// First restart backoff; doubles each attempt.
+pub const BACKOFF_START: Duration = Duration::from_secs(1);
+/// Longest restart backoff.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// A run this long resets the restart count.
+pub const HEALTHY_RUN: Duration = Duration::from_secs(600);
+/// Records the supervisor may lose before it notes so, at most this often.
+const DROP_REPORT: Duration = Duration::from_secs(1);
+
+/// How the child ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExitInfo {
+    /// Exit code, when it exited.
+    pub code: Option<i32>,
+    /// Signal number, when a signal ended it.
+    pub signal: Option<i32>,
+    /// SIGKILL while the cgroup's oom_kill counter moved.
+    pub oom_kill: bool,
+    /// Human text: "exited 0", "exited with code 1", "killed by SIGKILL (OOM kill)", …
+    pub reason: String,
+}
+
+impl ExitInfo {
+    /// Whether this counts as a failure for the restart policy.
+    pub fn failed(&self) -> bool {
+        self.code != Some(0)
+    }
+
+    fn from_status(st: std::process::ExitStatus, oom: bool, stopped: bool) -> ExitInfo {
+        use std::os::unix::process::ExitStatusExt;
+        let code = st.code();
+        let signal = st.signal();
+        let oom_kill = oom && signal == Some(Signal::SIGKILL as i32);
+        let mut reason = match (code, signal) {
+            (Some(0), _) => "exited 0".to_string(),
+            (Some(c), _) => format!("exited with code {c}"),
+            (None, Some(s)) => {
+                let name = Signal::try_from(s)
+                    .map(|s| s.as_str().to_string())
+                    .unwrap_or_else(|_| format!("signal {s}"));
+                let mut r = format!("killed by {name}");
+                if st.core_dumped() {
+                    r.push_str(" (core dumped)");
+                }
+                if oom_kill {
+                    r.push_str(" (OOM kill)");
+                }
+                r
+            }
+            (None, None) => "ended (unknown status)".to_string(),
+        };
+        if stopped {
+            reason = format!("stopped: {reason}");
+        }
+        ExitInfo {
+            code,
+            signal,
+            oom_kill,
+            reason,
+        }
+    }
+}
+
+/// Counters of the event stream, for the status line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SupervisorStats {
+    /// Valid events forwarded.
+    pub events: u64,
+    /// Lines that were not valid protocol messages (including over-long and partial ones).
+    pub bad_lines: u64,
+    /// Records dropped because the app's channel was full.
+    pub dropped: u64,
+    /// Children started (1 + restarts).
+    pub starts: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    events: AtomicU64,
+    bad_lines: AtomicU64,
+    dropped: AtomicU64,
+    starts: AtomicU64,
+}
+
+struct Inner {
+    /// Process group of the running child, 0 when none.
+    pgid: AtomicI32,
+    /// A stop was asked for: no more restarts.
+    stopping: AtomicBool,
+    stop_notify: Notify,
+    /// Fires whenever the running child is reaped.
+    reaped: Notify,
+    stdin: Mutex<Option<mpsc::Sender<String>>>,
+    counters: Counters,
+    tx: mpsc::Sender<Record>,
+    grace: Duration,
+}
+
+impl Inner {
+    fn kill_group(&self, sig: Signal) -> bool {
+        let pgid = self.pgid.load(Ordering::Acquire);
+        pgid > 0 && killpg(Pid::from_raw(pgid), sig).is_ok()
+    }
+
+    /// Forward a record without waiting; count it when the app is behind.
+    fn forward(&self, rec: Record) -> bool {
+        match self.tx.try_send(rec) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        }
+    }
+
+    /// Lifecycle marks are rare and must not be lost: wait for room (bounded, so a stalled
+    /// app cannot hold the supervisor forever).
+    async fn forward_wait(&self, rec: Record) {
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.tx.send(rec)).await;
+    }
+}
+
+/// The app's handle on a supervised child.
+pub struct SupervisorHandle {
+    inner: Arc<Inner>,
+    pid_rx: watch::Receiver<Option<u32>>,
+    exit_rx: watch::Receiver<Option<ExitInfo>>,
+}
+
+/// Start supervising `spec`. Fails when the first start fails (command not found, …).
+/// Records go to `tx`: Mark::ChildStarted, events, bad lines, drops, Mark::ChildExited,
+/// Mark::Restart.
+pub async fn spawn(spec: ChildSpec, tx: mpsc::Sender<Record>) -> anyhow::Result<SupervisorHandle> {
+    if spec.argv.is_empty() {
+        anyhow::bail!("empty command: nothing to run");
+    }
+    let first = launch::launch(&spec).await?;
+    let inner = Arc::new(Inner {
+        pgid: AtomicI32::new(0),
+        stopping: AtomicBool::new(false),
+        stop_notify: Notify::new(),
+        reaped: Notify::new(),
+        stdin: Mutex::new(None),
+        counters: Counters::default(),
+        tx,
+        grace: spec.grace,
+    });
+    let (pid_tx, pid_rx) = watch::channel(None);
+    let (exit_tx, exit_rx) = watch::channel(None);
+    // Register and publish before returning so pid() is valid at once.
+    let started = start_run(&inner, first, &pid_tx);
+    inner
+        .forward_wait(Record::new(
+            mono_ns(),
+            RecordBody::Mark(Mark::ChildStarted {
+                pid: started.pid,
+                command: spec.argv.clone(),
+            }),
+        ))
+        .await;
+    tokio::spawn(supervise(inner.clone(), spec, started, pid_tx, exit_tx));
+    Ok(SupervisorHandle {
+        inner,
+        pid_rx,
+        exit_rx,
+    })
+}
+
+impl SupervisorHandle {
+    /// Pid of the running child (changes on restart; `None` between runs and at the end).
+    pub fn pid(&self) -> Option<u32> {
+        *self.pid_rx.borrow()
+    }
+
+    /// Watch the child's pid (to re-point the sampler after a restart).
+    pub fn pid_watch(&self) -> watch::Receiver<Option<u32>> {
+        self.pid_rx.clone()
+    }
+
+    /// Send a control to the child's stdin (one ControlMsg line) and emit it as a
+    /// [`RecordBody::Control`]. False when no child is running, its stdin is closed, or its
+    /// stdin queue is full.
+    pub fn send(&self, c: Control) -> bool {
+        let msg = ControlMsg::now(c);
+        let mut line = msg.to_line();
+        line.push('\n');
+        let ok = match &*self.inner.stdin.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(tx) => tx.try_send(line).is_ok(),
+            None => false,
+        };
+        if ok {
+            self.inner
+                .forward(Record::new(msg.ts, RecordBody::Control(msg.control)));
+        }
+        ok
+    }
+
+    /// Stop for good: SIGTERM to the process group, SIGKILL after the grace period. Returns
+    /// once the child has been reaped (or at once if none is running).
+    pub async fn stop(&self) {
+        self.inner.stopping.store(true, Ordering::Release);
+        self.inner.stop_notify.notify_waiters();
+        if self.inner.pgid.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let reaped = self.inner.reaped.notified();
+        tokio::pin!(reaped);
+        reaped.as_mut().enable();
+        if !self.inner.kill_group(Signal::SIGTERM) {
+            return;
+        }
+        if tokio::time::timeout(self.inner.grace, reaped.as_mut())
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        self.inner.kill_group(Signal::SIGKILL);
+        // SIGKILL cannot be ignored; only a task stuck in the kernel (D state) delays it.
+        let _ = tokio::time::timeout(Duration::from_secs(10), reaped).await;
+    }
+
+    /// Wait until the child is gone for good (after any restarts); how it last ended.
+    pub async fn wait(&mut self) -> ExitInfo {
+        loop {
+            if let Some(e) = self.exit_rx.borrow_and_update().clone() {
+                return e;
+            }
+            if self.exit_rx.changed().await.is_err() {
+                return self.exit_rx.borrow().clone().unwrap_or_else(|| ExitInfo {
+                    code: None,
+                    signal: None,
+                    oom_kill: false,
+                    reason: "supervisor ended".into(),
+                });
+            }
+        }
+    }
+
+    /// Event-stream counters.
+    pub fn stats(&self) -> SupervisorStats {
+        let c = &self.inner.counters;
+        SupervisorStats {
+            events: c.events.load(Ordering::Relaxed),
+            bad_lines: c.bad_lines.load(Ordering::Relaxed),
+            dropped: c.dropped.load(Ordering::Relaxed),
+            starts: c.starts.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Drop for SupervisorHandle {
+    fn drop(&mut self) {
+        self.inner.stopping.store(true, Ordering::Release);
+        self.inner.stop_notify.notify_waiters();
+        self.inner.kill_group(Signal::SIGKILL);
+    }
+}
+
+/// One run of the child.
+struct Running {
+    pid: u32,
+    child: tokio::process::Child,
+    reader: tokio::task::JoinHandle<()>,
+    writer: tokio::task::JoinHandle<()>,
+    started: Instant,
+    cgroups: Vec<(MemCgroup, Option<u64>)>,
+}
+
+fn start_run(
+    inner: &Arc<Inner>,
+    l: launch::Launched,
+    pid_tx: &watch::Sender<Option<u32>>,
+) -> Running {
+    let launch::Launched { mut child, events } = l;
+    let pid = child.id().unwrap_or(0);
+    inner.pgid.store(pid as i32, Ordering::Release);
+    registry::register(pid as i32);
+    inner.counters.starts.fetch_add(1, Ordering::Relaxed);
+    let (stdin_tx, mut stdin_rx) = mpsc::channel::<String>(256);
+    let mut stdin = child.stdin.take();
+    let writer = tokio::spawn(async move {
+        while let Some(line) = stdin_rx.recv().await {
+            let Some(w) = stdin.as_mut() else { break };
+            if w.write_all(line.as_bytes()).await.is_err() || w.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    *inner.stdin.lock().unwrap_or_else(|e| e.into_inner()) = Some(stdin_tx);
+    let reader = tokio::spawn(read_events(inner.clone(), events));
+    let cgroups = MemCgroup::of_pid(pid)
+        .map(|c| {
+            let n = c.oom_kills();
+            vec![(c, n)]
+        })
+        .unwrap_or_default();
+    let _ = pid_tx.send(Some(pid));
+    Running {
+        pid,
+        child,
+        reader,
+        writer,
+        started: Instant::now(),
+        cgroups,
+    }
+}
+
+async fn supervise(
+    inner: Arc<Inner>,
+    spec: ChildSpec,
+    mut run: Running,
+    pid_tx: watch::Sender<Option<u32>>,
+    exit_tx: watch::Sender<Option<ExitInfo>>,
+) {
+    let mut failures: u32 = 0;
+    loop {
+        let info = wait_run(&inner, &mut run).await;
+        let _ = pid_tx.send(None);
+        inner
+            .forward_wait(Record::new(
+                mono_ns(),
+                RecordBody::Mark(Mark::ChildExited {
+                    pid: run.pid,
+                    code: info.code,
+                    signal: info.signal,
+                    oom_kill: info.oom_kill,
+                    reason: info.reason.clone(),
+                }),
+            ))
+            .await;
+        if run.started.elapsed() >= HEALTHY_RUN {
+            failures = 0;
+        }
+        let again = match spec.restart {
+            Restart::Never => false,
+            Restart::OnFailure { max } => {
+                info.failed() && failures < max && !inner.stopping.load(Ordering::Acquire)
+            }
+        };
+        if !again {
+            let _ = exit_tx.send(Some(info));
+            return;
+        }
+        let backoff = BACKOFF_START
+            .saturating_mul(1u32 << failures.min(16))
+            .min(BACKOFF_MAX);
+        failures += 1;
+        inner
+            .forward_wait(Record::new(
+                mono_ns(),
+                RecordBody::Mark(Mark::Restart {
+                    attempt: failures,
+                    backoff_s: backoff.as_secs_f64(),
+                }),
+            ))
+            .await;
+        let stop = inner.stop_notify.notified();
+        tokio::pin!(stop);
+        stop.as_mut().enable();
+        if inner.stopping.load(Ordering::Acquire) {
+            let _ = exit_tx.send(Some(info));
+            return;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = stop => {
+                let _ = exit_tx.send(Some(info));
+                return;
+            }
+        }
+        match launch::launch(&spec).await {
+            Ok(l) => {
+                run = start_run(&inner, l, &pid_tx);
+                inner
+                    .forward_wait(Record::new(
+                        mono_ns(),
+                        RecordBody::Mark(Mark::ChildStarted {
+                            pid: run.pid,
+                            command: spec.argv.clone(),
+                        }),
+                    ))
+                    .await;
+            }
+            Err(e) => {
+                let info = ExitInfo {
+                    code: None,
+                    signal: None,
+                    oom_kill: false,
+                    reason: format!("restart failed: {e:#}"),
+                };
+                inner
+                    .forward_wait(Record::new(
+                        mono_ns(),
+                        RecordBody::Mark(Mark::Warning {
+                            text: info.reason.clone(),
+                        }),
+                    ))
+                    .await;
+                let _ = exit_tx.send(Some(info));
+                return;
+            }
+        }
+    }
+}
+
+/// Wait for the run to end; reap it, kill what is left of its group, finish its reader.
+async fn wait_run(inner: &Arc<Inner>, run: &mut Running) -> ExitInfo {
+    let mut poll = tokio::time::interval(Duration::from_secs(1));
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let status = loop {
+        tokio::select! {
+            st = run.child.wait() => break st,
+            _ = poll.tick() => track_cgroup(run),
+        }
+    };
+    let stopped = inner.stopping.load(Ordering::Acquire);
+    // Leftovers of the group (daemonized helpers, a shell's children) go with the leader.
+    inner.kill_group(Signal::SIGKILL);
+    let pgid = inner.pgid.swap(0, Ordering::AcqRel);
+    registry::unregister(pgid);
+    *inner.stdin.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    inner.reaped.notify_waiters();
+    run.writer.abort();
+    // Let the reader forward what the child wrote before it died (it sees EOF now that the
+    // whole group is gone).
+    let _ = tokio::time::timeout(Duration::from_secs(2), &mut run.reader).await;
+    run.reader.abort();
+    let oom = run
+        .cgroups
+        .iter()
+        .any(|(c, before)| matches!((before, c.oom_kills()), (Some(b), Some(a)) if a > *b));
+    match status {
+        Ok(st) => ExitInfo::from_status(st, oom, stopped),
+        Err(e) => ExitInfo {
+            code: None,
+            signal: None,
+            oom_kill: false,
+            reason: format!("lost track of the child: {e}"),
+        },
+    }
+}
+
+/// A child may move itself into another cgroup (e.g. a job's memory cgroup); remember every
+/// one it was seen in, with its oom_kill counter at that time.
+fn track_cgroup(run: &mut Running) {
+    if let Some(c) = MemCgroup::of_pid(run.pid) {
+        if !run.cgroups.iter().any(|(k, _)| *k == c) {
+            let n = c.oom_kills();
+            run.cgroups.push((c, n));
+        }
+    }
+}
+
+/// Read the events pipe to its end, forwarding events and bad lines without ever waiting.
+async fn read_events(inner: Arc<Inner>, fd: std::os::fd::OwnedFd) {
+    let mut pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
+        Ok(p) => p,
+        Err(e) => {
+            inner.forward(mark(Mark::Warning {
+                text: format!("cannot read the child's events pipe: {e}"),
+            }));
+            return;
+        }
+    };
+    let mut splitter = lines::Splitter::new(lines::MAX_LINE);
+    let mut buf = vec![0u8; 64 << 10];
+    let mut last_dropped = inner.counters.dropped.load(Ordering::Relaxed);
+    let mut last_report = Instant::now();
+    loop {
+        let n = match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        splitter.feed(&buf[..n], |p| handle_piece(&inner, p));
+        if last_report.elapsed() >= DROP_REPORT {
+            report_drops(&inner, &mut last_dropped);
+            last_report = Instant::now();
+        }
+    }
+    splitter.finish(|p| handle_piece(&inner, p));
+    report_drops(&inner, &mut last_dropped);
+}
+
+fn report_drops(inner: &Inner, last: &mut u64) {
+    let now = inner.counters.dropped.load(Ordering::Relaxed);
+    if now > *last
+        && inner.forward(mark(Mark::Dropped {
+            what: "events".into(),
+            count: now - *last,
+        }))
+    {
+        *last = now;
+    }
+}
+
+fn mark(m: Mark) -> Record {
+    Record::new(mono_ns(), RecordBody::Mark(m))
+}
+
+fn excerpt(b: &[u8]) -> String {
+    String::from_utf8_lossy(&b[..b.len().min(lines::EXCERPT)]).into_owned()
+}
+
+fn handle_piece(inner: &Inner, p: lines::Piece<'_>) {
+    let bad = |error: String, bytes: &[u8]| {
+        inner.counters.bad_lines.fetch_add(1, Ordering::Relaxed);
+        inner.forward(mark(Mark::BadLine {
+            error,
+            excerpt: excerpt(bytes),
+        }));
+    };
+    match p {
+        lines::Piece::Line(l) => {
+            if l.iter().all(|b| b.is_ascii_whitespace()) {
+                return;
+            }
+            match std::str::from_utf8(l) {
+                Err(e) => bad(format!("invalid UTF-8 at byte {}", e.valid_up_to()), l),
+                Ok(s) => match parse_event(s) {
+                    Ok(msg) => {
+                        inner.counters.events.fetch_add(1, Ordering::Relaxed);
+                        inner.forward(Record::new(msg.ts, RecordBody::Event(msg.event)));
+                    }
+                    Err(e) => bad(e.to_string(), l),
+                },
+            }
+        }
+        lines::Piece::TooLong { len, head } => bad(
+            format!(
+                "line of {len}+ bytes exceeds the {} MiB limit (cut)",
+                lines::MAX_LINE >> 20
+            ),
+            &head,
+        ),
+        lines::Piece::Partial(b) => bad(
+            format!("partial line of {} bytes at end of stream", b.len()),
+            b,
+        ),
+    }
+}
