@@ -531,7 +531,9 @@ pub mod csv {
                             offset: None,
                             line: Some(lineno),
                             message: format!(
-                                "timestamp {ts} goes back in time (previous row {p}); kept in file order"
+                                "timestamp {} goes back in time (previous row {}); kept in file order",
+                                fmt_ts(ts),
+                                fmt_ts(p)
                             ),
                         });
                     }
@@ -551,7 +553,8 @@ pub mod csv {
                 offset: None,
                 line: Some(lineno),
                 message: format!(
-                    "timestamp {ts} is after the year 5000: milliseconds instead of unix seconds? durations will be wrong"
+                    "timestamp {} is after the year 5000: milliseconds instead of unix seconds? durations will be wrong",
+                    fmt_ts(ts)
                 ),
             });
         }
@@ -562,7 +565,10 @@ pub mod csv {
             let lineno = rows.iter().find(|r| r.0 == hi).map(|r| r.2).unwrap_or(0);
             return Err(err(
                 lineno,
-                format!("absurd timestamp {hi}: the rows span more than {MAX_SPAN_SECS} seconds"),
+                format!(
+                    "absurd timestamp {}: the rows span more than {MAX_SPAN_SECS:e} seconds",
+                    fmt_ts(hi)
+                ),
             ));
         }
         let rows: Vec<(f64, u64)> = rows.into_iter().map(|(ts, kb, _)| (ts, kb)).collect();
@@ -622,6 +628,15 @@ pub mod csv {
             return Err(format!("absurd rss_kb {kb} (more than 1 PiB)"));
         }
         Ok((ts, kb))
+    }
+
+    /// A timestamp as written: plain for ordinary ones, scientific for huge ones.
+    fn fmt_ts(ts: f64) -> String {
+        if ts.abs() < 1e15 {
+            format!("{ts}")
+        } else {
+            format!("{ts:e}")
+        }
     }
 
     fn excerpt(s: &str) -> String {

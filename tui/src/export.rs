@@ -1,8 +1,166 @@
-//! `provetop export` (owned by the offline work).
+//! `provetop export`: a session or CSV as CSV (`timestamp,rss_kb,...`) or JSON lines.
+//!
+//! The CSV starts with the seed sampler's two columns, so the operators' awk script (and
+//! provetop's own CSV reader) run on it unchanged; the other series follow as further
+//! columns, empty where a sample has no reading, and the prover's phase at that instant last.
+//! The column set is fixed, so a monitoring stack can rely on it. JSON lines hold one
+//! [`Record`] per line, exactly its serde JSON, for `jq`.
 
-use crate::cli::ExportArgs;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use anyhow::Context as _;
+use provetop_shared::session::SessionHeader;
+use provetop_shared::{Record, RecordBody, Sample};
+
+use crate::cli::{ExportArgs, ExportFormat};
+use crate::store::Store;
+
+/// The CSV header line (without the newline).
+pub const CSV_HEADER: &str = "timestamp,rss_kb,peak_kb,anon_kb,file_kb,shmem_kb,swap_kb,locked_kb,pinned_kb,gpu_kb,mem_available_kb,phase";
 
 /// Run `provetop export`; returns the process exit code.
 pub fn main(args: &ExportArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("export {}: not built yet", args.file.display())
+    let store = Store::open(&args.file)?;
+    store.report_warnings();
+    let write = |out: &mut dyn Write| match args.format {
+        ExportFormat::Csv => write_csv(&store, out),
+        ExportFormat::Jsonl => write_jsonl(&store, out),
+    };
+    match &args.output {
+        Some(path) => {
+            let file = create(path)?;
+            let mut out = BufWriter::with_capacity(1 << 20, file);
+            write(&mut out)
+                .and_then(|()| out.flush())
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        None => {
+            let stdout = io::stdout();
+            let mut out = BufWriter::with_capacity(1 << 20, stdout.lock());
+            ignore_broken_pipe(write(&mut out).and_then(|()| out.flush()))
+                .context("writing standard output")?;
+        }
+    }
+    Ok(0)
+}
+
+fn create(path: &Path) -> anyhow::Result<File> {
+    File::create(path).with_context(|| format!("cannot create {}", path.display()))
+}
+
+/// Write bytes to standard output; a reader that went away (`| head`) is not an error.
+pub fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut out = io::stdout().lock();
+    ignore_broken_pipe(out.write_all(bytes).and_then(|()| out.flush()))
+        .context("writing standard output")
+}
+
+fn ignore_broken_pipe(r: io::Result<()>) -> io::Result<()> {
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
+/// Every sample as one CSV row under [`CSV_HEADER`].
+pub fn write_csv(store: &Store, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{CSV_HEADER}")?;
+    let header = store.header();
+    let mut line = String::with_capacity(256);
+    for (i, rec) in store.records().iter().enumerate() {
+        let RecordBody::Sample(s) = &rec.body else {
+            continue;
+        };
+        line.clear();
+        csv_row(&mut line, header, rec.t, s, store.phase_at_index(i));
+        out.write_all(line.as_bytes())?;
+    }
+    Ok(())
+}
+
+fn csv_row(line: &mut String, header: &SessionHeader, t: u64, s: &Sample, phase: Option<&str>) {
+    use std::fmt::Write as _;
+    let wall = header.wall_anchor as i128 + t as i128 - header.mono_anchor as i128;
+    let _ = write!(line, "{},{}", fmt_unix(wall), kib(s.rss));
+    for v in [
+        s.peak,
+        s.anon,
+        s.file,
+        s.shmem,
+        s.swap,
+        s.locked,
+        s.pinned.or(s.pinned_reported),
+        s.gpu_used,
+        s.mem_available,
+    ] {
+        line.push(',');
+        if let Some(b) = v {
+            let _ = write!(line, "{}", kib(b));
+        }
+    }
+    line.push(',');
+    if let Some(p) = phase {
+        // Phase names are identifiers, but a foreign prover may send anything.
+        if p.contains([',', '"', '\n', '\r']) {
+            let _ = write!(line, "\"{}\"", p.replace('"', "\"\""));
+        } else {
+            line.push_str(p);
+        }
+    }
+    line.push('\n');
+}
+
+/// Bytes → KiB, rounded to the nearest (readings from /proc are whole KiB anyway).
+fn kib(b: u64) -> u64 {
+    b / 1024 + u64::from(b % 1024 >= 512)
+}
+
+/// Unix nanoseconds as seconds with up to millisecond precision: `1700000000`,
+/// `1700000000.05`. Integers throughout, so no float noise in the output.
+pub fn fmt_unix(ns: i128) -> String {
+    let neg = ns < 0;
+    let ms = (ns.abs() + 500_000) / 1_000_000;
+    let (secs, frac) = (ms / 1000, ms % 1000);
+    let sign = if neg && ms != 0 { "-" } else { "" };
+    if frac == 0 {
+        format!("{sign}{secs}")
+    } else {
+        let f = format!("{frac:03}");
+        format!("{sign}{secs}.{}", f.trim_end_matches('0'))
+    }
+}
+
+/// Every record as one line of its serde JSON.
+pub fn write_jsonl(store: &Store, out: &mut dyn Write) -> io::Result<()> {
+    for rec in store.records() {
+        serde_json::to_writer(&mut *out, rec as &Record)?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unix_times() {
+        assert_eq!(fmt_unix(1_700_000_000_000_000_000), "1700000000");
+        assert_eq!(fmt_unix(1_700_000_000_050_000_000), "1700000000.05");
+        assert_eq!(fmt_unix(1_700_000_000_123_456_789), "1700000000.123");
+        assert_eq!(fmt_unix(1_700_000_000_999_600_000), "1700000001");
+        assert_eq!(fmt_unix(-1_500_000_000), "-1.5");
+        assert_eq!(fmt_unix(0), "0");
+    }
+
+    #[test]
+    fn kib_rounds() {
+        assert_eq!(kib(0), 0);
+        assert_eq!(kib(1024), 1);
+        assert_eq!(kib(1535), 1);
+        assert_eq!(kib(1536), 2);
+        assert_eq!(kib(u64::MAX), u64::MAX / 1024 + 1);
+    }
 }

@@ -7,5 +7,6 @@
 pub mod classify;
 pub mod cli;
 pub mod export;
+pub mod store;
 pub mod model;
 pub mod series;

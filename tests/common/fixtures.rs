@@ -1,0 +1,340 @@
+//! Deterministic session files for the offline tests (classify, export, store).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use provetop_shared::protocol::{GpuInfo, PhaseTime, ProverConfig, ProverState};
+use provetop_shared::record::GpuReading;
+use provetop_shared::session::{SessionHeader, SessionWriter};
+use provetop_shared::{
+    Alert, AlertLevel, AlertState, Backend, BatchMode, Control, Event, Mark, Phase, Record,
+    RecordBody, Sample, SrsSource,
+};
+
+/// 1 GiB.
+pub const GIB: u64 = 1 << 30;
+/// Seconds → ns on the fixture's monotonic clock (which starts at 1 s).
+pub fn at(s: f64) -> u64 {
+    1_000_000_000 + (s * 1e9).round() as u64
+}
+
+/// A fixed header: monotonic 1 s is 2023-11-14 22:13:20 UTC.
+pub fn header() -> SessionHeader {
+    SessionHeader {
+        format: 1,
+        provetop_version: "0.1.0".into(),
+        wall_anchor: 1_700_000_000_000_000_000,
+        mono_anchor: 1_000_000_000,
+        host: "fixture".into(),
+        command: vec!["provetop-prover".into(), "--daemon".into()],
+        sample_hz: 2.0,
+    }
+}
+
+fn ev(s: f64, e: Event) -> Record {
+    Record::new(at(s), RecordBody::Event(e))
+}
+
+fn sample(s: f64, rss_gib: f64, pinned_gib: Option<f64>, gpu_gib: Option<f64>) -> Record {
+    let g = |x: f64| (x * GIB as f64) as u64 / 4096 * 4096;
+    let rss = g(rss_gib);
+    Record::new(
+        at(s),
+        RecordBody::Sample(Sample {
+            rss,
+            peak: Some(rss + 64 * 4096),
+            anon: Some(rss - rss / 4 / 4096 * 4096),
+            file: Some(rss / 4 / 4096 * 4096),
+            shmem: pinned_gib.map(g),
+            swap: Some(0),
+            locked: Some(0),
+            vm_pin: Some(0),
+            pinned: pinned_gib.map(g),
+            pinned_reported: None,
+            gpu_used: gpu_gib.map(g),
+            gpus: gpu_gib
+                .map(|x| {
+                    vec![GpuReading {
+                        index: 0,
+                        proc_used: g(x),
+                        used: g(x) + GIB,
+                        total: 141 * GIB,
+                        util: 90,
+                    }]
+                })
+                .unwrap_or_default(),
+            mem_available: Some(1000 * GIB - rss),
+            mem_total: Some(1024 * GIB),
+            cgroup_current: None,
+            cgroup_max: None,
+            procs: 1,
+        }),
+    )
+}
+
+fn phase_started(s: f64, phase: Phase, partition: Option<u32>) -> Record {
+    ev(
+        s,
+        Event::PhaseStarted {
+            proof_id: 1,
+            phase,
+            partition,
+        },
+    )
+}
+
+fn phase_ended(s: f64, phase: Phase, partition: Option<u32>, d: f64) -> Record {
+    ev(
+        s,
+        Event::PhaseEnded {
+            proof_id: 1,
+            phase,
+            partition,
+            duration_s: d,
+        },
+    )
+}
+
+/// One PoRep-shaped proof at GiB scale, sampled at 2 Hz for 30 s: SRS load to a 45 GiB
+/// floor, two partitions synthesized in parallel up to a 190 GiB peak, GPU proving, back to
+/// idle; an alert fires and clears during the peak.
+pub fn demo_records() -> Vec<Record> {
+    let mut v = vec![
+        Record::new(
+            at(0.0),
+            RecordBody::Mark(Mark::ChildStarted {
+                pid: 4242,
+                command: vec!["provetop-prover".into(), "--daemon".into()],
+            }),
+        ),
+        ev(
+            0.1,
+            Event::Hello {
+                protocol: "1.0".into(),
+                prover_version: "0.1.0".into(),
+                pid: 4242,
+                backend: Backend::Cuda,
+                gpus: vec![GpuInfo {
+                    index: 0,
+                    name: "NVIDIA H200".into(),
+                    compute_capability: Some("9.0".into()),
+                    memory_bytes: Some(141 * GIB),
+                }],
+                config: ProverConfig {
+                    partitions: 2,
+                    constraints: 1_000_000,
+                    circuit: "porep-shaped".into(),
+                    mode: BatchMode::Single,
+                    threads: Some(2),
+                },
+            },
+        ),
+        ev(
+            0.2,
+            Event::SrsLoading {
+                source: SrsSource::Disk,
+                bytes: Some(45 * GIB),
+            },
+        ),
+    ];
+    // (time, rss GiB) of the memory wave; pinned = SRS 40 GiB once loaded; GPU while proving.
+    let wave: [f64; 60] = [
+        1.0, 8.0, 20.0, 35.0, 45.0, 45.2, 45.1, 45.3, 60.0, 90.0, // 0.0 .. 4.5 s
+        110.0, 140.0, 170.0, 185.0, 190.5, 188.0, 176.0, 150.0, 120.0, 95.0, // 5.0 .. 9.5
+        80.0, 72.0, 70.5, 66.0, 64.0, 62.0, 58.0, 52.0, 47.0, 45.5, // 10.0 .. 14.5
+        45.4, 45.3, 45.2, 45.2, 45.1, 45.1, 45.0, 45.0, 45.0, 45.0, // 15.0 .. 19.5
+        45.0, 45.0, 45.0, 45.0, 45.0, 45.0, 45.0, 45.0, 45.0, 45.0, // 20.0 .. 24.5
+        45.0, 45.0, 45.0, 45.0, 45.0, 45.0, 45.0, 45.0, 45.0, 45.0, // 25.0 .. 29.5
+    ];
+    let mut events = vec![
+        ev(
+            2.05,
+            Event::SrsReady {
+                bytes: 45 * GIB,
+                pinned_bytes: 40 * GIB,
+                source: SrsSource::Disk,
+                duration_s: 1.85,
+            },
+        ),
+        ev(
+            2.06,
+            Event::MemoryReport {
+                pinned_bytes: 40 * GIB,
+                gpu_bytes: 0,
+                srs_bytes: 45 * GIB,
+            },
+        ),
+        ev(
+            3.9,
+            Event::State {
+                state: ProverState::Proving,
+            },
+        ),
+        ev(
+            3.95,
+            Event::ProofStarted {
+                proof_id: 1,
+                mode: BatchMode::Single,
+                sectors: 1,
+                partitions: 2,
+                constraints: 2_000_000,
+            },
+        ),
+        phase_started(4.0, Phase::Synthesis, Some(0)),
+        phase_started(4.01, Phase::Synthesis, Some(1)),
+        Record::new(
+            at(6.7),
+            RecordBody::Alert(Alert {
+                rule: "rss > 180GiB for 0s".into(),
+                level: AlertLevel::Warn,
+                state: AlertState::Firing,
+                metric: "rss".into(),
+                value: 185.0 * GIB as f64,
+                threshold: 180.0 * GIB as f64,
+                message: "rss 185.0 GiB > 180.0 GiB".into(),
+            }),
+        ),
+        Record::new(
+            at(8.1),
+            RecordBody::Alert(Alert {
+                rule: "rss > 180GiB for 0s".into(),
+                level: AlertLevel::Warn,
+                state: AlertState::Cleared,
+                metric: "rss".into(),
+                value: 176.0 * GIB as f64,
+                threshold: 180.0 * GIB as f64,
+                message: "rss 176.0 GiB ≤ 180.0 GiB".into(),
+            }),
+        ),
+        phase_ended(8.9, Phase::Synthesis, Some(1), 4.89),
+        phase_ended(9.2, Phase::Synthesis, Some(0), 5.2),
+        phase_started(9.25, Phase::Prove, None),
+        phase_started(9.3, Phase::FftH, None),
+        phase_ended(10.8, Phase::FftH, None, 1.5),
+        phase_started(10.85, Phase::MsmH, None),
+        phase_ended(12.2, Phase::MsmH, None, 1.35),
+        phase_started(12.25, Phase::MsmL, None),
+        phase_ended(13.6, Phase::MsmL, None, 1.35),
+        phase_ended(13.7, Phase::Prove, None, 4.45),
+        ev(
+            13.8,
+            Event::ProofFinished {
+                proof_id: 1,
+                ok: true,
+                verified: true,
+                duration_s: 9.85,
+                mode: BatchMode::Single,
+                phases: vec![PhaseTime {
+                    phase: Phase::Synthesis,
+                    duration_s: 10.09,
+                }],
+                error: None,
+            },
+        ),
+        ev(
+            13.85,
+            Event::State {
+                state: ProverState::Idle,
+            },
+        ),
+        Record::new(
+            at(20.0),
+            RecordBody::Control(Control::SetMode {
+                mode: BatchMode::Sps,
+            }),
+        ),
+        ev(
+            20.1,
+            Event::ModeChanged {
+                from: BatchMode::Single,
+                to: BatchMode::Sps,
+            },
+        ),
+        ev(
+            29.6,
+            Event::Bye {
+                reason: "shutdown".into(),
+                proofs_done: 1,
+            },
+        ),
+    ];
+    for (i, gb) in wave.iter().enumerate() {
+        let s = i as f64 * 0.5;
+        let pinned = (s >= 2.0).then_some(40.0);
+        let gpu = (9.25..13.7).contains(&s).then_some(30.0);
+        v.push(sample(s + 0.001, *gb, pinned, gpu));
+    }
+    v.append(&mut events);
+    v.push(Record::new(
+        at(29.9),
+        RecordBody::Mark(Mark::ChildExited {
+            pid: 4242,
+            code: Some(0),
+            signal: None,
+            oom_kill: false,
+            reason: "exited 0".into(),
+        }),
+    ));
+    // File order is arrival order: by time, events and samples interleaved.
+    v.sort_by_key(|r| r.t);
+    v
+}
+
+/// Write records to a session file with the fixed header.
+pub fn write_session(path: &Path, recs: &[Record]) {
+    let mut w = SessionWriter::create(path, &header()).expect("create session");
+    for r in recs {
+        w.append(r).expect("append");
+    }
+    w.sync().expect("sync");
+}
+
+/// The demo session written under `dir`.
+pub fn demo_session(dir: &Path) -> PathBuf {
+    let p = dir.join("demo.ptop");
+    write_session(&p, &demo_records());
+    p
+}
+
+/// The repository root (tests run with the `tui/` crate as working directory).
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The seed's reconstructed baseline CSV shipped in assets/.
+pub fn seed_csv() -> PathBuf {
+    repo().join("assets/seed-baseline.csv")
+}
+
+/// A golden file's path.
+pub fn golden(name: &str) -> PathBuf {
+    repo().join("tests/golden").join(name)
+}
+
+/// Compare `actual` with a golden file; `UPDATE_GOLDEN=1` rewrites it instead.
+pub fn check_golden(name: &str, actual: &str) {
+    let p = golden(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&p, actual).expect("write golden");
+        return;
+    }
+    let want = std::fs::read_to_string(&p)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1 to create)", p.display()));
+    if want != actual {
+        let diff: Vec<String> = want
+            .lines()
+            .zip(actual.lines())
+            .enumerate()
+            .filter(|(_, (a, b))| a != b)
+            .take(5)
+            .map(|(i, (a, b))| format!("line {}:\n  want {a:?}\n  got  {b:?}", i + 1))
+            .collect();
+        panic!(
+            "{} differs ({} vs {} lines):\n{}\n--- actual ---\n{actual}",
+            p.display(),
+            want.lines().count(),
+            actual.lines().count(),
+            diff.join("\n")
+        );
+    }
+}

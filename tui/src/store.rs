@@ -1,0 +1,570 @@
+//! A recorded file opened for replay, classify and export: every record in memory, plus an
+//! index built in one pass of the [`Model`] reducer so that replay can seek quickly.
+//!
+//! ```no_run
+//! # fn main() -> anyhow::Result<()> {
+//! use provetop::store::Store;
+//! let store = Store::open(std::path::Path::new("run.ptop"))?;
+//! store.report_warnings(); // one stderr line per survived problem
+//! let t = store.start() + 90_000_000_000; // 90 s in
+//! let model = store.model_at(t); // state exactly as live mode had it at t
+//! let next = store.next_phase_start(t); // `]`
+//! # let _ = (model, next); Ok(()) }
+//! ```
+//!
+//! # Time
+//! Record times are monotonic nanoseconds (`Record::t`; for CSVs, ns since the earliest row).
+//! Files keep their record order even where times go backwards (CSV rows out of order, an
+//! event stamped a little before the sample received just ahead of it); seeking uses each
+//! record's *reach*, the largest time up to and including it, so "the state at time t" is
+//! "every record whose reach is ≤ t, applied in file order".
+//!
+//! # Index
+//! * Snapshots of the model every K records (K grows with the file so that snapshots stay
+//!   within [`SNAPSHOT_BUDGET`] bytes); [`Store::model_at`] clones the nearest snapshot at or
+//!   before t and applies at most K records.
+//! * Sorted times of phase starts (a prover phase starting while no span of that phase is
+//!   open; without prover events, a threshold phase run starting) and of firing alerts, for
+//!   `]`/`[` and `a`/`A`.
+//! * Every prover phase span with the memory the reducer saw while it was open (for
+//!   `classify`), and the prover's phase text at each sample (for `export`).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use provetop_shared::classify::Thresholds;
+use provetop_shared::session::{self, LoadError, Loaded, SessionHeader, SourceKind, Warning};
+use provetop_shared::units::{fmt_bytes, fmt_secs};
+use provetop_shared::{AlertState, Event, Phase, Record, RecordBody};
+
+use crate::model::{Model, PhaseSpan, Stats};
+
+/// Most bytes the model snapshots may hold together (estimated); beyond it every other
+/// snapshot is dropped and the spacing doubles.
+pub const SNAPSHOT_BUDGET: usize = 256 << 20;
+/// Fewest records between two snapshots.
+pub const MIN_SNAPSHOT_EVERY: usize = 1024;
+/// Snapshots aimed for on a large file (before the memory budget thins them).
+pub const TARGET_SNAPSHOTS: usize = 128;
+
+const NO_LABEL: u32 = u32::MAX;
+
+/// A loaded session file or `timestamp,rss_kb` CSV with its seek index.
+#[derive(Debug, Clone)]
+pub struct Store {
+    path: PathBuf,
+    loaded: Loaded,
+    thresholds: Thresholds,
+    /// `reach[i]`: the largest record time among records `0..=i` (non-decreasing).
+    reach: Vec<u64>,
+    start: u64,
+    /// (records applied, model after applying them); the first is the empty model.
+    snapshots: Vec<(usize, Model)>,
+    every: usize,
+    phase_starts: Vec<u64>,
+    alerts: Vec<u64>,
+    spans: Vec<PhaseSpan>,
+    /// Samples taken while no prover phase was open (after the first event).
+    between: Stats,
+    between_ns: u64,
+    labels: Vec<String>,
+    /// Per record: index into `labels` of the prover phase text after applying it
+    /// (`NO_LABEL` before the first event); empty when the file has no events.
+    label_of: Vec<u32>,
+    has_events: bool,
+}
+
+impl Store {
+    /// Load `path` (session file or CSV) with the seed's thresholds and index it.
+    pub fn open(path: &Path) -> Result<Store, LoadError> {
+        Self::open_with(path, Thresholds::default())
+    }
+
+    /// Load `path`; `thresholds` drive the reducer's threshold phases.
+    pub fn open_with(path: &Path, thresholds: Thresholds) -> Result<Store, LoadError> {
+        let loaded = session::load(path)?;
+        Ok(Self::from_loaded(path, loaded, thresholds))
+    }
+
+    /// Index records already loaded (`path` names the source in messages).
+    pub fn from_loaded(path: &Path, loaded: Loaded, thresholds: Thresholds) -> Store {
+        let n = loaded.records.len();
+        let every = (n / TARGET_SNAPSHOTS).max(MIN_SNAPSHOT_EVERY);
+        let has_events = loaded
+            .records
+            .iter()
+            .any(|r| matches!(r.body, RecordBody::Event(_)));
+        let mut store = Store {
+            path: path.to_path_buf(),
+            start: loaded.records.iter().map(|r| r.t).min().unwrap_or(0),
+            loaded,
+            thresholds,
+            reach: Vec::with_capacity(n),
+            snapshots: Vec::new(),
+            every,
+            phase_starts: Vec::new(),
+            alerts: Vec::new(),
+            spans: Vec::new(),
+            between: Stats::default(),
+            between_ns: 0,
+            labels: Vec::new(),
+            label_of: Vec::with_capacity(if has_events { n } else { 0 }),
+            has_events,
+        };
+        store.index();
+        store
+    }
+
+    /// The one pass: reducer over every record, harvesting what the queries need.
+    fn index(&mut self) {
+        let mut model = Model::new(self.thresholds);
+        self.snapshots.push((0, model.clone()));
+        let mut snap_bytes = 0usize;
+        let mut label_ids: HashMap<String, u32> = HashMap::new();
+        let mut label = NO_LABEL;
+        let mut hi = 0u64;
+        let mut run_start: Option<u64> = None;
+        let mut prev_sample: Option<(u64, bool)> = None; // (reach, no phase open)
+        let records = std::mem::take(&mut self.loaded.records);
+        for (i, rec) in records.iter().enumerate() {
+            hi = hi.max(rec.t);
+            self.reach.push(hi);
+            match &rec.body {
+                RecordBody::Event(ev) => {
+                    let before = match ev {
+                        Event::PhaseStarted { phase, .. } => {
+                            if !model.open.iter().any(|s| &s.phase == phase) {
+                                self.phase_starts.push(hi);
+                            }
+                            Some(model.open.clone())
+                        }
+                        Event::PhaseEnded { .. } | Event::ProofFinished { .. } => {
+                            Some(model.open.clone())
+                        }
+                        _ => None,
+                    };
+                    model.apply(rec);
+                    if let Some(before) = before {
+                        self.harvest(&model, &before, ev, rec.t);
+                    }
+                    let text = model.current_phase_text();
+                    label = match label_ids.get(&text) {
+                        Some(&id) => id,
+                        None => {
+                            let id = self.labels.len() as u32;
+                            label_ids.insert(text.clone(), id);
+                            self.labels.push(text);
+                            id
+                        }
+                    };
+                }
+                RecordBody::Sample(s) => {
+                    model.apply(rec);
+                    if !self.has_events {
+                        let start = model.current_run().map(|r| r.start);
+                        if run_start.is_some() && start != run_start {
+                            self.phase_starts.push(hi);
+                        }
+                        run_start = start;
+                    } else if model.has_events() {
+                        if let Some((t0, idle)) = prev_sample {
+                            if idle {
+                                self.between_ns += hi - t0;
+                            }
+                        }
+                        let idle = model.open.is_empty();
+                        if idle {
+                            self.between.add(s.rss);
+                        }
+                        prev_sample = Some((hi, idle));
+                    }
+                }
+                RecordBody::Alert(a) => {
+                    if a.state == AlertState::Firing {
+                        self.alerts.push(hi);
+                    }
+                    model.apply(rec);
+                }
+                RecordBody::Control(_) | RecordBody::Mark(_) => model.apply(rec),
+            }
+            if self.has_events {
+                self.label_of.push(label);
+            }
+            if (i + 1) % self.every == 0 && i + 1 < records.len() {
+                snap_bytes += estimate_bytes(&model);
+                self.snapshots.push((i + 1, model.clone()));
+                if snap_bytes > SNAPSHOT_BUDGET && self.snapshots.len() > 2 {
+                    // Thin out: keep the empty model and every other snapshot after it.
+                    let mut k = 0;
+                    self.snapshots.retain(|_| {
+                        k += 1;
+                        k % 2 == 1
+                    });
+                    snap_bytes = self.snapshots.iter().map(|(_, m)| estimate_bytes(m)).sum();
+                    self.every *= 2;
+                }
+            }
+        }
+        if let Some((t0, true)) = prev_sample {
+            self.between_ns += hi - t0;
+        }
+        self.loaded.records = records;
+        self.spans.extend(model.open.iter().cloned());
+    }
+
+    /// Collect the spans an event closed, with their final memory stats.
+    fn harvest(&mut self, model: &Model, before: &[PhaseSpan], ev: &Event, t: u64) {
+        let same = |a: &PhaseSpan, b: &PhaseSpan| {
+            a.proof_id == b.proof_id
+                && a.phase == b.phase
+                && a.partition == b.partition
+                && a.start == b.start
+        };
+        let mut matched_end = false;
+        for s in before {
+            if model.open.iter().any(|o| same(o, s)) {
+                continue;
+            }
+            if let Event::PhaseEnded {
+                proof_id,
+                phase,
+                partition,
+                ..
+            } = ev
+            {
+                matched_end |=
+                    s.proof_id == *proof_id && &s.phase == phase && s.partition == *partition;
+            }
+            let closed = model
+                .spans
+                .iter()
+                .rev()
+                .take(4096)
+                .find(|c| same(c, s))
+                .cloned()
+                .unwrap_or_else(|| PhaseSpan {
+                    end: Some(t.max(s.start)),
+                    ..s.clone()
+                });
+            self.spans.push(closed);
+        }
+        if let Event::PhaseEnded {
+            proof_id,
+            phase,
+            partition,
+            ..
+        } = ev
+        {
+            if !matched_end {
+                // An end without a start: the reducer reconstructed the span.
+                if let Some(c) = model.spans.iter().rev().take(4096).find(|c| {
+                    c.proof_id == *proof_id
+                        && &c.phase == phase
+                        && c.partition == *partition
+                        && c.end == Some(t)
+                }) {
+                    self.spans.push(c.clone());
+                }
+            }
+        }
+    }
+
+    /// The file this came from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Header (synthesized for CSVs: wall anchor = the earliest row).
+    pub fn header(&self) -> &SessionHeader {
+        &self.loaded.header
+    }
+
+    /// Session file or CSV.
+    pub fn kind(&self) -> SourceKind {
+        self.loaded.kind
+    }
+
+    /// Thresholds the reducer runs with.
+    pub fn thresholds(&self) -> Thresholds {
+        self.thresholds
+    }
+
+    /// Every record, in file order.
+    pub fn records(&self) -> &[Record] {
+        &self.loaded.records
+    }
+
+    /// Problems survived while loading (cut-off tail, damaged frames, rows back in time).
+    pub fn warnings(&self) -> &[Warning] {
+        &self.loaded.warnings
+    }
+
+    /// Whether the file holds prover events.
+    pub fn has_events(&self) -> bool {
+        self.has_events
+    }
+
+    /// Earliest record time, ns (0 without records).
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
+    /// Latest record time, ns (0 without records).
+    pub fn end(&self) -> u64 {
+        self.reach.last().copied().unwrap_or(0)
+    }
+
+    /// Number of records in effect at time `t`: records `0..index_at(t)` have reach ≤ t.
+    /// Replay applies `records()[old..index_at(t)]` to its model as its clock advances.
+    pub fn index_at(&self, t: u64) -> usize {
+        self.reach.partition_point(|&r| r <= t)
+    }
+
+    /// The reach (time on the seek axis) of record `i`.
+    pub fn reach(&self, i: usize) -> Option<u64> {
+        self.reach.get(i).copied()
+    }
+
+    /// The model after the first `n` records (clamped to the file), as live mode had it.
+    pub fn model_at_index(&self, n: usize) -> Model {
+        let n = n.min(self.loaded.records.len());
+        let k = self.snapshots.partition_point(|(i, _)| *i <= n) - 1;
+        let (from, snap) = &self.snapshots[k];
+        let mut m = snap.clone();
+        for rec in &self.loaded.records[*from..n] {
+            m.apply(rec);
+        }
+        m
+    }
+
+    /// The model at time `t`: every record with reach ≤ t applied (cost: one snapshot
+    /// clone plus at most [`Store::snapshot_every`] records).
+    pub fn model_at(&self, t: u64) -> Model {
+        self.model_at_index(self.index_at(t))
+    }
+
+    /// Records between two snapshots (the most `model_at` re-applies).
+    pub fn snapshot_every(&self) -> usize {
+        self.every
+    }
+
+    /// Snapshots held.
+    pub fn snapshots(&self) -> usize {
+        self.snapshots.len()
+    }
+
+    /// Times of phase starts, ascending (markers for a position bar).
+    pub fn phase_starts(&self) -> &[u64] {
+        &self.phase_starts
+    }
+
+    /// Times of firing alerts, ascending.
+    pub fn alert_times(&self) -> &[u64] {
+        &self.alerts
+    }
+
+    /// First phase start strictly after `t` (`]`).
+    pub fn next_phase_start(&self, t: u64) -> Option<u64> {
+        next_after(&self.phase_starts, t)
+    }
+
+    /// Last phase start strictly before `t` (`[`).
+    pub fn prev_phase_start(&self, t: u64) -> Option<u64> {
+        last_before(&self.phase_starts, t)
+    }
+
+    /// First firing alert strictly after `t` (`a`).
+    pub fn next_alert(&self, t: u64) -> Option<u64> {
+        next_after(&self.alerts, t)
+    }
+
+    /// Last firing alert strictly before `t` (`A`).
+    pub fn prev_alert(&self, t: u64) -> Option<u64> {
+        last_before(&self.alerts, t)
+    }
+
+    /// Every prover phase span (closed ones in closing order, then those still open at the
+    /// end of the file), with the memory the reducer saw while each was open.
+    pub fn spans(&self) -> &[PhaseSpan] {
+        &self.spans
+    }
+
+    /// The prover's phase text (the live header's "phase" field) in effect at record `i`;
+    /// None before the first prover event or in a file without events.
+    pub fn phase_at_index(&self, i: usize) -> Option<&str> {
+        match self.label_of.get(i) {
+            Some(&id) if id != NO_LABEL => Some(&self.labels[id as usize]),
+            _ => None,
+        }
+    }
+
+    /// Print each load warning to stderr as one line naming the file and where.
+    pub fn report_warnings(&self) {
+        for w in self.warnings() {
+            eprintln!("provetop: warning: {}: {w}", self.path.display());
+        }
+    }
+}
+
+fn next_after(v: &[u64], t: u64) -> Option<u64> {
+    v.get(v.partition_point(|&x| x <= t)).copied()
+}
+
+fn last_before(v: &[u64], t: u64) -> Option<u64> {
+    v.partition_point(|&x| x < t)
+        .checked_sub(1)
+        .map(|i| v[i])
+}
+
+/// Rough heap size of a model: the series dominates; bounded queues count ~256 B a entry.
+fn estimate_bytes(m: &Model) -> usize {
+    m.series.heap_bytes()
+        + 256
+            * (m.spans.len()
+                + m.proofs.len()
+                + m.log.len()
+                + m.marks.len()
+                + m.alert_history.len()
+                + m.controls.len())
+}
+
+/// One row of the prover-phase table.
+#[derive(Debug, Clone, Default)]
+struct PhaseRow {
+    spans: u64,
+    /// Intervals, for the union (wall time the phase was open).
+    intervals: Vec<(u64, u64)>,
+    rss: Stats,
+    pinned: Stats,
+    gpu: Stats,
+}
+
+/// Memory by the prover's actual phases, from the reducer's phase spans: per phase, how many
+/// spans, the wall time it was open (overlapping partitions counted once), RSS min/max/mean,
+/// and the largest pinned and GPU readings. None for a file without prover events.
+pub fn phase_table(store: &Store) -> Option<String> {
+    if !store.has_events() {
+        return None;
+    }
+    let end = store.end();
+    // Rows in the order the phases first started.
+    let mut order: Vec<(u64, Phase)> = Vec::new();
+    let mut rows: HashMap<Phase, PhaseRow> = HashMap::new();
+    for s in store.spans() {
+        let row = rows.entry(s.phase.clone()).or_insert_with(|| {
+            order.push((s.start, s.phase.clone()));
+            PhaseRow::default()
+        });
+        if let Some(o) = order.iter_mut().find(|o| o.1 == s.phase) {
+            o.0 = o.0.min(s.start);
+        }
+        row.spans += 1;
+        row.intervals.push((s.start, s.end_or(end)));
+        merge(&mut row.rss, &s.rss);
+        merge(&mut row.pinned, &s.pinned);
+        merge(&mut row.gpu, &s.gpu);
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "prover phases (from events):");
+    let _ = writeln!(
+        out,
+        "  {:<18} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
+        "phase", "spans", "time", "rss min", "rss max", "rss mean", "pinned max", "gpu max"
+    );
+    let b = |st: &Stats, f: fn(&Stats) -> Option<u64>| f(st).map(fmt_bytes).unwrap_or("-".into());
+    let min = |s: &Stats| (s.n > 0).then_some(s.min);
+    let max = |s: &Stats| (s.n > 0).then_some(s.max);
+    order.sort();
+    for (_, phase) in &order {
+        let row = &rows[phase];
+        let _ = writeln!(
+            out,
+            "  {:<18} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
+            phase.as_str(),
+            row.spans,
+            fmt_secs(union_ns(&row.intervals) as f64 / 1e9),
+            b(&row.rss, min),
+            b(&row.rss, max),
+            b(&row.rss, Stats::mean),
+            b(&row.pinned, max),
+            b(&row.gpu, max),
+        );
+    }
+    if store.between.n > 0 {
+        let s = &store.between;
+        let _ = writeln!(
+            out,
+            "  {:<18} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
+            "(no phase open)",
+            "-",
+            fmt_secs(store.between_ns as f64 / 1e9),
+            b(s, min),
+            b(s, max),
+            b(s, Stats::mean),
+            "-",
+            "-",
+        );
+    }
+    Some(out)
+}
+
+fn merge(into: &mut Stats, s: &Stats) {
+    if s.n == 0 {
+        return;
+    }
+    if into.n == 0 {
+        *into = *s;
+        return;
+    }
+    into.min = into.min.min(s.min);
+    into.max = into.max.max(s.max);
+    into.n += s.n;
+    into.sum += s.sum;
+}
+
+/// Total length of the union of `[a, b]` intervals.
+fn union_ns(v: &[(u64, u64)]) -> u64 {
+    let mut v = v.to_vec();
+    v.sort_unstable();
+    let mut total = 0;
+    let mut cur: Option<(u64, u64)> = None;
+    for (a, b) in v {
+        match &mut cur {
+            Some((_, ce)) if a <= *ce => *ce = (*ce).max(b),
+            _ => {
+                if let Some((cs, ce)) = cur {
+                    total += ce - cs;
+                }
+                cur = Some((a, b));
+            }
+        }
+    }
+    if let Some((cs, ce)) = cur {
+        total += ce - cs;
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interval_union() {
+        assert_eq!(union_ns(&[]), 0);
+        assert_eq!(union_ns(&[(0, 10), (5, 15), (20, 25)]), 20);
+        assert_eq!(union_ns(&[(20, 25), (0, 10), (2, 3)]), 15);
+    }
+
+    #[test]
+    fn before_after() {
+        let v = [10, 20, 20, 30];
+        assert_eq!(next_after(&v, 0), Some(10));
+        assert_eq!(next_after(&v, 10), Some(20));
+        assert_eq!(next_after(&v, 30), None);
+        assert_eq!(last_before(&v, 30), Some(20));
+        assert_eq!(last_before(&v, 10), None);
+        assert_eq!(last_before(&v, 11), Some(10));
+    }
+}
