@@ -10,3 +10,6 @@ pub mod export;
 pub mod store;
 pub mod model;
 pub mod series;
+pub mod app;
+pub mod ui;
+pub mod synth;

@@ -1,0 +1,114 @@
+//! Layout snapshots: the live and replay screens at 80×24 and 200×60, drawn into ratatui's
+//! `TestBackend` from deterministic synthetic records.
+
+use provetop::app::{Action, App, Playback, Screen, NS};
+use provetop::synth::{records, SynthConfig};
+use provetop::ui::theme::Theme;
+use provetop_shared::{Mark, Record, RecordBody};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+fn screen_text(app: &App, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| provetop::ui::draw(f, app)).unwrap();
+    let buf = term.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..h {
+        let mut line = String::new();
+        for x in 0..w {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn live_app(events: bool) -> App {
+    let cfg = SynthConfig {
+        events,
+        seconds: 90.0,
+        ..SynthConfig::default()
+    };
+    let t0 = cfg.t0;
+    let mut app = App::new(Screen::Run, Default::default(), Theme::mono(), t0);
+    app.model.apply(&Record::new(
+        t0,
+        RecordBody::Mark(Mark::ChildStarted {
+            pid: 4242,
+            command: vec!["provetop-prover".into(), "--daemon".into()],
+        }),
+    ));
+    for r in records(cfg) {
+        app.clock = app.clock.max(r.t);
+        app.model.apply(&r);
+    }
+    app.recording = Some("/tmp/x.ptop".into());
+    app
+}
+
+#[test]
+fn live_80x24() {
+    let app = live_app(true);
+    insta::assert_snapshot!(screen_text(&app, 80, 24));
+}
+
+#[test]
+fn live_200x60() {
+    let app = live_app(true);
+    insta::assert_snapshot!(screen_text(&app, 200, 60));
+}
+
+#[test]
+fn live_without_events_80x24() {
+    let app = live_app(false);
+    insta::assert_snapshot!(screen_text(&app, 80, 24));
+}
+
+#[test]
+fn live_cursor_and_help_80x24() {
+    let mut app = live_app(true);
+    app.act(Action::Cursor(-1));
+    app.act(Action::Cursor(-20));
+    insta::assert_snapshot!("cursor", screen_text(&app, 80, 24));
+    app.act(Action::Help);
+    insta::assert_snapshot!("help", screen_text(&app, 80, 24));
+}
+
+fn replay_app() -> App {
+    let cfg = SynthConfig {
+        seconds: 120.0,
+        ..SynthConfig::default()
+    };
+    let recs = records(cfg);
+    let (start, end) = (recs[0].t, recs.last().unwrap().t);
+    let pos = start + 75 * NS;
+    let mut app = App::new(
+        Screen::Replay(Playback {
+            playing: false,
+            speed: 4.0,
+            start,
+            end,
+            alerts: vec![],
+            file: "session.ptop".into(),
+        }),
+        Default::default(),
+        Theme::mono(),
+        start,
+    );
+    for r in recs.iter().take_while(|r| r.t <= pos) {
+        app.model.apply(r);
+    }
+    app.clock = pos;
+    app
+}
+
+#[test]
+fn replay_80x24() {
+    insta::assert_snapshot!(screen_text(&replay_app(), 80, 24));
+}
+
+#[test]
+fn replay_200x60() {
+    insta::assert_snapshot!(screen_text(&replay_app(), 200, 60));
+}

@@ -1,0 +1,371 @@
+//! The application: model + view state, keys → actions, and the main loop.
+//!
+//! The loop is generic over ratatui's [`Backend`] (a real terminal, or `TestBackend` in
+//! tests) and over a [`Driver`] that feeds records (live: sampler, supervisor, alerts,
+//! recorder; replay: a file on a playback clock). One tokio task `select!`s the tick, the
+//! terminal's input stream and the stop signal, and redraws when something changed.
+
+use std::cell::Cell;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use ratatui::backend::Backend;
+use ratatui::Terminal;
+
+use crossterm::event::{Event as TermEvent, KeyEventKind};
+use provetop_shared::classify::Thresholds;
+
+use crate::model::Model;
+pub use crate::ui::keymap::Action;
+use crate::ui::keymap::{self, Section};
+use crate::ui::theme::Theme;
+
+/// Time-window zoom levels, seconds.
+pub const ZOOMS: &[u64] = &[
+    5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 2 * 3600, 6 * 3600, 12 * 3600, 24 * 3600,
+];
+
+/// Nanoseconds per second.
+pub const NS: u64 = 1_000_000_000;
+
+/// Which screen this is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Screen {
+    /// Supervising a child we started.
+    Run,
+    /// Watching an existing process.
+    Watch {
+        /// Its pid.
+        pid: u32,
+    },
+    /// Replaying a file.
+    Replay(Playback),
+}
+
+/// Replay position and speed, shown in the position bar.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Playback {
+    /// Playing (else paused).
+    pub playing: bool,
+    /// Speed factor.
+    pub speed: f64,
+    /// First record time.
+    pub start: u64,
+    /// Last record time.
+    pub end: u64,
+    /// Times of alerts (firing), for marks on the bar.
+    pub alerts: Vec<u64>,
+    /// File name shown.
+    pub file: String,
+}
+
+/// What the screen looks at: window, freeze, cursor, help, log scroll.
+#[derive(Debug, Clone)]
+pub struct View {
+    /// Index into [`ZOOMS`].
+    pub zoom: usize,
+    /// End of the window while frozen.
+    pub frozen: Option<u64>,
+    /// Cursor time.
+    pub cursor: Option<u64>,
+    /// Help shown.
+    pub help: bool,
+    /// Log lines scrolled back from the newest.
+    pub log_back: usize,
+    /// Width of the plot in columns at the last draw (cursor steps are columns).
+    pub plot_cols: Cell<u16>,
+}
+
+impl View {
+    /// Window length, ns.
+    pub fn window_ns(&self) -> u64 {
+        ZOOMS[self.zoom.min(ZOOMS.len() - 1)] * NS
+    }
+
+    /// Zoom level whose window is the smallest that holds `secs` (capped at the largest).
+    pub fn zoom_for(secs: f64) -> usize {
+        ZOOMS
+            .iter()
+            .position(|z| *z as f64 >= secs)
+            .unwrap_or(ZOOMS.len() - 1)
+    }
+}
+
+/// A transient message for the footer ("sent: pause").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flash {
+    /// Text.
+    pub text: String,
+    /// Whether it is bad news.
+    pub error: bool,
+    /// Clock time it was set (it fades after a few seconds).
+    pub at: u64,
+}
+
+/// Everything the screen draws.
+#[derive(Debug, Clone)]
+pub struct App {
+    /// The reduced records.
+    pub model: Model,
+    /// View state.
+    pub view: View,
+    /// Which screen.
+    pub screen: Screen,
+    /// Colours.
+    pub theme: Theme,
+    /// "Now" on the record time axis (live: the monotonic clock; replay: the position).
+    pub clock: u64,
+    /// Time 0 for labels (session start).
+    pub origin: u64,
+    /// Session file being recorded (live).
+    pub recording: Option<String>,
+    /// Extra horizontal lines on the chart (alert rule thresholds): label, bytes.
+    pub rule_lines: Vec<(String, u64)>,
+    /// Footer message.
+    pub flash: Option<Flash>,
+    /// Set when the loop should end.
+    pub quit: bool,
+}
+
+impl App {
+    /// A new app over an empty model.
+    pub fn new(screen: Screen, thresholds: Thresholds, theme: Theme, clock: u64) -> Self {
+        let zoom = View::zoom_for(60.0);
+        App {
+            model: Model::new(thresholds),
+            view: View {
+                zoom,
+                frozen: None,
+                cursor: None,
+                help: false,
+                log_back: 0,
+                plot_cols: Cell::new(60),
+            },
+            screen,
+            theme,
+            clock,
+            origin: clock,
+            recording: None,
+            rule_lines: Vec::new(),
+            flash: None,
+            quit: false,
+        }
+    }
+
+    /// Key sections of this screen (also what help lists).
+    pub fn sections(&self) -> &'static [Section] {
+        match self.screen {
+            Screen::Run => keymap::LIVE,
+            Screen::Watch { .. } => keymap::WATCH,
+            Screen::Replay(_) => keymap::REPLAY,
+        }
+    }
+
+    /// End of the time window.
+    pub fn window_end(&self) -> u64 {
+        self.view.frozen.unwrap_or(self.clock)
+    }
+
+    /// `(start, end)` of the time window.
+    pub fn window(&self) -> (u64, u64) {
+        let end = self.window_end();
+        (end.saturating_sub(self.view.window_ns()), end)
+    }
+
+    /// Set a footer message.
+    pub fn flash(&mut self, text: impl Into<String>, error: bool) {
+        self.flash = Some(Flash {
+            text: text.into(),
+            error,
+            at: self.clock,
+        });
+    }
+
+    /// Handle the actions that only concern the view; returns the ones the driver must handle.
+    pub fn act(&mut self, a: Action) -> Option<Action> {
+        match a {
+            Action::Quit => self.quit = true,
+            Action::Help => self.view.help = !self.view.help,
+            Action::Escape => {
+                if self.view.help {
+                    self.view.help = false;
+                } else {
+                    self.view.cursor = None;
+                }
+            }
+            Action::ZoomIn => {
+                self.view.zoom = self.view.zoom.saturating_sub(1);
+                self.flash(format!("window {}", fmt_window(self.view.window_ns())), false);
+            }
+            Action::ZoomOut => {
+                self.view.zoom = (self.view.zoom + 1).min(ZOOMS.len() - 1);
+                self.flash(format!("window {}", fmt_window(self.view.window_ns())), false);
+            }
+            Action::Freeze => {
+                self.view.frozen = match self.view.frozen {
+                    Some(_) => None,
+                    None => Some(self.clock),
+                };
+            }
+            Action::Cursor(d) => {
+                let (t0, t1) = self.window();
+                let cols = self.view.plot_cols.get().max(1) as u64;
+                let step = (t1 - t0) / cols;
+                let cur = self.view.cursor.unwrap_or(t1).clamp(t0, t1);
+                let next = if self.view.cursor.is_none() {
+                    t1
+                } else if d < 0 {
+                    cur.saturating_sub(step * d.unsigned_abs() as u64)
+                } else {
+                    cur.saturating_add(step * d as u64)
+                };
+                self.view.cursor = Some(next.clamp(t0, t1));
+            }
+            Action::LogOlder => {
+                self.view.log_back = (self.view.log_back + 3).min(self.model.log.len().saturating_sub(1))
+            }
+            Action::LogNewer => self.view.log_back = self.view.log_back.saturating_sub(3),
+            other => return Some(other),
+        }
+        None
+    }
+
+    /// The cursor, kept inside the window (None when hidden).
+    pub fn cursor(&self) -> Option<u64> {
+        let (t0, t1) = self.window();
+        self.view.cursor.map(|c| c.clamp(t0, t1))
+    }
+}
+
+/// "30s", "5m", "1h".
+pub fn fmt_window(ns: u64) -> String {
+    let s = ns / NS;
+    match (s / 3600, (s / 60) % 60, s % 60) {
+        (0, 0, sec) => format!("{sec}s"),
+        (0, m, 0) => format!("{m}m"),
+        (0, m, sec) => format!("{m}m{sec:02}s"),
+        (h, 0, _) => format!("{h}h"),
+        (h, m, _) => format!("{h}h{m:02}m"),
+    }
+}
+
+/// What feeds the app: records in, actions out.
+pub trait Driver {
+    /// How often [`Driver::poll`] runs.
+    fn tick(&self) -> Duration {
+        Duration::from_millis(50)
+    }
+
+    /// Bring new records into the model and advance the clock; returns whether anything
+    /// changed that the screen shows.
+    fn poll(&mut self, app: &mut App) -> bool;
+
+    /// Handle an action the view did not (controls to the prover, replay seeks).
+    fn act(&mut self, app: &mut App, a: Action);
+}
+
+/// How the loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The user quit.
+    Quit,
+    /// A signal (SIGINT/SIGTERM/SIGHUP) asked us to stop.
+    Signal,
+    /// The terminal input ended.
+    InputClosed,
+}
+
+/// Shortest time between two frames (the screen never redraws faster than this).
+pub const FRAME: Duration = Duration::from_millis(100);
+/// Longest time between two frames (the clock moves even when nothing arrives).
+pub const IDLE_FRAME: Duration = Duration::from_millis(500);
+
+/// The main loop: draw, then wait for a tick, a key, or the stop signal.
+pub async fn run<B, D, I, S>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    driver: &mut D,
+    mut input: I,
+    stop: S,
+) -> anyhow::Result<Exit>
+where
+    B: Backend,
+    D: Driver,
+    I: Stream<Item = std::io::Result<TermEvent>> + Unpin,
+    S: std::future::Future<Output = ()>,
+{
+    tokio::pin!(stop);
+    let mut tick = tokio::time::interval(driver.tick());
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut dirty = true;
+    let mut last_draw = tokio::time::Instant::now() - IDLE_FRAME;
+    driver.poll(app);
+    loop {
+        let since = last_draw.elapsed();
+        if (dirty && since >= FRAME) || since >= IDLE_FRAME {
+            terminal.draw(|f| crate::ui::draw(f, app))?;
+            last_draw = tokio::time::Instant::now();
+            dirty = false;
+        }
+        tokio::select! {
+            _ = tick.tick() => {
+                dirty |= driver.poll(app);
+            }
+            ev = input.next() => match ev {
+                Some(Ok(TermEvent::Key(k))) if k.kind != KeyEventKind::Release => {
+                    if let Some(a) = keymap::lookup(app.sections(), &k) {
+                        if let Some(rest) = app.act(a) {
+                            driver.act(app, rest);
+                        }
+                        // Answer a key at once, not at the next frame slot.
+                        last_draw = tokio::time::Instant::now() - FRAME;
+                        dirty = true;
+                    }
+                }
+                Some(Ok(TermEvent::Resize(..))) => {
+                    terminal.autoresize()?;
+                    dirty = true;
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(anyhow::anyhow!("reading the terminal: {e}")),
+                None => return Ok(Exit::InputClosed),
+            },
+            _ = &mut stop => return Ok(Exit::Signal),
+        }
+        if app.quit {
+            return Ok(Exit::Quit);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zoom_and_cursor() {
+        let mut app = App::new(Screen::Run, Thresholds::default(), Theme::mono(), 1000 * NS);
+        assert_eq!(app.view.window_ns(), 60 * NS);
+        app.act(Action::ZoomIn);
+        assert_eq!(app.view.window_ns(), 30 * NS);
+        for _ in 0..50 {
+            app.act(Action::ZoomOut);
+        }
+        assert_eq!(app.view.window_ns(), 24 * 3600 * NS);
+        app.act(Action::ZoomIn);
+        app.view.zoom = View::zoom_for(60.0);
+        app.view.plot_cols.set(60);
+        app.act(Action::Cursor(-1));
+        assert_eq!(app.cursor(), Some(1000 * NS));
+        app.act(Action::Cursor(-10));
+        assert_eq!(app.cursor(), Some(990 * NS));
+        app.act(Action::Freeze);
+        app.clock += 100 * NS;
+        assert_eq!(app.window_end(), 1000 * NS);
+        app.act(Action::Escape);
+        assert_eq!(app.cursor(), None);
+        assert_eq!(app.act(Action::ProveNow), Some(Action::ProveNow));
+        app.act(Action::Quit);
+        assert!(app.quit);
+    }
+}

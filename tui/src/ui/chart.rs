@@ -1,0 +1,450 @@
+//! The memory chart: braille plot of every series over the time window.
+//!
+//! Each plot column (two braille dots per cell) is the min/max of the samples that fall in
+//! it (see [`crate::series::Series::columns`]), drawn as a vertical stroke joined to its
+//! neighbour, so a spike of one sample stays visible at any zoom. RSS is the main stroke, the
+//! interval peak (VmHWM, reset every sample) its upper envelope; anon, file, shmem, pinned
+//! and GPU memory are thinner layers under it; threshold lines are dashed.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::Span;
+
+use provetop_shared::units::{fmt_bytes, GIB, KIB, MIB};
+
+use crate::app::{App, Screen, NS};
+use crate::series::{Bucket, Metric, Reading};
+use crate::ui::{fmt_clock, short_bytes, title_line};
+
+/// A grid of braille cells; dot (x, y) with y = 0 at the bottom.
+pub struct Braille {
+    w: u16,
+    h: u16,
+    bits: Vec<u8>,
+    style: Vec<Style>,
+}
+
+impl Braille {
+    /// Empty grid of `w`×`h` cells.
+    pub fn new(w: u16, h: u16) -> Self {
+        let n = w as usize * h as usize;
+        Braille {
+            w,
+            h,
+            bits: vec![0; n],
+            style: vec![Style::default(); n],
+        }
+    }
+
+    /// Dots across.
+    pub fn dots_w(&self) -> u32 {
+        self.w as u32 * 2
+    }
+
+    /// Dots down.
+    pub fn dots_h(&self) -> u32 {
+        self.h as u32 * 4
+    }
+
+    /// Set one dot.
+    pub fn set(&mut self, x: u32, y: u32, style: Style) {
+        if x >= self.dots_w() || y >= self.dots_h() {
+            return;
+        }
+        let yt = self.dots_h() - 1 - y; // from the top
+        let (cx, cy) = ((x / 2) as usize, (yt / 4) as usize);
+        let (dx, dy) = (x % 2, yt % 4);
+        const MAP: [[u8; 4]; 2] = [[0x01, 0x02, 0x04, 0x40], [0x08, 0x10, 0x20, 0x80]];
+        let i = cy * self.w as usize + cx;
+        self.bits[i] |= MAP[dx as usize][dy as usize];
+        self.style[i] = style;
+    }
+
+    /// A vertical stroke from `y0` to `y1` (inclusive, any order).
+    pub fn vline(&mut self, x: u32, y0: u32, y1: u32, style: Style) {
+        for y in y0.min(y1)..=y0.max(y1) {
+            self.set(x, y, style);
+        }
+    }
+
+    /// Paint into a buffer at `area` (same size as the grid).
+    pub fn render(&self, buf: &mut Buffer, area: Rect) {
+        for cy in 0..self.h.min(area.height) {
+            for cx in 0..self.w.min(area.width) {
+                let i = cy as usize * self.w as usize + cx as usize;
+                if self.bits[i] != 0 {
+                    let ch = char::from_u32(0x2800 + self.bits[i] as u32).unwrap_or(' ');
+                    if let Some(cell) = buf.cell_mut((area.x + cx, area.y + cy)) {
+                        cell.set_char(ch).set_style(self.style[i]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A "nice" axis maximum ≥ `v`: 1, 2, 2.5, 5 × 10^k of the unit that fits.
+pub fn nice_max(v: u64) -> u64 {
+    let v = v.max(MIB);
+    let unit = if v >= GIB {
+        GIB
+    } else if v >= MIB {
+        MIB
+    } else {
+        KIB
+    };
+    let x = v as f64 / unit as f64;
+    let p = 10f64.powf(x.log10().floor());
+    let m = [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
+        .into_iter()
+        .find(|m| m * p >= x - 1e-9)
+        .unwrap_or(10.0);
+    (m * p * unit as f64).ceil() as u64
+}
+
+/// A round tick step (ns) giving at most `max_ticks` ticks over `span`.
+pub fn tick_step(span: u64, max_ticks: u64) -> u64 {
+    const STEPS: &[u64] = &[
+        1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600, 86400,
+    ];
+    STEPS
+        .iter()
+        .map(|s| s * NS)
+        .find(|s| span / s <= max_ticks)
+        .unwrap_or(86400 * NS)
+}
+
+/// Series drawn, bottom layer first.
+fn layers(app: &App) -> &'static [Metric] {
+    if app.theme.color {
+        &[
+            Metric::File,
+            Metric::Shmem,
+            Metric::Anon,
+            Metric::Gpu,
+            Metric::Pinned,
+            Metric::PinnedReported,
+            Metric::Rss,
+            Metric::Peak,
+        ]
+    } else {
+        // Without colour only distinct shapes are readable: the RSS stroke and its peaks.
+        &[Metric::Rss, Metric::Peak]
+    }
+}
+
+/// Horizontal lines: thresholds and alert rules, with labels.
+fn lines(app: &App) -> Vec<(String, u64)> {
+    let names = ["idle", "gpu", "synth", "peak"];
+    let mut v: Vec<(String, u64)> = names
+        .iter()
+        .zip(app.model.thresholds().lines_bytes())
+        .map(|(n, b)| (n.to_string(), b))
+        .collect();
+    v.extend(app.rule_lines.iter().cloned());
+    v
+}
+
+/// Legend spans: values of a reading.
+fn legend(app: &App, r: Option<&Reading>) -> Vec<Span<'static>> {
+    let t = &app.theme;
+    let mut out = Vec::new();
+    let Some(r) = r else {
+        out.push(Span::styled("no samples yet", t.dim()));
+        return out;
+    };
+    let show = [
+        (Metric::Rss, "rss"),
+        (Metric::Peak, "▲"),
+        (Metric::Anon, "anon"),
+        (Metric::File, "file"),
+        (Metric::Shmem, "shm"),
+        (Metric::Pinned, "pin"),
+        (Metric::PinnedReported, "pin*"),
+        (Metric::Gpu, "gpu"),
+    ];
+    for (m, name) in show {
+        if let Some((_, hi)) = r.range(m) {
+            let sep = if m == Metric::Peak { "" } else { " " };
+            out.push(Span::styled(format!("{name}{sep}"), t.metric(m)));
+            out.push(Span::raw(format!("{} ", short_bytes(hi))));
+        }
+    }
+    out
+}
+
+/// Draw the chart (title/legend row, plot, time axis) into `area`.
+pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
+    if area.height < 3 || area.width <= gutter + 2 {
+        return;
+    }
+    let t = &app.theme;
+    let m = &app.model;
+    let (t0, t1) = app.window();
+    let cursor = app.cursor();
+    let plot = Rect::new(
+        area.x + gutter,
+        area.y + 1,
+        area.width - gutter,
+        area.height - 2,
+    );
+
+    let latest = m.last_point().map(|p| Reading::Exact(*p));
+    let shown = match cursor {
+        Some(c) => m.value_at(c),
+        None => latest,
+    };
+    title_line(buf, Rect::new(area.x, area.y, area.width, 1), app, "memory", legend(app, shown.as_ref()));
+
+    let mut grid = Braille::new(plot.width, plot.height);
+    let ncols = grid.dots_w() as usize;
+    let cols: Vec<Bucket> = m.columns(t0, t1, ncols);
+    let layers = layers(app);
+
+    // Scale: the largest drawn value, and thresholds within reach of it.
+    let data_max = cols
+        .iter()
+        .flat_map(|c| layers.iter().filter_map(|l| c.max(*l)))
+        .max()
+        .unwrap_or(0);
+    let hlines: Vec<(String, u64)> = lines(app)
+        .into_iter()
+        .filter(|(_, b)| *b > 0 && (*b as f64) <= data_max as f64 * 1.5)
+        .collect();
+    let top = nice_max(
+        hlines
+            .iter()
+            .map(|l| l.1)
+            .chain([data_max + data_max / 20])
+            .max()
+            .unwrap_or(MIB),
+    );
+    let dots_h = grid.dots_h();
+    let ydot = |v: u64| -> u32 {
+        ((v as f64 / top as f64) * (dots_h - 1) as f64)
+            .round()
+            .clamp(0.0, (dots_h - 1) as f64) as u32
+    };
+
+    for (_, b) in &hlines {
+        let y = ydot(*b);
+        for x in (0..grid.dots_w()).step_by(4) {
+            grid.set(x, y, t.threshold());
+        }
+    }
+    for &layer in layers {
+        let style = t.metric(layer);
+        let mut prev: Option<(u32, u32)> = None;
+        for (x, c) in cols.iter().enumerate() {
+            let Some((lo, hi)) = c.range(layer) else {
+                prev = None;
+                continue;
+            };
+            let (mut a, mut b) = (ydot(lo), ydot(hi));
+            if layer == Metric::Peak {
+                // The envelope: only where the interval peak rises above the RSS stroke.
+                let rss_hi = c.max(Metric::Rss).map(&ydot).unwrap_or(0);
+                if b > rss_hi {
+                    grid.set(x as u32, b, style);
+                }
+                continue;
+            }
+            // Join to the neighbour so a jump is a stroke, not two dots.
+            if let Some((pa, pb)) = prev {
+                if a > pb {
+                    a = pb;
+                }
+                if b < pa {
+                    b = pa;
+                }
+            }
+            grid.vline(x as u32, a, b, style);
+            prev = Some((ydot(lo), ydot(hi)));
+        }
+    }
+    grid.render(buf, plot);
+
+    // Threshold labels at the right end of their line.
+    for (name, b) in &hlines {
+        let row = plot.y + plot.height - 1 - (ydot(*b) / 4) as u16;
+        let label = format!("{name} {}", short_bytes(*b));
+        let x = plot.x + plot.width.saturating_sub(label.len() as u16);
+        buf.set_stringn(x, row, &label, label.len(), t.threshold());
+    }
+
+    // Y axis.
+    let dim = t.dim();
+    for r in 0..plot.height {
+        buf.set_string(area.x + gutter - 1, plot.y + r, "│", dim);
+    }
+    let label_at = |buf: &mut Buffer, row: u16, v: u64| {
+        let s = if v == 0 { "0".to_string() } else { short_bytes(v) };
+        let w = (gutter - 1) as usize;
+        buf.set_stringn(area.x, plot.y + row, format!("{s:>w$}┤"), gutter as usize, dim);
+    };
+    label_at(buf, 0, top);
+    if plot.height >= 5 {
+        let mid_row = plot.height - 1 - (ydot(top / 2) / 4) as u16;
+        label_at(buf, mid_row, top / 2);
+    }
+    label_at(buf, plot.height - 1, 0);
+
+    // X axis: time labels.
+    let axis_y = area.y + area.height - 1;
+    buf.set_stringn(area.x + gutter - 1, axis_y, "└", 1, dim);
+    let span = t1.saturating_sub(t0).max(1);
+    let live = !matches!(app.screen, Screen::Replay(_));
+    // Ticks on round times: every `step`, counted back from the end (live) or from the
+    // session start (replay), at most one label per 12 columns.
+    let max_ticks = (plot.width / 12).max(1) as u64;
+    let step = tick_step(span, max_ticks);
+    let origin = if live { t1 } else { app.origin };
+    let col = |tt: u64| -> u16 { ((tt - t0) as u128 * (plot.width as u128 - 1) / span as u128) as u16 };
+    let mut ticks: Vec<u64> = Vec::new();
+    if live {
+        let mut tt = t1;
+        loop {
+            ticks.push(tt);
+            if tt < t0 + step {
+                break;
+            }
+            tt -= step;
+        }
+    } else {
+        let first = t0.saturating_sub(origin).div_ceil(step) * step + origin;
+        let mut tt = first;
+        while tt <= t1 {
+            ticks.push(tt);
+            tt += step;
+        }
+    }
+    let mut taken_until: i32 = -1;
+    ticks.sort_unstable();
+    for tt in ticks {
+        let label = if live {
+            let back = t1 - tt;
+            if back == 0 {
+                if app.view.frozen.is_some() { "frozen".to_string() } else { "now".to_string() }
+            } else {
+                format!("-{}", crate::app::fmt_window(back))
+            }
+        } else {
+            fmt_clock(tt.saturating_sub(origin), step < NS)
+        };
+        let w = label.chars().count() as i32;
+        let x = plot.x as i32 + col(tt) as i32 - w / 2;
+        let x = x.clamp(plot.x as i32, (plot.x + plot.width) as i32 - w);
+        if x <= taken_until {
+            continue;
+        }
+        buf.set_stringn(x as u16, axis_y, &label, label.len(), dim);
+        taken_until = x + w;
+    }
+
+    // Cursor: a reversed column and a box with exact values.
+    if let Some(c) = cursor {
+        let cx = plot.x + ((c - t0) as u128 * (plot.width as u128 - 1) / span as u128) as u16;
+        for r in 0..plot.height {
+            if let Some(cell) = buf.cell_mut((cx, plot.y + r)) {
+                cell.set_style(t.cursor());
+            }
+        }
+        cursor_box(buf, plot, cx, c, app);
+    }
+}
+
+/// Exact values at the cursor, in a box on the side away from it.
+fn cursor_box(buf: &mut Buffer, plot: Rect, cx: u16, c: u64, app: &App) {
+    let t = &app.theme;
+    let m = &app.model;
+    let mut lines: Vec<(String, Style)> = Vec::new();
+    let when = if matches!(app.screen, Screen::Replay(_)) {
+        format!("at {}", fmt_clock(c.saturating_sub(app.origin), true))
+    } else {
+        format!("at -{:.2}s", (app.window_end() - c) as f64 / NS as f64)
+    };
+    match m.value_at(c) {
+        Some(r) => {
+            let exact = matches!(r, Reading::Exact(_));
+            lines.push((
+                if exact { when } else { format!("{when} (min–max)") },
+                t.bold(),
+            ));
+            for metric in [
+                Metric::Rss,
+                Metric::Peak,
+                Metric::Anon,
+                Metric::File,
+                Metric::Shmem,
+                Metric::Pinned,
+                Metric::PinnedReported,
+                Metric::Gpu,
+                Metric::MemAvailable,
+                Metric::Swap,
+            ] {
+                if let Some((lo, hi)) = r.range(metric) {
+                    let v = if lo == hi {
+                        fmt_bytes(hi)
+                    } else {
+                        format!("{}–{}", short_bytes(lo), short_bytes(hi))
+                    };
+                    lines.push((format!("{:<10} {v:>10}", metric.name()), t.metric(metric)));
+                }
+            }
+        }
+        None => lines.push((format!("{when}: no sample"), t.bold())),
+    }
+    let spans = m.spans_at(c);
+    if !spans.is_empty() {
+        let mut names: Vec<String> = spans.iter().map(|s| s.label()).collect();
+        names.dedup();
+        lines.push((format!("phase {}", names.join(",")), t.bold()));
+    } else if !m.has_events() {
+        if let Some(p) = m.threshold_phase_at(c) {
+            lines.push((format!("phase {p}"), t.bold()));
+        }
+    }
+    let w = lines.iter().map(|l| l.0.chars().count()).max().unwrap_or(0) as u16 + 2;
+    let w = w.min(plot.width);
+    let h = (lines.len() as u16).min(plot.height);
+    let x = if cx >= plot.x + plot.width / 2 {
+        plot.x + 1
+    } else {
+        plot.x + plot.width - w - 1
+    };
+    let area = Rect::new(x, plot.y, w, h);
+    for (i, (text, style)) in lines.iter().take(h as usize).enumerate() {
+        let y = area.y + i as u16;
+        for xx in area.x..area.x + area.width {
+            if let Some(cell) = buf.cell_mut((xx, y)) {
+                cell.set_char(' ').set_style(Style::default());
+            }
+        }
+        buf.set_stringn(area.x + 1, y, text, (w - 2) as usize, *style);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nice_scale() {
+        assert_eq!(nice_max(530 * MIB), 600 * MIB);
+        assert_eq!(nice_max(190 * GIB), 200 * GIB);
+        assert_eq!(nice_max(0), MIB);
+        assert!(nice_max(1_234_567_890) >= 1_234_567_890);
+    }
+
+    #[test]
+    fn braille_dots() {
+        let mut g = Braille::new(2, 1);
+        g.set(0, 3, Style::default()); // top-left
+        g.set(3, 0, Style::default()); // bottom-right
+        let mut buf = Buffer::empty(Rect::new(0, 0, 2, 1));
+        g.render(&mut buf, Rect::new(0, 0, 2, 1));
+        assert_eq!(buf[(0, 0)].symbol(), "⠁");
+        assert_eq!(buf[(1, 0)].symbol(), "⢀");
+    }
+}

@@ -1,0 +1,144 @@
+//! The two header lines: who is running and how it is doing.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+
+use provetop_shared::protocol::ProverState;
+use provetop_shared::units::fmt_secs;
+
+use crate::app::{App, Screen, NS};
+use crate::model::ChildStatus;
+use crate::ui::short_bytes;
+
+/// Draw the header into `area` (two rows).
+pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
+    let t = &app.theme;
+    let m = &app.model;
+    let sep = || Span::styled(" │ ", t.dim());
+    let mut l1: Vec<Span> = Vec::new();
+    if area.width >= 100 {
+        l1.push(Span::styled("provetop ", t.bold()));
+    }
+
+    // Child state and pid.
+    match (&app.screen, &m.child) {
+        (Screen::Watch { pid }, ChildStatus::Exited { reason, .. }) => {
+            l1.push(Span::styled(format!("■ pid {pid} {reason}"), t.bad()));
+        }
+        (Screen::Watch { pid }, _) => {
+            l1.push(Span::styled(format!("◉ watching pid {pid}"), t.ok()));
+        }
+        (Screen::Replay(_), ChildStatus::None) => l1.push(Span::styled("▷ replay", t.dim())),
+        (_, ChildStatus::None) => l1.push(Span::styled("○ starting", t.dim())),
+        (_, ChildStatus::Running { pid, .. }) => {
+            let paused = m.prover.state == Some(ProverState::Paused);
+            if paused {
+                l1.push(Span::styled(format!("‖ paused pid {pid}"), t.warn()));
+            } else {
+                l1.push(Span::styled(format!("▶ running pid {pid}"), t.ok()));
+            }
+        }
+        (_, ChildStatus::Exited {
+            pid,
+            code,
+            reason,
+            ..
+        }) => {
+            let style = if *code == Some(0) { t.text() } else { t.bad() };
+            l1.push(Span::styled(format!("■ pid {pid} {reason}"), style));
+        }
+        (_, ChildStatus::Restarting { attempt, backoff_s }) => {
+            l1.push(Span::styled(
+                format!("↻ restart #{attempt} in {backoff_s:.0}s"),
+                t.warn(),
+            ));
+        }
+    }
+    if let Some(s) = &m.last_sample {
+        if s.procs > 1 {
+            l1.push(Span::styled(format!(" ({} procs)", s.procs), t.dim()));
+        }
+    }
+
+    if let Some(h) = &m.prover.hello {
+        l1.push(sep());
+        l1.push(Span::raw(h.backend.to_string()));
+        if !h.gpus.is_empty() {
+            l1.push(Span::styled(format!("×{}", h.gpus.len()), t.dim()));
+        }
+    } else if !m.has_events() && !matches!(m.child, ChildStatus::None) {
+        l1.push(sep());
+        l1.push(Span::styled("no events", t.dim()));
+    }
+    if let Some(mode) = m.prover.mode {
+        l1.push(sep());
+        l1.push(Span::styled("mode ", t.dim()));
+        l1.push(Span::styled(mode.to_string(), t.bold()));
+    }
+    if m.has_events() {
+        l1.push(sep());
+        l1.push(Span::styled("proofs ", t.dim()));
+        l1.push(Span::styled(m.prover.proofs_done.to_string(), t.bold()));
+        if m.prover.proofs_failed > 0 {
+            l1.push(Span::styled(format!(" ({} failed)", m.prover.proofs_failed), t.bad()));
+        }
+        if let Some(last) = m.prover.last_s {
+            l1.push(sep());
+            l1.push(Span::raw(format!("{}/proof", fmt_secs(last))));
+            if let Some(avg) = m.prover.avg_s() {
+                l1.push(Span::styled(format!(" avg {}", fmt_secs(avg)), t.dim()));
+            }
+        }
+    }
+
+    // Line 2: phase, SRS, uptime, drops, alerts.
+    let mut l2: Vec<Span> = vec![Span::styled("phase ", t.dim())];
+    l2.push(Span::styled(m.current_phase_text(), t.bold()));
+    if m.has_events() {
+        l2.push(sep());
+        l2.push(Span::styled("SRS ", t.dim()));
+        l2.push(Span::raw(m.prover.srs.describe()));
+    }
+    let up = match &m.child {
+        ChildStatus::Running { since, .. } => Some(app.clock.saturating_sub(*since)),
+        _ => m.first_t().map(|f| app.clock.saturating_sub(f)),
+    };
+    if let Some(up) = up {
+        l2.push(sep());
+        l2.push(Span::styled("up ", t.dim()));
+        l2.push(Span::raw(fmt_secs(up as f64 / NS as f64)));
+    }
+    if let Some(s) = &m.last_sample {
+        if let Some(avail) = s.mem_available {
+            l2.push(sep());
+            l2.push(Span::styled("avail ", t.dim()));
+            l2.push(Span::raw(short_bytes(avail)));
+        }
+    }
+    l2.push(sep());
+    let drops = m.dropped_samples;
+    l2.push(Span::styled(
+        format!("drops {drops}"),
+        if drops > 0 { t.warn() } else { t.dim() },
+    ));
+    if m.bad_lines > 0 {
+        l2.push(Span::styled(format!(" bad {}", m.bad_lines), t.warn()));
+    }
+    if let Some(a) = m.active_alerts.iter().max_by_key(|a| a.alert.level) {
+        l2.push(sep());
+        let more = if m.active_alerts.len() > 1 {
+            format!(" +{}", m.active_alerts.len() - 1)
+        } else {
+            String::new()
+        };
+        l2.push(Span::styled(format!("⚠ {}{more}", a.alert.rule), t.alert(a.alert.level)));
+    } else if app.recording.is_some() {
+        l2.push(sep());
+        l2.push(Span::styled("● rec", t.metric(crate::series::Metric::Peak)));
+    }
+    buf.set_line(area.x, area.y, &Line::from(l1), area.width);
+    if area.height > 1 {
+        buf.set_line(area.x, area.y + 1, &Line::from(l2), area.width);
+    }
+}

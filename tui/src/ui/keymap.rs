@@ -1,0 +1,292 @@
+//! Keys → [`Action`]s. Each part of the screen lists its own key commands as a [`Section`];
+//! the `?` help screen is generated from the same tables, so it cannot drift from what the
+//! keys do.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use provetop_shared::BatchMode;
+
+/// Everything a key can ask for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Action {
+    /// Leave provetop.
+    Quit,
+    /// Show or hide the key help.
+    Help,
+    /// Shorter time window.
+    ZoomIn,
+    /// Longer time window.
+    ZoomOut,
+    /// Stop (or resume) scrolling the live view.
+    Freeze,
+    /// Move the cursor by this many chart columns (negative: left).
+    Cursor(i32),
+    /// Hide the cursor (or close help).
+    Escape,
+    /// Pause the prover, or resume it when paused.
+    PauseResume,
+    /// Ask the prover for one more proof now.
+    ProveNow,
+    /// Switch the prover's batch mode.
+    SetMode(BatchMode),
+    /// Replay: pause or play.
+    PlayPause,
+    /// Replay: move the position by this many seconds.
+    Seek(i32),
+    /// Replay: faster.
+    SpeedUp,
+    /// Replay: slower.
+    SpeedDown,
+    /// Replay: next phase start.
+    NextPhase,
+    /// Replay: previous phase start.
+    PrevPhase,
+    /// Replay: next alert.
+    NextAlert,
+    /// Replay: previous alert.
+    PrevAlert,
+    /// Replay: go to the start.
+    Start,
+    /// Replay: go to the end.
+    End,
+    /// Scroll the log pane back (older lines).
+    LogOlder,
+    /// Scroll the log pane forward (newer lines).
+    LogNewer,
+}
+
+/// One key (modifiers other than shift matter for characters; all matter otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    /// Key code.
+    pub code: KeyCode,
+    /// Modifiers.
+    pub mods: KeyModifiers,
+}
+
+const fn k(c: char) -> Key {
+    Key {
+        code: KeyCode::Char(c),
+        mods: KeyModifiers::NONE,
+    }
+}
+
+const fn code(code: KeyCode) -> Key {
+    Key {
+        code,
+        mods: KeyModifiers::NONE,
+    }
+}
+
+const fn shift(code: KeyCode) -> Key {
+    Key {
+        code,
+        mods: KeyModifiers::SHIFT,
+    }
+}
+
+const fn ctrl(c: char) -> Key {
+    Key {
+        code: KeyCode::Char(c),
+        mods: KeyModifiers::CONTROL,
+    }
+}
+
+impl Key {
+    /// Whether a key event is this key.
+    pub fn matches(&self, ev: &KeyEvent) -> bool {
+        if ev.code != self.code {
+            return false;
+        }
+        match ev.code {
+            // Terminals disagree on whether '?' or 'A' carry SHIFT: the character says it.
+            KeyCode::Char(_) => (ev.modifiers - KeyModifiers::SHIFT) == (self.mods - KeyModifiers::SHIFT),
+            _ => ev.modifiers == self.mods,
+        }
+    }
+}
+
+/// A key command: the keys, how help names them, what they do.
+#[derive(Debug, Clone, Copy)]
+pub struct Binding {
+    /// Keys that trigger it.
+    pub keys: &'static [Key],
+    /// Key names shown in help ("←/→").
+    pub label: &'static str,
+    /// What it does, for help.
+    pub help: &'static str,
+    /// The action.
+    pub action: Action,
+}
+
+/// The key commands of one part of the screen.
+#[derive(Debug, Clone, Copy)]
+pub struct Section {
+    /// Title in help.
+    pub title: &'static str,
+    /// Its bindings.
+    pub bindings: &'static [Binding],
+}
+
+const fn b(keys: &'static [Key], label: &'static str, help: &'static str, action: Action) -> Binding {
+    Binding {
+        keys,
+        label,
+        help,
+        action,
+    }
+}
+
+/// Always available.
+pub const GLOBAL: Section = Section {
+    title: "general",
+    bindings: &[
+        b(&[k('?'), code(KeyCode::F(1))], "?", "show/hide this help", Action::Help),
+        b(&[k('q'), ctrl('c')], "q", "quit (stops the supervised prover)", Action::Quit),
+        b(&[code(KeyCode::Esc)], "Esc", "close help, hide the cursor", Action::Escape),
+    ],
+};
+
+/// The live view of the chart and timeline.
+pub const LIVE_VIEW: Section = Section {
+    title: "view",
+    bindings: &[
+        b(&[k('+'), k('=')], "+", "zoom in (shorter time window)", Action::ZoomIn),
+        b(&[k('-'), k('_')], "-", "zoom out (longer time window)", Action::ZoomOut),
+        b(&[k('f')], "f", "freeze/unfreeze the view (recording goes on)", Action::Freeze),
+        b(&[code(KeyCode::Left), k(',')], "←", "cursor left (exact values under it)", Action::Cursor(-1)),
+        b(&[code(KeyCode::Right), k('.')], "→", "cursor right", Action::Cursor(1)),
+        b(&[shift(KeyCode::Left)], "Shift ←", "cursor left, 10 columns", Action::Cursor(-10)),
+        b(&[shift(KeyCode::Right)], "Shift →", "cursor right, 10 columns", Action::Cursor(10)),
+    ],
+};
+
+/// Commands sent to the supervised prover.
+pub const PROVER: Section = Section {
+    title: "prover",
+    bindings: &[
+        b(&[k('p')], "p", "pause / resume the prover", Action::PauseResume),
+        b(&[k('n')], "n", "prove now (one more proof)", Action::ProveNow),
+        b(&[k('1')], "1", "mode single: one sector, partitions in parallel", Action::SetMode(BatchMode::Single)),
+        b(&[k('2')], "2", "mode batch:2: two sectors per prove call", Action::SetMode(BatchMode::Batch(2))),
+        b(&[k('3')], "3", "mode sps: one partition at a time (low peak)", Action::SetMode(BatchMode::Sps)),
+        b(&[k('4')], "4", "mode pipelined:2: synthesis overlaps proving", Action::SetMode(BatchMode::Pipelined(2))),
+    ],
+};
+
+/// Replay playback.
+pub const PLAYBACK: Section = Section {
+    title: "playback",
+    bindings: &[
+        b(&[k(' ')], "space", "pause / play", Action::PlayPause),
+        b(&[code(KeyCode::Left)], "←", "back 10 s", Action::Seek(-10)),
+        b(&[code(KeyCode::Right)], "→", "forward 10 s", Action::Seek(10)),
+        b(&[shift(KeyCode::Left)], "Shift ←", "back 60 s", Action::Seek(-60)),
+        b(&[shift(KeyCode::Right)], "Shift →", "forward 60 s", Action::Seek(60)),
+        b(&[k('+'), k('=')], "+", "faster (up to 64×)", Action::SpeedUp),
+        b(&[k('-'), k('_')], "-", "slower (down to 0.25×)", Action::SpeedDown),
+        b(&[k(']')], "]", "next phase start", Action::NextPhase),
+        b(&[k('[')], "[", "previous phase start", Action::PrevPhase),
+        b(&[k('a')], "a", "next alert", Action::NextAlert),
+        b(&[k('A')], "A", "previous alert", Action::PrevAlert),
+        b(&[k('g'), code(KeyCode::Home)], "g", "go to the start", Action::Start),
+        b(&[k('G'), code(KeyCode::End)], "G", "go to the end", Action::End),
+    ],
+};
+
+/// The replay view of the chart and timeline.
+pub const REPLAY_VIEW: Section = Section {
+    title: "view",
+    bindings: &[
+        b(&[k('z')], "z", "zoom in (shorter time window)", Action::ZoomIn),
+        b(&[k('Z')], "Z", "zoom out (longer time window)", Action::ZoomOut),
+        b(&[k(',')], ",", "cursor left (exact values under it)", Action::Cursor(-1)),
+        b(&[k('.')], ".", "cursor right", Action::Cursor(1)),
+        b(&[k('<')], "<", "cursor left, 10 columns", Action::Cursor(-10)),
+        b(&[k('>')], ">", "cursor right, 10 columns", Action::Cursor(10)),
+    ],
+};
+
+/// The log pane.
+pub const LOG: Section = Section {
+    title: "log",
+    bindings: &[
+        b(&[code(KeyCode::PageUp), code(KeyCode::Up)], "PgUp/↑", "scroll the log back", Action::LogOlder),
+        b(&[code(KeyCode::PageDown), code(KeyCode::Down)], "PgDn/↓", "scroll the log forward", Action::LogNewer),
+    ],
+};
+
+/// Key sections of the live screen, in help order.
+pub const LIVE: &[Section] = &[GLOBAL, LIVE_VIEW, PROVER, LOG];
+/// Key sections of `watch` (no prover to command).
+pub const WATCH: &[Section] = &[GLOBAL, LIVE_VIEW, LOG];
+/// Key sections of the replay screen, in help order.
+pub const REPLAY: &[Section] = &[GLOBAL, PLAYBACK, REPLAY_VIEW, LOG];
+
+/// The action of a key event, looking through `sections` in order.
+pub fn lookup(sections: &[Section], ev: &KeyEvent) -> Option<Action> {
+    if ev.kind == KeyEventKind::Release {
+        return None;
+    }
+    sections
+        .iter()
+        .flat_map(|s| s.bindings.iter())
+        .find(|b| b.keys.iter().any(|k| k.matches(ev)))
+        .map(|b| b.action)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(code: KeyCode, mods: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, mods)
+    }
+
+    #[test]
+    fn keys_resolve() {
+        let n = KeyModifiers::NONE;
+        assert_eq!(lookup(LIVE, &ev(KeyCode::Char('q'), n)), Some(Action::Quit));
+        assert_eq!(
+            lookup(LIVE, &ev(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Some(Action::Quit)
+        );
+        assert_eq!(lookup(LIVE, &ev(KeyCode::Char('c'), n)), None);
+        assert_eq!(
+            lookup(LIVE, &ev(KeyCode::Char('?'), KeyModifiers::SHIFT)),
+            Some(Action::Help)
+        );
+        assert_eq!(lookup(LIVE, &ev(KeyCode::Left, n)), Some(Action::Cursor(-1)));
+        assert_eq!(
+            lookup(LIVE, &ev(KeyCode::Left, KeyModifiers::SHIFT)),
+            Some(Action::Cursor(-10))
+        );
+        assert_eq!(
+            lookup(LIVE, &ev(KeyCode::Char('3'), n)),
+            Some(Action::SetMode(BatchMode::Sps))
+        );
+        assert_eq!(lookup(REPLAY, &ev(KeyCode::Left, n)), Some(Action::Seek(-10)));
+        assert_eq!(
+            lookup(REPLAY, &ev(KeyCode::Right, KeyModifiers::SHIFT)),
+            Some(Action::Seek(60))
+        );
+        assert_eq!(lookup(REPLAY, &ev(KeyCode::Char('A'), KeyModifiers::SHIFT)), Some(Action::PrevAlert));
+        assert_eq!(lookup(REPLAY, &ev(KeyCode::Char('a'), n)), Some(Action::NextAlert));
+        assert_eq!(lookup(REPLAY, &ev(KeyCode::Char('+'), n)), Some(Action::SpeedUp));
+        assert_eq!(lookup(WATCH, &ev(KeyCode::Char('p'), n)), None);
+    }
+
+    #[test]
+    fn no_key_bound_twice_in_a_screen() {
+        for screen in [LIVE, WATCH, REPLAY] {
+            let all: Vec<Key> = screen
+                .iter()
+                .flat_map(|s| s.bindings.iter())
+                .flat_map(|b| b.keys.iter().copied())
+                .collect();
+            for (i, a) in all.iter().enumerate() {
+                assert!(!all[i + 1..].contains(a), "{a:?} bound twice");
+            }
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! The event/alert log pane: newest lines at the bottom, scrollable.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+
+use crate::app::App;
+use crate::ui::{fmt_clock, title_line};
+
+/// Draw the title row and as many log lines as fit.
+pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
+    if area.height == 0 {
+        return;
+    }
+    let t = &app.theme;
+    let log = &app.model.log;
+    let mut extra = Vec::new();
+    if app.view.log_back > 0 {
+        extra.push(Span::styled(format!("{} lines back (↓ for newer)", app.view.log_back), t.warn()));
+    }
+    title_line(buf, Rect::new(area.x, area.y, area.width, 1), app, "log", extra);
+    let h = (area.height - 1) as usize;
+    let end = log.len().saturating_sub(app.view.log_back);
+    let start = end.saturating_sub(h);
+    for (i, line) in log.range(start..end).enumerate() {
+        let stamp = fmt_clock(line.t.saturating_sub(app.origin), true);
+        let l = Line::from(vec![
+            Span::styled(format!("{stamp:>9} "), t.dim()),
+            Span::styled(line.text.clone(), t.log(line.level)),
+        ]);
+        buf.set_line(area.x, area.y + 1 + i as u16, &l, area.width);
+    }
+}

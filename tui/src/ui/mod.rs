@@ -1,0 +1,257 @@
+//! Drawing: the whole screen from an [`App`], into any ratatui backend.
+//!
+//! ```text
+//!  header     child state, pid, backend, mode, proofs, s/proof, phase, SRS, uptime, drops
+//!  ─ memory ─ legend (values now, or under the cursor)
+//!  chart      RSS band + interval-peak envelope, anon/file/shmem, pinned, GPU, thresholds
+//!  ─ phases ─
+//!  timeline   Gantt rows per phase/partition (events) or per threshold phase
+//!  ─ log ─
+//!  log        events, alerts, controls, child lifecycle
+//!  [position bar: replay only]
+//!  footer     key hints, messages
+//! ```
+
+pub mod chart;
+pub mod header;
+pub mod help;
+pub mod keymap;
+pub mod log;
+pub mod posbar;
+pub mod theme;
+pub mod timeline;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::Frame;
+
+use provetop_shared::units::{GIB, KIB, MIB, TIB};
+
+use crate::app::{App, Screen, NS};
+
+/// Smallest screen drawn in full.
+pub const MIN_W: u16 = 40;
+/// Smallest screen height drawn in full.
+pub const MIN_H: u16 = 12;
+
+/// Rows of each part of the screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Header.
+    pub header: Rect,
+    /// Chart with its title and axis.
+    pub chart: Rect,
+    /// Timeline with its title.
+    pub timeline: Rect,
+    /// Log with its title.
+    pub log: Rect,
+    /// Replay position bar (zero height live).
+    pub posbar: Rect,
+    /// Footer.
+    pub footer: Rect,
+    /// Width of the label gutter left of the plot.
+    pub gutter: u16,
+}
+
+fn row(area: Rect, y: u16, h: u16) -> Rect {
+    Rect::new(area.x, area.y + y, area.width, h)
+}
+
+/// Lay the screen out; `timeline_rows` is how many Gantt rows the data would like.
+pub fn layout(area: Rect, replay: bool, timeline_rows: u16) -> Layout {
+    let header_h = 2;
+    let footer_h = 1;
+    let pos_h = u16::from(replay);
+    let rest = area.height.saturating_sub(header_h + footer_h + pos_h);
+    let log_h = (rest / 5).clamp(3, 12) + 1;
+    let tl_rows = timeline_rows.clamp(1, (rest / 5).clamp(2, 16));
+    let tl_h = tl_rows + 1;
+    let chart_h = rest.saturating_sub(log_h + tl_h);
+    let mut y = 0;
+    let header = row(area, y, header_h);
+    y += header_h;
+    let chart = row(area, y, chart_h);
+    y += chart_h;
+    let timeline = row(area, y, tl_h);
+    y += tl_h;
+    let log = row(area, y, log_h);
+    y += log_h;
+    let posbar = row(area, y, pos_h);
+    y += pos_h;
+    let footer = row(area, y, footer_h.min(area.height.saturating_sub(y)));
+    let gutter = if area.width >= 120 { 12 } else { 11 };
+    Layout {
+        header,
+        chart,
+        timeline,
+        log,
+        posbar,
+        footer,
+        gutter,
+    }
+}
+
+/// Draw the whole screen.
+pub fn draw(f: &mut Frame, app: &App) {
+    let area = f.area();
+    let buf = f.buffer_mut();
+    if area.width < MIN_W || area.height < MIN_H {
+        let msg = format!(
+            "provetop needs at least {MIN_W}×{MIN_H} (this is {}×{}); q quits",
+            area.width, area.height
+        );
+        buf.set_stringn(area.x, area.y, msg, area.width as usize, Style::default());
+        return;
+    }
+    let replay = matches!(app.screen, Screen::Replay(_));
+    let (t0, t1) = app.window();
+    let rows = timeline::rows(app, t0, t1, 16);
+    let l = layout(area, replay, rows.len() as u16);
+    app.view.plot_cols.set(l.chart.width.saturating_sub(l.gutter));
+    header::draw(buf, l.header, app);
+    chart::draw(buf, l.chart, l.gutter, app);
+    timeline::draw(buf, l.timeline, l.gutter, app, &rows);
+    log::draw(buf, l.log, app);
+    if let Screen::Replay(p) = &app.screen {
+        posbar::draw(buf, l.posbar, app, p);
+    }
+    footer(buf, l.footer, app);
+    if app.view.help {
+        help::draw(buf, area, app);
+    }
+}
+
+/// A section title: `─ name ─ extra spans ───────`.
+pub fn title_line(buf: &mut Buffer, area: Rect, app: &App, name: &str, extra: Vec<Span<'_>>) {
+    if area.height == 0 {
+        return;
+    }
+    let dim = app.theme.dim();
+    let mut spans = vec![Span::styled("─ ", dim), Span::styled(name.to_string(), app.theme.bold())];
+    if !extra.is_empty() {
+        spans.push(Span::styled(" ─ ", dim));
+        spans.extend(extra);
+    }
+    spans.push(Span::raw(" "));
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    let fill = (area.width as usize).saturating_sub(used);
+    spans.push(Span::styled("─".repeat(fill), dim));
+    buf.set_line(area.x, area.y, &Line::from(spans), area.width);
+}
+
+fn footer(buf: &mut Buffer, area: Rect, app: &App) {
+    if area.height == 0 {
+        return;
+    }
+    let t = &app.theme;
+    let mut spans: Vec<Span> = Vec::new();
+    if app.view.frozen.is_some() {
+        spans.push(Span::styled(" FROZEN ", t.cursor()));
+        spans.push(Span::raw(" "));
+    }
+    let fresh = app
+        .flash
+        .as_ref()
+        .filter(|fl| app.clock.saturating_sub(fl.at) < 4 * NS || matches!(app.screen, Screen::Replay(_)) && !app.view.help);
+    if let Some(fl) = fresh {
+        let style = if fl.error { t.bad() } else { t.bold() };
+        spans.push(Span::styled(fl.text.clone(), style));
+        spans.push(Span::raw("  "));
+    }
+    let hints: &[(&str, &str)] = match app.screen {
+        Screen::Run => &[
+            ("?", "help"),
+            ("q", "quit"),
+            ("+-", "zoom"),
+            ("f", "freeze"),
+            ("←→", "cursor"),
+            ("p", "pause"),
+            ("n", "prove"),
+            ("1-4", "mode"),
+        ],
+        Screen::Watch { .. } => &[("?", "help"), ("q", "quit"), ("+-", "zoom"), ("f", "freeze"), ("←→", "cursor")],
+        Screen::Replay(_) => &[
+            ("?", "help"),
+            ("q", "quit"),
+            ("spc", "play"),
+            ("←→", "seek"),
+            ("+-", "speed"),
+            ("[]", "phase"),
+            ("aA", "alert"),
+            (",.", "cursor"),
+        ],
+    };
+    for (k, what) in hints {
+        spans.push(Span::styled(k.to_string(), t.bold()));
+        spans.push(Span::styled(format!(":{what} "), t.dim()));
+    }
+    buf.set_line(area.x, area.y, &Line::from(spans), area.width);
+}
+
+/// Compact bytes for tight places: "0", "512K", "1.5M", "12.3G", "203G".
+pub fn short_bytes(b: u64) -> String {
+    let (v, unit) = if b < KIB {
+        return format!("{b}B");
+    } else if b < MIB {
+        (b as f64 / KIB as f64, "K")
+    } else if b < GIB {
+        (b as f64 / MIB as f64, "M")
+    } else if b < TIB {
+        (b as f64 / GIB as f64, "G")
+    } else {
+        (b as f64 / TIB as f64, "T")
+    };
+    if v < 10.0 {
+        format!("{v:.2}{unit}")
+    } else if v < 100.0 {
+        format!("{v:.1}{unit}")
+    } else {
+        format!("{v:.0}{unit}")
+    }
+}
+
+/// Session time for labels: "0:05", "1:05", "1:02:03"; with tenths when `fine`.
+pub fn fmt_clock(ns: u64, fine: bool) -> String {
+    let s = ns / NS;
+    let (h, m, sec) = (s / 3600, (s / 60) % 60, s % 60);
+    let tenth = (ns % NS) / (NS / 10);
+    let base = if h > 0 {
+        format!("{h}:{m:02}:{sec:02}")
+    } else {
+        format!("{m}:{sec:02}")
+    };
+    if fine {
+        format!("{base}.{tenth}")
+    } else {
+        base
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(short_bytes(0), "0B");
+        assert_eq!(short_bytes(512 * KIB), "512K");
+        assert_eq!(short_bytes(3 * MIB / 2), "1.50M");
+        assert_eq!(short_bytes(203 * GIB), "203G");
+        assert_eq!(short_bytes(12 * GIB + 300 * MIB), "12.3G");
+        assert_eq!(fmt_clock(65 * NS + NS / 2, true), "1:05.5");
+        assert_eq!(fmt_clock(3723 * NS, false), "1:02:03");
+    }
+
+    #[test]
+    fn layout_80x24_fits() {
+        let l = layout(Rect::new(0, 0, 80, 24), false, 3);
+        assert_eq!(l.footer.y, 23);
+        assert!(l.chart.height >= 8, "{l:?}");
+        let l = layout(Rect::new(0, 0, 80, 24), true, 9);
+        assert_eq!(l.footer.y, 23);
+        assert_eq!(l.posbar.height, 1);
+        assert!(l.chart.height >= 7, "{l:?}");
+    }
+}

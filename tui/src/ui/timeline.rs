@@ -1,0 +1,345 @@
+//! The phase timeline (Gantt), on the chart's time axis.
+//!
+//! With prover events: one row per phase and partition (grouped per phase when the screen is
+//! short), each interval a bar at half-cell resolution. Without events: one row per
+//! threshold phase of the seed classifier (or one shaded row when even those do not fit).
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::Span;
+
+use provetop_shared::classify::ThresholdPhase;
+use provetop_shared::Phase;
+
+use crate::app::App;
+use crate::ui::title_line;
+
+/// What a Gantt row shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RowKey {
+    /// One phase of one partition (or of no partition).
+    Part(Phase, Option<u32>),
+    /// One phase, every partition.
+    Phase(Phase),
+    /// A threshold phase.
+    Threshold(ThresholdPhase),
+    /// A group of phases on one row, each cell lettered by its phase (short screens).
+    Group(Group),
+}
+
+/// Phase groups of the compact timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Group {
+    /// SRS generation or load.
+    Srs,
+    /// Synthesis (all partitions).
+    Synth,
+    /// The prove call and its steps (FFT, multiexps).
+    Prove,
+    /// Verification.
+    Verify,
+    /// Anything else.
+    Other,
+}
+
+impl Group {
+    /// The group of a phase.
+    pub fn of(p: &Phase) -> Group {
+        match p {
+            Phase::SrsGenerate | Phase::SrsLoad => Group::Srs,
+            Phase::Synthesis => Group::Synth,
+            Phase::Prove
+            | Phase::GpuSetup
+            | Phase::FftH
+            | Phase::MsmH
+            | Phase::MsmL
+            | Phase::MsmAB1
+            | Phase::MsmB2 => Group::Prove,
+            Phase::Verify => Group::Verify,
+            Phase::Other(_) => Group::Other,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Group::Srs => "srs",
+            Group::Synth => "synth",
+            Group::Prove => "prove",
+            Group::Verify => "verify",
+            Group::Other => "other",
+        }
+    }
+}
+
+/// The letter a phase is drawn with on a compact row.
+pub fn letter(p: &Phase) -> char {
+    match p {
+        Phase::SrsGenerate => 'G',
+        Phase::SrsLoad => 'L',
+        Phase::Synthesis => 's',
+        Phase::Prove => 'p',
+        Phase::GpuSetup => 'u',
+        Phase::FftH => 'f',
+        Phase::MsmH => 'h',
+        Phase::MsmL => 'l',
+        Phase::MsmAB1 => 'a',
+        Phase::MsmB2 => 'b',
+        Phase::Verify => 'v',
+        Phase::Other(s) => s.chars().next().unwrap_or('?'),
+    }
+}
+
+impl RowKey {
+    /// Row label (fits the gutter).
+    pub fn label(&self) -> String {
+        match self {
+            RowKey::Part(p, Some(i)) => format!("{} p{i}", short_phase(p)),
+            RowKey::Part(p, None) | RowKey::Phase(p) => short_phase(p).to_string(),
+            RowKey::Group(g) => g.name().to_string(),
+            RowKey::Threshold(t) => match t {
+                ThresholdPhase::GpuOrTransition => "gpu/trans".into(),
+                other => other.name().into(),
+            },
+        }
+    }
+}
+
+/// Phase names short enough for the gutter.
+pub fn short_phase(p: &Phase) -> &str {
+    match p {
+        Phase::SrsGenerate => "srs gen",
+        Phase::SrsLoad => "srs load",
+        Phase::Synthesis => "synth",
+        Phase::GpuSetup => "gpu setup",
+        other => other.as_str(),
+    }
+}
+
+/// The rows the data in `[t0, t1]` would like, most detailed first (at most `max`).
+pub fn rows(app: &App, t0: u64, t1: u64, max: usize) -> Vec<RowKey> {
+    let m = &app.model;
+    if m.has_events() {
+        let mut keys = m.phase_rows(t0, t1);
+        keys.sort();
+        let detailed: Vec<RowKey> = keys.iter().map(|(p, i)| RowKey::Part(p.clone(), *i)).collect();
+        if detailed.len() <= max {
+            return detailed;
+        }
+        return grouped(&detailed);
+    }
+    let mut phases: Vec<ThresholdPhase> = m.runs_in(t0, t1).iter().filter(|r| r.end >= t0).map(|r| r.phase).collect();
+    phases.sort();
+    phases.dedup();
+    phases.into_iter().map(RowKey::Threshold).collect()
+}
+
+fn compact(rows: &[RowKey]) -> Vec<RowKey> {
+    let mut groups: Vec<Group> = rows
+        .iter()
+        .filter_map(|r| match r {
+            RowKey::Part(p, _) | RowKey::Phase(p) => Some(Group::of(p)),
+            _ => None,
+        })
+        .collect();
+    groups.sort();
+    groups.dedup();
+    groups.into_iter().map(RowKey::Group).collect()
+}
+
+fn grouped(rows: &[RowKey]) -> Vec<RowKey> {
+    let mut out: Vec<RowKey> = Vec::new();
+    for r in rows {
+        let k = match r {
+            RowKey::Part(p, _) => RowKey::Phase(p.clone()),
+            other => other.clone(),
+        };
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
+}
+
+/// Glyph of a threshold phase in the single-row view (readable without colour).
+fn shade(p: ThresholdPhase) -> char {
+    match p {
+        ThresholdPhase::IdlePre => '·',
+        ThresholdPhase::IdlePost => '░',
+        ThresholdPhase::GpuOrTransition => '▒',
+        ThresholdPhase::Synth => '▓',
+        ThresholdPhase::PeakSynth => '█',
+    }
+}
+
+/// Draw the title row and the Gantt rows into `area`.
+pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowKey]) {
+    if area.height == 0 || area.width <= gutter + 1 {
+        return;
+    }
+    let t = &app.theme;
+    let m = &app.model;
+    let (t0, t1) = app.window();
+    let h = (area.height - 1) as usize;
+    let mut rows: Vec<RowKey> = wanted.to_vec();
+    if rows.len() > h {
+        rows = grouped(&rows);
+    }
+    let compact_rows = m.has_events() && rows.len() > h;
+    if compact_rows {
+        rows = compact(&rows);
+    }
+    let hidden = rows.len().saturating_sub(h);
+    let single_threshold_row = !m.has_events() && rows.len() > h;
+    rows.truncate(h);
+
+    let mut extra: Vec<Span> = Vec::new();
+    if m.has_events() {
+        if let Some(p) = m.running.last() {
+            extra.push(Span::styled(format!("proof {} ", p.proof_id), t.dim()));
+            extra.push(Span::styled(m.current_phase_text(), t.bold()));
+        } else if let Some(p) = m.proofs.back() {
+            extra.push(Span::styled(format!("last proof {} ", p.proof_id), t.dim()));
+        }
+        if compact_rows {
+            extra.push(Span::styled(
+                "  s synth f fft h/l/a/b msm v verify",
+                t.dim(),
+            ));
+        } else if hidden > 0 {
+            extra.push(Span::styled(format!("  +{hidden} rows"), t.dim()));
+        }
+    } else {
+        let th = m.thresholds();
+        extra.push(Span::styled(
+            format!("by RSS thresholds {}/{}/{}/{} GiB", th.idle, th.gpu, th.synth, th.peak),
+            t.dim(),
+        ));
+    }
+    title_line(buf, Rect::new(area.x, area.y, area.width, 1), app, "phases", extra);
+
+    let plot_x = area.x + gutter;
+    let pw = area.width - gutter;
+    let halves = pw as u64 * 2;
+    let span = t1.saturating_sub(t0).max(1);
+    let hc = |x: u64| -> u64 { ((x.saturating_sub(t0)) as u128 * halves as u128 / span as u128).min(halves as u128 - 1) as u64 };
+    let dim = t.dim();
+
+    if rows.is_empty() || single_threshold_row {
+        let y = area.y + 1;
+        if area.height < 2 {
+            return;
+        }
+        if single_threshold_row {
+            buf.set_stringn(area.x, y, format!("{:>w$}│", "threshold", w = (gutter - 1) as usize), gutter as usize, dim);
+            for r in m.runs_in(t0, t1) {
+                if r.end < t0 || r.start > t1 {
+                    continue;
+                }
+                let (a, b) = (hc(r.start) / 2, hc(r.end) / 2);
+                for x in a..=b {
+                    if let Some(cell) = buf.cell_mut((plot_x + x as u16, y)) {
+                        cell.set_char(shade(r.phase)).set_style(t.threshold_phase(r.phase));
+                    }
+                }
+            }
+        } else {
+            let msg = if m.has_events() { "no phase in this window" } else { "waiting for samples" };
+            buf.set_stringn(plot_x, y, msg, pw as usize, dim);
+        }
+        cursor_column(buf, area, gutter, app);
+        return;
+    }
+
+    for (i, key) in rows.iter().enumerate() {
+        let y = area.y + 1 + i as u16;
+        let label = key.label();
+        let w = (gutter - 1) as usize;
+        let label: String = label.chars().take(w).collect();
+        buf.set_stringn(area.x, y, format!("{label:>w$}│"), gutter as usize, dim);
+        if let RowKey::Group(g) = key {
+            // Each cell shows the innermost (latest started) phase of the group over it.
+            let mut best: Vec<Option<(u64, &Phase)>> = vec![None; pw as usize];
+            for s in m.spans_in(t0, t1) {
+                if Group::of(&s.phase) != *g {
+                    continue;
+                }
+                let end = s.end_or(app.clock.max(m.now()));
+                if end < t0 {
+                    continue;
+                }
+                for c in hc(s.start) / 2..=hc(end) / 2 {
+                    let slot = &mut best[c as usize];
+                    if slot.is_none_or(|(st, _)| s.start >= st) {
+                        *slot = Some((s.start, &s.phase));
+                    }
+                }
+            }
+            for (x, b) in best.iter().enumerate() {
+                if let Some((_, p)) = b {
+                    if let Some(cell) = buf.cell_mut((plot_x + x as u16, y)) {
+                        cell.set_char(letter(p))
+                            .set_style(t.phase(p).add_modifier(ratatui::style::Modifier::REVERSED));
+                    }
+                }
+            }
+            continue;
+        }
+        let mut cover = vec![false; halves as usize];
+        let style: Style = match key {
+            RowKey::Part(p, _) | RowKey::Phase(p) => {
+                for s in m.spans_in(t0, t1) {
+                    let hit = match key {
+                        RowKey::Part(p2, part) => &s.phase == p2 && s.partition == *part,
+                        _ => &s.phase == p,
+                    };
+                    if hit {
+                        let end = s.end_or(app.clock.max(m.now()));
+                        if end >= t0 {
+                            for c in hc(s.start)..=hc(end) {
+                                cover[c as usize] = true;
+                            }
+                        }
+                    }
+                }
+                t.phase(p)
+            }
+            RowKey::Group(_) => unreachable!("drawn above"),
+            RowKey::Threshold(ph) => {
+                for r in m.runs_in(t0, t1) {
+                    if r.phase == *ph && r.end >= t0 && r.start <= t1 {
+                        for c in hc(r.start)..=hc(r.end) {
+                            cover[c as usize] = true;
+                        }
+                    }
+                }
+                t.threshold_phase(*ph)
+            }
+        };
+        for x in 0..pw as usize {
+            let ch = match (cover[2 * x], cover[2 * x + 1]) {
+                (true, true) => '█',
+                (true, false) => '▌',
+                (false, true) => '▐',
+                (false, false) => continue,
+            };
+            if let Some(cell) = buf.cell_mut((plot_x + x as u16, y)) {
+                cell.set_char(ch).set_style(style);
+            }
+        }
+    }
+    cursor_column(buf, area, gutter, app);
+}
+
+fn cursor_column(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
+    let Some(c) = app.cursor() else { return };
+    let (t0, t1) = app.window();
+    let pw = area.width - gutter;
+    let span = t1.saturating_sub(t0).max(1);
+    let cx = area.x + gutter + ((c - t0) as u128 * (pw as u128 - 1) / span as u128) as u16;
+    for r in 1..area.height {
+        if let Some(cell) = buf.cell_mut((cx, area.y + r)) {
+            cell.set_style(app.theme.cursor());
+        }
+    }
+}
