@@ -281,6 +281,10 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> std::path::PathBuf {
 fn missing_file() {
     let out = provetop(&["classify", "/nonexistent/run.ptop"]);
     one_line_error(&out, "/nonexistent/run.ptop: No such file or directory");
+    assert_eq!(
+        out.stderr,
+        "provetop: /nonexistent/run.ptop: No such file or directory (os error 2)\n"
+    );
 }
 
 #[test]
@@ -296,6 +300,10 @@ fn unreadable_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = classify(dir.path());
     one_line_error(&out, "Is a directory");
+    assert_eq!(
+        out.stderr,
+        format!("provetop: {}: Is a directory (os error 21)\n", dir.path().display())
+    );
 }
 
 #[test]

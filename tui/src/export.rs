@@ -22,7 +22,9 @@ pub const CSV_HEADER: &str = "timestamp,rss_kb,peak_kb,anon_kb,file_kb,shmem_kb,
 
 /// Run `provetop export`; returns the process exit code.
 pub fn main(args: &ExportArgs) -> anyhow::Result<i32> {
-    let store = Store::open(&args.file)?;
+    let store = Store::open(&args.file)
+        // LoadError already names the cause; `{:#}` would repeat its io::Error source.
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     store.report_warnings();
     let write = |out: &mut dyn Write| match args.format {
         ExportFormat::Csv => write_csv(&store, out),

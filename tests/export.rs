@@ -1,0 +1,224 @@
+//! `provetop export`: CSV (the seed's awk script runs on it unchanged) and JSON lines, golden
+//! files, round trips and bad input.
+
+#[path = "common/fixtures.rs"]
+mod fixtures;
+
+use std::path::Path;
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt as _;
+use fixtures::*;
+use provetop::export::CSV_HEADER;
+use provetop_shared::session::{load, load_bytes};
+use provetop_shared::{Record, RecordBody};
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn provetop(args: &[&str]) -> Out {
+    let o = Command::cargo_bin("provetop")
+        .expect("provetop binary")
+        .args(args)
+        .output()
+        .expect("run provetop");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(o.stdout).expect("utf-8 stdout"),
+        stderr: String::from_utf8(o.stderr).expect("utf-8 stderr"),
+    }
+}
+
+fn export(path: &Path, format: &str) -> Out {
+    let out = provetop(&["export", path.to_str().unwrap(), "--format", format]);
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    out
+}
+
+/// The seed's awk script (see tests/classify.rs for the verbatim copy and its checks).
+fn seed_awk(path: &Path) -> String {
+    let script = r#"NR==1{next} {
+  gb = $2/1048576
+  if(gb < 10) phase="idle_pre"
+  else if(gb > 180) phase="peak_synth"
+  else if(gb > 100) phase="synth"
+  else if(gb > 50) phase="gpu_or_transition"
+  else phase="idle_post"
+  if(phase != last_phase && last_phase != "") {
+    printf "%s: samples=%d, min=%.1f GiB, max=%.1f GiB\n", last_phase, count, pmin, pmax
+    count=0; pmin=999; pmax=0
+  }
+  last_phase=phase
+  count++
+  if(gb < pmin) pmin=gb
+  if(gb > pmax) pmax=gb
+} END {
+  printf "%s: samples=%d, min=%.1f GiB, max=%.1f GiB\n", last_phase, count, pmin, pmax
+}"#;
+    let o = Command::new("awk")
+        .args(["-F,", script])
+        .arg(path)
+        .output()
+        .expect("awk must be installed");
+    assert!(o.status.success());
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn session_csv_golden() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = demo_session(dir.path());
+    let out = export(&p, "csv");
+    assert_eq!(out.stderr, "");
+    check_golden("demo-session.export.csv", &out.stdout);
+    let mut lines = out.stdout.lines();
+    assert_eq!(lines.next(), Some(CSV_HEADER));
+    assert!(CSV_HEADER.starts_with("timestamp,rss_kb,"));
+    // Every row has every column; the phase column follows the prover's events.
+    let cols = CSV_HEADER.split(',').count();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 60);
+    assert!(rows.iter().all(|r| r.len() == cols));
+    let at = |ts: &str| rows.iter().find(|r| r[0] == ts).unwrap_or_else(|| panic!("{ts}"));
+    assert_eq!(at("1700000000.001")[11], "", "before the first event");
+    assert_eq!(at("1700000007.001")[11], "synthesis ×2");
+    assert_eq!(at("1700000009.001")[11], "synthesis p0");
+    assert_eq!(at("1700000010.001")[11], "fft_h");
+    assert_eq!(at("1700000011.001")[9], (30u64 << 20).to_string(), "gpu_kb");
+    assert_eq!(at("1700000025.001")[11], "idle");
+}
+
+#[test]
+fn session_jsonl_golden_and_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = demo_session(dir.path());
+    let out = export(&p, "jsonl");
+    check_golden("demo-session.export.jsonl", &out.stdout);
+    let back: Vec<Record> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is one Record"))
+        .collect();
+    assert_eq!(back, demo_records());
+    // jq-friendly: every line is an object with "t" and "record".
+    for l in out.stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert!(v["t"].is_u64() && v["record"].is_string(), "{l}");
+    }
+}
+
+#[test]
+fn seed_csv_export_runs_the_awk_script_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = export(&seed_csv(), "csv");
+    let p = dir.path().join("export.csv");
+    std::fs::write(&p, &out.stdout).unwrap();
+    assert_eq!(seed_awk(&p), seed_awk(&seed_csv()));
+    // The first two columns are the input, byte for byte.
+    let orig = std::fs::read_to_string(seed_csv()).unwrap();
+    for (a, b) in orig.lines().skip(1).zip(out.stdout.lines().skip(1)) {
+        assert!(b.starts_with(&format!("{a},")), "{a} vs {b}");
+    }
+    check_golden("seed-baseline.export.csv", &out.stdout);
+}
+
+#[test]
+fn csv_export_reads_back_as_the_same_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = demo_session(dir.path());
+    let out = export(&p, "csv");
+    let back = load_bytes(Path::new("e.csv"), out.stdout.as_bytes()).unwrap();
+    assert!(back.warnings.is_empty());
+    let orig = load(&p).unwrap();
+    let samples: Vec<(u64, u64)> = orig
+        .records
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Sample(s) => Some((r.t, s.rss)),
+            _ => None,
+        })
+        .collect();
+    let t0 = samples[0].0;
+    let got: Vec<(u64, u64)> = back
+        .records
+        .iter()
+        .map(|r| match &r.body {
+            RecordBody::Sample(s) => (r.t, s.rss),
+            _ => panic!("a CSV holds samples only"),
+        })
+        .collect();
+    assert_eq!(got.len(), samples.len());
+    for ((t, rss), (t2, rss2)) in samples.iter().zip(&got) {
+        assert_eq!(rss, rss2);
+        assert_eq!(t - t0, *t2, "times relative to the first row, ms precision");
+    }
+}
+
+#[test]
+fn output_file_and_its_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = demo_session(dir.path());
+    let o = dir.path().join("out.jsonl");
+    let out = provetop(&[
+        "export",
+        p.to_str().unwrap(),
+        "--format",
+        "jsonl",
+        "-o",
+        o.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "");
+    assert_eq!(std::fs::read_to_string(&o).unwrap(), export(&p, "jsonl").stdout);
+    let bad = dir.path().join("no/such/dir/out.csv");
+    let out = provetop(&[
+        "export",
+        p.to_str().unwrap(),
+        "--format",
+        "csv",
+        "-o",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 1);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("cannot create") && out.stderr.contains("No such file or directory"));
+}
+
+#[test]
+fn bad_input_is_one_line() {
+    let out = provetop(&["export", "/nonexistent.ptop", "--format", "csv"]);
+    assert_eq!(out.code, 1);
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        out.stderr,
+        "provetop: /nonexistent.ptop: No such file or directory (os error 2)\n"
+    );
+    let out = provetop(&["export", seed_csv().to_str().unwrap(), "--format", "xml"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("invalid value 'xml'"));
+}
+
+#[test]
+fn header_only_csv_exports_just_the_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("h.csv");
+    std::fs::write(&p, "timestamp,rss_kb\n").unwrap();
+    let out = export(&p, "csv");
+    assert_eq!(out.stdout, format!("{CSV_HEADER}\n"));
+    assert_eq!(export(&p, "jsonl").stdout, "");
+}
+
+#[test]
+fn warnings_go_to_stderr_data_to_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = std::fs::read(demo_session(dir.path())).unwrap();
+    let p = dir.path().join("cut.ptop");
+    std::fs::write(&p, &full[..full.len() - 3]).unwrap();
+    let out = export(&p, "jsonl");
+    assert_eq!(out.stderr.lines().count(), 1);
+    assert!(out.stderr.contains("cut.ptop: byte ") && out.stderr.contains("cut off"));
+    assert_eq!(out.stdout.lines().count(), demo_records().len() - 1);
+}
