@@ -1,0 +1,464 @@
+//! The "PoRep-shaped" synthetic circuit.
+//!
+//! A sector is proved by P partitions; each partition is one bellperson circuit of exactly
+//! the requested number of constraints (as bellperson's prover counts them: the synthesized
+//! constraints plus one per public input, the implicit ONE included). A partition opens K
+//! challenged leaves of the sector's Merkle tree, the way Filecoin's PoRep does:
+//!
+//! * the challenged leaf index is decomposed into `depth` boolean bits (the path directions),
+//!   and all challenge bits are packed into public inputs (the verifier checks which leaves
+//!   were opened);
+//! * the leaf's data is decomposed into 255 boolean bits (the boolean-heavy part of the
+//!   witness, like the SHA-256 labels of real PoRep circuits) and hashed into a leaf node;
+//! * `depth` levels of conditional swap + MiMC-style compression lead to the root, which must
+//!   equal the public input `comm_r`;
+//! * a short chain of x⁵ rounds seeded by `comm_r` pads the circuit to the exact count.
+//!
+//! Memory follows the real thing: after synthesis bellperson holds a, b, c (32 B each per
+//! constraint) and the auxiliary assignment (32 B per variable, about one per constraint here),
+//! ~128 B per constraint per partition.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
+use bellperson::gadgets::multipack;
+use bellperson::gadgets::num::AllocatedNum;
+use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar as Fr;
+use ff::PrimeField;
+
+use crate::mimc::{
+    compress_gadget, pow5_gadget, round_constants, Term, CONSTRAINTS_PER_COMPRESS, ROUNDS,
+};
+use crate::sector::{leaf_tag, Sector};
+
+/// Depth of every sector's Merkle tree (1024 leaves).
+pub const TREE_DEPTH: u32 = 10;
+/// Version of the circuit's constraint structure; part of the SRS cache key.
+pub const CIRCUIT_VERSION: u32 = 1;
+/// Name reported in `hello`.
+pub const CIRCUIT_NAME: &str = "porep-mimc-merkle";
+
+const LEAF_BITS_CONSTRAINTS: u64 = Fr::NUM_BITS as u64 + 1; // 255 booleans + 1 packing
+
+/// How a partition circuit of a given constraint count is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Merkle tree depth.
+    pub depth: u32,
+    /// Challenged leaves per partition.
+    pub challenges: u32,
+    /// x⁵ padding rounds (3 constraints each).
+    pub filler_rounds: u64,
+    /// Extra squarings (1 constraint each) for the last 0–2 constraints.
+    pub filler_squares: u32,
+    /// Constraints as bellperson counts them (synthesized + public inputs incl. ONE).
+    pub constraints: u64,
+}
+
+/// The requested size cannot hold even one challenge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TooSmall {
+    /// Requested constraints.
+    pub requested: u64,
+    /// Smallest possible.
+    pub minimum: u64,
+}
+
+impl fmt::Display for TooSmall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} constraints is too small for one Merkle opening (minimum {})",
+            self.requested, self.minimum
+        )
+    }
+}
+
+impl std::error::Error for TooSmall {}
+
+impl Layout {
+    /// Constraints one challenge costs.
+    pub fn per_challenge(depth: u32) -> u64 {
+        let d = depth as u64;
+        d // index bits
+            + LEAF_BITS_CONSTRAINTS
+            + CONSTRAINTS_PER_COMPRESS // leaf node
+            + d * (2 + CONSTRAINTS_PER_COMPRESS) // swap + compress per level
+            + 1 // root equality
+    }
+
+    fn packed_inputs(depth: u32, challenges: u32) -> u64 {
+        let bits = depth as u64 * challenges as u64;
+        bits.div_ceil(Fr::CAPACITY as u64)
+    }
+
+    /// Public inputs excluding ONE: `comm_r` and the packed challenge bits.
+    pub fn public_inputs(&self) -> usize {
+        1 + Self::packed_inputs(self.depth, self.challenges) as usize
+    }
+
+    fn base(depth: u32, challenges: u32) -> u64 {
+        let packed = Self::packed_inputs(depth, challenges);
+        (2 + packed) // inputs incl. ONE (bellperson adds one constraint each)
+            + packed // packing constraints
+            + challenges as u64 * Self::per_challenge(depth)
+    }
+
+    /// The layout with exactly `constraints` constraints and as many challenges as fit.
+    pub fn for_constraints(constraints: u64) -> Result<Layout, TooSmall> {
+        let depth = TREE_DEPTH;
+        let minimum = Self::base(depth, 1);
+        if constraints < minimum {
+            return Err(TooSmall {
+                requested: constraints,
+                minimum,
+            });
+        }
+        let mut k = (constraints / Self::per_challenge(depth)).clamp(1, u32::MAX as u64) as u32;
+        while k > 1 && Self::base(depth, k) > constraints {
+            k -= 1;
+        }
+        let fill = constraints - Self::base(depth, k);
+        Ok(Layout {
+            depth,
+            challenges: k,
+            filler_rounds: fill / 3,
+            filler_squares: (fill % 3) as u32,
+            constraints,
+        })
+    }
+
+    /// A name that determines the constraint system completely (the SRS cache key).
+    pub fn shape_id(&self) -> String {
+        format!(
+            "{CIRCUIT_NAME}-v{CIRCUIT_VERSION}-r{ROUNDS}-d{}-k{}-f{}.{}-n{}",
+            self.depth, self.challenges, self.filler_rounds, self.filler_squares, self.constraints
+        )
+    }
+}
+
+/// Observes synthesis of partition circuits (timing, abort).
+pub trait SynthesisHooks: Send + Sync {
+    /// Synthesis of `partition` begins (called on the synthesizing thread).
+    fn started(&self, partition: u32);
+    /// Synthesis of `partition` ended after `seconds` (`ok` false when it failed/aborted).
+    fn finished(&self, partition: u32, seconds: f64, ok: bool);
+    /// Checked between challenges: returning true aborts synthesis with an error.
+    fn should_abort(&self) -> bool;
+}
+
+/// The witness of one partition.
+#[derive(Clone)]
+pub struct PartitionWitness {
+    /// The sector.
+    pub sector: Arc<Sector>,
+    /// Partition index within the sector.
+    pub partition: u32,
+    /// Challenged leaf indices.
+    pub challenges: Vec<u32>,
+}
+
+impl PartitionWitness {
+    /// The witness of `partition` of `sector` under `layout` (challenges derived from `seed`).
+    pub fn new(layout: &Layout, sector: Arc<Sector>, seed: u64, partition: u32) -> Self {
+        let challenges = sector.challenges(seed, partition, layout.challenges);
+        PartitionWitness {
+            sector,
+            partition,
+            challenges,
+        }
+    }
+
+    /// Public inputs the verifier needs: `comm_r`, then the packed challenge bits.
+    pub fn public_inputs(&self, layout: &Layout) -> Vec<Fr> {
+        let bits: Vec<bool> = self
+            .challenges
+            .iter()
+            .flat_map(|&c| (0..layout.depth).map(move |l| (c >> l) & 1 == 1))
+            .collect();
+        let mut out = vec![self.sector.root()];
+        out.extend(multipack::compute_multipacking::<Fr>(&bits));
+        out
+    }
+}
+
+/// One partition circuit; without a witness it is the shape used for parameter generation.
+#[derive(Clone)]
+pub struct PartitionCircuit {
+    layout: Layout,
+    witness: Option<PartitionWitness>,
+    hooks: Option<Arc<dyn SynthesisHooks>>,
+    /// Partition number reported to the hooks.
+    label: u32,
+}
+
+fn aborted() -> SynthesisError {
+    SynthesisError::IoError(std::io::Error::new(
+        std::io::ErrorKind::Interrupted,
+        "aborted",
+    ))
+}
+
+/// True when a synthesis error is the abort signal of [`SynthesisHooks::should_abort`].
+pub fn is_abort(e: &SynthesisError) -> bool {
+    matches!(e, SynthesisError::IoError(io) if io.kind() == std::io::ErrorKind::Interrupted)
+}
+
+impl PartitionCircuit {
+    /// The shape only (no witness), for parameter generation and counting.
+    pub fn shape(layout: Layout) -> Self {
+        PartitionCircuit {
+            layout,
+            witness: None,
+            hooks: None,
+            label: 0,
+        }
+    }
+
+    /// A provable partition.
+    pub fn new(
+        layout: Layout,
+        witness: PartitionWitness,
+        hooks: Option<Arc<dyn SynthesisHooks>>,
+    ) -> Self {
+        PartitionCircuit {
+            layout,
+            label: witness.partition,
+            witness: Some(witness),
+            hooks,
+        }
+    }
+
+    /// Report this circuit to the hooks as partition `label` (e.g. unique within a
+    /// multi-sector proof) instead of its partition within the sector.
+    pub fn with_label(mut self, label: u32) -> Self {
+        self.label = label;
+        self
+    }
+
+    fn partition(&self) -> u32 {
+        self.label
+    }
+
+    fn synthesize_inner<CS: ConstraintSystem<Fr>>(
+        &self,
+        cs: &mut CS,
+    ) -> Result<(), SynthesisError> {
+        let l = &self.layout;
+        let w = self.witness.as_ref();
+        let missing = || SynthesisError::AssignmentMissing;
+
+        let root = AllocatedNum::alloc_input(cs.namespace(|| "comm_r"), || {
+            w.map(|w| w.sector.root()).ok_or_else(missing)
+        })?;
+
+        let mut all_bits = Vec::with_capacity((l.challenges * l.depth) as usize);
+        for k in 0..l.challenges as usize {
+            if self.hooks.as_ref().is_some_and(|h| h.should_abort()) {
+                return Err(aborted());
+            }
+            let mut cs = cs.namespace(|| format!("challenge {k}"));
+            let leaf = w.map(|w| w.challenges[k]);
+            let path = w.map(|w| w.sector.path(leaf.expect("witness present")));
+
+            let bits = (0..l.depth)
+                .map(|lvl| {
+                    AllocatedBit::alloc(
+                        cs.namespace(|| format!("index bit {lvl}")),
+                        leaf.map(|i| (i >> lvl) & 1 == 1),
+                    )
+                    .map(Boolean::from)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+
+            let data = AllocatedNum::alloc(cs.namespace(|| "leaf data"), || {
+                w.map(|w| w.sector.data[leaf.expect("witness") as usize])
+                    .ok_or_else(missing)
+            })?;
+            // Booleanity of every bit of the label: the boolean-heavy part of the witness.
+            data.to_bits_le(cs.namespace(|| "leaf data bits"))?;
+            let mut cur = compress_gadget(
+                cs.namespace(|| "leaf node"),
+                &data,
+                &Term::constant::<CS>(leaf_tag()),
+            )?;
+
+            for (lvl, bit) in bits.iter().enumerate() {
+                let sib = AllocatedNum::alloc(cs.namespace(|| format!("sibling {lvl}")), || {
+                    path.as_ref().map(|p| p[lvl]).ok_or_else(missing)
+                })?;
+                let (left, right) = AllocatedNum::conditionally_reverse(
+                    cs.namespace(|| format!("swap {lvl}")),
+                    &cur,
+                    &sib,
+                    bit,
+                )?;
+                cur = compress_gadget(
+                    cs.namespace(|| format!("node {lvl}")),
+                    &left,
+                    &Term::num(&right),
+                )?;
+            }
+            cs.enforce(
+                || "root matches comm_r",
+                |lc| lc + cur.get_variable(),
+                |lc| lc + CS::one(),
+                |lc| lc + root.get_variable(),
+            );
+            all_bits.extend(bits);
+        }
+        multipack::pack_into_inputs(cs.namespace(|| "challenge bits"), &all_bits)?;
+
+        // Padding to the exact count: a chain of x⁵ rounds seeded by comm_r.
+        let consts = round_constants();
+        let mut x = root;
+        for i in 0..l.filler_rounds {
+            if i % 1024 == 0 && self.hooks.as_ref().is_some_and(|h| h.should_abort()) {
+                return Err(aborted());
+            }
+            let t = Term {
+                lc: LinearCombination::zero()
+                    + x.get_variable()
+                    + (consts[i as usize % ROUNDS], CS::one()),
+                value: x.get_value().map(|v| v + consts[i as usize % ROUNDS]),
+            };
+            x = pow5_gadget(cs.namespace(|| format!("pad {i}")), &t, None)?;
+        }
+        for i in 0..l.filler_squares {
+            x = x.square(cs.namespace(|| format!("pad square {i}")))?;
+        }
+        Ok(())
+    }
+}
+
+impl Circuit<Fr> for PartitionCircuit {
+    fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let partition = self.partition();
+        let start = self.hooks.as_ref().map(|h| {
+            h.started(partition);
+            Instant::now()
+        });
+        let res = self.synthesize_inner(cs);
+        if let (Some(h), Some(t)) = (&self.hooks, start) {
+            h.finished(partition, t.elapsed().as_secs_f64(), res.is_ok());
+        }
+        res
+    }
+}
+
+/// Sizes of a circuit as bellperson's prover sees them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ShapeCount {
+    /// Constraints including the one bellperson adds per public input (ONE included).
+    pub constraints: u64,
+    /// Public inputs including ONE.
+    pub inputs: u64,
+    /// Auxiliary (private) variables.
+    pub aux: u64,
+}
+
+struct CountCs(ShapeCount);
+
+impl ConstraintSystem<Fr> for CountCs {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.0.aux += 1;
+        Ok(Variable::new_unchecked(Index::Aux(self.0.aux as usize - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.0.inputs += 1;
+        Ok(Variable::new_unchecked(Index::Input(
+            self.0.inputs as usize - 1,
+        )))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+        self.0.constraints += 1;
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// Count a layout's circuit by synthesizing its shape.
+pub fn count(layout: Layout) -> ShapeCount {
+    let mut cs = CountCs(ShapeCount {
+        inputs: 1, // ONE
+        ..Default::default()
+    });
+    PartitionCircuit::shape(layout)
+        .synthesize(&mut cs)
+        .expect("shape synthesis needs no witness");
+    let mut c = cs.0;
+    c.constraints += c.inputs;
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bellperson::util_cs::test_cs::TestConstraintSystem;
+
+    #[test]
+    fn exact_counts() {
+        for n in [Layout::base(TREE_DEPTH, 1), 1024, 5000, 1 << 14, 100_003] {
+            let l = Layout::for_constraints(n).unwrap();
+            let c = count(l);
+            assert_eq!(c.constraints, n, "{l:?}");
+            assert_eq!(c.inputs as usize, 1 + l.public_inputs());
+            // About one auxiliary variable per constraint, like the real circuits.
+            let ratio = c.aux as f64 / c.constraints as f64;
+            assert!((0.9..1.1).contains(&ratio), "aux/constraint {ratio}");
+        }
+        assert!(Layout::for_constraints(100).is_err());
+    }
+
+    #[test]
+    fn satisfied_with_witness() {
+        let l = Layout::for_constraints(2000).unwrap();
+        let sector = Arc::new(Sector::generate(1, 0, l.depth));
+        let w = PartitionWitness::new(&l, sector, 1, 0);
+        let inputs = w.public_inputs(&l);
+        let mut cs = TestConstraintSystem::<Fr>::new();
+        PartitionCircuit::new(l, w, None)
+            .synthesize(&mut cs)
+            .unwrap();
+        assert!(cs.is_satisfied(), "{:?}", cs.which_is_unsatisfied());
+        assert!(cs.verify(&inputs));
+        let mut wrong = inputs.clone();
+        wrong[0] += Fr::from(1u64);
+        assert!(!cs.verify(&wrong));
+    }
+}

@@ -1,0 +1,190 @@
+//! The `provetop-prover` command line.
+
+use std::io::BufReader;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use provetop_shared::protocol::BatchMode;
+
+use crate::circuit::Layout;
+use crate::daemon::{self, Config, SigtermPolicy};
+use crate::events::Emitter;
+use crate::job::Workload;
+use crate::logbridge;
+use crate::srs::{self, SrsOptions};
+
+/// Default constraints per partition (2^15: a proof of 4 partitions takes a few seconds on a
+/// 2-core machine in a release build).
+pub const DEFAULT_CONSTRAINTS: u64 = 1 << 15;
+/// Default partitions per sector.
+pub const DEFAULT_PARTITIONS: u32 = 4;
+
+/// A real Groth16 prover (bellperson + blstrs, BLS12-381) on a synthetic PoRep-shaped
+/// circuit, reporting its phases as NDJSON events (provetop's protocol).
+///
+/// Standalone: `provetop-prover --proofs N` proves N sectors and exits. Daemon:
+/// `provetop-prover --daemon` reads control messages (one JSON object per line: prove,
+/// set_mode, pause, resume, shutdown) on stdin until shutdown or end of input.
+/// Events go to stdout, or to the file descriptor given by --events-fd / PROVETOP_EVENTS_FD;
+/// human-readable logs go to stderr (RUST_LOG=debug|info|warn sets their level).
+#[derive(Debug, Parser)]
+#[command(name = "provetop-prover", version, about, long_about)]
+pub struct Cli {
+    /// Sectors to prove. Standalone: prove them and exit (default 1). Daemon: queue them at
+    /// start (default 0).
+    #[arg(long, value_name = "N")]
+    pub proofs: Option<u32>,
+
+    /// Run as a daemon: read control messages on stdin until shutdown or EOF.
+    #[arg(long)]
+    pub daemon: bool,
+
+    /// Daemon only: queue one proof whenever the prover has been idle this many seconds
+    /// (a continuous demo workload with idle gaps).
+    #[arg(long, value_name = "SECS", requires = "daemon", value_parser = parse_secs)]
+    pub repeat_every: Option<f64>,
+
+    /// Partitions per sector (each one circuit of --constraints constraints).
+    #[arg(long, value_name = "P", default_value_t = DEFAULT_PARTITIONS,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub partitions: u32,
+
+    /// Constraints per partition, as bellperson counts them (public inputs included); met
+    /// exactly. Minimum about 820.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_CONSTRAINTS)]
+    pub constraints: u64,
+
+    /// Batch mode at start: single, batch:N, sps or pipelined:D.
+    #[arg(long, value_name = "MODE", default_value = "single")]
+    pub mode: BatchMode,
+
+    /// SRS cache directory [default: $XDG_CACHE_HOME/provetop/srs].
+    #[arg(long, value_name = "DIR", conflicts_with = "no_srs_cache")]
+    pub srs_cache: Option<PathBuf>,
+
+    /// Do not read or write the SRS cache (always generate).
+    #[arg(long)]
+    pub no_srs_cache: bool,
+
+    /// Seed of the sector data and challenges (the SRS depends on the circuit shape only).
+    #[arg(long, value_name = "SEED", default_value_t = 1)]
+    pub seed: u64,
+
+    /// Worker threads for synthesis and proving [default: all cores].
+    #[arg(long, value_name = "T", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: Option<u32>,
+
+    /// Write events to this inherited file descriptor instead of stdout.
+    #[arg(long, value_name = "FD", env = "PROVETOP_EVENTS_FD",
+          value_parser = clap::value_parser!(i32).range(0..))]
+    pub events_fd: Option<i32>,
+
+    /// On SIGTERM/SIGINT: finish the proof in flight or abort it, then exit (a second signal
+    /// always aborts).
+    #[arg(long, value_enum, value_name = "WHAT", default_value = "finish")]
+    pub on_sigterm: SigtermPolicy,
+
+    /// Refuse a mode switch whose predicted peak heap (measured bytes per constraint of
+    /// earlier proofs × constraints in flight, plus the resident floor) exceeds this, e.g.
+    /// 8GiB.
+    #[arg(long, value_name = "BYTES", value_parser = provetop_shared::units::parse_bytes)]
+    pub mem_budget: Option<u64>,
+}
+
+fn parse_secs(s: &str) -> Result<f64, String> {
+    let v = provetop_shared::units::parse_duration_s(s)?;
+    if v > 0.0 && v.is_finite() {
+        Ok(v)
+    } else {
+        Err(format!("{s:?} is not a positive duration"))
+    }
+}
+
+/// A fatal usage error: one line on stderr, exit status 2.
+fn usage(msg: &str) -> i32 {
+    eprintln!("provetop-prover: {msg} (see --help)");
+    2
+}
+
+/// Parse the command line and run; returns the exit status.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return 0;
+            }
+            let text = e.to_string();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid arguments");
+            return usage(first.trim().trim_start_matches("error: "));
+        }
+    };
+    run(cli)
+}
+
+/// Run with parsed arguments.
+pub fn run(cli: Cli) -> i32 {
+    let layout = match Layout::for_constraints(cli.constraints) {
+        Ok(l) => l,
+        Err(e) => return usage(&format!("invalid value for --constraints: {e}")),
+    };
+    let cache_dir = if cli.no_srs_cache {
+        None
+    } else {
+        match cli.srs_cache.clone().or_else(srs::default_cache_dir) {
+            Some(d) => Some(d),
+            None => return usage(
+                "no cache directory (no home directory): pass --srs-cache DIR or --no-srs-cache",
+            ),
+        }
+    };
+    let emitter = match cli.events_fd {
+        Some(fd) => match Emitter::to_fd(fd) {
+            Ok(e) => e,
+            Err(e) => return usage(&format!("invalid value for --events-fd: {e}")),
+        },
+        None => Emitter::stdout(),
+    };
+    if let Some(t) = cli.threads {
+        // bellperson's own pool (FFT, multiexp dispatch) reads this once, lazily; no other
+        // thread exists yet that could read the environment concurrently.
+        if std::env::var_os("EC_GPU_NUM_THREADS").is_none() {
+            std::env::set_var("EC_GPU_NUM_THREADS", t.to_string());
+        }
+        // Must happen before the first parallel call; the error case (already built) cannot
+        // occur this early in main.
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(t as usize)
+            .build_global();
+    }
+    logbridge::install(emitter.clone());
+
+    let cfg = Config {
+        workload: Workload {
+            layout,
+            partitions: cli.partitions,
+            seed: cli.seed,
+        },
+        mode: cli.mode,
+        threads: cli.threads,
+        srs: SrsOptions {
+            cache_dir,
+            progress_line: !cli.daemon,
+        },
+        daemon: cli.daemon,
+        initial_proofs: cli.proofs.unwrap_or(if cli.daemon { 0 } else { 1 }),
+        repeat_every: cli.repeat_every.map(Duration::from_secs_f64),
+        on_sigterm: cli.on_sigterm,
+        mem_budget: cli.mem_budget,
+    };
+    let input: Option<Box<dyn std::io::BufRead + Send>> = cli
+        .daemon
+        .then(|| Box::new(BufReader::new(std::io::stdin())) as Box<dyn std::io::BufRead + Send>);
+    daemon::run(cfg, emitter, input)
+}

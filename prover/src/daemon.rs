@@ -1,0 +1,560 @@
+//! The run loop: hello, SRS, then proofs from the queue until there is nothing left to do
+//! (standalone) or until shutdown / stdin EOF / a signal (daemon), then bye.
+//!
+//! Threads: the run loop proves; a reader thread parses control lines from stdin and acts on
+//! the shared state at once (queue, pause, mode requests, shutdown); a signal thread turns
+//! SIGTERM/SIGINT into a shutdown (finishing or aborting the proof in flight per
+//! `--on-sigterm`; a second signal always aborts).
+//!
+//! Mode changes take effect at the next proof boundary: the proof in flight keeps the mode it
+//! started with; `mode_changed` is emitted when the new mode takes over (at once when idle).
+
+use std::collections::VecDeque;
+use std::io::BufRead;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use provetop_shared::protocol::{
+    parse_control, BatchMode, Control, Event, ProverConfig, ProverState, PROTOCOL_VERSION,
+};
+
+use crate::backend::{self, Backend};
+use crate::circuit::CIRCUIT_NAME;
+use crate::events::Emitter;
+use crate::heap;
+use crate::job::{self, ProofSpec, Workload};
+use crate::modes;
+use crate::srs::{self, SrsOptions};
+
+/// What to do with the proof in flight on SIGTERM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SigtermPolicy {
+    /// Let the proof in flight finish, then exit.
+    Finish,
+    /// Abort it at the next check point, then exit.
+    Abort,
+}
+
+/// Everything the run loop needs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The circuit workload.
+    pub workload: Workload,
+    /// Batch mode at start.
+    pub mode: BatchMode,
+    /// Synthesis threads (reported in hello).
+    pub threads: Option<u32>,
+    /// SRS cache and progress options.
+    pub srs: SrsOptions,
+    /// Daemon mode (controls on stdin, run until shutdown).
+    pub daemon: bool,
+    /// Sectors to queue at start.
+    pub initial_proofs: u32,
+    /// Daemon: queue one proof after this much idle time.
+    pub repeat_every: Option<Duration>,
+    /// SIGTERM behaviour.
+    pub on_sigterm: SigtermPolicy,
+    /// Refuse mode switches predicted to exceed this many bytes of heap.
+    pub mem_budget: Option<u64>,
+}
+
+/// Measured memory cost of earlier proofs, for `--mem-budget` predictions.
+#[derive(Debug, Default, Clone, Copy)]
+struct MemModel {
+    /// Largest measured working-set bytes per live constraint.
+    bytes_per_constraint: Option<f64>,
+    proofs: u32,
+}
+
+struct Ctl {
+    queue: VecDeque<ProofSpec>,
+    paused: bool,
+    mode: BatchMode,
+    pending_mode: Option<BatchMode>,
+    busy: bool,
+    stop: Option<String>,
+    next_proof: u64,
+    next_sector: u64,
+    idle_since: Instant,
+    mem: MemModel,
+    floor: u64,
+    signals: u32,
+}
+
+struct Shared {
+    ctl: Mutex<Ctl>,
+    cv: Condvar,
+    abort: Arc<AtomicBool>,
+    emitter: Emitter,
+    workload: Workload,
+    on_sigterm: SigtermPolicy,
+    mem_budget: Option<u64>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Ctl> {
+        self.ctl.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn effective_mode(c: &Ctl) -> BatchMode {
+        c.pending_mode.unwrap_or(c.mode)
+    }
+
+    fn queue_sectors(&self, c: &mut Ctl, count: u32) {
+        let mode = Self::effective_mode(c);
+        let per = modes::sectors_per_proof(mode);
+        let mut left = count;
+        while left > 0 {
+            let n = left.min(per);
+            left -= n;
+            let spec = ProofSpec {
+                proof_id: c.next_proof,
+                first_sector: c.next_sector,
+                sectors: n,
+            };
+            c.next_proof += 1;
+            c.next_sector += n as u64;
+            self.emitter.emit(Event::ProofQueued {
+                proof_id: spec.proof_id,
+                mode,
+                sectors: n,
+                partitions: self.workload.partitions,
+                constraints: spec.constraints(&self.workload),
+            });
+            c.queue.push_back(spec);
+        }
+        self.cv.notify_all();
+    }
+
+    fn predict(&self, c: &Ctl, mode: BatchMode) -> (u64, f64, bool) {
+        let w = &self.workload;
+        let live = modes::live_constraints(
+            mode,
+            modes::sectors_per_proof(mode),
+            w.partitions,
+            w.layout.constraints,
+        );
+        let (bpc, measured) = match c.mem.bytes_per_constraint {
+            Some(b) => (b, true),
+            None => (modes::PRIOR_BYTES_PER_CONSTRAINT, false),
+        };
+        (c.floor + (bpc * live as f64) as u64, bpc, measured)
+    }
+
+    fn request_mode(&self, c: &mut Ctl, mode: BatchMode) {
+        if Self::effective_mode(c) == mode {
+            self.emitter.emit(Event::Log {
+                level: "info".into(),
+                target: "provetop_prover::daemon".into(),
+                message: format!("already in mode {mode}"),
+            });
+            return;
+        }
+        if let Some(budget) = self.mem_budget {
+            let (peak, bpc, measured) = self.predict(c, mode);
+            if peak > budget {
+                let basis = if measured {
+                    format!(
+                        "{bpc:.0} B/constraint measured over {} proof(s)",
+                        c.mem.proofs
+                    )
+                } else {
+                    format!("{bpc:.0} B/constraint assumed (no proof measured yet)")
+                };
+                self.emitter.emit(Event::ModeRefused {
+                    requested: mode,
+                    reason: format!(
+                        "predicted peak {} exceeds --mem-budget {} ({basis}, resident floor {})",
+                        provetop_shared::units::fmt_bytes(peak),
+                        provetop_shared::units::fmt_bytes(budget),
+                        provetop_shared::units::fmt_bytes(c.floor),
+                    ),
+                });
+                return;
+            }
+        }
+        if c.busy {
+            c.pending_mode = Some(mode);
+            self.emitter.emit(Event::Log {
+                level: "info".into(),
+                target: "provetop_prover::daemon".into(),
+                message: format!("mode {mode} takes effect when the proof in flight ends"),
+            });
+        } else {
+            let from = c.mode;
+            c.mode = mode;
+            c.pending_mode = None;
+            self.emitter.emit(Event::ModeChanged { from, to: mode });
+        }
+    }
+
+    fn stop(&self, c: &mut Ctl, reason: &str, abort: bool) {
+        if abort {
+            self.abort.store(true, Relaxed);
+        }
+        if c.stop.is_none() {
+            c.stop = Some(reason.to_string());
+            self.emitter.emit(Event::State {
+                state: ProverState::Stopping,
+            });
+        }
+        self.cv.notify_all();
+    }
+
+    fn handle(&self, control: Control) {
+        let mut c = self.lock();
+        match control {
+            Control::Prove { count } => {
+                if c.stop.is_some() {
+                    self.emitter.emit(Event::Error {
+                        message: format!("prove {count} ignored: shutting down"),
+                        fatal: false,
+                    });
+                } else {
+                    self.queue_sectors(&mut c, count);
+                }
+            }
+            Control::SetMode { mode } => self.request_mode(&mut c, mode),
+            Control::Pause => {
+                if !c.paused {
+                    c.paused = true;
+                    self.emitter.emit(Event::State {
+                        state: ProverState::Paused,
+                    });
+                }
+            }
+            Control::Resume => {
+                if c.paused {
+                    c.paused = false;
+                    c.idle_since = Instant::now();
+                    let state = if c.busy {
+                        ProverState::Proving
+                    } else {
+                        ProverState::Idle
+                    };
+                    self.emitter.emit(Event::State { state });
+                    self.cv.notify_all();
+                }
+            }
+            Control::Shutdown { abort } => self.stop(&mut c, "shutdown", abort),
+        }
+    }
+
+    fn signal(&self) {
+        let mut c = self.lock();
+        c.signals += 1;
+        let abort = self.on_sigterm == SigtermPolicy::Abort || c.signals > 1;
+        self.stop(&mut c, "signal", abort);
+    }
+}
+
+/// Longest control line accepted.
+pub const MAX_CONTROL_LINE: usize = 1 << 20;
+
+fn read_controls(shared: Arc<Shared>, mut input: Box<dyn BufRead + Send>) {
+    let mut lineno = 0u64;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        // Read one line, but never hold more than MAX_CONTROL_LINE bytes of it.
+        let mut too_long = false;
+        let eof = loop {
+            let chunk = match input.fill_buf() {
+                Ok(c) => c,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break true,
+            };
+            if chunk.is_empty() {
+                break true;
+            }
+            let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (chunk.len(), false),
+            };
+            if buf.len() + take <= MAX_CONTROL_LINE {
+                buf.extend_from_slice(&chunk[..take]);
+            } else {
+                too_long = true;
+            }
+            input.consume(take);
+            if done {
+                break false;
+            }
+        };
+        if eof && buf.is_empty() && !too_long {
+            break;
+        }
+        lineno += 1;
+        if too_long {
+            shared.emitter.emit(Event::Error {
+                message: format!(
+                    "control line {lineno}: longer than {MAX_CONTROL_LINE} bytes, ignored"
+                ),
+                fatal: false,
+            });
+        } else {
+            let line = String::from_utf8_lossy(&buf);
+            let line = line.trim();
+            if !line.is_empty() {
+                match parse_control(line) {
+                    Ok(msg) => shared.handle(msg.control),
+                    Err(e) => shared.emitter.emit(Event::Error {
+                        message: format!("control line {lineno}: {e}"),
+                        fatal: false,
+                    }),
+                }
+            }
+        }
+        if eof {
+            break;
+        }
+    }
+    let mut c = shared.lock();
+    shared.stop(&mut c, "stdin closed", false);
+}
+
+fn spawn_signal_thread(shared: Arc<Shared>) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                shared.signal();
+            }
+        })?;
+    Ok(())
+}
+
+fn emit_memory(emitter: &Emitter, b: &Backend) {
+    emitter.emit(Event::MemoryReport {
+        pinned_bytes: b.pinned_bytes(),
+        gpu_bytes: b.gpu_bytes(),
+        srs_bytes: b.srs_bytes(),
+    });
+}
+
+/// Run until done; returns the process exit code.
+pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>) -> i32 {
+    let w = cfg.workload;
+    emitter.emit(Event::Hello {
+        protocol: PROTOCOL_VERSION.to_string(),
+        prover_version: env!("CARGO_PKG_VERSION").to_string(),
+        pid: std::process::id(),
+        backend: backend::build_kind(),
+        gpus: backend::detect_gpus(),
+        config: ProverConfig {
+            partitions: w.partitions,
+            constraints: w.layout.constraints,
+            circuit: CIRCUIT_NAME.to_string(),
+            mode: cfg.mode,
+            threads: cfg.threads,
+        },
+    });
+    log::info!(
+        target: "provetop_prover",
+        "{} partitions × {} constraints ({} challenges per partition), mode {}, SRS cache {}",
+        w.partitions,
+        w.layout.constraints,
+        w.layout.challenges,
+        cfg.mode,
+        cfg.srs
+            .cache_dir
+            .as_ref()
+            .map(|d| d.display().to_string())
+            .unwrap_or_else(|| "off".into())
+    );
+    let shared = Arc::new(Shared {
+        ctl: Mutex::new(Ctl {
+            queue: VecDeque::new(),
+            paused: false,
+            mode: cfg.mode,
+            pending_mode: None,
+            busy: false,
+            stop: None,
+            next_proof: 1,
+            next_sector: 0,
+            idle_since: Instant::now(),
+            mem: MemModel::default(),
+            floor: 0,
+            signals: 0,
+        }),
+        cv: Condvar::new(),
+        abort: Arc::new(AtomicBool::new(false)),
+        emitter: emitter.clone(),
+        workload: w,
+        on_sigterm: cfg.on_sigterm,
+        mem_budget: cfg.mem_budget,
+    });
+    if let Err(e) = spawn_signal_thread(shared.clone()) {
+        log::warn!("cannot watch signals: {e}");
+    }
+    if let Some(input) = input {
+        let s = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("controls".into())
+            .spawn(move || read_controls(s, input));
+        if let Err(e) = spawned {
+            emitter.emit(Event::Error {
+                message: format!("cannot start the control reader: {e}"),
+                fatal: true,
+            });
+            return finish(&shared, "error", 0, 1);
+        }
+    }
+
+    // SRS: loaded once, resident until exit.
+    let t0 = Instant::now();
+    let srs = match srs::obtain(&w.layout, &cfg.srs, &emitter, &shared.abort) {
+        Ok(s) => s,
+        Err(e) => {
+            let aborted = shared.abort.load(Relaxed);
+            if !aborted {
+                emitter.emit(Event::Error {
+                    message: format!("cannot obtain the SRS: {e}"),
+                    fatal: true,
+                });
+            }
+            let reason = shared.lock().stop.clone().unwrap_or_else(|| "error".into());
+            return finish(&shared, &reason, 0, if aborted { 0 } else { 1 });
+        }
+    };
+    let source = srs.source;
+    let backend = match Backend::new(srs) {
+        Ok(b) => b,
+        Err(e) => {
+            emitter.emit(Event::Error {
+                message: e.to_string(),
+                fatal: true,
+            });
+            return finish(&shared, "error", 0, 1);
+        }
+    };
+    emitter.emit(Event::SrsReady {
+        bytes: backend.srs_bytes(),
+        pinned_bytes: backend.pinned_bytes(),
+        source,
+        duration_s: t0.elapsed().as_secs_f64(),
+    });
+    emit_memory(&emitter, &backend);
+
+    {
+        let mut c = shared.lock();
+        c.floor = if heap::counting() {
+            heap::live()
+        } else {
+            heap::vm_rss().unwrap_or(0)
+        };
+        c.idle_since = Instant::now();
+        if cfg.initial_proofs > 0 && c.stop.is_none() {
+            shared.queue_sectors(&mut c, cfg.initial_proofs);
+        }
+        if c.queue.is_empty() && !c.paused && c.stop.is_none() {
+            emitter.emit(Event::State {
+                state: ProverState::Idle,
+            });
+        }
+    }
+
+    let mut done = 0u64;
+    let mut failures = 0u32;
+    loop {
+        let next = {
+            let mut c = shared.lock();
+            loop {
+                if c.stop.is_some() {
+                    break None;
+                }
+                if !c.paused {
+                    if let Some(spec) = c.queue.pop_front() {
+                        if let Some(m) = c.pending_mode.take() {
+                            let from = c.mode;
+                            c.mode = m;
+                            emitter.emit(Event::ModeChanged { from, to: m });
+                        }
+                        c.busy = true;
+                        break Some((spec, c.mode));
+                    }
+                }
+                if !cfg.daemon && c.queue.is_empty() {
+                    c.stop = Some("done".into());
+                    break None;
+                }
+                match cfg.repeat_every {
+                    Some(every) if !c.paused => {
+                        let due = c.idle_since + every;
+                        let now = Instant::now();
+                        if now >= due {
+                            shared.queue_sectors(&mut c, 1);
+                            c.idle_since = now;
+                        } else {
+                            c = shared
+                                .cv
+                                .wait_timeout(c, due - now)
+                                .unwrap_or_else(|p| p.into_inner())
+                                .0;
+                        }
+                    }
+                    _ => c = shared.cv.wait(c).unwrap_or_else(|p| p.into_inner()),
+                }
+            }
+        };
+        let Some((spec, mode)) = next else { break };
+        emitter.emit(Event::State {
+            state: ProverState::Proving,
+        });
+        let out = job::run(&backend, &w, &spec, mode, &emitter, &shared.abort);
+        emit_memory(&emitter, &backend);
+        let mut c = shared.lock();
+        c.busy = false;
+        c.idle_since = Instant::now();
+        if out.ok && out.verified {
+            done += 1;
+            if let Some(ws) = out.working_set {
+                let bpc = ws as f64 / out.live_constraints.max(1) as f64;
+                let m = &mut c.mem;
+                m.bytes_per_constraint = Some(m.bytes_per_constraint.map_or(bpc, |b| b.max(bpc)));
+                m.proofs += 1;
+            }
+        } else if !out.aborted {
+            failures += 1;
+        }
+        if c.stop.is_none() {
+            let state = if c.paused {
+                ProverState::Paused
+            } else if c.queue.is_empty() {
+                ProverState::Idle
+            } else {
+                ProverState::Proving
+            };
+            if state != ProverState::Proving {
+                emitter.emit(Event::State { state });
+            }
+        }
+    }
+    let reason = shared.lock().stop.clone().unwrap_or_else(|| "done".into());
+    finish(&shared, &reason, done, i32::from(failures > 0))
+}
+
+/// Cancel what is still queued, say bye.
+fn finish(shared: &Shared, reason: &str, done: u64, code: i32) -> i32 {
+    let mut c = shared.lock();
+    let mode = c.mode;
+    for spec in c.queue.drain(..) {
+        shared.emitter.emit(Event::ProofFinished {
+            proof_id: spec.proof_id,
+            ok: false,
+            verified: false,
+            duration_s: 0.0,
+            mode,
+            phases: Vec::new(),
+            error: Some(format!("cancelled before it started ({reason})")),
+        });
+    }
+    shared.emitter.emit(Event::Bye {
+        reason: reason.to_string(),
+        proofs_done: done,
+    });
+    code
+}

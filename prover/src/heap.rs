@@ -1,0 +1,118 @@
+//! Live heap accounting: a global allocator that counts bytes in use and their peak.
+//!
+//! The prover uses it to measure the working set of each proof (peak heap above the resident
+//! SRS) exactly, without reading `VmHWM`: a monitor resets `VmHWM` through `clear_refs` at its
+//! own pace, so the prover cannot rely on it. A binary opts in with
+//! `#[global_allocator] static A: provetop_prover::heap::CountingAlloc = CountingAlloc;`.
+//! Without it every query returns 0 and [`counting`] is false.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+
+static LIVE: AtomicU64 = AtomicU64::new(0);
+static PEAK: AtomicU64 = AtomicU64::new(0);
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// The counting allocator (wraps the system allocator).
+pub struct CountingAlloc;
+
+fn grow(n: usize) {
+    let now = LIVE.fetch_add(n as u64, Relaxed) + n as u64;
+    PEAK.fetch_max(now, Relaxed);
+}
+
+fn shrink(n: usize) {
+    LIVE.fetch_sub(n as u64, Relaxed);
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so all of
+// GlobalAlloc's contracts are System's; the counters are plain atomics and never allocate.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded contract (see the impl comment).
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            grow(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            grow(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded contract.
+        unsafe { System.dealloc(ptr, layout) };
+        shrink(layout.size());
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size >= layout.size() {
+                grow(new_size - layout.size());
+            } else {
+                shrink(layout.size() - new_size);
+            }
+        }
+        p
+    }
+}
+
+/// Mark counting as active (call once from a binary that installed [`CountingAlloc`]).
+pub fn activate() {
+    ACTIVE.store(true, Relaxed);
+}
+
+/// Whether this process counts its heap.
+pub fn counting() -> bool {
+    ACTIVE.load(Relaxed)
+}
+
+/// Heap bytes in use now.
+pub fn live() -> u64 {
+    LIVE.load(Relaxed)
+}
+
+/// Peak heap bytes since the last [`reset_peak`].
+pub fn peak() -> u64 {
+    PEAK.load(Relaxed)
+}
+
+/// Start a new peak window at the current level.
+pub fn reset_peak() {
+    PEAK.store(LIVE.load(Relaxed), Relaxed);
+}
+
+/// Peak resident set size of this process (`VmHWM`), in bytes, when readable.
+pub fn vm_hwm() -> Option<u64> {
+    status_kb("VmHWM:").map(|k| k * 1024)
+}
+
+/// Resident set size of this process (`VmRSS`), in bytes, when readable.
+pub fn vm_rss() -> Option<u64> {
+    status_kb("VmRSS:").map(|k| k * 1024)
+}
+
+fn status_kb(key: &str) -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with(key))?;
+    line[key.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Reset this process's `VmHWM` to the current RSS (`5` → `/proc/self/clear_refs`).
+pub fn reset_vm_hwm() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
