@@ -81,7 +81,11 @@ fn awk(path: &Path) -> String {
         .arg(path)
         .output()
         .expect("awk must be installed (the seed script is run by it)");
-    assert!(o.status.success(), "awk failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "awk failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8(o.stdout).expect("utf-8")
 }
 
@@ -95,7 +99,12 @@ fn fields(line: &str) -> (String, String, String, String) {
     let (name, rest) = line.split_once(": samples=").expect("seed line");
     let (n, rest) = rest.split_once(", min=").expect("min");
     let (min, max) = rest.split_once(" GiB, max=").expect("max");
-    (name.into(), n.into(), min.into(), max.trim_end_matches(" GiB").into())
+    (
+        name.into(),
+        n.into(),
+        min.into(),
+        max.trim_end_matches(" GiB").into(),
+    )
 }
 
 #[test]
@@ -115,7 +124,10 @@ fn seed_baseline_matches_the_seed_document_line_for_line() {
     // true minimum (415 KiB) also rounds to 0.0 GiB, so the fixed line reads the same; the
     // min fix itself is shown by `first_run_min_fix_differs_from_awk_only_in_that_min`.
     let (name, n, min, max) = fields(ours[0]);
-    assert_eq!((name.as_str(), n.as_str(), max.as_str()), ("idle_pre", "3", "0.0"));
+    assert_eq!(
+        (name.as_str(), n.as_str(), max.as_str()),
+        ("idle_pre", "3", "0.0")
+    );
     let true_min = 415.0 / 1048576.0;
     assert_eq!(min, format!("{true_min:.1}"));
     assert_eq!(ours[0], SEED_TABLE[0]);
@@ -125,7 +137,10 @@ fn seed_baseline_matches_the_seed_document_line_for_line() {
             None => assert_eq!(a, b, "line {}", i + 1),
         }
     }
-    assert_eq!(ours[9], "idle_post: samples=221, min=45.0 GiB, max=46.2 GiB");
+    assert_eq!(
+        ours[9],
+        "idle_post: samples=221, min=45.0 GiB, max=46.2 GiB"
+    );
 }
 
 #[test]
@@ -224,16 +239,29 @@ fn thresholds_flag() {
         .replace("gb > 180", "gb > 200")
         .replace("gb > 100", "gb > 150")
         .replace("gb > 50", "gb > 60");
-    let o = Command::new("awk").args(["-F,", &script]).arg(seed_csv()).output().unwrap();
+    let o = Command::new("awk")
+        .args(["-F,", &script])
+        .arg(seed_csv())
+        .output()
+        .unwrap();
     let theirs = String::from_utf8(o.stdout).unwrap();
     let ours = table(&out.stdout);
     assert_eq!(ours.len(), 24);
     assert_eq!(ours[0], "idle_pre: samples=13, min=0.0 GiB, max=39.8 GiB");
     assert_eq!(ours[1..], theirs.lines().skip(1).collect::<Vec<_>>()[..]);
     assert!(out.stdout.contains("thresholds 40/60/150/200 GiB"));
-    let bad = provetop(&["classify", seed_csv().to_str().unwrap(), "--thresholds", "1,2"]);
+    let bad = provetop(&[
+        "classify",
+        seed_csv().to_str().unwrap(),
+        "--thresholds",
+        "1,2",
+    ]);
     assert_eq!(bad.code, 2);
-    assert!(bad.stderr.contains("expected 4 comma-separated GiB values"), "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("expected 4 comma-separated GiB values"),
+        "{}",
+        bad.stderr
+    );
 }
 
 #[test]
@@ -243,7 +271,10 @@ fn session_with_events_golden() {
     let out = classify(&p);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stderr, "");
-    check_golden("demo-session.classify.txt", &out.stdout.replace(p.to_str().unwrap(), "demo.ptop"));
+    check_golden(
+        "demo-session.classify.txt",
+        &out.stdout.replace(p.to_str().unwrap(), "demo.ptop"),
+    );
     // The prover-phase table comes from events, not thresholds.
     assert!(out.stdout.contains("prover phases (from events):"));
     let syn = out
@@ -267,7 +298,11 @@ fn one_line_error(out: &Out, want: &str) {
     assert_eq!(out.stdout, "");
     assert_eq!(out.stderr.lines().count(), 1, "one line: {:?}", out.stderr);
     assert!(out.stderr.starts_with("provetop: "), "{:?}", out.stderr);
-    assert!(out.stderr.contains(want), "{:?} should contain {want:?}", out.stderr);
+    assert!(
+        out.stderr.contains(want),
+        "{:?} should contain {want:?}",
+        out.stderr
+    );
     assert!(!out.stderr.contains("panicked"));
 }
 
@@ -302,7 +337,10 @@ fn unreadable_file() {
     one_line_error(&out, "Is a directory");
     assert_eq!(
         out.stderr,
-        format!("provetop: {}: Is a directory (os error 21)\n", dir.path().display())
+        format!(
+            "provetop: {}: Is a directory (os error 21)\n",
+            dir.path().display()
+        )
     );
 }
 
@@ -311,17 +349,28 @@ fn wrong_format() {
     let dir = tempfile::tempdir().unwrap();
     let out = classify(&write(dir.path(), "w.txt", b"time,rss\n1,2\n"));
     one_line_error(&out, "w.txt: byte 0: not a provetop session file");
-    let out = classify(&write(dir.path(), "w.bin", &[0x7f, b'E', b'L', b'F', 2, 1, 1, 0]));
+    let out = classify(&write(
+        dir.path(),
+        "w.bin",
+        &[0x7f, b'E', b'L', b'F', 2, 1, 1, 0],
+    ));
     one_line_error(&out, "not a provetop session file");
 }
 
 #[test]
 fn garbage_row_names_its_line() {
     let dir = tempfile::tempdir().unwrap();
-    let p = write(dir.path(), "g.csv", b"timestamp,rss_kb\n1,1024\n2,2048\n3,lots\n4,1\n");
+    let p = write(
+        dir.path(),
+        "g.csv",
+        b"timestamp,rss_kb\n1,1024\n2,2048\n3,lots\n4,1\n",
+    );
     one_line_error(&classify(&p), "g.csv: line 4: bad rss_kb \"lots\"");
     let p = write(dir.path(), "g2.csv", b"timestamp,rss_kb\n1,1024\nhello\n");
-    one_line_error(&classify(&p), "g2.csv: line 3: expected \"timestamp,rss_kb\"");
+    one_line_error(
+        &classify(&p),
+        "g2.csv: line 3: expected \"timestamp,rss_kb\"",
+    );
     let p = write(dir.path(), "g3.csv", b"timestamp,rss_kb\n1,1024\n2,-5\n");
     one_line_error(&classify(&p), "line 3: negative rss_kb");
 }
@@ -336,15 +385,29 @@ fn header_only_csv_has_nothing_to_classify() {
 #[test]
 fn truncated_last_line_is_skipped_with_a_warning() {
     let dir = tempfile::tempdir().unwrap();
-    let p = write(dir.path(), "t.csv", b"timestamp,rss_kb\n1,1048576\n2,2097152\n3,31");
+    let p = write(
+        dir.path(),
+        "t.csv",
+        b"timestamp,rss_kb\n1,1048576\n2,2097152\n3,31",
+    );
     // "3,31" parses: a last line without newline that parses is kept.
     let out = classify(&p);
     assert_eq!(out.code, 0);
-    assert!(out.stdout.starts_with("idle_pre: samples=3,"), "{}", out.stdout);
-    let p = write(dir.path(), "t2.csv", b"timestamp,rss_kb\n1,1048576\n2,2097152\n3,");
+    assert!(
+        out.stdout.starts_with("idle_pre: samples=3,"),
+        "{}",
+        out.stdout
+    );
+    let p = write(
+        dir.path(),
+        "t2.csv",
+        b"timestamp,rss_kb\n1,1048576\n2,2097152\n3,",
+    );
     let out = classify(&p);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stdout.starts_with("idle_pre: samples=2, min=1.0 GiB, max=2.0 GiB\n"));
+    assert!(out
+        .stdout
+        .starts_with("idle_pre: samples=2, min=1.0 GiB, max=2.0 GiB\n"));
     assert_eq!(
         out.stderr.trim_end(),
         format!(
@@ -369,7 +432,12 @@ fn non_monotonic_timestamps_warn_and_keep_file_order() {
     let out = classify(&p);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-    assert!(out.stderr.contains("n.csv: line 4: timestamp 5 goes back in time"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("n.csv: line 4: timestamp 5 goes back in time"),
+        "{}",
+        out.stderr
+    );
     // File order: gpu, synth, gpu, idle_post — not sorted by time.
     assert_eq!(
         table(&out.stdout),
@@ -385,8 +453,15 @@ fn non_monotonic_timestamps_warn_and_keep_file_order() {
 #[test]
 fn absurd_values() {
     let dir = tempfile::tempdir().unwrap();
-    let p = write(dir.path(), "a.csv", b"timestamp,rss_kb\n1,1024\n2,99999999999999999\n");
-    one_line_error(&classify(&p), "a.csv: line 3: absurd rss_kb 99999999999999999 (more than 1 PiB)");
+    let p = write(
+        dir.path(),
+        "a.csv",
+        b"timestamp,rss_kb\n1,1024\n2,99999999999999999\n",
+    );
+    one_line_error(
+        &classify(&p),
+        "a.csv: line 3: absurd rss_kb 99999999999999999 (more than 1 PiB)",
+    );
     let p = write(dir.path(), "a2.csv", b"timestamp,rss_kb\n1,1024\nNaN,5\n");
     one_line_error(&classify(&p), "line 3: bad timestamp NaN");
     let p = write(dir.path(), "a3.csv", b"timestamp,rss_kb\n1,1024\n1e300,5\n");
@@ -400,8 +475,12 @@ fn absurd_values() {
     let out = classify(&p);
     assert_eq!(out.code, 0);
     assert_eq!(out.stderr.lines().count(), 1);
-    assert!(out.stderr.contains("ms.csv: line 2: timestamp 1700000000000 is after the year 5000"));
-    assert!(out.stdout.starts_with("idle_pre: samples=2, min=1.0 GiB, max=1.0 GiB\n"));
+    assert!(out
+        .stderr
+        .contains("ms.csv: line 2: timestamp 1700000000000 is after the year 5000"));
+    assert!(out
+        .stdout
+        .starts_with("idle_pre: samples=2, min=1.0 GiB, max=1.0 GiB\n"));
 }
 
 #[test]
@@ -421,7 +500,9 @@ fn session_cut_mid_record_keeps_complete_records() {
     assert_eq!(st.records(), &whole.records()[..whole.records().len() - 1]);
     let off = st.warnings()[0].offset.unwrap();
     assert!(
-        out.stderr.contains(&format!("cut.ptop: byte {off}: file cut off inside a record")),
+        out.stderr.contains(&format!(
+            "cut.ptop: byte {off}: file cut off inside a record"
+        )),
         "{}",
         out.stderr
     );
@@ -483,7 +564,11 @@ fn reference(rows_kb: &[u64], th: [f64; 4]) -> Vec<String> {
         let num = 10u128 * kb as u128;
         let (q, r) = (num >> 20, num & ((1 << 20) - 1));
         let half = 1u128 << 19;
-        let q = if r > half || (r == half && q % 2 == 1) { q + 1 } else { q };
+        let q = if r > half || (r == half && q % 2 == 1) {
+            q + 1
+        } else {
+            q
+        };
         format!("{}.{}", q / 10, q % 10)
     }
     let mut out = Vec::new();
@@ -531,9 +616,8 @@ fn kb_strategy() -> impl Strategy<Value = u64> {
         // Exact ties of the rounding: multiples of 0.05 GiB.
         (0u64..6000).prop_map(|k| k * (1 << 20) / 20),
         // Right at the boundaries.
-        prop::sample::select(vec![10u64, 50, 100, 180]).prop_flat_map(|g| {
-            ((g << 20) - 2..=(g << 20) + 2).prop_map(|x| x)
-        }),
+        prop::sample::select(vec![10u64, 50, 100, 180])
+            .prop_flat_map(|g| { ((g << 20) - 2..=(g << 20) + 2).prop_map(|x| x) }),
         // Huge (above the seed's 999 GiB reset value).
         (1000u64 << 20)..(1u64 << 40),
     ]

@@ -82,7 +82,11 @@ fn session_csv_golden() {
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len(), 60);
     assert!(rows.iter().all(|r| r.len() == cols));
-    let at = |ts: &str| rows.iter().find(|r| r[0] == ts).unwrap_or_else(|| panic!("{ts}"));
+    let at = |ts: &str| {
+        rows.iter()
+            .find(|r| r[0] == ts)
+            .unwrap_or_else(|| panic!("{ts}"))
+    };
     assert_eq!(at("1700000000.001")[11], "", "before the first event");
     assert_eq!(at("1700000007.001")[11], "synthesis ×2");
     assert_eq!(at("1700000009.001")[11], "synthesis p0");
@@ -172,7 +176,10 @@ fn output_file_and_its_errors() {
     ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stdout, "");
-    assert_eq!(std::fs::read_to_string(&o).unwrap(), export(&p, "jsonl").stdout);
+    assert_eq!(
+        std::fs::read_to_string(&o).unwrap(),
+        export(&p, "jsonl").stdout
+    );
     let bad = dir.path().join("no/such/dir/out.csv");
     let out = provetop(&[
         "export",
@@ -184,7 +191,9 @@ fn output_file_and_its_errors() {
     ]);
     assert_eq!(out.code, 1);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-    assert!(out.stderr.contains("cannot create") && out.stderr.contains("No such file or directory"));
+    assert!(
+        out.stderr.contains("cannot create") && out.stderr.contains("No such file or directory")
+    );
 }
 
 #[test]

@@ -94,7 +94,11 @@ fn summary(
     let _ = writeln!(out, "time in phase:");
     for (phase, secs) in &sum.time_in {
         let n_runs = runs.iter().filter(|r| r.phase == *phase).count();
-        let share = if total > 0.0 { secs / total * 100.0 } else { 0.0 };
+        let share = if total > 0.0 {
+            secs / total * 100.0
+        } else {
+            0.0
+        };
         let _ = writeln!(
             out,
             "  {:<18} {:>8}  {:>5.1}%  {} run{}",
@@ -201,5 +205,4 @@ mod tests {
         assert_eq!(fmt_utc(-1), "1969-12-31 23:59:59 UTC");
         assert_eq!(fmt_utc(4_102_444_800), "2100-01-01 00:00:00 UTC");
     }
-
 }

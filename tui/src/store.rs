@@ -412,9 +412,7 @@ fn next_after(v: &[u64], t: u64) -> Option<u64> {
 }
 
 fn last_before(v: &[u64], t: u64) -> Option<u64> {
-    v.partition_point(|&x| x < t)
-        .checked_sub(1)
-        .map(|i| v[i])
+    v.partition_point(|&x| x < t).checked_sub(1).map(|i| v[i])
 }
 
 /// Rough heap size of a model: the series dominates; bounded queues count ~256 B a entry.
