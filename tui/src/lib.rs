@@ -13,3 +13,7 @@ pub mod series;
 pub mod app;
 pub mod ui;
 pub mod synth;
+pub mod headless;
+pub mod live;
+pub mod terminal;
+pub mod replay;

@@ -1,15 +1,25 @@
 //! The `provetop` binary: parse the command line and dispatch.
 
 use clap::Parser;
-use provetop::cli::{Cli, Command};
+use provetop::cli::{Cli, Command, RunArgs};
+
+fn default_run() -> RunArgs {
+    // `provetop` alone is `provetop run` with every default.
+    match Cli::parse_from(["provetop", "run"]).command {
+        Some(Command::Run(a)) => a,
+        _ => unreachable!("`run` parses to Command::Run"),
+    }
+}
 
 fn main() {
     let cli = Cli::parse();
     let result = match &cli.command {
         Some(Command::Classify(a)) => provetop::classify::main(a),
         Some(Command::Export(a)) => provetop::export::main(a),
-        Some(other) => Err(anyhow::anyhow!("{other:?}: not built yet")),
-        None => Err(anyhow::anyhow!("live monitor not built yet")),
+        Some(Command::Run(a)) => provetop::live::main_run(a),
+        Some(Command::Watch(a)) => provetop::live::main_watch(a),
+        Some(Command::Replay(a)) => provetop::replay::main(a),
+        None => provetop::live::main_run(&default_run()),
     };
     match result {
         Ok(code) => std::process::exit(code),

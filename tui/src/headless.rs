@@ -1,0 +1,105 @@
+//! `provetop run --headless` (and `watch --headless`): no terminal. Records, evaluates alerts
+//! (printed to stderr), and exits with the child's status (128 + signal for a signal).
+
+use std::time::Duration;
+
+use anyhow::Context;
+use provetop_collect::sampler;
+use provetop_collect::supervisor::{self, ChildSpec};
+use provetop_shared::classify::Thresholds;
+use tokio::sync::mpsc;
+
+use crate::live::{exit_status, finish_recording, start_recording, stop_signal, Collector, Setup};
+use crate::model::Model;
+
+/// How often records are drained.
+const TICK: Duration = Duration::from_millis(50);
+
+fn model(t: Thresholds) -> Model {
+    Model::new(t)
+}
+
+fn report(m: &Model) {
+    if let Some(p) = finish_recording() {
+        eprintln!("provetop: session recorded to {} ({} records)", p.display(), m.records());
+    }
+}
+
+/// Supervise `spec` without a screen.
+pub fn run(s: Setup, spec: ChildSpec) -> anyhow::Result<i32> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let argv = spec.argv.clone();
+    let mut m = model(s.thresholds);
+    let code = rt.block_on(async {
+        start_recording(s.record.as_deref(), argv.clone(), s.sampler.hz)?;
+        let (tx, rx) = mpsc::channel(16_384);
+        let mut sup = supervisor::spawn(spec, tx)
+            .await
+            .with_context(|| format!("cannot start {}", argv[0]))?;
+        let pid = sup.pid().unwrap_or(0);
+        let sampler = sampler::spawn(s.sampler.clone(), pid).context("cannot start the sampler")?;
+        let mut c = Collector::new(Some(sampler), Some(rx), Some(sup.pid_watch()), s.rules, s.hook);
+        c.alerts_to_stderr = true;
+        let mut tick = tokio::time::interval(TICK);
+        let stop = stop_signal();
+        tokio::pin!(stop);
+        let mut stopping = false;
+        let exit = loop {
+            tokio::select! {
+                _ = tick.tick() => { c.pump(&mut m); }
+                e = sup.wait() => break e,
+                _ = &mut stop, if !stopping => {
+                    stopping = true;
+                    eprintln!("provetop: stopping the child");
+                    sup.stop().await;
+                }
+            }
+        };
+        // Let the supervisor's last records (exit mark, final events) arrive.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        c.pump(&mut m);
+        c.stop();
+        eprintln!("provetop: child {}", exit.reason);
+        anyhow::Ok(exit_status(&exit))
+    });
+    report(&m);
+    code
+}
+
+/// Watch `pid` without a screen until it exits or a signal arrives.
+pub fn watch(s: Setup, pid: u32, command: Vec<String>) -> anyhow::Result<i32> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let mut m = model(s.thresholds);
+    let code = rt.block_on(async {
+        start_recording(s.record.as_deref(), command, s.sampler.hz)?;
+        let sampler = sampler::spawn(s.sampler.clone(), pid).context("cannot start the sampler")?;
+        let mut c = Collector::new(Some(sampler), None, None, s.rules, s.hook);
+        c.alerts_to_stderr = true;
+        c.watch_pid(pid);
+        let mut tick = tokio::time::interval(TICK);
+        let stop = stop_signal();
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    c.pump(&mut m);
+                    if c.watched_gone() {
+                        eprintln!("provetop: pid {pid} exited");
+                        break;
+                    }
+                }
+                _ = &mut stop => break,
+            }
+        }
+        c.stop();
+        anyhow::Ok(0)
+    });
+    report(&m);
+    code
+}

@@ -1,0 +1,309 @@
+//! `provetop replay FILE`: the live screen fed by a recorded session (or a `timestamp,rss_kb`
+//! CSV) on a playback clock, with a position bar.
+//!
+//! The [`Store`] holds every record and an index of model snapshots, so a seek anywhere is
+//! one snapshot clone plus a bounded number of records; playing forward applies the records
+//! whose time the clock has passed.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Context;
+
+use crate::app::{self, Action, App, Driver, Playback, Screen, View, NS};
+use crate::cli::ReplayArgs;
+use crate::store::Store;
+use crate::ui::theme::Theme;
+
+/// Playback speeds `+`/`-` step through.
+pub const SPEEDS: &[f64] = &[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+
+/// Feeds the app from a store on a playback clock.
+pub struct ReplayDriver {
+    store: Store,
+    applied: usize,
+    last: Instant,
+}
+
+impl ReplayDriver {
+    /// A driver over an opened store.
+    pub fn new(store: Store) -> Self {
+        ReplayDriver {
+            store,
+            applied: 0,
+            last: Instant::now(),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// An app showing this store at its start.
+    pub fn app(&self, speed: f64, theme: Theme) -> App {
+        let s = &self.store;
+        let file = s
+            .path()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut app = App::new(
+            Screen::Replay(Playback {
+                playing: true,
+                speed,
+                start: s.start(),
+                end: s.end(),
+                alerts: s.alert_times().to_vec(),
+                file,
+            }),
+            s.thresholds(),
+            theme,
+            s.start(),
+        );
+        let span_s = (s.end() - s.start()) as f64 / NS as f64;
+        app.view.zoom = View::zoom_for(span_s.clamp(10.0, 300.0));
+        app.model = s.model_at_index(0);
+        app
+    }
+
+    /// Move the position to `t` (clamped to the file).
+    pub fn seek(&mut self, app: &mut App, t: u64) {
+        let t = t.clamp(self.store.start(), self.store.end());
+        if t >= app.clock {
+            self.advance_to(app, t);
+        } else {
+            app.model = self.store.model_at(t);
+            self.applied = self.store.index_at(t);
+            app.clock = t;
+        }
+        // A cursor placed earlier stays put; the window follows the position.
+        app.view.frozen = None;
+    }
+
+    fn advance_to(&mut self, app: &mut App, t: u64) -> bool {
+        app.clock = t;
+        let upto = self.store.index_at(t);
+        let changed = upto > self.applied;
+        for r in &self.store.records()[self.applied..upto] {
+            app.model.apply(r);
+        }
+        self.applied = self.applied.max(upto);
+        changed
+    }
+
+    fn playback(app: &mut App) -> Option<&mut Playback> {
+        match &mut app.screen {
+            Screen::Replay(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+impl Driver for ReplayDriver {
+    fn poll(&mut self, app: &mut App) -> bool {
+        let now = Instant::now();
+        let dt = now.duration_since(self.last);
+        self.last = now;
+        let Some(p) = Self::playback(app) else {
+            return false;
+        };
+        if !p.playing {
+            return false;
+        }
+        let step = (dt.as_secs_f64() * p.speed * NS as f64) as u64;
+        let end = p.end;
+        let t = app.clock.saturating_add(step).min(end);
+        if t == app.clock {
+            return false;
+        }
+        self.advance_to(app, t);
+        true
+    }
+
+    fn act(&mut self, app: &mut App, a: Action) {
+        let clock = app.clock;
+        let target = match a {
+            Action::PlayPause => {
+                let at_end = clock >= self.store.end();
+                if let Some(p) = Self::playback(app) {
+                    p.playing = !p.playing;
+                    if p.playing && at_end {
+                        // Playing at the end starts over.
+                        let start = p.start;
+                        self.seek(app, start);
+                    }
+                }
+                return;
+            }
+            Action::SpeedUp | Action::SpeedDown => {
+                if let Some(p) = Self::playback(app) {
+                    let i = SPEEDS.iter().position(|s| *s >= p.speed).unwrap_or(SPEEDS.len() - 1);
+                    let i = if a == Action::SpeedUp {
+                        (i + 1).min(SPEEDS.len() - 1)
+                    } else {
+                        i.saturating_sub(1)
+                    };
+                    p.speed = SPEEDS[i];
+                    let text = format!("speed {}", crate::ui::posbar::fmt_speed(p.speed));
+                    app.flash(text, false);
+                }
+                return;
+            }
+            Action::Seek(s) => {
+                if s < 0 {
+                    clock.saturating_sub(s.unsigned_abs() as u64 * NS)
+                } else {
+                    clock.saturating_add(s as u64 * NS)
+                }
+            }
+            Action::NextPhase => match self.store.next_phase_start(clock) {
+                Some(t) => t,
+                None => return app.flash("no later phase start", true),
+            },
+            Action::PrevPhase => match self.store.prev_phase_start(clock) {
+                Some(t) => t,
+                None => return app.flash("no earlier phase start", true),
+            },
+            Action::NextAlert => match self.store.next_alert(clock) {
+                Some(t) => t,
+                None => return app.flash("no later alert", true),
+            },
+            Action::PrevAlert => match self.store.prev_alert(clock) {
+                Some(t) => t,
+                None => return app.flash("no earlier alert", true),
+            },
+            Action::Start => self.store.start(),
+            Action::End => self.store.end(),
+            _ => return,
+        };
+        self.seek(app, target);
+    }
+}
+
+/// Parse `--start`: seconds from the beginning ("90", "2m", "1h").
+pub fn parse_start(s: &str) -> anyhow::Result<u64> {
+    let secs = provetop_shared::units::parse_duration_s(s).map_err(|e| anyhow::anyhow!("--start: {e}"))?;
+    if !(secs.is_finite() && secs >= 0.0) {
+        anyhow::bail!("--start {s:?}: must be a non-negative time");
+    }
+    Ok((secs * NS as f64) as u64)
+}
+
+/// `provetop replay FILE`.
+pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
+    if !(args.speed.is_finite() && (0.25..=64.0).contains(&args.speed)) {
+        anyhow::bail!("--speed {}: must be between 0.25 and 64", args.speed);
+    }
+    let start = args.start.as_deref().map(parse_start).transpose()?;
+    let store = open(&args.file, args)?;
+    let warnings: Vec<String> = store.warnings().iter().map(|w| w.to_string()).collect();
+    let mut driver = ReplayDriver::new(store);
+    let mut app = driver.app(args.speed, Theme::from_env());
+    if let Some(off) = start {
+        let t = driver.store().start().saturating_add(off);
+        if t > driver.store().end() {
+            anyhow::bail!(
+                "--start {}: the recording is only {} long",
+                args.start.as_deref().unwrap_or(""),
+                provetop_shared::units::fmt_secs((driver.store().end() - driver.store().start()) as f64 / NS as f64)
+            );
+        }
+        driver.seek(&mut app, t);
+    }
+    if let Some(w) = warnings.first() {
+        let more = if warnings.len() > 1 {
+            format!(" (+{} more, printed on exit)", warnings.len() - 1)
+        } else {
+            String::new()
+        };
+        app.flash(format!("warning: {w}{more}"), true);
+    }
+    crate::terminal::install_panic_hook();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = rt.block_on(async {
+        let mut tui = crate::terminal::Tui::enter()?;
+        let input = crossterm::event::EventStream::new();
+        app::run(&mut tui.terminal, &mut app, &mut driver, input, crate::live::stop_signal()).await
+    });
+    crate::terminal::restore();
+    for w in &warnings {
+        eprintln!("provetop: {}: {w}", args.file.display());
+    }
+    result.map(|_| 0)
+}
+
+fn open(path: &Path, args: &ReplayArgs) -> anyhow::Result<Store> {
+    Ok(Store::open_with(path, args.thresholds)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::{records, SynthConfig};
+    use provetop_shared::session::{load_bytes, SessionHeader, SessionWriter};
+
+    fn store() -> Store {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.ptop");
+        let mut w = SessionWriter::create(&p, &SessionHeader::now(vec!["x".into()], 20.0)).unwrap();
+        for r in records(SynthConfig {
+            seconds: 120.0,
+            ..Default::default()
+        }) {
+            w.append(&r).unwrap();
+        }
+        w.sync().unwrap();
+        let data = std::fs::read(&p).unwrap();
+        Store::from_loaded(&p, load_bytes(&p, &data).unwrap(), Default::default())
+    }
+
+    #[test]
+    fn seek_play_and_jump() {
+        let mut d = ReplayDriver::new(store());
+        let mut app = d.app(1.0, Theme::mono());
+        let start = d.store().start();
+        d.act(&mut app, Action::Seek(60));
+        assert_eq!(app.clock, start + 60 * NS);
+        let done = app.model.prover.proofs_done;
+        assert!(done >= 6, "{done}");
+        d.act(&mut app, Action::Seek(-10));
+        assert_eq!(app.clock, start + 50 * NS);
+        assert!(app.model.prover.proofs_done < done);
+        // Same state as applying the records directly.
+        assert_eq!(app.model.records(), d.store().index_at(start + 50 * NS) as u64);
+        d.act(&mut app, Action::NextPhase);
+        let t = app.clock;
+        assert!(t > start + 50 * NS);
+        d.act(&mut app, Action::PrevPhase);
+        assert!(app.clock < t);
+        d.act(&mut app, Action::End);
+        assert_eq!(app.clock, d.store().end());
+        d.act(&mut app, Action::Start);
+        assert_eq!(app.clock, start);
+        for _ in 0..20 {
+            d.act(&mut app, Action::SpeedUp);
+        }
+        let Screen::Replay(p) = &app.screen else { panic!() };
+        assert_eq!(p.speed, 64.0);
+        for _ in 0..20 {
+            d.act(&mut app, Action::SpeedDown);
+        }
+        let Screen::Replay(p) = &app.screen else { panic!() };
+        assert_eq!(p.speed, 0.25);
+        d.act(&mut app, Action::PlayPause);
+        let Screen::Replay(p) = &app.screen else { panic!() };
+        assert!(!p.playing);
+        assert!(!d.poll(&mut app));
+    }
+
+    #[test]
+    fn start_flag() {
+        assert_eq!(parse_start("90").unwrap(), 90 * NS);
+        assert_eq!(parse_start("2m").unwrap(), 120 * NS);
+        assert!(parse_start("soon").is_err());
+    }
+}
