@@ -185,7 +185,7 @@ impl SrsState {
                 duration_s,
                 ..
             } => format!(
-                "{} ({}, {})",
+                "{} ({} {})",
                 fmt_bytes(*bytes),
                 source_name(*source),
                 fmt_secs(*duration_s)
@@ -194,9 +194,17 @@ impl SrsState {
     }
 }
 
+/// The timeline phase of an SRS load from `source`.
+fn srs_phase(source: SrsSource) -> Phase {
+    match source {
+        SrsSource::Generated => Phase::SrsGenerate,
+        SrsSource::Disk | SrsSource::Memory => Phase::SrsLoad,
+    }
+}
+
 fn source_name(s: SrsSource) -> &'static str {
     match s {
-        SrsSource::Generated => "generating",
+        SrsSource::Generated => "gen",
         SrsSource::Disk => "disk",
         SrsSource::Memory => "memory",
     }
@@ -343,6 +351,8 @@ pub struct Model {
     pub spans: VecDeque<PhaseSpan>,
     /// Phases open now, in start order.
     pub open: Vec<PhaseSpan>,
+    /// The SRS load/generation in progress (a timeline phase, not one of the prover's).
+    pub srs_open: Option<PhaseSpan>,
     /// Finished proofs, oldest first.
     pub proofs: VecDeque<ProofSpan>,
     /// Proofs in flight.
@@ -393,6 +403,7 @@ impl Model {
             child: ChildStatus::None,
             spans: VecDeque::new(),
             open: Vec::new(),
+            srs_open: None,
             proofs: VecDeque::new(),
             running: Vec::new(),
             mode_changes: VecDeque::new(),
@@ -479,7 +490,7 @@ impl Model {
         }
         self.series.push(p);
         let pinned = s.pinned.or(p.get(Metric::PinnedReported));
-        for span in &mut self.open {
+        for span in self.open.iter_mut().chain(self.srs_open.as_mut()) {
             span.rss.add(s.rss);
             if let Some(x) = pinned {
                 span.pinned.add(x);
@@ -537,7 +548,27 @@ impl Model {
                     progress: None,
                     since: t,
                 };
-                self.push_log(t, LogLevel::Info, format!("SRS {}…", source_name(*source)));
+                let what = match source {
+                    SrsSource::Generated => "generating",
+                    SrsSource::Disk => "loading from disk",
+                    SrsSource::Memory => "already in memory",
+                };
+                self.push_log(t, LogLevel::Info, format!("SRS {what}…"));
+                // The SRS load is a phase of its own on the timeline (proof 0). It is kept
+                // apart from `open` (the prover's own phases) so "no phase open" keeps its
+                // meaning for the offline tables.
+                self.close_srs_span(t, None);
+                self.srs_open = Some(PhaseSpan {
+                    proof_id: 0,
+                    phase: srs_phase(*source),
+                    partition: None,
+                    start: t,
+                    end: None,
+                    duration_s: None,
+                    rss: Stats::default(),
+                    pinned: Stats::default(),
+                    gpu: Stats::default(),
+                });
             }
             Event::SrsProgress { done, total } => {
                 if let SrsState::Loading { progress, .. } = &mut self.prover.srs {
@@ -561,6 +592,7 @@ impl Model {
                     LogLevel::Info,
                     format!("SRS ready: {}", self.prover.srs.describe()),
                 );
+                self.close_srs_span(t, Some(*duration_s));
             }
             Event::ProofQueued { .. } => {}
             Event::ProofStarted {
@@ -769,6 +801,15 @@ impl Model {
         }
     }
 
+    /// Close an open SRS load/generation span.
+    fn close_srs_span(&mut self, t: u64, duration_s: Option<f64>) {
+        if let Some(mut span) = self.srs_open.take() {
+            span.end = Some(t.max(span.start));
+            span.duration_s = duration_s;
+            self.finish_span(span);
+        }
+    }
+
     /// Close the open span matching the key; returns whether one was open.
     fn close_span(
         &mut self,
@@ -944,7 +985,12 @@ impl Model {
         self.spans
             .range(i..)
             .filter(move |s| s.start <= t1)
-            .chain(self.open.iter().filter(move |s| s.start <= t1))
+            .chain(
+                self.open
+                    .iter()
+                    .chain(self.srs_open.as_ref())
+                    .filter(move |s| s.start <= t1),
+            )
     }
 
     /// Phase spans covering time `t`.
@@ -957,7 +1003,12 @@ impl Model {
             .take_while(|s| s.end.unwrap_or(s.start) <= limit)
             .filter(|s| s.start <= t)
             .collect();
-        out.extend(self.open.iter().filter(|s| s.covers(t, self.last_t)));
+        out.extend(
+            self.open
+                .iter()
+                .chain(self.srs_open.as_ref())
+                .filter(|s| s.covers(t, self.last_t)),
+        );
         out
     }
 
@@ -1033,6 +1084,15 @@ impl Model {
         match self.classifier.current() {
             Some(r) => format!("{} (threshold)", r.phase),
             None => "-".into(),
+        }
+    }
+
+    /// [`Model::current_phase_text`], or the SRS load while one runs and no prover phase is
+    /// open (the header's "phase" field).
+    pub fn header_phase_text(&self) -> String {
+        match &self.srs_open {
+            Some(s) if self.open.is_empty() => s.phase.to_string(),
+            _ => self.current_phase_text(),
         }
     }
 
@@ -1355,6 +1415,26 @@ mod tests {
                 duration_s: 0.5,
             },
         ));
-        assert_eq!(m.prover.srs.describe(), "1.0 GiB (disk, 500ms)");
+        assert_eq!(m.prover.srs.describe(), "1.0 GiB (disk 500ms)");
+        // SrsReady without SrsLoading: no span. With it: a span on the timeline.
+        m.apply(&ev(
+            3 * S,
+            Event::SrsLoading {
+                source: SrsSource::Generated,
+                bytes: None,
+            },
+        ));
+        assert_eq!(m.header_phase_text(), "srs_generate");
+        m.apply(&ev(
+            5 * S,
+            Event::SrsReady {
+                bytes: GIB,
+                pinned_bytes: 0,
+                source: SrsSource::Generated,
+                duration_s: 2.0,
+            },
+        ));
+        let srs = m.spans.back().unwrap();
+        assert_eq!((srs.phase.clone(), srs.start, srs.end), (Phase::SrsGenerate, 3 * S, Some(5 * S)));
     }
 }

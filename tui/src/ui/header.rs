@@ -94,7 +94,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
 
     // Line 2: phase, SRS, uptime, drops, alerts.
     let mut l2: Vec<Span> = vec![Span::styled("phase ", t.dim())];
-    l2.push(Span::styled(m.current_phase_text(), t.bold()));
+    l2.push(Span::styled(m.header_phase_text(), t.bold()));
     if m.has_events() {
         l2.push(sep());
         l2.push(Span::styled("SRS ", t.dim()));
@@ -108,13 +108,6 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         l2.push(sep());
         l2.push(Span::styled("up ", t.dim()));
         l2.push(Span::raw(fmt_secs(up as f64 / NS as f64)));
-    }
-    if let Some(s) = &m.last_sample {
-        if let Some(avail) = s.mem_available {
-            l2.push(sep());
-            l2.push(Span::styled("avail ", t.dim()));
-            l2.push(Span::raw(short_bytes(avail)));
-        }
     }
     l2.push(sep());
     let drops = m.dropped_samples;
@@ -136,6 +129,15 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     } else if app.recording.is_some() {
         l2.push(sep());
         l2.push(Span::styled("● rec", t.metric(crate::series::Metric::Peak)));
+    }
+    // MemAvailable last, and only when it fits whole.
+    if let Some(avail) = m.last_sample.as_ref().and_then(|s| s.mem_available) {
+        let text = format!("avail {}", short_bytes(avail));
+        let used: usize = l2.iter().map(|s| s.width()).sum();
+        if used + 3 + text.chars().count() <= area.width as usize {
+            l2.push(sep());
+            l2.push(Span::styled(text, t.dim()));
+        }
     }
     buf.set_line(area.x, area.y, &Line::from(l1), area.width);
     if area.height > 1 {
