@@ -125,7 +125,8 @@ impl Backend {
 
     /// Prove `circuits` (same shape) in one bellperson call; phases go to `tracker`.
     /// Synthesis happens inside the call (bellperson 0.27 has no public API that takes
-    /// pre-synthesized assignments); each circuit times its own synthesis.
+    /// pre-synthesized assignments); each circuit times its own synthesis. The `prove` and
+    /// `fft_h` phases come from bellperson's log lines: install [`crate::logbridge`] first.
     pub fn prove(
         &self,
         circuits: Vec<PartitionCircuit>,

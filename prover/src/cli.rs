@@ -117,12 +117,22 @@ pub fn main() -> i32 {
                 let _ = e.print();
                 return 0;
             }
+            // clap's message may continue on indented lines (e.g. the missing arguments)
+            // before a blank line and the usage: fold that first paragraph into one line.
             let text = e.to_string();
-            let first = text
+            let para: Vec<&str> = text
                 .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments");
-            return usage(first.trim().trim_start_matches("error: "));
+                .map(str::trim)
+                .skip_while(|l| l.is_empty())
+                .take_while(|l| !l.is_empty())
+                .collect();
+            let msg = para.join(" ");
+            let msg = msg.trim_start_matches("error: ");
+            return usage(if msg.is_empty() {
+                "invalid arguments"
+            } else {
+                msg
+            });
         }
     };
     run(cli)

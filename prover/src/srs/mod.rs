@@ -189,7 +189,12 @@ fn try_disk(path: &Path, layout: &Layout, opts: &SrsOptions, emitter: &Emitter) 
             Arc::new(move || (r.load(Relaxed), size)),
             opts.progress_line,
         );
-        cache::load(path, &layout.shape_id(), Some(read.clone()))
+        let r = cache::load(path, &layout.shape_id(), Some(read.clone()));
+        // The counter covers the payload; the final progress event covers the whole file.
+        if r.is_ok() {
+            read.store(size, Relaxed);
+        }
+        r
     };
     match res {
         Ok(params) => Some(Srs {

@@ -1,0 +1,151 @@
+//! Helpers for driving the real `provetop-prover` binary.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::CommandCargoExt;
+use provetop_shared::protocol::{parse_event, Event, EventMsg};
+
+/// Tiny workload: proofs take well under a second even in a debug build.
+pub const TINY: [&str; 4] = ["--partitions", "2", "--constraints", "1024"];
+
+pub fn bin() -> Command {
+    Command::cargo_bin("provetop-prover").expect("binary built")
+}
+
+pub fn parse_all(out: &[u8]) -> Vec<EventMsg> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| parse_event(l).unwrap_or_else(|e| panic!("bad event line {l:?}: {e}")))
+        .collect()
+}
+
+pub fn kinds(ev: &[EventMsg]) -> Vec<&'static str> {
+    ev.iter().map(|m| m.event.kind()).collect()
+}
+
+pub fn pos(ev: &[EventMsg], f: impl Fn(&Event) -> bool) -> Option<usize> {
+    ev.iter().position(|m| f(&m.event))
+}
+
+/// A daemon with piped stdin/stdout; events are parsed as they arrive.
+pub struct Daemon {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    rx: mpsc::Receiver<EventMsg>,
+    pub seen: Vec<EventMsg>,
+}
+
+impl Daemon {
+    pub fn spawn(args: &[&str], cache: &Path) -> Daemon {
+        let mut child = bin()
+            .arg("--daemon")
+            .args(args)
+            .arg("--srs-cache")
+            .arg(cache)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn prover");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let msg = parse_event(&line).unwrap_or_else(|e| panic!("bad event {line:?}: {e}"));
+                if tx.send(msg).is_err() {
+                    break;
+                }
+            }
+        });
+        Daemon {
+            stdin: child.stdin.take(),
+            child,
+            rx,
+            seen: Vec::new(),
+        }
+    }
+
+    pub fn send(&mut self, line: &str) {
+        let s = self.stdin.as_mut().expect("stdin open");
+        writeln!(s, "{line}").expect("write control");
+        s.flush().expect("flush");
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Wait for the first event (after those already seen) matching `f`.
+    pub fn wait_for(&mut self, what: &str, f: impl Fn(&Event) -> bool) -> EventMsg {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(m) => {
+                    self.seen.push(m.clone());
+                    if f(&m.event) {
+                        return m;
+                    }
+                }
+                Err(_) => panic!("timed out waiting for {what}; seen {:?}", kinds(&self.seen)),
+            }
+        }
+    }
+
+    /// Events arriving within `d` (none expected to match `f`).
+    pub fn none_within(&mut self, d: Duration, f: impl Fn(&Event) -> bool) -> bool {
+        let deadline = Instant::now() + d;
+        while let Ok(m) = self
+            .rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            let hit = f(&m.event);
+            self.seen.push(m);
+            if hit {
+                return false;
+            }
+        }
+        true
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Close stdin, wait for exit; returns the status and every event.
+    pub fn finish(mut self) -> (ExitStatus, Vec<EventMsg>) {
+        self.stdin = None;
+        self.wait()
+    }
+
+    /// Wait for exit with stdin still open; returns the status and every event.
+    pub fn wait(mut self) -> (ExitStatus, Vec<EventMsg>) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().expect("wait") {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("prover did not exit; seen {:?}", kinds(&self.seen));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        while let Ok(m) = self.rx.recv_timeout(Duration::from_secs(5)) {
+            self.seen.push(m);
+        }
+        (status, self.seen)
+    }
+}
+
+pub fn sigterm(pid: i32) {
+    let pid = rustix::process::Pid::from_raw(pid).expect("pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("kill");
+}
