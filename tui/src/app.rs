@@ -98,8 +98,8 @@ pub struct Flash {
     pub text: String,
     /// Whether it is bad news.
     pub error: bool,
-    /// Clock time it was set (it fades after a few seconds).
-    pub at: u64,
+    /// When it was set (it fades after a few seconds of wall time).
+    pub at: std::time::Instant,
 }
 
 /// Everything the screen draws.
@@ -169,7 +169,12 @@ impl App {
     /// `(start, end)` of the time window.
     pub fn window(&self) -> (u64, u64) {
         let end = self.window_end();
-        (end.saturating_sub(self.view.window_ns()), end)
+        let w = self.view.window_ns();
+        if matches!(self.screen, Screen::Replay(_)) && end < self.origin.saturating_add(w) {
+            // Early in a replay the window starts at the beginning and fills up to the right.
+            return (self.origin, self.origin.saturating_add(w));
+        }
+        (end.saturating_sub(w), end)
     }
 
     /// Set a footer message.
@@ -177,7 +182,7 @@ impl App {
         self.flash = Some(Flash {
             text: text.into(),
             error,
-            at: self.clock,
+            at: std::time::Instant::now(),
         });
     }
 
@@ -213,7 +218,8 @@ impl App {
                 let step = (t1 - t0) / cols;
                 let cur = self.view.cursor.unwrap_or(t1).clamp(t0, t1);
                 let next = if self.view.cursor.is_none() {
-                    t1
+                    // Appear at the newest data (the replay position may be left of the edge).
+                    t1.min(self.clock.max(t0))
                 } else if d < 0 {
                     cur.saturating_sub(step * d.unsigned_abs() as u64)
                 } else {

@@ -34,11 +34,11 @@ pub fn run(s: Setup, spec: ChildSpec) -> anyhow::Result<i32> {
     let argv = spec.argv.clone();
     let mut m = model(s.thresholds);
     let code = rt.block_on(async {
-        start_recording(s.record.as_deref(), argv.clone(), s.sampler.hz)?;
         let (tx, rx) = mpsc::channel(16_384);
         let mut sup = supervisor::spawn(spec, tx)
             .await
             .with_context(|| format!("cannot start {}", argv[0]))?;
+        start_recording(s.record.as_deref(), argv.clone(), s.sampler.hz)?;
         let pid = sup.pid().unwrap_or(0);
         let sampler = sampler::spawn(s.sampler.clone(), pid).context("cannot start the sampler")?;
         let mut c = Collector::new(Some(sampler), Some(rx), Some(sup.pid_watch()), s.rules, s.hook);

@@ -210,6 +210,7 @@ pub struct Collector {
     reported_drops: u64,
     watched: Option<u32>,
     watched_gone: bool,
+    hook_failed: bool,
     /// Print alerts to stderr (headless).
     pub alerts_to_stderr: bool,
 }
@@ -233,6 +234,7 @@ impl Collector {
             reported_drops: 0,
             watched: None,
             watched_gone: false,
+            hook_failed: false,
             alerts_to_stderr: false,
         }
     }
@@ -251,10 +253,21 @@ impl Collector {
             if self.alerts_to_stderr {
                 eprintln!("provetop: {}", alert_line(&a));
             }
-            if let Some(h) = &self.hook {
-                alerts::run_hook(h, &a, rec.t);
-            }
             self.store(model, &r);
+            if let Some(h) = &self.hook {
+                if let Err(e) = alerts::spawn_hook(h, &a, rec.t) {
+                    if !self.hook_failed {
+                        // Said once: a broken hook must not flood the log.
+                        self.hook_failed = true;
+                        let text = format!("alert hook {:?} cannot start: {e}", h[0]);
+                        if self.alerts_to_stderr {
+                            eprintln!("provetop: {text}");
+                        }
+                        let w = Record::new(rec.t, RecordBody::Mark(Mark::Warning { text }));
+                        self.store(model, &w);
+                    }
+                }
+            }
         }
     }
 
@@ -346,9 +359,10 @@ impl Collector {
 /// "ALERT warn rss > 1GiB: rss 1.2 GiB > 1.0 GiB" / "cleared …".
 pub fn alert_line(a: &Alert) -> String {
     let lvl = format!("{:?}", a.level).to_lowercase();
+    let rule = a.rule.strip_prefix(&format!("{lvl}:")).unwrap_or(&a.rule).trim();
     match a.state {
-        AlertState::Firing => format!("ALERT {lvl} {}: {}", a.rule, a.message),
-        AlertState::Cleared => format!("alert cleared {}: {}", a.rule, a.message),
+        AlertState::Firing => format!("ALERT {lvl}: {rule}: {}", a.message),
+        AlertState::Cleared => format!("alert cleared: {rule}: {}", a.message),
     }
 }
 
@@ -586,11 +600,13 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
     crate::terminal::install_panic_hook();
     let rt = runtime()?;
     let result = rt.block_on(async {
-        start_recording(s.record.as_deref(), argv.clone(), s.sampler.hz)?;
         let (tx, rx) = mpsc::channel(16_384);
         let sup = supervisor::spawn(spec, tx)
             .await
             .with_context(|| format!("cannot start {}", argv[0]))?;
+        // Only now: a command that cannot start leaves no empty session behind. The child's
+        // first records wait in the channel.
+        start_recording(s.record.as_deref(), argv.clone(), s.sampler.hz)?;
         let pid = sup.pid().unwrap_or(0);
         let sampler = sampler::spawn(s.sampler.clone(), pid).context("cannot start the sampler")?;
         let collector = Collector::new(

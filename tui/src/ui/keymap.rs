@@ -142,7 +142,7 @@ pub const GLOBAL: Section = Section {
     title: "general",
     bindings: &[
         b(&[k('?'), code(KeyCode::F(1))], "?", "show/hide this help", Action::Help),
-        b(&[k('q'), ctrl('c')], "q", "quit (stops the supervised prover)", Action::Quit),
+        b(&[k('q'), ctrl('c')], "q", "quit (stops the prover)", Action::Quit),
         b(&[code(KeyCode::Esc)], "Esc", "close help, hide the cursor", Action::Escape),
     ],
 };
@@ -151,10 +151,10 @@ pub const GLOBAL: Section = Section {
 pub const LIVE_VIEW: Section = Section {
     title: "view",
     bindings: &[
-        b(&[k('+'), k('=')], "+", "zoom in (shorter time window)", Action::ZoomIn),
-        b(&[k('-'), k('_')], "-", "zoom out (longer time window)", Action::ZoomOut),
-        b(&[k('f')], "f", "freeze/unfreeze the view (recording goes on)", Action::Freeze),
-        b(&[code(KeyCode::Left), k(',')], "←", "cursor left (exact values under it)", Action::Cursor(-1)),
+        b(&[k('+'), k('=')], "+", "zoom in (shorter window)", Action::ZoomIn),
+        b(&[k('-'), k('_')], "-", "zoom out (longer window)", Action::ZoomOut),
+        b(&[k('f')], "f", "freeze/unfreeze the view", Action::Freeze),
+        b(&[code(KeyCode::Left), k(',')], "←", "cursor left: exact values", Action::Cursor(-1)),
         b(&[code(KeyCode::Right), k('.')], "→", "cursor right", Action::Cursor(1)),
         b(&[shift(KeyCode::Left)], "Shift ←", "cursor left, 10 columns", Action::Cursor(-10)),
         b(&[shift(KeyCode::Right)], "Shift →", "cursor right, 10 columns", Action::Cursor(10)),
@@ -167,10 +167,10 @@ pub const PROVER: Section = Section {
     bindings: &[
         b(&[k('p')], "p", "pause / resume the prover", Action::PauseResume),
         b(&[k('n')], "n", "prove now (one more proof)", Action::ProveNow),
-        b(&[k('1')], "1", "mode single: one sector, partitions in parallel", Action::SetMode(BatchMode::Single)),
-        b(&[k('2')], "2", "mode batch:2: two sectors per prove call", Action::SetMode(BatchMode::Batch(2))),
-        b(&[k('3')], "3", "mode sps: one partition at a time (low peak)", Action::SetMode(BatchMode::Sps)),
-        b(&[k('4')], "4", "mode pipelined:2: synthesis overlaps proving", Action::SetMode(BatchMode::Pipelined(2))),
+        b(&[k('1')], "1", "mode single (one sector)", Action::SetMode(BatchMode::Single)),
+        b(&[k('2')], "2", "mode batch:2 (two sectors)", Action::SetMode(BatchMode::Batch(2))),
+        b(&[k('3')], "3", "mode sps (partition by partition)", Action::SetMode(BatchMode::Sps)),
+        b(&[k('4')], "4", "mode pipelined:2 (overlapped)", Action::SetMode(BatchMode::Pipelined(2))),
     ],
 };
 
@@ -198,9 +198,9 @@ pub const PLAYBACK: Section = Section {
 pub const REPLAY_VIEW: Section = Section {
     title: "view",
     bindings: &[
-        b(&[k('z')], "z", "zoom in (shorter time window)", Action::ZoomIn),
-        b(&[k('Z')], "Z", "zoom out (longer time window)", Action::ZoomOut),
-        b(&[k(',')], ",", "cursor left (exact values under it)", Action::Cursor(-1)),
+        b(&[k('z')], "z", "zoom in (shorter window)", Action::ZoomIn),
+        b(&[k('Z')], "Z", "zoom out (longer window)", Action::ZoomOut),
+        b(&[k(',')], ",", "cursor left: exact values", Action::Cursor(-1)),
         b(&[k('.')], ".", "cursor right", Action::Cursor(1)),
         b(&[k('<')], "<", "cursor left, 10 columns", Action::Cursor(-10)),
         b(&[k('>')], ">", "cursor right, 10 columns", Action::Cursor(10)),

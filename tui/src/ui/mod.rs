@@ -31,6 +31,9 @@ use provetop_shared::units::{GIB, KIB, MIB, TIB};
 
 use crate::app::{App, Screen, NS};
 
+/// How long a footer message stays.
+pub const FLASH_FOR: std::time::Duration = std::time::Duration::from_secs(4);
+
 /// Smallest screen drawn in full.
 pub const MIN_W: u16 = 40;
 /// Smallest screen height drawn in full.
@@ -154,7 +157,7 @@ fn footer(buf: &mut Buffer, area: Rect, app: &App) {
     let fresh = app
         .flash
         .as_ref()
-        .filter(|fl| app.clock.saturating_sub(fl.at) < 4 * NS || matches!(app.screen, Screen::Replay(_)) && !app.view.help);
+        .filter(|fl| fl.at.elapsed() < FLASH_FOR);
     if let Some(fl) = fresh {
         let style = if fl.error { t.bad() } else { t.bold() };
         spans.push(Span::styled(fl.text.clone(), style));
