@@ -45,11 +45,15 @@ pub fn build_kind() -> BackendKind {
 /// GPUs the backend will use, for `hello` (none on the CPU backend; GPU builds list the
 /// devices here).
 pub fn detect_gpus() -> Vec<GpuInfo> {
-    Vec::new()
+    crate::gpu::detect()
 }
 
 /// Parameters resident for the daemon's life, and the prover that uses them.
 pub struct Backend {
+    // Declared before `params`: unregistered before the vectors it pinned are freed.
+    #[cfg(feature = "cuda")]
+    pinned_srs: Option<crate::gpu::PinnedSrs>,
+    pinned_bytes: u64,
     params: Parameters<Bls12>,
     pvk: PreparedVerifyingKey<Bls12>,
     srs_bytes: u64,
@@ -80,8 +84,38 @@ impl Backend {
             bellperson::groth16::SuprasealParameters::<Bls12>::new(path)
                 .map_err(|e| BackendError::Load(e.to_string()))?
         };
+        // supraseal holds the SRS in pinned memory on the C++ side: keep only the verifying
+        // key here, or the SRS would be resident twice.
+        #[cfg(feature = "supraseal")]
+        let (params, pinned_bytes) = (
+            crate::gpu::vk_only(&srs.params),
+            crate::gpu::supraseal_pinned_bytes(&srs.params),
+        );
+        #[cfg(not(feature = "supraseal"))]
+        let params = srs.params;
+        // cuda: page-lock the resident bases so every multiexp's upload is DMA
+        // (PROVETOP_PIN_SRS=0 turns it off, to measure the difference).
+        #[cfg(feature = "cuda")]
+        let pinned_srs = if std::env::var("PROVETOP_PIN_SRS").as_deref() == Ok("0") {
+            None
+        } else {
+            match crate::gpu::PinnedSrs::register(&params) {
+                Ok(p) => Some(p),
+                Err(why) => {
+                    log::warn!("SRS stays pageable: {why}");
+                    None
+                }
+            }
+        };
+        #[cfg(all(feature = "cuda", not(feature = "supraseal")))]
+        let pinned_bytes = pinned_srs.as_ref().map_or(0, |p| p.bytes());
+        #[cfg(not(any(feature = "cuda", feature = "supraseal")))]
+        let pinned_bytes = 0;
         Ok(Backend {
-            params: srs.params,
+            #[cfg(feature = "cuda")]
+            pinned_srs,
+            pinned_bytes,
+            params,
             pvk,
             srs_bytes,
             #[cfg(feature = "supraseal")]
@@ -110,7 +144,7 @@ impl Backend {
 
     /// Bytes this process pinned (cudaHostAlloc/cudaHostRegister); 0 on the CPU.
     pub fn pinned_bytes(&self) -> u64 {
-        0
+        self.pinned_bytes
     }
 
     /// Bytes held on GPUs between proofs; 0 on the CPU.

@@ -18,6 +18,7 @@ pub mod circuit;
 pub mod cli;
 pub mod daemon;
 pub mod events;
+pub mod gpu;
 pub mod heap;
 pub mod job;
 pub mod logbridge;
