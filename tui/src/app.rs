@@ -22,7 +22,20 @@ use crate::ui::theme::Theme;
 
 /// Time-window zoom levels, seconds.
 pub const ZOOMS: &[u64] = &[
-    5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 2 * 3600, 6 * 3600, 12 * 3600, 24 * 3600,
+    5,
+    10,
+    20,
+    30,
+    60,
+    120,
+    300,
+    600,
+    1800,
+    3600,
+    2 * 3600,
+    6 * 3600,
+    12 * 3600,
+    24 * 3600,
 ];
 
 /// Nanoseconds per second.
@@ -200,11 +213,17 @@ impl App {
             }
             Action::ZoomIn => {
                 self.view.zoom = self.view.zoom.saturating_sub(1);
-                self.flash(format!("window {}", fmt_window(self.view.window_ns())), false);
+                self.flash(
+                    format!("window {}", fmt_window(self.view.window_ns())),
+                    false,
+                );
             }
             Action::ZoomOut => {
                 self.view.zoom = (self.view.zoom + 1).min(ZOOMS.len() - 1);
-                self.flash(format!("window {}", fmt_window(self.view.window_ns())), false);
+                self.flash(
+                    format!("window {}", fmt_window(self.view.window_ns())),
+                    false,
+                );
             }
             Action::Freeze => {
                 self.view.frozen = match self.view.frozen {
@@ -228,7 +247,8 @@ impl App {
                 self.view.cursor = Some(next.clamp(t0, t1));
             }
             Action::LogOlder => {
-                self.view.log_back = (self.view.log_back + 3).min(self.model.log.len().saturating_sub(1))
+                self.view.log_back =
+                    (self.view.log_back + 3).min(self.model.log.len().saturating_sub(1))
             }
             Action::LogNewer => self.view.log_back = self.view.log_back.saturating_sub(3),
             other => return Some(other),

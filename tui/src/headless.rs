@@ -21,7 +21,11 @@ fn model(t: Thresholds) -> Model {
 
 fn report(m: &Model) {
     if let Some(p) = finish_recording() {
-        eprintln!("provetop: session recorded to {} ({} records)", p.display(), m.records());
+        eprintln!(
+            "provetop: session recorded to {} ({} records)",
+            p.display(),
+            m.records()
+        );
     }
 }
 
@@ -41,7 +45,13 @@ pub fn run(s: Setup, spec: ChildSpec) -> anyhow::Result<i32> {
         start_recording(s.record.as_deref(), argv.clone(), s.sampler.hz)?;
         let pid = sup.pid().unwrap_or(0);
         let sampler = sampler::spawn(s.sampler.clone(), pid).context("cannot start the sampler")?;
-        let mut c = Collector::new(Some(sampler), Some(rx), Some(sup.pid_watch()), s.rules, s.hook);
+        let mut c = Collector::new(
+            Some(sampler),
+            Some(rx),
+            Some(sup.pid_watch()),
+            s.rules,
+            s.hook,
+        );
         c.alerts_to_stderr = true;
         let mut tick = tokio::time::interval(TICK);
         let stop = stop_signal();

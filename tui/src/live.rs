@@ -88,7 +88,8 @@ pub fn setup(opts: &MonitorOpts) -> anyhow::Result<Setup> {
     }
     if file.default_rule != Some(false) {
         let total = mem_total().unwrap_or(0);
-        let cg = provetop_collect::cgroup::MemCgroup::of_pid(std::process::id()).and_then(|c| c.max());
+        let cg =
+            provetop_collect::cgroup::MemCgroup::of_pid(std::process::id()).and_then(|c| c.max());
         rules.extend(alerts::default_rules(total, cg));
     }
     let hook = match &opts.on_alert {
@@ -103,7 +104,11 @@ pub fn setup(opts: &MonitorOpts) -> anyhow::Result<Setup> {
     };
     let mut thresholds = opts.thresholds;
     if thresholds == Thresholds::default() && file.thresholds.len() == 4 {
-        let g: Vec<f64> = file.thresholds.iter().map(|b| *b as f64 / GIB as f64).collect();
+        let g: Vec<f64> = file
+            .thresholds
+            .iter()
+            .map(|b| *b as f64 / GIB as f64)
+            .collect();
         thresholds = Thresholds {
             idle: g[0],
             gpu: g[1],
@@ -145,12 +150,20 @@ pub fn default_session_path() -> anyhow::Result<PathBuf> {
                 .filter(|v| !v.is_empty())
                 .map(|h| PathBuf::from(h).join(".local/state"))
         })
-        .ok_or_else(|| anyhow::anyhow!("neither XDG_STATE_HOME nor HOME is set: pass --record FILE or --no-record"))?;
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "neither XDG_STATE_HOME nor HOME is set: pass --record FILE or --no-record"
+            )
+        })?;
     let dir = base.join("provetop").join("sessions");
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create the session directory {}", dir.display()))?;
     let secs = provetop_shared::clock::wall_ns() / 1_000_000_000;
-    Ok(dir.join(format!("provetop-{}-{}.ptop", utc_stamp(secs), std::process::id())))
+    Ok(dir.join(format!(
+        "provetop-{}-{}.ptop",
+        utc_stamp(secs),
+        std::process::id()
+    )))
 }
 
 /// "20250101-120000" (UTC) from unix seconds.
@@ -359,7 +372,11 @@ impl Collector {
 /// "ALERT warn rss > 1GiB: rss 1.2 GiB > 1.0 GiB" / "cleared …".
 pub fn alert_line(a: &Alert) -> String {
     let lvl = format!("{:?}", a.level).to_lowercase();
-    let rule = a.rule.strip_prefix(&format!("{lvl}:")).unwrap_or(&a.rule).trim();
+    let rule = a
+        .rule
+        .strip_prefix(&format!("{lvl}:"))
+        .unwrap_or(&a.rule)
+        .trim();
     match a.state {
         AlertState::Firing => format!("ALERT {lvl}: {rule}: {}", a.message),
         AlertState::Cleared => format!("alert cleared: {rule}: {}", a.message),
@@ -521,7 +538,10 @@ impl Driver for LiveDriver {
         let Some(sup) = &self.supervisor else { return };
         let text = control_text(&control);
         if !app.model.has_events() {
-            app.flash(format!("{text}: the child does not speak the provetop protocol"), true);
+            app.flash(
+                format!("{text}: the child does not speak the provetop protocol"),
+                true,
+            );
             return;
         }
         if sup.send(control) {
@@ -581,7 +601,10 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
         },
     };
     if !(args.grace.is_finite() && args.grace >= 0.0) {
-        anyhow::bail!("--grace {}: must be a non-negative number of seconds", args.grace);
+        anyhow::bail!(
+            "--grace {}: must be a non-negative number of seconds",
+            args.grace
+        );
     }
     let spec = ChildSpec {
         argv: argv.clone(),
@@ -667,15 +690,22 @@ pub fn main_watch(args: &WatchArgs) -> anyhow::Result<i32> {
     let rt = runtime()?;
     let result = rt.block_on(async {
         start_recording(s.record.as_deref(), command, s.sampler.hz)?;
-        let sampler = sampler::spawn(s.sampler.clone(), args.pid).context("cannot start the sampler")?;
-        let mut collector = Collector::new(Some(sampler), None, None, s.rules.clone(), s.hook.clone());
+        let sampler =
+            sampler::spawn(s.sampler.clone(), args.pid).context("cannot start the sampler")?;
+        let mut collector =
+            Collector::new(Some(sampler), None, None, s.rules.clone(), s.hook.clone());
         collector.watch_pid(args.pid);
         let mut driver = LiveDriver {
             collector,
             supervisor: None,
             told_exit: false,
         };
-        let mut app = App::new(Screen::Watch { pid: args.pid }, s.thresholds, Theme::from_env(), mono_ns());
+        let mut app = App::new(
+            Screen::Watch { pid: args.pid },
+            s.thresholds,
+            Theme::from_env(),
+            mono_ns(),
+        );
         app.rule_lines = rule_lines(&s.rules);
         app.recording = s.record.as_ref().map(|p| p.display().to_string());
         let note = Record::new(
@@ -726,7 +756,9 @@ mod tests {
         assert!(check_watch_pid(std::process::id()).is_ok());
         let e = check_watch_pid(0).unwrap_err().to_string();
         assert!(e.contains("not a process id"), "{e}");
-        let e = check_watch_pid(i32::MAX as u32 - 1).unwrap_err().to_string();
+        let e = check_watch_pid(i32::MAX as u32 - 1)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no process with pid"), "{e}");
         if nix::unistd::geteuid().as_raw() != 0 {
             let e = check_watch_pid(1).unwrap_err().to_string();
@@ -737,11 +769,24 @@ mod tests {
     #[test]
     fn own_command_refuses_prover_flags() {
         use clap::Parser;
-        let cli = crate::cli::Cli::try_parse_from(["provetop", "run", "--partitions", "2", "--", "sleep", "1"]).unwrap();
-        let Some(crate::cli::Command::Run(a)) = cli.command else { panic!() };
+        let cli = crate::cli::Cli::try_parse_from([
+            "provetop",
+            "run",
+            "--partitions",
+            "2",
+            "--",
+            "sleep",
+            "1",
+        ])
+        .unwrap();
+        let Some(crate::cli::Command::Run(a)) = cli.command else {
+            panic!()
+        };
         assert!(child_argv(&a).is_err());
         let cli = crate::cli::Cli::try_parse_from(["provetop", "run", "--", "sleep", "1"]).unwrap();
-        let Some(crate::cli::Command::Run(a)) = cli.command else { panic!() };
+        let Some(crate::cli::Command::Run(a)) = cli.command else {
+            panic!()
+        };
         assert_eq!(child_argv(&a).unwrap(), vec!["sleep", "1"]);
     }
 }

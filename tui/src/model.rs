@@ -982,15 +982,12 @@ impl Model {
         let i = self
             .spans
             .partition_point(|s| s.end.unwrap_or(s.start) < t0);
-        self.spans
-            .range(i..)
-            .filter(move |s| s.start <= t1)
-            .chain(
-                self.open
-                    .iter()
-                    .chain(self.srs_open.as_ref())
-                    .filter(move |s| s.start <= t1),
-            )
+        self.spans.range(i..).filter(move |s| s.start <= t1).chain(
+            self.open
+                .iter()
+                .chain(self.srs_open.as_ref())
+                .filter(move |s| s.start <= t1),
+        )
     }
 
     /// Phase spans covering time `t`.
@@ -1435,6 +1432,9 @@ mod tests {
             },
         ));
         let srs = m.spans.back().unwrap();
-        assert_eq!((srs.phase.clone(), srs.start, srs.end), (Phase::SrsGenerate, 3 * S, Some(5 * S)));
+        assert_eq!(
+            (srs.phase.clone(), srs.start, srs.end),
+            (Phase::SrsGenerate, 3 * S, Some(5 * S))
+        );
     }
 }

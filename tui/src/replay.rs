@@ -138,7 +138,10 @@ impl Driver for ReplayDriver {
             }
             Action::SpeedUp | Action::SpeedDown => {
                 if let Some(p) = Self::playback(app) {
-                    let i = SPEEDS.iter().position(|s| *s >= p.speed).unwrap_or(SPEEDS.len() - 1);
+                    let i = SPEEDS
+                        .iter()
+                        .position(|s| *s >= p.speed)
+                        .unwrap_or(SPEEDS.len() - 1);
                     let i = if a == Action::SpeedUp {
                         (i + 1).min(SPEEDS.len() - 1)
                     } else {
@@ -183,7 +186,8 @@ impl Driver for ReplayDriver {
 
 /// Parse `--start`: seconds from the beginning ("90", "2m", "1h").
 pub fn parse_start(s: &str) -> anyhow::Result<u64> {
-    let secs = provetop_shared::units::parse_duration_s(s).map_err(|e| anyhow::anyhow!("--start: {e}"))?;
+    let secs =
+        provetop_shared::units::parse_duration_s(s).map_err(|e| anyhow::anyhow!("--start: {e}"))?;
     if !(secs.is_finite() && secs >= 0.0) {
         anyhow::bail!("--start {s:?}: must be a non-negative time");
     }
@@ -206,7 +210,9 @@ pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
             anyhow::bail!(
                 "--start {}: the recording is only {} long",
                 args.start.as_deref().unwrap_or(""),
-                provetop_shared::units::fmt_secs((driver.store().end() - driver.store().start()) as f64 / NS as f64)
+                provetop_shared::units::fmt_secs(
+                    (driver.store().end() - driver.store().start()) as f64 / NS as f64
+                )
             );
         }
         driver.seek(&mut app, t);
@@ -227,7 +233,14 @@ pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
     let result = rt.block_on(async {
         let mut tui = crate::terminal::Tui::enter()?;
         let input = crossterm::event::EventStream::new();
-        app::run(&mut tui.terminal, &mut app, &mut driver, input, crate::live::stop_signal()).await
+        app::run(
+            &mut tui.terminal,
+            &mut app,
+            &mut driver,
+            input,
+            crate::live::stop_signal(),
+        )
+        .await
     });
     crate::terminal::restore();
     for w in &warnings {
@@ -274,7 +287,10 @@ mod tests {
         assert_eq!(app.clock, start + 50 * NS);
         assert!(app.model.prover.proofs_done < done);
         // Same state as applying the records directly.
-        assert_eq!(app.model.records(), d.store().index_at(start + 50 * NS) as u64);
+        assert_eq!(
+            app.model.records(),
+            d.store().index_at(start + 50 * NS) as u64
+        );
         d.act(&mut app, Action::NextPhase);
         let t = app.clock;
         assert!(t > start + 50 * NS);
@@ -287,15 +303,21 @@ mod tests {
         for _ in 0..20 {
             d.act(&mut app, Action::SpeedUp);
         }
-        let Screen::Replay(p) = &app.screen else { panic!() };
+        let Screen::Replay(p) = &app.screen else {
+            panic!()
+        };
         assert_eq!(p.speed, 64.0);
         for _ in 0..20 {
             d.act(&mut app, Action::SpeedDown);
         }
-        let Screen::Replay(p) = &app.screen else { panic!() };
+        let Screen::Replay(p) = &app.screen else {
+            panic!()
+        };
         assert_eq!(p.speed, 0.25);
         d.act(&mut app, Action::PlayPause);
-        let Screen::Replay(p) = &app.screen else { panic!() };
+        let Screen::Replay(p) = &app.screen else {
+            panic!()
+        };
         assert!(!p.playing);
         assert!(!d.poll(&mut app));
     }

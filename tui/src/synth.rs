@@ -98,7 +98,7 @@ impl Synth {
         let id = cycle + 1;
         let parts = self.cfg.partitions;
         // An edge is crossed when the cycle position passes it (also across a wrap).
-        let cross = |edge: f64| (prev_x < edge && x >= edge) || (prev_x > x && edge <= x);
+        let cross = |edge: f64| x >= edge && (prev_x < edge || prev_x > x);
         let wrap = prev_x > x;
         if wrap || (cycle == 0 && self.i == 2) {
             self.ev(
@@ -111,7 +111,12 @@ impl Synth {
                     constraints: parts as u64 * 1000,
                 },
             );
-            self.ev(t, Event::State { state: ProverState::Proving });
+            self.ev(
+                t,
+                Event::State {
+                    state: ProverState::Proving,
+                },
+            );
             for p in 0..parts {
                 self.ev(
                     t,
@@ -177,7 +182,12 @@ impl Synth {
                     error: None,
                 },
             );
-            self.ev(t, Event::State { state: ProverState::Idle });
+            self.ev(
+                t,
+                Event::State {
+                    state: ProverState::Idle,
+                },
+            );
         }
     }
 
@@ -246,7 +256,11 @@ impl Iterator for Synth {
         let cycle = (secs / self.cfg.proof_s) as u64;
         let x = (secs / self.cfg.proof_s).fract();
         let prev_secs = (i.max(1) - 1) as f64 / self.cfg.hz;
-        let prev_x = if i == 0 { 0.99 } else { (prev_secs / self.cfg.proof_s).fract() };
+        let prev_x = if i == 0 {
+            0.99
+        } else {
+            (prev_secs / self.cfg.proof_s).fract()
+        };
         if i > 0 {
             self.events_at(t, prev_x, x, cycle);
         }
@@ -264,7 +278,11 @@ impl Iterator for Synth {
             vm_pin: Some(0),
             pinned: Some(self.cfg.floor / 2),
             pinned_reported: None,
-            gpu_used: Some(if (0.45..0.9).contains(&x) { self.cfg.floor / 4 } else { MIB * 300 }),
+            gpu_used: Some(if (0.45..0.9).contains(&x) {
+                self.cfg.floor / 4
+            } else {
+                MIB * 300
+            }),
             gpus: vec![],
             mem_available: Some(512 * GIB - rss),
             mem_total: Some(512 * GIB),
@@ -272,7 +290,8 @@ impl Iterator for Synth {
             cgroup_max: None,
             procs: 1,
         };
-        self.pending.push_back(Record::new(t, RecordBody::Sample(sample)));
+        self.pending
+            .push_back(Record::new(t, RecordBody::Sample(sample)));
         self.pending.pop_front()
     }
 }
@@ -297,7 +316,13 @@ mod tests {
         assert_eq!(m.series.total(), 1200);
         assert!(m.prover.proofs_done >= 6, "{}", m.prover.proofs_done);
         assert!(m.spans.iter().any(|s| s.phase == Phase::MsmH));
-        assert!(m.spans.iter().filter(|s| s.phase == Phase::Synthesis).count() >= 24);
+        assert!(
+            m.spans
+                .iter()
+                .filter(|s| s.phase == Phase::Synthesis)
+                .count()
+                >= 24
+        );
         // Records are in time order.
         assert!(recs.windows(2).all(|w| w[0].t <= w[1].t));
     }

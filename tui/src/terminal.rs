@@ -5,7 +5,9 @@ use std::io::{self, Stdout, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::cursor::Show;
-use crossterm::terminal::{disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen};
+use crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
 use crossterm::{cursor::Hide, execute};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
@@ -37,7 +39,8 @@ impl Tui {
         if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
             anyhow::bail!("standard input/output is not a terminal (use `provetop run --headless` without one)");
         }
-        enable_raw_mode().map_err(|e| anyhow::anyhow!("cannot put the terminal in raw mode: {e}"))?;
+        enable_raw_mode()
+            .map_err(|e| anyhow::anyhow!("cannot put the terminal in raw mode: {e}"))?;
         ACTIVE.store(true, Ordering::SeqCst);
         let mut out = io::stdout();
         if let Err(e) = execute!(out, EnterAlternateScreen, Hide) {

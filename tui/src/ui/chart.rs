@@ -106,7 +106,24 @@ pub fn nice_max(v: u64) -> u64 {
 /// A round tick step (ns) giving at most `max_ticks` ticks over `span`.
 pub fn tick_step(span: u64, max_ticks: u64) -> u64 {
     const STEPS: &[u64] = &[
-        1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600, 86400,
+        1,
+        2,
+        5,
+        10,
+        15,
+        30,
+        60,
+        120,
+        300,
+        600,
+        900,
+        1800,
+        3600,
+        7200,
+        3 * 3600,
+        6 * 3600,
+        12 * 3600,
+        86400,
     ];
     STEPS
         .iter()
@@ -195,7 +212,13 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
         Some(c) => m.value_at(c),
         None => latest,
     };
-    title_line(buf, Rect::new(area.x, area.y, area.width, 1), app, "memory", legend(app, shown.as_ref()));
+    title_line(
+        buf,
+        Rect::new(area.x, area.y, area.width, 1),
+        app,
+        "memory",
+        legend(app, shown.as_ref()),
+    );
 
     let mut grid = Braille::new(plot.width, plot.height);
     let ncols = grid.dots_w() as usize;
@@ -279,9 +302,19 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
         buf.set_string(area.x + gutter - 1, plot.y + r, "│", dim);
     }
     let label_at = |buf: &mut Buffer, row: u16, v: u64| {
-        let s = if v == 0 { "0".to_string() } else { short_bytes(v) };
+        let s = if v == 0 {
+            "0".to_string()
+        } else {
+            short_bytes(v)
+        };
         let w = (gutter - 1) as usize;
-        buf.set_stringn(area.x, plot.y + row, format!("{s:>w$}┤"), gutter as usize, dim);
+        buf.set_stringn(
+            area.x,
+            plot.y + row,
+            format!("{s:>w$}┤"),
+            gutter as usize,
+            dim,
+        );
     };
     label_at(buf, 0, top);
     if plot.height >= 5 {
@@ -300,7 +333,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
     let max_ticks = (plot.width / 12).max(1) as u64;
     let step = tick_step(span, max_ticks);
     let origin = if live { t1 } else { app.origin };
-    let col = |tt: u64| -> u16 { ((tt - t0) as u128 * (plot.width as u128 - 1) / span as u128) as u16 };
+    let col =
+        |tt: u64| -> u16 { ((tt - t0) as u128 * (plot.width as u128 - 1) / span as u128) as u16 };
     let mut ticks: Vec<u64> = Vec::new();
     if live {
         let mut tt = t1;
@@ -325,7 +359,11 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
         let label = if live {
             let back = t1 - tt;
             if back == 0 {
-                if app.view.frozen.is_some() { "frozen".to_string() } else { "now".to_string() }
+                if app.view.frozen.is_some() {
+                    "frozen".to_string()
+                } else {
+                    "now".to_string()
+                }
             } else {
                 format!("-{}", crate::app::fmt_window(back))
             }
@@ -368,7 +406,11 @@ fn cursor_box(buf: &mut Buffer, plot: Rect, cx: u16, c: u64, app: &App) {
         Some(r) => {
             let exact = matches!(r, Reading::Exact(_));
             lines.push((
-                if exact { when } else { format!("{when} (min–max)") },
+                if exact {
+                    when
+                } else {
+                    format!("{when} (min–max)")
+                },
                 t.bold(),
             ));
             for metric in [

@@ -39,12 +39,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 l1.push(Span::styled(format!("▶ running pid {pid}"), t.ok()));
             }
         }
-        (_, ChildStatus::Exited {
-            pid,
-            code,
-            reason,
-            ..
-        }) => {
+        (
+            _,
+            ChildStatus::Exited {
+                pid, code, reason, ..
+            },
+        ) => {
             let style = if *code == Some(0) { t.text() } else { t.bad() };
             l1.push(Span::styled(format!("■ pid {pid} {reason}"), style));
         }
@@ -81,7 +81,10 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         l1.push(Span::styled("proofs ", t.dim()));
         l1.push(Span::styled(m.prover.proofs_done.to_string(), t.bold()));
         if m.prover.proofs_failed > 0 {
-            l1.push(Span::styled(format!(" ({} failed)", m.prover.proofs_failed), t.bad()));
+            l1.push(Span::styled(
+                format!(" ({} failed)", m.prover.proofs_failed),
+                t.bad(),
+            ));
         }
         if let Some(last) = m.prover.last_s {
             l1.push(sep());
@@ -125,7 +128,10 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         } else {
             String::new()
         };
-        l2.push(Span::styled(format!("⚠ {}{more}", a.alert.rule), t.alert(a.alert.level)));
+        l2.push(Span::styled(
+            format!("⚠ {}{more}", a.alert.rule),
+            t.alert(a.alert.level),
+        ));
     } else if app.recording.is_some() {
         l2.push(sep());
         l2.push(Span::styled("● rec", t.metric(crate::series::Metric::Peak)));

@@ -16,7 +16,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             lines.push((b.label.to_string(), b.help.to_string(), false));
         }
     }
-    let key_w = lines.iter().filter(|l| !l.2).map(|l| l.0.chars().count()).max().unwrap_or(1);
+    let key_w = lines
+        .iter()
+        .filter(|l| !l.2)
+        .map(|l| l.0.chars().count())
+        .max()
+        .unwrap_or(1);
     let text_w = lines.iter().map(|l| l.1.chars().count()).max().unwrap_or(1);
     let col_w = key_w + 2 + text_w;
     let inner_h = area.height.saturating_sub(2) as usize;

@@ -100,7 +100,9 @@ impl Key {
         }
         match ev.code {
             // Terminals disagree on whether '?' or 'A' carry SHIFT: the character says it.
-            KeyCode::Char(_) => (ev.modifiers - KeyModifiers::SHIFT) == (self.mods - KeyModifiers::SHIFT),
+            KeyCode::Char(_) => {
+                (ev.modifiers - KeyModifiers::SHIFT) == (self.mods - KeyModifiers::SHIFT)
+            }
             _ => ev.modifiers == self.mods,
         }
     }
@@ -128,7 +130,12 @@ pub struct Section {
     pub bindings: &'static [Binding],
 }
 
-const fn b(keys: &'static [Key], label: &'static str, help: &'static str, action: Action) -> Binding {
+const fn b(
+    keys: &'static [Key],
+    label: &'static str,
+    help: &'static str,
+    action: Action,
+) -> Binding {
     Binding {
         keys,
         label,
@@ -141,9 +148,24 @@ const fn b(keys: &'static [Key], label: &'static str, help: &'static str, action
 pub const GLOBAL: Section = Section {
     title: "general",
     bindings: &[
-        b(&[k('?'), code(KeyCode::F(1))], "?", "show/hide this help", Action::Help),
-        b(&[k('q'), ctrl('c')], "q", "quit (stops the prover)", Action::Quit),
-        b(&[code(KeyCode::Esc)], "Esc", "close help, hide the cursor", Action::Escape),
+        b(
+            &[k('?'), code(KeyCode::F(1))],
+            "?",
+            "show/hide this help",
+            Action::Help,
+        ),
+        b(
+            &[k('q'), ctrl('c')],
+            "q",
+            "quit (stops the prover)",
+            Action::Quit,
+        ),
+        b(
+            &[code(KeyCode::Esc)],
+            "Esc",
+            "close help, hide the cursor",
+            Action::Escape,
+        ),
     ],
 };
 
@@ -151,13 +173,43 @@ pub const GLOBAL: Section = Section {
 pub const LIVE_VIEW: Section = Section {
     title: "view",
     bindings: &[
-        b(&[k('+'), k('=')], "+", "zoom in (shorter window)", Action::ZoomIn),
-        b(&[k('-'), k('_')], "-", "zoom out (longer window)", Action::ZoomOut),
+        b(
+            &[k('+'), k('=')],
+            "+",
+            "zoom in (shorter window)",
+            Action::ZoomIn,
+        ),
+        b(
+            &[k('-'), k('_')],
+            "-",
+            "zoom out (longer window)",
+            Action::ZoomOut,
+        ),
         b(&[k('f')], "f", "freeze/unfreeze the view", Action::Freeze),
-        b(&[code(KeyCode::Left), k(',')], "←", "cursor left: exact values", Action::Cursor(-1)),
-        b(&[code(KeyCode::Right), k('.')], "→", "cursor right", Action::Cursor(1)),
-        b(&[shift(KeyCode::Left)], "Shift ←", "cursor left, 10 columns", Action::Cursor(-10)),
-        b(&[shift(KeyCode::Right)], "Shift →", "cursor right, 10 columns", Action::Cursor(10)),
+        b(
+            &[code(KeyCode::Left), k(',')],
+            "←",
+            "cursor left: exact values",
+            Action::Cursor(-1),
+        ),
+        b(
+            &[code(KeyCode::Right), k('.')],
+            "→",
+            "cursor right",
+            Action::Cursor(1),
+        ),
+        b(
+            &[shift(KeyCode::Left)],
+            "Shift ←",
+            "cursor left, 10 columns",
+            Action::Cursor(-10),
+        ),
+        b(
+            &[shift(KeyCode::Right)],
+            "Shift →",
+            "cursor right, 10 columns",
+            Action::Cursor(10),
+        ),
     ],
 };
 
@@ -165,12 +217,42 @@ pub const LIVE_VIEW: Section = Section {
 pub const PROVER: Section = Section {
     title: "prover",
     bindings: &[
-        b(&[k('p')], "p", "pause / resume the prover", Action::PauseResume),
-        b(&[k('n')], "n", "prove now (one more proof)", Action::ProveNow),
-        b(&[k('1')], "1", "mode single (one sector)", Action::SetMode(BatchMode::Single)),
-        b(&[k('2')], "2", "mode batch:2 (two sectors)", Action::SetMode(BatchMode::Batch(2))),
-        b(&[k('3')], "3", "mode sps (partition by partition)", Action::SetMode(BatchMode::Sps)),
-        b(&[k('4')], "4", "mode pipelined:2 (overlapped)", Action::SetMode(BatchMode::Pipelined(2))),
+        b(
+            &[k('p')],
+            "p",
+            "pause / resume the prover",
+            Action::PauseResume,
+        ),
+        b(
+            &[k('n')],
+            "n",
+            "prove now (one more proof)",
+            Action::ProveNow,
+        ),
+        b(
+            &[k('1')],
+            "1",
+            "mode single (one sector)",
+            Action::SetMode(BatchMode::Single),
+        ),
+        b(
+            &[k('2')],
+            "2",
+            "mode batch:2 (two sectors)",
+            Action::SetMode(BatchMode::Batch(2)),
+        ),
+        b(
+            &[k('3')],
+            "3",
+            "mode sps (partition by partition)",
+            Action::SetMode(BatchMode::Sps),
+        ),
+        b(
+            &[k('4')],
+            "4",
+            "mode pipelined:2 (overlapped)",
+            Action::SetMode(BatchMode::Pipelined(2)),
+        ),
     ],
 };
 
@@ -180,17 +262,52 @@ pub const PLAYBACK: Section = Section {
     bindings: &[
         b(&[k(' ')], "space", "pause / play", Action::PlayPause),
         b(&[code(KeyCode::Left)], "←", "back 10 s", Action::Seek(-10)),
-        b(&[code(KeyCode::Right)], "→", "forward 10 s", Action::Seek(10)),
-        b(&[shift(KeyCode::Left)], "Shift ←", "back 60 s", Action::Seek(-60)),
-        b(&[shift(KeyCode::Right)], "Shift →", "forward 60 s", Action::Seek(60)),
-        b(&[k('+'), k('=')], "+", "faster (up to 64×)", Action::SpeedUp),
-        b(&[k('-'), k('_')], "-", "slower (down to 0.25×)", Action::SpeedDown),
+        b(
+            &[code(KeyCode::Right)],
+            "→",
+            "forward 10 s",
+            Action::Seek(10),
+        ),
+        b(
+            &[shift(KeyCode::Left)],
+            "Shift ←",
+            "back 60 s",
+            Action::Seek(-60),
+        ),
+        b(
+            &[shift(KeyCode::Right)],
+            "Shift →",
+            "forward 60 s",
+            Action::Seek(60),
+        ),
+        b(
+            &[k('+'), k('=')],
+            "+",
+            "faster (up to 64×)",
+            Action::SpeedUp,
+        ),
+        b(
+            &[k('-'), k('_')],
+            "-",
+            "slower (down to 0.25×)",
+            Action::SpeedDown,
+        ),
         b(&[k(']')], "]", "next phase start", Action::NextPhase),
         b(&[k('[')], "[", "previous phase start", Action::PrevPhase),
         b(&[k('a')], "a", "next alert", Action::NextAlert),
         b(&[k('A')], "A", "previous alert", Action::PrevAlert),
-        b(&[k('g'), code(KeyCode::Home)], "g", "go to the start", Action::Start),
-        b(&[k('G'), code(KeyCode::End)], "G", "go to the end", Action::End),
+        b(
+            &[k('g'), code(KeyCode::Home)],
+            "g",
+            "go to the start",
+            Action::Start,
+        ),
+        b(
+            &[k('G'), code(KeyCode::End)],
+            "G",
+            "go to the end",
+            Action::End,
+        ),
     ],
 };
 
@@ -200,10 +317,25 @@ pub const REPLAY_VIEW: Section = Section {
     bindings: &[
         b(&[k('z')], "z", "zoom in (shorter window)", Action::ZoomIn),
         b(&[k('Z')], "Z", "zoom out (longer window)", Action::ZoomOut),
-        b(&[k(',')], ",", "cursor left: exact values", Action::Cursor(-1)),
+        b(
+            &[k(',')],
+            ",",
+            "cursor left: exact values",
+            Action::Cursor(-1),
+        ),
         b(&[k('.')], ".", "cursor right", Action::Cursor(1)),
-        b(&[k('<')], "<", "cursor left, 10 columns", Action::Cursor(-10)),
-        b(&[k('>')], ">", "cursor right, 10 columns", Action::Cursor(10)),
+        b(
+            &[k('<')],
+            "<",
+            "cursor left, 10 columns",
+            Action::Cursor(-10),
+        ),
+        b(
+            &[k('>')],
+            ">",
+            "cursor right, 10 columns",
+            Action::Cursor(10),
+        ),
     ],
 };
 
@@ -211,8 +343,18 @@ pub const REPLAY_VIEW: Section = Section {
 pub const LOG: Section = Section {
     title: "log",
     bindings: &[
-        b(&[code(KeyCode::PageUp), code(KeyCode::Up)], "PgUp/↑", "scroll the log back", Action::LogOlder),
-        b(&[code(KeyCode::PageDown), code(KeyCode::Down)], "PgDn/↓", "scroll the log forward", Action::LogNewer),
+        b(
+            &[code(KeyCode::PageUp), code(KeyCode::Up)],
+            "PgUp/↑",
+            "scroll the log back",
+            Action::LogOlder,
+        ),
+        b(
+            &[code(KeyCode::PageDown), code(KeyCode::Down)],
+            "PgDn/↓",
+            "scroll the log forward",
+            Action::LogNewer,
+        ),
     ],
 };
 
@@ -256,7 +398,10 @@ mod tests {
             lookup(LIVE, &ev(KeyCode::Char('?'), KeyModifiers::SHIFT)),
             Some(Action::Help)
         );
-        assert_eq!(lookup(LIVE, &ev(KeyCode::Left, n)), Some(Action::Cursor(-1)));
+        assert_eq!(
+            lookup(LIVE, &ev(KeyCode::Left, n)),
+            Some(Action::Cursor(-1))
+        );
         assert_eq!(
             lookup(LIVE, &ev(KeyCode::Left, KeyModifiers::SHIFT)),
             Some(Action::Cursor(-10))
@@ -265,14 +410,26 @@ mod tests {
             lookup(LIVE, &ev(KeyCode::Char('3'), n)),
             Some(Action::SetMode(BatchMode::Sps))
         );
-        assert_eq!(lookup(REPLAY, &ev(KeyCode::Left, n)), Some(Action::Seek(-10)));
+        assert_eq!(
+            lookup(REPLAY, &ev(KeyCode::Left, n)),
+            Some(Action::Seek(-10))
+        );
         assert_eq!(
             lookup(REPLAY, &ev(KeyCode::Right, KeyModifiers::SHIFT)),
             Some(Action::Seek(60))
         );
-        assert_eq!(lookup(REPLAY, &ev(KeyCode::Char('A'), KeyModifiers::SHIFT)), Some(Action::PrevAlert));
-        assert_eq!(lookup(REPLAY, &ev(KeyCode::Char('a'), n)), Some(Action::NextAlert));
-        assert_eq!(lookup(REPLAY, &ev(KeyCode::Char('+'), n)), Some(Action::SpeedUp));
+        assert_eq!(
+            lookup(REPLAY, &ev(KeyCode::Char('A'), KeyModifiers::SHIFT)),
+            Some(Action::PrevAlert)
+        );
+        assert_eq!(
+            lookup(REPLAY, &ev(KeyCode::Char('a'), n)),
+            Some(Action::NextAlert)
+        );
+        assert_eq!(
+            lookup(REPLAY, &ev(KeyCode::Char('+'), n)),
+            Some(Action::SpeedUp)
+        );
         assert_eq!(lookup(WATCH, &ev(KeyCode::Char('p'), n)), None);
     }
 

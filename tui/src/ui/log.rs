@@ -16,9 +16,18 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let log = &app.model.log;
     let mut extra = Vec::new();
     if app.view.log_back > 0 {
-        extra.push(Span::styled(format!("{} lines back (↓ for newer)", app.view.log_back), t.warn()));
+        extra.push(Span::styled(
+            format!("{} lines back (↓ for newer)", app.view.log_back),
+            t.warn(),
+        ));
     }
-    title_line(buf, Rect::new(area.x, area.y, area.width, 1), app, "log", extra);
+    title_line(
+        buf,
+        Rect::new(area.x, area.y, area.width, 1),
+        app,
+        "log",
+        extra,
+    );
     let h = (area.height - 1) as usize;
     let end = log.len().saturating_sub(app.view.log_back);
     let start = end.saturating_sub(h);

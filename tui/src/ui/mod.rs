@@ -112,7 +112,9 @@ pub fn draw(f: &mut Frame, app: &App) {
     let (t0, t1) = app.window();
     let rows = timeline::rows(app, t0, t1, 16);
     let l = layout(area, replay, rows.len() as u16);
-    app.view.plot_cols.set(l.chart.width.saturating_sub(l.gutter));
+    app.view
+        .plot_cols
+        .set(l.chart.width.saturating_sub(l.gutter));
     header::draw(buf, l.header, app);
     chart::draw(buf, l.chart, l.gutter, app);
     timeline::draw(buf, l.timeline, l.gutter, app, &rows);
@@ -132,7 +134,10 @@ pub fn title_line(buf: &mut Buffer, area: Rect, app: &App, name: &str, extra: Ve
         return;
     }
     let dim = app.theme.dim();
-    let mut spans = vec![Span::styled("─ ", dim), Span::styled(name.to_string(), app.theme.bold())];
+    let mut spans = vec![
+        Span::styled("─ ", dim),
+        Span::styled(name.to_string(), app.theme.bold()),
+    ];
     if !extra.is_empty() {
         spans.push(Span::styled(" ─ ", dim));
         spans.extend(extra);
@@ -154,10 +159,7 @@ fn footer(buf: &mut Buffer, area: Rect, app: &App) {
         spans.push(Span::styled(" FROZEN ", t.cursor()));
         spans.push(Span::raw(" "));
     }
-    let fresh = app
-        .flash
-        .as_ref()
-        .filter(|fl| fl.at.elapsed() < FLASH_FOR);
+    let fresh = app.flash.as_ref().filter(|fl| fl.at.elapsed() < FLASH_FOR);
     if let Some(fl) = fresh {
         let style = if fl.error { t.bad() } else { t.bold() };
         spans.push(Span::styled(fl.text.clone(), style));
@@ -174,7 +176,13 @@ fn footer(buf: &mut Buffer, area: Rect, app: &App) {
             ("n", "prove"),
             ("1-4", "mode"),
         ],
-        Screen::Watch { .. } => &[("?", "help"), ("q", "quit"), ("+-", "zoom"), ("f", "freeze"), ("←→", "cursor")],
+        Screen::Watch { .. } => &[
+            ("?", "help"),
+            ("q", "quit"),
+            ("+-", "zoom"),
+            ("f", "freeze"),
+            ("←→", "cursor"),
+        ],
         Screen::Replay(_) => &[
             ("?", "help"),
             ("q", "quit"),

@@ -122,13 +122,21 @@ pub fn rows(app: &App, t0: u64, t1: u64, max: usize) -> Vec<RowKey> {
     if m.has_events() {
         let mut keys = m.phase_rows(t0, t1);
         keys.sort();
-        let detailed: Vec<RowKey> = keys.iter().map(|(p, i)| RowKey::Part(p.clone(), *i)).collect();
+        let detailed: Vec<RowKey> = keys
+            .iter()
+            .map(|(p, i)| RowKey::Part(p.clone(), *i))
+            .collect();
         if detailed.len() <= max {
             return detailed;
         }
         return grouped(&detailed);
     }
-    let mut phases: Vec<ThresholdPhase> = m.runs_in(t0, t1).iter().filter(|r| r.end >= t0).map(|r| r.phase).collect();
+    let mut phases: Vec<ThresholdPhase> = m
+        .runs_in(t0, t1)
+        .iter()
+        .filter(|r| r.end >= t0)
+        .map(|r| r.phase)
+        .collect();
     phases.sort();
     phases.dedup();
     phases.into_iter().map(RowKey::Threshold).collect()
@@ -212,17 +220,29 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
     } else {
         let th = m.thresholds();
         extra.push(Span::styled(
-            format!("by RSS thresholds {}/{}/{}/{} GiB", th.idle, th.gpu, th.synth, th.peak),
+            format!(
+                "by RSS thresholds {}/{}/{}/{} GiB",
+                th.idle, th.gpu, th.synth, th.peak
+            ),
             t.dim(),
         ));
     }
-    title_line(buf, Rect::new(area.x, area.y, area.width, 1), app, "phases", extra);
+    title_line(
+        buf,
+        Rect::new(area.x, area.y, area.width, 1),
+        app,
+        "phases",
+        extra,
+    );
 
     let plot_x = area.x + gutter;
     let pw = area.width - gutter;
     let halves = pw as u64 * 2;
     let span = t1.saturating_sub(t0).max(1);
-    let hc = |x: u64| -> u64 { ((x.saturating_sub(t0)) as u128 * halves as u128 / span as u128).min(halves as u128 - 1) as u64 };
+    let hc = |x: u64| -> u64 {
+        ((x.saturating_sub(t0)) as u128 * halves as u128 / span as u128).min(halves as u128 - 1)
+            as u64
+    };
     let dim = t.dim();
 
     if rows.is_empty() || single_threshold_row {
@@ -231,7 +251,13 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
             return;
         }
         if single_threshold_row {
-            buf.set_stringn(area.x, y, format!("{:>w$}│", "threshold", w = (gutter - 1) as usize), gutter as usize, dim);
+            buf.set_stringn(
+                area.x,
+                y,
+                format!("{:>w$}│", "threshold", w = (gutter - 1) as usize),
+                gutter as usize,
+                dim,
+            );
             for r in m.runs_in(t0, t1) {
                 if r.end < t0 || r.start > t1 {
                     continue;
@@ -239,12 +265,17 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
                 let (a, b) = (hc(r.start) / 2, hc(r.end) / 2);
                 for x in a..=b {
                     if let Some(cell) = buf.cell_mut((plot_x + x as u16, y)) {
-                        cell.set_char(shade(r.phase)).set_style(t.threshold_phase(r.phase));
+                        cell.set_char(shade(r.phase))
+                            .set_style(t.threshold_phase(r.phase));
                     }
                 }
             }
         } else {
-            let msg = if m.has_events() { "no phase in this window" } else { "waiting for samples" };
+            let msg = if m.has_events() {
+                "no phase in this window"
+            } else {
+                "waiting for samples"
+            };
             buf.set_stringn(plot_x, y, msg, pw as usize, dim);
         }
         cursor_column(buf, area, gutter, app);

@@ -1,0 +1,149 @@
+//! `provetop run --headless`: no terminal, exit status passes through, session written.
+
+#[path = "support/tui.rs"]
+mod support;
+
+use std::process::Command;
+
+use provetop_shared::session::load;
+use provetop_shared::{Event, Mark, RecordBody};
+use support::{prover, provetop};
+
+fn headless(
+    dir: &std::path::Path,
+    session: &std::path::Path,
+    args: &[&str],
+) -> std::process::Output {
+    Command::new(provetop())
+        .args(["run", "--headless", "--record"])
+        .arg(session)
+        .args(args)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .output()
+        .expect("run provetop")
+}
+
+#[test]
+fn exit_code_passes_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("code.ptop");
+    let out = headless(dir.path(), &s, &["--", "sh", "-c", "sleep 0.5; exit 3"]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("session recorded to"), "{err}");
+    let l = load(&s).unwrap();
+    assert!(l
+        .records
+        .iter()
+        .any(|r| matches!(r.body, RecordBody::Sample(_))));
+    assert!(l.records.iter().any(|r| matches!(
+        r.body,
+        RecordBody::Mark(Mark::ChildExited { code: Some(3), .. })
+    )));
+    assert!(dir.path().join("code.ptop.child.log").exists());
+}
+
+#[test]
+fn signal_is_128_plus() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("sig.ptop");
+    let out = headless(dir.path(), &s, &["--", "sh", "-c", "kill -KILL $$"]);
+    assert_eq!(out.status.code(), Some(128 + 9));
+    assert!(load(&s).unwrap().records.iter().any(|r| matches!(
+        r.body,
+        RecordBody::Mark(Mark::ChildExited {
+            signal: Some(9),
+            ..
+        })
+    )));
+}
+
+#[test]
+fn alerts_go_to_stderr_and_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("alert.ptop");
+    let out = headless(
+        dir.path(),
+        &s,
+        &["--alert", "crit: rss > 1KiB", "--", "sleep", "1"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ALERT crit: rss > 1KiB"), "{err}");
+    assert!(load(&s)
+        .unwrap()
+        .records
+        .iter()
+        .any(|r| matches!(r.body, RecordBody::Alert(_))));
+}
+
+#[test]
+fn missing_command_is_one_line_and_no_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("none.ptop");
+    let out = headless(dir.path(), &s, &["--", "/nonexistent/prover"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("/nonexistent/prover"), "{err}");
+    assert!(!s.exists());
+}
+
+#[test]
+fn real_prover_events_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("prover.ptop");
+    let p = prover().display().to_string();
+    let out = headless(
+        dir.path(),
+        &s,
+        &[
+            "--",
+            &p,
+            "--proofs",
+            "1",
+            "--partitions",
+            "2",
+            "--constraints",
+            "1000",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let l = load(&s).unwrap();
+    let ev = |f: &dyn Fn(&Event) -> bool| {
+        l.records
+            .iter()
+            .any(|r| matches!(&r.body, RecordBody::Event(e) if f(e)))
+    };
+    assert!(ev(&|e| matches!(e, Event::Hello { .. })));
+    assert!(ev(&|e| matches!(e, Event::PhaseStarted { .. })));
+    assert!(ev(&|e| matches!(e, Event::ProofFinished { ok: true, .. })));
+}
+
+#[test]
+fn watch_errors_are_one_line() {
+    let out = Command::new(provetop())
+        .args(["watch", "--pid", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim(), "provetop: --pid 0: not a process id");
+    let out = Command::new(provetop())
+        .args(["watch", "--pid", "4000000"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim(), "provetop: no process with pid 4000000");
+}

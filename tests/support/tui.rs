@@ -1,0 +1,162 @@
+//! Helpers for the end-to-end tests of the `provetop` binary: the bundled prover binary, a
+//! private tmux server, temp dirs.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The `provetop` binary under test.
+pub fn provetop() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_provetop"))
+}
+
+/// `provetop-prover`, built next to `provetop` (where `provetop` looks for it).
+pub fn prover() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = provetop().parent().expect("bin dir").to_path_buf();
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            // Same profile as this test build (the bin dir is target/<profile>).
+            let profile = dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("debug")
+                .to_string();
+            let mut cmd = Command::new(cargo);
+            cmd.args([
+                "build",
+                "-q",
+                "-p",
+                "provetop-prover",
+                "--bin",
+                "provetop-prover",
+            ]);
+            if profile == "release" {
+                cmd.arg("--release");
+            }
+            let st = cmd.status().expect("run cargo build -p provetop-prover");
+            assert!(st.success(), "cargo build -p provetop-prover failed");
+            let p = dir.join("provetop-prover");
+            assert!(p.is_file(), "{} missing after the build", p.display());
+            p
+        })
+        .clone()
+}
+
+/// Whether tmux is installed; prints why a test is skipped when it is not.
+pub fn have_tmux(test: &str) -> bool {
+    let ok = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("SKIPPED {test}: tmux is not installed (apt-get install tmux)");
+    }
+    ok
+}
+
+/// A private tmux server with one 80×24 window running a command.
+pub struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Start `shell_cmd` (run by sh) in a detached session of the given size.
+    pub fn start(name: &str, w: u16, h: u16, shell_cmd: &str) -> Tmux {
+        let socket = format!("provetop-test-{name}-{}", std::process::id());
+        let t = Tmux { socket };
+        let st = t
+            .cmd()
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                "main",
+                "-x",
+                &w.to_string(),
+                "-y",
+                &h.to_string(),
+            ])
+            .arg(shell_cmd)
+            .status()
+            .expect("run tmux");
+        assert!(st.success(), "tmux new-session failed");
+        t
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket, "-f", "/dev/null"]);
+        c
+    }
+
+    /// The visible screen.
+    pub fn capture(&self) -> String {
+        let o = self
+            .cmd()
+            .args(["capture-pane", "-p", "-t", "main"])
+            .output()
+            .expect("tmux capture");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// Send keys (tmux key names: "q", "Right", "S-Right", "Space").
+    pub fn keys(&self, keys: &[&str]) {
+        let st = self
+            .cmd()
+            .args(["send-keys", "-t", "main"])
+            .args(keys)
+            .status()
+            .expect("tmux send-keys");
+        assert!(st.success());
+    }
+
+    /// A pane format value, e.g. `#{alternate_on}`.
+    pub fn format(&self, f: &str) -> String {
+        let o = self
+            .cmd()
+            .args(["display-message", "-p", "-t", "main", f])
+            .output()
+            .expect("tmux display");
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+
+    /// Poll the screen until `pred` holds; panics with the last screen after `timeout`.
+    pub fn wait_for(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
+        let t0 = Instant::now();
+        loop {
+            let s = self.capture();
+            if pred(&s) {
+                return s;
+            }
+            if t0.elapsed() > timeout {
+                panic!("timed out after {timeout:?} waiting for {what}; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").status();
+    }
+}
+
+/// Whether a process exists.
+pub fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| !s.contains(") Z "))
+            .unwrap_or(false)
+}
+
+/// Quote for sh.
+pub fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
