@@ -1,1 +1,428 @@
-fn main() {}
+//! Benchmarks of the real `provetop-prover` binary, driven the way a monitor drives it
+//! (daemon, control lines on stdin, events on stdout, memory from /proc).
+//!
+//! ```text
+//! cargo bench -p provetop-prover --bench prover -- [srs] [phases] [modes] [--quick]
+//! ```
+//!
+//! * `srs`: SRS generate vs load from the disk cache vs resident (the next proof's wait).
+//! * `phases`: proof time split by phase for three circuit sizes, peak RSS.
+//! * `modes`: the same workload in every batch mode, one mode after another: seconds per
+//!   sector, sectors per hour, peak RSS above the SRS floor.
+//!
+//! Peak RSS is the child's `VmHWM`, reset through `clear_refs` once the SRS is resident, so
+//! "above floor" is the working set of the proofs alone. Each configuration runs in a fresh
+//! daemon (freed heap kept by the allocator would otherwise leak into the next one's floor).
+//! Output: markdown tables on stdout.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use provetop_shared::protocol::{parse_event, BatchMode, Event, EventMsg, Phase, SrsSource};
+use provetop_shared::units::fmt_bytes;
+
+const BIN: &str = env!("CARGO_BIN_EXE_provetop-prover");
+
+struct Daemon {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    rx: mpsc::Receiver<EventMsg>,
+    seen: Vec<EventMsg>,
+}
+
+fn status_kb(pid: u32, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with(key)).and_then(|l| {
+                l[key.len()..]
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse()
+                    .ok()
+            })
+        })
+        .unwrap_or(0)
+}
+
+impl Daemon {
+    fn start(args: &[String], cache: &Path) -> Daemon {
+        let mut child = Command::new(BIN)
+            .arg("--daemon")
+            .args(args)
+            .arg("--srs-cache")
+            .arg(cache)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start provetop-prover");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                match parse_event(&line) {
+                    Ok(m) => {
+                        if tx.send(m).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => panic!("bad event line {line:?}: {e}"),
+                }
+            }
+        });
+        Daemon {
+            stdin: child.stdin.take(),
+            child,
+            rx,
+            seen: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        let s = self.stdin.as_mut().expect("stdin");
+        writeln!(s, "{line}").expect("write control");
+        s.flush().expect("flush");
+    }
+
+    fn wait_for(&mut self, f: impl Fn(&Event) -> bool) -> EventMsg {
+        loop {
+            let m = self
+                .rx
+                .recv_timeout(Duration::from_secs(1800))
+                .expect("prover went silent");
+            self.seen.push(m.clone());
+            if let Event::Error { message, .. } = &m.event {
+                eprintln!("prover error: {message}");
+            }
+            if f(&m.event) {
+                return m;
+            }
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn rss(&self) -> u64 {
+        status_kb(self.pid(), "VmRSS:") * 1024
+    }
+
+    fn hwm(&self) -> u64 {
+        status_kb(self.pid(), "VmHWM:") * 1024
+    }
+
+    fn reset_hwm(&self) {
+        let _ = std::fs::write(format!("/proc/{}/clear_refs", self.pid()), "5");
+    }
+
+    fn stop(mut self) {
+        self.send(r#"{"ts":0,"type":"shutdown"}"#);
+        self.stdin = None;
+        let _ = self.child.wait();
+    }
+}
+
+/// A daemon with its SRS resident and the peak window reset.
+struct Ready {
+    d: Daemon,
+    srs_source: SrsSource,
+    srs_seconds: f64,
+    srs_bytes: u64,
+    floor: u64,
+}
+
+fn ready(args: &[String], cache: &Path) -> Ready {
+    let mut d = Daemon::start(args, cache);
+    let r = d.wait_for(|e| matches!(e, Event::SrsReady { .. }));
+    let Event::SrsReady {
+        source,
+        duration_s,
+        bytes,
+        ..
+    } = r.event
+    else {
+        unreachable!()
+    };
+    d.wait_for(|e| matches!(e, Event::State { .. }));
+    std::thread::sleep(Duration::from_millis(200));
+    d.reset_hwm();
+    let floor = d.rss();
+    Ready {
+        d,
+        srs_source: source,
+        srs_seconds: duration_s,
+        srs_bytes: bytes,
+        floor,
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+struct Proved {
+    proofs: u32,
+    verified: u32,
+    wall_s: f64,
+    phases: BTreeMap<Phase, f64>,
+    per_proof_s: Vec<f64>,
+    srs_events_while_proving: usize,
+    first_start_latency_s: f64,
+}
+
+/// Ask for `sectors` sectors; wait until every queued proof finished.
+fn prove(d: &mut Daemon, sectors: u32) -> Proved {
+    let t0 = Instant::now();
+    let before = d.seen.len();
+    d.send(&format!(r#"{{"ts":0,"type":"prove","count":{sectors}}}"#));
+    let mut queued = 0;
+    let mut finished = 0;
+    let mut p = Proved::default();
+    let mut first_start = None;
+    while queued == 0 || finished < queued {
+        let m = d.wait_for(|_| true);
+        match m.event {
+            Event::ProofQueued { .. } => queued += 1,
+            Event::ProofStarted { .. } if first_start.is_none() => {
+                first_start = Some(t0.elapsed().as_secs_f64())
+            }
+            Event::ProofFinished {
+                verified,
+                duration_s,
+                phases,
+                ..
+            } => {
+                finished += 1;
+                p.proofs += 1;
+                p.verified += verified as u32;
+                p.per_proof_s.push(duration_s);
+                for ph in phases {
+                    *p.phases.entry(ph.phase).or_default() += ph.duration_s;
+                }
+            }
+            _ => {}
+        }
+    }
+    p.wall_s = t0.elapsed().as_secs_f64();
+    p.first_start_latency_s = first_start.unwrap_or(0.0);
+    p.srs_events_while_proving = d.seen[before..]
+        .iter()
+        .filter(|m| {
+            matches!(
+                m.event,
+                Event::SrsLoading { .. } | Event::SrsProgress { .. } | Event::SrsReady { .. }
+            )
+        })
+        .count();
+    p
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines().next().and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|k| k.parse::<u64>().ok())
+            })
+        })
+        .unwrap_or(0)
+        * 1024;
+    format!("{cores}-core VM ({cpu}), {} RAM", fmt_bytes(mem))
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn s(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+fn args(p: u32, n: u64, extra: &[&str]) -> Vec<String> {
+    let mut a = vec![
+        "--partitions".to_string(),
+        p.to_string(),
+        "--constraints".into(),
+        n.to_string(),
+    ];
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+fn srs_section(sizes: &[u64]) {
+    println!("\n### SRS: generate vs load from disk vs resident\n");
+    println!("| constraints/partition | SRS resident | generate | load from disk | resident: next proof waits | SRS events after the first proof |");
+    println!("|---|---|---|---|---|---|");
+    for &n in sizes {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let a = args(1, n, &[]);
+        let mut g = ready(&a, cache.path());
+        assert_eq!(g.srs_source, SrsSource::Generated);
+        prove(&mut g.d, 1);
+        let second = prove(&mut g.d, 1);
+        g.d.stop();
+        let l = ready(&a, cache.path());
+        assert_eq!(l.srs_source, SrsSource::Disk);
+        l.d.stop();
+        println!(
+            "| {n} | {} | {} s | {} s | {} ms (no load) | {} |",
+            fmt_bytes(g.srs_bytes),
+            s(g.srs_seconds),
+            format_args!("{:.3}", l.srs_seconds),
+            format_args!("{:.1}", second.first_start_latency_s * 1e3),
+            second.srs_events_while_proving
+        );
+    }
+}
+
+const SUB: [Phase; 8] = [
+    Phase::Synthesis,
+    Phase::FftH,
+    Phase::MsmH,
+    Phase::MsmL,
+    Phase::MsmAB1,
+    Phase::MsmB2,
+    Phase::Prove,
+    Phase::Verify,
+];
+
+fn phases_section(p: u32, sizes: &[u64], reps: u32) {
+    println!("\n### Proof time by phase (mode single, {p} partitions, mean of {reps} proofs)\n");
+    println!("Seconds summed over partitions; on the CPU bellperson runs the multiexps concurrently, so the msm columns overlap each other (their sum can exceed `prove`).\n");
+    print!("| constraints/partition | proof s |");
+    for ph in SUB {
+        print!(" {ph} |");
+    }
+    println!(" verified | SRS | peak RSS | peak above SRS floor |");
+    println!("|---|---|{}---|---|---|---|", "---|".repeat(SUB.len()));
+    for &n in sizes {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let mut r = ready(&args(p, n, &[]), cache.path());
+        let pr = prove(&mut r.d, reps);
+        let hwm = r.d.hwm();
+        r.d.stop();
+        print!(
+            "| {n} | {} |",
+            s(pr.per_proof_s.iter().sum::<f64>() / pr.proofs as f64)
+        );
+        for ph in SUB {
+            print!(
+                " {} |",
+                s(pr.phases.get(&ph).copied().unwrap_or(0.0) / pr.proofs as f64)
+            );
+        }
+        println!(
+            " {}/{} | {} | {} | {} |",
+            pr.verified,
+            pr.proofs,
+            fmt_bytes(r.srs_bytes),
+            fmt_bytes(hwm),
+            fmt_bytes(hwm.saturating_sub(r.floor))
+        );
+    }
+}
+
+fn modes_section(p: u32, n: u64, sectors: u32, modes: &[BatchMode]) {
+    println!("\n### Batch modes: {sectors} sectors × {p} partitions × {n} constraints per mode\n");
+    println!("| mode | proofs | s/sector | sectors/hour | synthesis s/sector | prove s/sector | peak RSS above SRS floor | vs single | all verified |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let cache = tempfile::tempdir().expect("tempdir");
+    // Generate the SRS once; every mode then loads it from disk.
+    ready(&args(p, n, &[]), cache.path()).d.stop();
+    let mut single_peak = None;
+    for &mode in modes {
+        let mode_s = mode.to_string();
+        let mut r = ready(&args(p, n, &["--mode", &mode_s]), cache.path());
+        let pr = prove(&mut r.d, sectors);
+        let peak = r.d.hwm().saturating_sub(r.floor);
+        r.d.stop();
+        if mode == BatchMode::Single {
+            single_peak = Some(peak);
+        }
+        let per = pr.wall_s / sectors as f64;
+        println!(
+            "| {mode} | {} | {} | {:.0} | {} | {} | {} | {} | {} |",
+            pr.proofs,
+            s(per),
+            3600.0 / per,
+            s(pr.phases.get(&Phase::Synthesis).copied().unwrap_or(0.0) / sectors as f64),
+            s(pr.phases.get(&Phase::Prove).copied().unwrap_or(0.0) / sectors as f64),
+            fmt_bytes(peak),
+            single_peak
+                .map(|sp| format!("{:.2}×", peak as f64 / sp.max(1) as f64))
+                .unwrap_or_else(|| "–".into()),
+            pr.verified == pr.proofs
+        );
+    }
+}
+
+fn main() {
+    let argv: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let quick = argv.iter().any(|a| a == "--quick");
+    let want = |s: &str| {
+        let named: Vec<&String> = argv.iter().filter(|a| !a.starts_with("--")).collect();
+        named.is_empty() || named.iter().any(|a| *a == s)
+    };
+    println!("## provetop-prover benchmarks\n");
+    println!("Machine: {}. Load average at start: {}.", machine(), load());
+    println!("Binary: {BIN}");
+    let t0 = Instant::now();
+    if want("srs") {
+        let sizes: &[u64] = if quick {
+            &[1 << 12]
+        } else {
+            &[1 << 12, 1 << 14, 1 << 16]
+        };
+        srs_section(sizes);
+    }
+    if want("phases") {
+        let sizes: &[u64] = if quick {
+            &[1 << 11, 1 << 12, 1 << 13]
+        } else {
+            &[1 << 12, 1 << 14, 1 << 16]
+        };
+        phases_section(4, sizes, if quick { 1 } else { 2 });
+    }
+    if want("modes") {
+        let modes = [
+            BatchMode::Single,
+            BatchMode::Batch(2),
+            BatchMode::Batch(4),
+            BatchMode::Sps,
+            BatchMode::Pipelined(2),
+        ];
+        if quick {
+            modes_section(8, 2048, 2, &modes);
+        } else {
+            modes_section(8, 8192, 4, &modes);
+        }
+    }
+    println!(
+        "\nTotal {:.0} s. Load average at end: {}.",
+        t0.elapsed().as_secs_f64(),
+        load()
+    );
+}
