@@ -52,7 +52,7 @@ pub fn detect_gpus() -> Vec<GpuInfo> {
 pub struct Backend {
     // Declared before `params`: unregistered before the vectors it pinned are freed.
     #[cfg(feature = "cuda")]
-    pinned_srs: Option<crate::gpu::PinnedSrs>,
+    _pinned_srs: Option<crate::gpu::PinnedSrs>,
     pinned_bytes: u64,
     params: Parameters<Bls12>,
     pvk: PreparedVerifyingKey<Bls12>,
@@ -113,7 +113,7 @@ impl Backend {
         let pinned_bytes = 0;
         Ok(Backend {
             #[cfg(feature = "cuda")]
-            pinned_srs,
+            _pinned_srs: pinned_srs,
             pinned_bytes,
             params,
             pvk,

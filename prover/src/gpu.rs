@@ -100,7 +100,10 @@ mod pin {
             unsafe {
                 check("cuInit", cu::cuInit(0))?;
                 check("cuDeviceGet", cu::cuDeviceGet(&mut dev, 0))?;
-                check("cuDevicePrimaryCtxRetain", cu::cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
+                check(
+                    "cuDevicePrimaryCtxRetain",
+                    cu::cuDevicePrimaryCtxRetain(&mut ctx, dev),
+                )?;
                 check("cuCtxSetCurrent", cu::cuCtxSetCurrent(ctx))?;
             }
             let spans: [(usize, usize); 5] = [
