@@ -14,7 +14,9 @@ use provetop::store::Store;
 use provetop_shared::classify::Thresholds;
 use provetop_shared::protocol::ProverState;
 use provetop_shared::record::GpuReading;
-use provetop_shared::session::{encode_payload, load_bytes, SessionWriter, MAGIC};
+use provetop_shared::session::{
+    encode_payload, load_bytes, FrameItem, Frames, SessionWriter, MAGIC,
+};
 use provetop_shared::{
     Alert, AlertLevel, AlertState, BatchMode, Control, Event, Mark, Phase, Record, RecordBody,
     Sample,
@@ -281,6 +283,51 @@ fn every_flipped_byte_is_survived() {
         assert!(off <= i, "flip at {i} reported at {off}");
         Store::from_loaded(&p, l, Thresholds::default());
     }
+}
+
+#[test]
+fn parallel_decode_equals_the_sequential_reader_under_damage() {
+    // Large enough for the multi-threaded fast path; damage in each thread's share.
+    let dir = tempfile::tempdir().unwrap();
+    let recs = long_records(20_000);
+    let p = dir.path().join("big.ptop");
+    write_session(&p, &recs);
+    let full = std::fs::read(&p).unwrap();
+    let hlen = u32::from_le_bytes(full[8..12].try_into().unwrap()) as usize;
+    let sequential = |data: &[u8]| {
+        let mut r = Vec::new();
+        let mut w = Vec::new();
+        for item in Frames::new(data, 12 + hlen) {
+            match item {
+                FrameItem::Record(_, x) => r.push(x),
+                FrameItem::Warning(x) => w.push(x),
+            }
+        }
+        (r, w)
+    };
+    let n = full.len();
+    let cases: Vec<Vec<usize>> = vec![
+        vec![],
+        vec![n / 10],
+        vec![n * 6 / 10],
+        vec![n / 5, n / 2, n * 9 / 10],
+        vec![n - 3],
+    ];
+    for flips in cases {
+        for cut in [n, n - 17] {
+            let mut data = full[..cut].to_vec();
+            for &f in &flips {
+                if f < data.len() {
+                    data[f] ^= 0x41;
+                }
+            }
+            let l = load_bytes(&p, &data).unwrap();
+            let (r, w) = sequential(&data);
+            assert_eq!(l.records, r, "flips {flips:?} cut {cut}");
+            assert_eq!(l.warnings, w, "flips {flips:?} cut {cut}");
+        }
+    }
+    assert_eq!(load_bytes(&p, &full).unwrap().records, recs);
 }
 
 // ---- property tests ------------------------------------------------------------------------

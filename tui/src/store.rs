@@ -192,17 +192,23 @@ impl Store {
                 self.label_of.push(label);
             }
             if (i + 1) % self.every == 0 && i + 1 < records.len() {
-                snap_bytes += estimate_bytes(&model);
-                self.snapshots.push((i + 1, model.clone()));
-                if snap_bytes > SNAPSHOT_BUDGET && self.snapshots.len() > 2 {
-                    // Thin out: keep the empty model and every other snapshot after it.
-                    let mut k = 0;
-                    self.snapshots.retain(|_| {
-                        k += 1;
-                        k % 2 == 1
-                    });
+                let size = estimate_bytes(&model);
+                if snap_bytes + size > SNAPSHOT_BUDGET && self.snapshots.len() > 1 {
+                    // Over budget: widen the spacing (by powers of two, so kept snapshots stay
+                    // on its grid) until the whole file fits at the current model size, which
+                    // only grows towards the model's bounds; clones that would be thrown away
+                    // later are then never made.
+                    let want = records.len().saturating_mul(size) / SNAPSHOT_BUDGET + 1;
+                    while self.every < want {
+                        self.every *= 2;
+                    }
+                    let every = self.every;
+                    self.snapshots.retain(|(at, _)| at % every == 0);
                     snap_bytes = self.snapshots.iter().map(|(_, m)| estimate_bytes(m)).sum();
-                    self.every *= 2;
+                }
+                if (i + 1) % self.every == 0 {
+                    snap_bytes += size;
+                    self.snapshots.push((i + 1, model.clone()));
                 }
             }
         }
