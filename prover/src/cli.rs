@@ -14,11 +14,11 @@ use crate::job::Workload;
 use crate::logbridge;
 use crate::srs::{self, SrsOptions};
 
-/// Default constraints per partition (2^15: a proof of 4 partitions takes a few seconds on a
-/// 2-core machine in a release build).
-pub const DEFAULT_CONSTRAINTS: u64 = 1 << 15;
-/// Default partitions per sector.
-pub const DEFAULT_PARTITIONS: u32 = 4;
+/// Default constraints per partition (2^12). With [`DEFAULT_PARTITIONS`] a proof takes a
+/// few seconds on a 2-core machine in a release build (see the benchmark table).
+pub const DEFAULT_CONSTRAINTS: u64 = 1 << 12;
+/// Default partitions per sector (real 32 GiB PoRep has 10; 8 leaves `sps` visibly leaner).
+pub const DEFAULT_PARTITIONS: u32 = 8;
 
 /// A real Groth16 prover (bellperson + blstrs, BLS12-381) on a synthetic PoRep-shaped
 /// circuit, reporting its phases as NDJSON events (provetop's protocol).
@@ -33,7 +33,7 @@ pub const DEFAULT_PARTITIONS: u32 = 4;
 pub struct Cli {
     /// Sectors to prove. Standalone: prove them and exit (default 1). Daemon: queue them at
     /// start (default 0).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub proofs: Option<u32>,
 
     /// Run as a daemon: read control messages on stdin until shutdown or EOF.
@@ -92,6 +92,21 @@ pub struct Cli {
     pub mem_budget: Option<u64>,
 }
 
+/// Largest partition circuit accepted (FFT domains and parameter files index with u32).
+pub const MAX_CONSTRAINTS: u64 = 1 << 31;
+
+fn mem_total() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = s
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
 fn parse_secs(s: &str) -> Result<f64, String> {
     let v = provetop_shared::units::parse_duration_s(s)?;
     if v > 0.0 && v.is_finite() {
@@ -140,6 +155,22 @@ pub fn main() -> i32 {
 
 /// Run with parsed arguments.
 pub fn run(cli: Cli) -> i32 {
+    if cli.constraints > MAX_CONSTRAINTS {
+        return usage(&format!(
+            "invalid value for --constraints: {} is more than 2^31 (bellperson's limit)",
+            cli.constraints
+        ));
+    }
+    let srs_need = srs::approx_bytes(cli.constraints);
+    if let Some(total) = mem_total() {
+        if srs_need > total {
+            return usage(&format!(
+                "invalid value for --constraints: the SRS alone would need about {}, more than this machine's memory ({})",
+                provetop_shared::units::fmt_bytes(srs_need),
+                provetop_shared::units::fmt_bytes(total)
+            ));
+        }
+    }
     let layout = match Layout::for_constraints(cli.constraints) {
         Ok(l) => l,
         Err(e) => return usage(&format!("invalid value for --constraints: {e}")),

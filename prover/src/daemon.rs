@@ -80,6 +80,8 @@ struct Ctl {
     mem: MemModel,
     floor: u64,
     signals: u32,
+    /// Last state announced (a `state` event is sent on changes only).
+    state: Option<ProverState>,
 }
 
 struct Shared {
@@ -95,6 +97,13 @@ struct Shared {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Ctl> {
         self.ctl.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set_state(&self, c: &mut Ctl, state: ProverState) {
+        if c.state != Some(state) {
+            c.state = Some(state);
+            self.emitter.emit(Event::State { state });
+        }
     }
 
     fn effective_mode(c: &Ctl) -> BatchMode {
@@ -195,9 +204,7 @@ impl Shared {
         }
         if c.stop.is_none() {
             c.stop = Some(reason.to_string());
-            self.emitter.emit(Event::State {
-                state: ProverState::Stopping,
-            });
+            self.set_state(c, ProverState::Stopping);
         }
         self.cv.notify_all();
     }
@@ -206,7 +213,15 @@ impl Shared {
         let mut c = self.lock();
         match control {
             Control::Prove { count } => {
-                if c.stop.is_some() {
+                let queued: u64 = c.queue.iter().map(|p| p.sectors as u64).sum();
+                if queued + count as u64 > MAX_QUEUED_SECTORS {
+                    self.emitter.emit(Event::Error {
+                        message: format!(
+                            "prove {count} refused: at most {MAX_QUEUED_SECTORS} sectors may wait in the queue ({queued} do)"
+                        ),
+                        fatal: false,
+                    });
+                } else if c.stop.is_some() {
                     self.emitter.emit(Event::Error {
                         message: format!("prove {count} ignored: shutting down"),
                         fatal: false,
@@ -219,9 +234,9 @@ impl Shared {
             Control::Pause => {
                 if !c.paused {
                     c.paused = true;
-                    self.emitter.emit(Event::State {
-                        state: ProverState::Paused,
-                    });
+                    if c.stop.is_none() {
+                        self.set_state(&mut c, ProverState::Paused);
+                    }
                 }
             }
             Control::Resume => {
@@ -233,7 +248,9 @@ impl Shared {
                     } else {
                         ProverState::Idle
                     };
-                    self.emitter.emit(Event::State { state });
+                    if c.stop.is_none() {
+                        self.set_state(&mut c, state);
+                    }
                     self.cv.notify_all();
                 }
             }
@@ -248,6 +265,9 @@ impl Shared {
         self.stop(&mut c, "signal", abort);
     }
 }
+
+/// Most sectors that may wait in the queue (a `prove` beyond it is refused).
+pub const MAX_QUEUED_SECTORS: u64 = 100_000;
 
 /// Longest control line accepted.
 pub const MAX_CONTROL_LINE: usize = 1 << 20;
@@ -349,7 +369,7 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
             constraints: w.layout.constraints,
             circuit: CIRCUIT_NAME.to_string(),
             mode: cfg.mode,
-            threads: cfg.threads,
+            threads: Some(cfg.threads.unwrap_or(rayon::current_num_threads() as u32)),
         },
     });
     log::info!(
@@ -379,6 +399,7 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
             mem: MemModel::default(),
             floor: 0,
             signals: 0,
+            state: None,
         }),
         cv: Condvar::new(),
         abort: Arc::new(AtomicBool::new(false)),
@@ -451,9 +472,7 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
             shared.queue_sectors(&mut c, cfg.initial_proofs);
         }
         if c.queue.is_empty() && !c.paused && c.stop.is_none() {
-            emitter.emit(Event::State {
-                state: ProverState::Idle,
-            });
+            shared.set_state(&mut c, ProverState::Idle);
         }
     }
 
@@ -474,6 +493,7 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
                             emitter.emit(Event::ModeChanged { from, to: m });
                         }
                         c.busy = true;
+                        shared.set_state(&mut c, ProverState::Proving);
                         break Some((spec, c.mode));
                     }
                 }
@@ -501,9 +521,6 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
             }
         };
         let Some((spec, mode)) = next else { break };
-        emitter.emit(Event::State {
-            state: ProverState::Proving,
-        });
         let out = job::run(&backend, &w, &spec, mode, &emitter, &shared.abort);
         emit_memory(&emitter, &backend);
         let mut c = shared.lock();
@@ -529,7 +546,7 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
                 ProverState::Proving
             };
             if state != ProverState::Proving {
-                emitter.emit(Event::State { state });
+                shared.set_state(&mut c, state);
             }
         }
     }

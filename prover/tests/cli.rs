@@ -239,6 +239,9 @@ fn bad_flags_exit_2_with_one_line() {
     assert!(one_line_error(&["--bogus"]).contains("--bogus"));
     assert!(one_line_error(&["--constraints", "100"]).contains("--constraints"));
     assert!(one_line_error(&["--constraints", "lots"]).contains("--constraints"));
+    assert!(one_line_error(&["--constraints", "4000000000"]).contains("2^31"));
+    assert!(one_line_error(&["--constraints", "2000000000"]).contains("memory"));
+    assert!(one_line_error(&["--proofs=-1"]).contains("--proofs"));
     assert!(one_line_error(&["--mode", "turbo"]).contains("turbo"));
     assert!(one_line_error(&["--partitions", "0"]).contains("--partitions"));
     assert!(one_line_error(&["--repeat-every", "5"]).contains("--daemon"));

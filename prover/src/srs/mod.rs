@@ -90,6 +90,14 @@ pub fn expected_bytes(layout: &Layout) -> u64 {
     (m - 1 + c.aux + 2 * vars + c.inputs) * g1 + vars * g2
 }
 
+/// Rough resident bytes of the SRS for `constraints` constraints, without building the
+/// circuit (for refusing impossible sizes up front).
+pub fn approx_bytes(constraints: u64) -> u64 {
+    let g1 = std::mem::size_of::<G1Affine>() as u64;
+    let g2 = std::mem::size_of::<G2Affine>() as u64;
+    constraints.next_power_of_two() * g1 + constraints * (3 * g1 + g2)
+}
+
 /// Emits `srs_progress` (and the stderr line) from a counter while work runs.
 struct Reporter {
     stop: Arc<AtomicBool>,
