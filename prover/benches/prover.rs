@@ -269,19 +269,18 @@ fn args(p: u32, n: u64, extra: &[&str]) -> Vec<String> {
     a
 }
 
-fn srs_section(sizes: &[u64]) {
+fn srs_section(cache: &Path, sizes: &[u64]) {
     println!("\n### SRS: generate vs load from disk vs resident\n");
     println!("| constraints/partition | SRS resident | generate | load from disk | resident: next proof waits | SRS events after the first proof |");
     println!("|---|---|---|---|---|---|");
     for &n in sizes {
-        let cache = tempfile::tempdir().expect("tempdir");
         let a = args(1, n, &[]);
-        let mut g = ready(&a, cache.path());
+        let mut g = ready(&a, cache);
         assert_eq!(g.srs_source, SrsSource::Generated);
         prove(&mut g.d, 1);
         let second = prove(&mut g.d, 1);
         g.d.stop();
-        let l = ready(&a, cache.path());
+        let l = ready(&a, cache);
         assert_eq!(l.srs_source, SrsSource::Disk);
         l.d.stop();
         println!(
@@ -306,7 +305,7 @@ const SUB: [Phase; 8] = [
     Phase::Verify,
 ];
 
-fn phases_section(p: u32, sizes: &[u64], reps: u32) {
+fn phases_section(cache: &Path, p: u32, sizes: &[u64], reps: u32) {
     println!("\n### Proof time by phase (mode single, {p} partitions, mean of {reps} proofs)\n");
     println!("Seconds summed over partitions; on the CPU bellperson runs the multiexps concurrently, so the msm columns overlap each other (their sum can exceed `prove`).\n");
     print!("| constraints/partition | proof s |");
@@ -316,8 +315,7 @@ fn phases_section(p: u32, sizes: &[u64], reps: u32) {
     println!(" verified | SRS | peak RSS | peak above SRS floor |");
     println!("|---|---|{}---|---|---|---|", "---|".repeat(SUB.len()));
     for &n in sizes {
-        let cache = tempfile::tempdir().expect("tempdir");
-        let mut r = ready(&args(p, n, &[]), cache.path());
+        let mut r = ready(&args(p, n, &[]), cache);
         let pr = prove(&mut r.d, reps);
         let hwm = r.d.hwm();
         r.d.stop();
@@ -342,17 +340,16 @@ fn phases_section(p: u32, sizes: &[u64], reps: u32) {
     }
 }
 
-fn modes_section(p: u32, n: u64, sectors: u32, modes: &[BatchMode]) {
+fn modes_section(cache: &Path, p: u32, n: u64, sectors: u32, modes: &[BatchMode]) {
     println!("\n### Batch modes: {sectors} sectors × {p} partitions × {n} constraints per mode\n");
     println!("| mode | proofs | s/sector | sectors/hour | synthesis s/sector | prove s/sector | peak RSS above SRS floor | vs single | all verified |");
     println!("|---|---|---|---|---|---|---|---|---|");
-    let cache = tempfile::tempdir().expect("tempdir");
     // Generate the SRS once; every mode then loads it from disk.
-    ready(&args(p, n, &[]), cache.path()).d.stop();
+    ready(&args(p, n, &[]), cache).d.stop();
     let mut single_peak = None;
     for &mode in modes {
         let mode_s = mode.to_string();
-        let mut r = ready(&args(p, n, &["--mode", &mode_s]), cache.path());
+        let mut r = ready(&args(p, n, &["--mode", &mode_s]), cache);
         let pr = prove(&mut r.d, sectors);
         let peak = r.d.hwm().saturating_sub(r.floor);
         r.d.stop();
@@ -390,13 +387,16 @@ fn main() {
     println!("Machine: {}. Load average at start: {}.", machine(), load());
     println!("Binary: {BIN}");
     let t0 = Instant::now();
+    // One cache for the run, empty at start: the first use of a shape measures generation.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path();
     if want("srs") {
         let sizes: &[u64] = if quick {
             &[1 << 12]
         } else {
             &[1 << 12, 1 << 14, 1 << 16]
         };
-        srs_section(sizes);
+        srs_section(cache, sizes);
     }
     if want("phases") {
         let sizes: &[u64] = if quick {
@@ -404,7 +404,7 @@ fn main() {
         } else {
             &[1 << 12, 1 << 14, 1 << 16]
         };
-        phases_section(4, sizes, if quick { 1 } else { 2 });
+        phases_section(cache, 4, sizes, if quick { 1 } else { 2 });
     }
     if want("modes") {
         let modes = [
@@ -415,9 +415,9 @@ fn main() {
             BatchMode::Pipelined(2),
         ];
         if quick {
-            modes_section(8, 2048, 2, &modes);
+            modes_section(cache, 8, 2048, 2, &modes);
         } else {
-            modes_section(8, 8192, 4, &modes);
+            modes_section(cache, 8, 8192, 4, &modes);
         }
     }
     println!(

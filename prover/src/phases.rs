@@ -103,6 +103,9 @@ struct State {
     tasks_started: HashMap<Phase, u32>,
     synth_running: usize,
     synth_finished: usize,
+    /// Measured phases that were still open at "prover time" (their tasks were not all
+    /// seen finishing): a sign that bellperson's multiexp structure changed.
+    forced: Vec<Phase>,
 }
 
 /// Phase bookkeeping and event emission for one proving call.
@@ -234,6 +237,11 @@ impl CallTracker {
         let mut open: Vec<(Phase, Option<u32>)> = st.open.keys().cloned().collect();
         open.sort_by_key(|(ph, _)| (*ph == Phase::Prove, ph.clone()));
         for (ph, part) in open {
+            let msm = matches!(ph, Phase::MsmH | Phase::MsmL | Phase::MsmAB1 | Phase::MsmB2);
+            if self.steps == SubSteps::Measured && msm {
+                log::debug!(target: "provetop_prover::phases", "{ph} still open at the end of the call; closed there");
+                st.forced.push(ph.clone());
+            }
             self.end_locked(st, ph, part);
         }
     }
@@ -242,6 +250,12 @@ impl CallTracker {
     pub fn finish(&self) {
         let mut st = self.lock();
         self.close_all_locked(&mut st);
+    }
+
+    /// Measured MSM phases that had to be closed at the end of the call instead of when their
+    /// last multiexp finished (empty when task tracking matches bellperson).
+    pub fn forced(&self) -> Vec<Phase> {
+        self.lock().forced.clone()
     }
 
     /// Seconds per phase measured so far.

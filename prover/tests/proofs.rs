@@ -72,6 +72,11 @@ fn proofs_verify_and_wrong_public_inputs_are_rejected() {
     // Measured totals include synthesis and the prove sub-steps.
     let t = tracker.totals();
     assert!(t.len() >= 7, "{t:?}");
+    // Every multiexp task was seen finishing: no MSM phase had to be closed by the fallback.
+    assert_eq!(
+        tracker.forced(),
+        Vec::<provetop_shared::protocol::Phase>::new()
+    );
     assert!(e.taken().iter().any(|m| matches!(
         m.event,
         Event::SrsLoading {
