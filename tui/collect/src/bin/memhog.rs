@@ -190,6 +190,8 @@ fn say(line: &str) {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    // A test helper must never outlive the test that started it.
+    let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
     if args.ignore_term {
         // SAFETY: SIG_IGN installs no handler code.
         let _ = unsafe {
