@@ -126,3 +126,76 @@ fn live_screen_with_real_prover() {
         RecordBody::Control(Control::SetMode { .. })
     )));
 }
+
+/// Start `provetop run ... -- sleep 600` in tmux; returns (tmux, provetop pid, child pid).
+fn start_sleeper(name: &str, env: &str, dir: &std::path::Path) -> (Tmux, u32, u32) {
+    let d = dir.display().to_string();
+    let cmd = format!(
+        "cd {d} && echo $$ > {d}/pid && exec env {env} XDG_STATE_HOME={d}/state XDG_CONFIG_HOME={d}/config {} run --record {d}/s.ptop -- sleep 600",
+        sh_quote(&provetop().display().to_string()),
+    );
+    // The pane stays after provetop exits, so the screen it leaves can be read.
+    let tmux = Tmux::start(
+        name,
+        80,
+        24,
+        &format!("sh -c {}; echo PROVETOP-EXIT=$?; sleep 600", sh_quote(&cmd)),
+    );
+    let screen = tmux.wait_for("the child running", Duration::from_secs(30), |s| {
+        s.contains("running pid")
+    });
+    let child = header_pid(&screen).expect("child pid");
+    let me: u32 = std::fs::read_to_string(dir.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    (tmux, me, child)
+}
+
+#[test]
+fn sigterm_restores_terminal_and_stops_child() {
+    if !have_tmux("sigterm_restores_terminal_and_stops_child") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (tmux, me, child) = start_sleeper("sigterm", "", dir.path());
+    assert!(alive(child));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(me as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let s = tmux.wait_for("exit", Duration::from_secs(30), |s| {
+        s.contains("PROVETOP-EXIT=")
+    });
+    assert!(s.contains("PROVETOP-EXIT=143"), "{s}");
+    assert!(s.contains("session recorded to"), "{s}");
+    assert_eq!(tmux.format("#{alternate_on}"), "0");
+    assert!(!alive(child), "child {child} outlived provetop");
+}
+
+#[test]
+fn panic_restores_terminal_kills_child_keeps_recording() {
+    if !have_tmux("panic_restores_terminal_kills_child_keeps_recording") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (tmux, _me, child) = start_sleeper(
+        "panic",
+        "PROVETOP_TEST_PANIC_MS=3000 RUST_BACKTRACE=0",
+        dir.path(),
+    );
+    let s = tmux.wait_for("exit", Duration::from_secs(30), |s| {
+        s.contains("PROVETOP-EXIT=")
+    });
+    assert!(s.contains("PROVETOP-EXIT=101"), "{s}");
+    assert!(s.contains("panicking on purpose"), "{s}");
+    assert_eq!(tmux.format("#{alternate_on}"), "0");
+    assert!(!alive(child), "child {child} outlived provetop");
+    let l = load(&dir.path().join("s.ptop")).expect("recording survives the panic");
+    assert!(l
+        .records
+        .iter()
+        .any(|r| matches!(r.body, RecordBody::Sample(_))));
+}

@@ -290,13 +290,23 @@ pub trait Driver {
     fn act(&mut self, app: &mut App, a: Action);
 }
 
+impl Exit {
+    /// Exit status of provetop for this ending: 0, or 128 + the signal.
+    pub fn status(self) -> i32 {
+        match self {
+            Exit::Signal(sig) => 128 + sig,
+            _ => 0,
+        }
+    }
+}
+
 /// How the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// The user quit.
     Quit,
-    /// A signal (SIGINT/SIGTERM/SIGHUP) asked us to stop.
-    Signal,
+    /// A signal (SIGINT/SIGTERM/SIGHUP, its number) asked us to stop.
+    Signal(i32),
     /// The terminal input ended.
     InputClosed,
 }
@@ -318,7 +328,7 @@ where
     B: Backend,
     D: Driver,
     I: Stream<Item = std::io::Result<TermEvent>> + Unpin,
-    S: std::future::Future<Output = ()>,
+    S: std::future::Future<Output = i32>,
 {
     tokio::pin!(stop);
     let mut tick = tokio::time::interval(driver.tick());
@@ -356,7 +366,7 @@ where
                 Some(Err(e)) => return Err(anyhow::anyhow!("reading the terminal: {e}")),
                 None => return Ok(Exit::InputClosed),
             },
-            _ = &mut stop => return Ok(Exit::Signal),
+            sig = &mut stop => return Ok(Exit::Signal(sig)),
         }
         if app.quit {
             return Ok(Exit::Quit);

@@ -502,10 +502,34 @@ pub struct LiveDriver {
     /// The supervised child (None for `watch`).
     pub supervisor: Option<SupervisorHandle>,
     told_exit: bool,
+    panic_at_ms: Option<u64>,
 }
+
+impl LiveDriver {
+    /// A driver over a collector and (for `run`) a supervisor.
+    pub fn new(collector: Collector, supervisor: Option<SupervisorHandle>) -> Self {
+        LiveDriver {
+            collector,
+            supervisor,
+            told_exit: false,
+            panic_at_ms: std::env::var(TEST_PANIC_ENV)
+                .ok()
+                .and_then(|v| v.parse().ok()),
+        }
+    }
+}
+
+/// Set to a number of milliseconds, makes the live screen panic that long after it starts:
+/// the end-to-end test of the panic path (terminal restored, child killed, recording kept).
+pub const TEST_PANIC_ENV: &str = "PROVETOP_TEST_PANIC_MS";
 
 impl Driver for LiveDriver {
     fn poll(&mut self, app: &mut App) -> bool {
+        if let Some(ms) = self.panic_at_ms {
+            if app.clock.saturating_sub(app.origin) / 1_000_000 >= ms {
+                panic!("{TEST_PANIC_ENV}={ms}: panicking on purpose");
+            }
+        }
         app.clock = mono_ns();
         let n = self.collector.pump(&mut app.model);
         let gone = match (&self.supervisor, &app.model.child) {
@@ -516,7 +540,12 @@ impl Driver for LiveDriver {
         if let Some(reason) = gone {
             if !self.told_exit {
                 self.told_exit = true;
-                app.flash(format!("child {reason}; q quits"), true);
+                let who = if self.supervisor.is_some() {
+                    "child"
+                } else {
+                    "process"
+                };
+                app.flash(format!("{who} {reason}; q quits"), true);
             }
         }
         n > 0
@@ -560,8 +589,8 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-/// Resolves on SIGINT, SIGTERM or SIGHUP.
-pub async fn stop_signal() {
+/// Resolves on SIGINT, SIGTERM or SIGHUP, with the signal's number.
+pub async fn stop_signal() -> i32 {
     use tokio::signal::unix::{signal, SignalKind};
     let mut int = signal(SignalKind::interrupt()).ok();
     let mut term = signal(SignalKind::terminate()).ok();
@@ -575,10 +604,16 @@ pub async fn stop_signal() {
         }
     }
     tokio::select! {
-        _ = recv(&mut int) => {},
-        _ = recv(&mut term) => {},
-        _ = recv(&mut hup) => {},
+        _ = recv(&mut int) => libc_sig::SIGINT,
+        _ = recv(&mut term) => libc_sig::SIGTERM,
+        _ = recv(&mut hup) => libc_sig::SIGHUP,
     }
+}
+
+mod libc_sig {
+    pub const SIGINT: i32 = nix::sys::signal::Signal::SIGINT as i32;
+    pub const SIGTERM: i32 = nix::sys::signal::Signal::SIGTERM as i32;
+    pub const SIGHUP: i32 = nix::sys::signal::Signal::SIGHUP as i32;
 }
 
 /// Exit status for a child's end: its code, or 128 + signal.
@@ -639,11 +674,7 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
             s.rules.clone(),
             s.hook.clone(),
         );
-        let mut driver = LiveDriver {
-            collector,
-            supervisor: Some(sup),
-            told_exit: false,
-        };
+        let mut driver = LiveDriver::new(collector, Some(sup));
         let mut app = App::new(Screen::Run, s.thresholds, Theme::from_env(), mono_ns());
         app.rule_lines = rule_lines(&s.rules);
         app.recording = s.record.as_ref().map(|p| p.display().to_string());
@@ -653,7 +684,7 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
         }
         driver.collector.pump(&mut app.model);
         driver.collector.stop();
-        exit.map(|_| 0)
+        exit.map(|e| e.status())
     });
     crate::terminal::restore();
     report_recording();
@@ -695,11 +726,7 @@ pub fn main_watch(args: &WatchArgs) -> anyhow::Result<i32> {
         let mut collector =
             Collector::new(Some(sampler), None, None, s.rules.clone(), s.hook.clone());
         collector.watch_pid(args.pid);
-        let mut driver = LiveDriver {
-            collector,
-            supervisor: None,
-            told_exit: false,
-        };
+        let mut driver = LiveDriver::new(collector, None);
         let mut app = App::new(
             Screen::Watch { pid: args.pid },
             s.thresholds,
@@ -718,7 +745,7 @@ pub fn main_watch(args: &WatchArgs) -> anyhow::Result<i32> {
         let exit = screen_loop(&mut app, &mut driver).await;
         driver.collector.pump(&mut app.model);
         driver.collector.stop();
-        exit.map(|_| 0)
+        exit.map(|e| e.status())
     });
     crate::terminal::restore();
     report_recording();

@@ -246,7 +246,7 @@ pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
     for w in &warnings {
         eprintln!("provetop: {}: {w}", args.file.display());
     }
-    result.map(|_| 0)
+    result.map(|e| e.status())
 }
 
 fn open(path: &Path, args: &ReplayArgs) -> anyhow::Result<Store> {

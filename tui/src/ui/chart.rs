@@ -223,7 +223,13 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
     let mut grid = Braille::new(plot.width, plot.height);
     let ncols = grid.dots_w() as usize;
     let cols: Vec<Bucket> = m.columns(t0, t1, ncols);
-    let layers = layers(app);
+    // A series that is zero across the window (no pinned memory, no GPU) would only draw
+    // a line over the axis: leave it out (the legend still gives its value).
+    let layers: Vec<Metric> = layers(app)
+        .iter()
+        .copied()
+        .filter(|l| *l == Metric::Rss || cols.iter().any(|c| c.max(*l).unwrap_or(0) > 0))
+        .collect();
 
     // Scale: the largest drawn value, and thresholds within reach of it.
     let data_max = cols
@@ -256,7 +262,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
             grid.set(x, y, t.threshold());
         }
     }
-    for &layer in layers {
+    for &layer in &layers {
         let style = t.metric(layer);
         let mut prev: Option<(u32, u32)> = None;
         for (x, c) in cols.iter().enumerate() {
