@@ -62,7 +62,8 @@ impl ReplayDriver {
             s.start(),
         );
         let span_s = (s.end() - s.start()) as f64 / NS as f64;
-        app.view.zoom = View::zoom_for(span_s.clamp(10.0, 300.0));
+        // The whole file when it is up to an hour long, else the last hour before the position.
+        app.view.zoom = View::zoom_for(span_s.clamp(10.0, 3600.0));
         app.model = s.model_at_index(0);
         app
     }
@@ -250,7 +251,8 @@ pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
 }
 
 fn open(path: &Path, args: &ReplayArgs) -> anyhow::Result<Store> {
-    Ok(Store::open_with(path, args.thresholds)?)
+    // The load error already names the file and the cause: one line, no repeated chain.
+    Store::open_with(path, args.thresholds).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 #[cfg(test)]
