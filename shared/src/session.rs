@@ -351,7 +351,11 @@ const PARALLEL_MIN_FRAMES: usize = 4096;
 
 /// Decode the frames from `start` for as long as they are intact, on all cores. Returns the
 /// records and the offset of the first frame not decoded (damaged, cut off, or the end).
+///
+/// Each thread writes its share straight into the result's buffer: no per-thread vectors to
+/// copy and fault in twice (on a 1 M-record file that is ~140 MB less memory traffic).
 fn decode_intact_run(data: &[u8], start: usize) -> (Vec<Record>, usize) {
+    use std::mem::MaybeUninit;
     // Frame boundaries from the length fields alone (cheap); CRCs are checked while decoding.
     let mut offsets = Vec::new();
     let mut pos = start;
@@ -365,56 +369,69 @@ fn decode_intact_run(data: &[u8], start: usize) -> (Vec<Record>, usize) {
     }
     let end = pos;
     let frames = Frames::new(data, start);
-    // Decode a run of offsets; stop at the first frame that fails (its offset is returned).
-    let decode = |offs: &[usize], out: &mut Vec<Record>| -> Option<usize> {
-        for &o in offs {
+    // Decode a share of the offsets into its slots; returns how many slots were written and
+    // the offset of the frame that failed, if one did (decoding stops there).
+    let decode = |offs: &[usize], slots: &mut [MaybeUninit<Record>]| -> (usize, Option<usize>) {
+        for (n, (&o, slot)) in offs.iter().zip(slots.iter_mut()).enumerate() {
             match frames.frame_at(o) {
-                Ok((rec, _)) => out.push(rec),
-                Err(_) => return Some(o),
+                Ok((rec, _)) => {
+                    slot.write(rec);
+                }
+                Err(_) => return (n, Some(o)),
             }
         }
-        None
+        (offs.len(), None)
     };
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(8);
-    let mut records = Vec::with_capacity(offsets.len());
-    if threads < 2 || offsets.len() < PARALLEL_MIN_FRAMES {
-        let failed = decode(&offsets, &mut records);
-        return (records, failed.unwrap_or(end));
-    }
-    let per = offsets.len().div_ceil(threads);
-    let mut chunks = offsets.chunks(per);
-    let first = chunks.next().unwrap_or(&[]);
-    let (first_failed, rest) = std::thread::scope(|s| {
-        let handles: Vec<_> = chunks
-            .map(|c| {
-                s.spawn(move || {
-                    let mut v = Vec::with_capacity(c.len());
-                    let failed = decode(c, &mut v);
-                    (v, failed)
-                })
-            })
+    let threads = if offsets.len() < PARALLEL_MIN_FRAMES {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(8)
+    };
+    let per = offsets.len().div_ceil(threads).max(1);
+    let mut records: Vec<Record> = Vec::with_capacity(offsets.len());
+    let spare = &mut records.spare_capacity_mut()[..offsets.len()];
+    let results: Vec<(usize, Option<usize>)> = std::thread::scope(|s| {
+        let mut shares = offsets.chunks(per).zip(spare.chunks_mut(per));
+        let first = shares.next();
+        let handles: Vec<_> = shares
+            .map(|(offs, slots)| s.spawn(move || decode(offs, slots)))
             .collect();
-        // The first chunk goes straight into the result on this thread.
-        let failed = decode(first, &mut records);
-        let rest: Vec<(Vec<Record>, Option<usize>)> = handles
-            .into_iter()
-            .map(|h| h.join().expect("decoding a frame does not panic"))
-            .collect();
-        (failed, rest)
+        // The first share is decoded on this thread.
+        let mut results = vec![first.map_or((0, None), |(offs, slots)| decode(offs, slots))];
+        results.extend(
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("decoding a frame does not panic")),
+        );
+        results
     });
-    if let Some(o) = first_failed {
-        return (records, o);
-    }
-    for (mut v, failed) in rest {
-        records.append(&mut v);
-        if let Some(o) = failed {
-            return (records, o);
+    // The result is the longest initialized prefix: every share up to the first one that
+    // stopped at a bad frame, plus that share's written slots. Later shares' records are
+    // dropped; the sequential reader resumes at the bad frame and yields them again.
+    let spare = &mut records.spare_capacity_mut()[..offsets.len()];
+    let mut len = 0;
+    let mut resume = None;
+    for (k, &(written, failed)) in results.iter().enumerate() {
+        if resume.is_none() {
+            len += written;
+            resume = failed;
+        } else {
+            for slot in &mut spare[k * per..k * per + written] {
+                // SAFETY: `decode` initialized the first `written` slots of share k (it writes
+                // slots in order and counts them); they are not part of the exposed prefix, so
+                // this is their only drop.
+                unsafe { slot.assume_init_drop() };
+            }
         }
     }
-    (records, end)
+    // SAFETY: shares before the first failing one are fully written (`written` equals the
+    // share length), and the failing share (if any) wrote its first `written` slots, so slots
+    // 0..len are initialized and contiguous; capacity ≥ offsets.len() ≥ len.
+    unsafe { records.set_len(len) };
+    (records, resume.unwrap_or(end))
 }
 
 /// What [`Frames`] yields.

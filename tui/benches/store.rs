@@ -191,8 +191,9 @@ fn bench(c: &mut Criterion) {
         store.snapshot_every()
     );
     let (s, e) = (store.start(), store.end());
-    // Worst case: just before a snapshot, so the most records are re-applied.
-    let worst = store.reach(store.snapshot_every() * 3 - 1).expect("reach");
+    // Worst case: one record short of a snapshot, so the most records are re-applied.
+    let worst = store.reach(store.snapshot_every() * 3 - 2).expect("reach");
+    assert_eq!(store.index_at(worst), store.snapshot_every() * 3 - 1);
     let mut g = c.benchmark_group("seek_1M");
     g.sample_size(30);
     g.bench_function("model_at (worst: just before a snapshot)", |b| {
