@@ -162,6 +162,15 @@ fn seed_baseline_matches_the_seed_awk_script() {
 }
 
 #[test]
+fn table_only_prints_what_the_seed_script_printed() {
+    let out = provetop(&["classify", "--table-only", seed_csv().to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // On this file the fixed first-run min also reads 0.0, so the output is the script's,
+    // byte for byte.
+    assert_eq!(out.stdout, awk(&seed_csv()));
+}
+
+#[test]
 fn first_run_min_fix_differs_from_awk_only_in_that_min() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("warm.csv");

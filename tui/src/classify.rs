@@ -22,7 +22,11 @@ pub fn main(args: &ClassifyArgs) -> anyhow::Result<i32> {
         // LoadError already names the cause; `{:#}` would repeat its io::Error source.
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     store.report_warnings();
-    let text = render(&store, args.thresholds)?;
+    let text = if args.table_only {
+        render_table(&store, args.thresholds)?
+    } else {
+        render(&store, args.thresholds)?
+    };
     crate::export::write_stdout(text.as_bytes())?;
     Ok(0)
 }
@@ -32,6 +36,34 @@ pub fn main(args: &ClassifyArgs) -> anyhow::Result<i32> {
 ///
 /// Fails (one line) when the file holds no memory sample at all.
 pub fn render(store: &Store, thresholds: Thresholds) -> anyhow::Result<String> {
+    let series = rss_series(store)?;
+    let runs = classify_series(thresholds, series.iter().copied());
+    let mut out = table(&runs);
+    out.push('\n');
+    summary(&mut out, store, thresholds, &series, &runs);
+    if let Some(table) = crate::store::phase_table(store) {
+        out.push('\n');
+        out.push_str(&table);
+    }
+    Ok(out)
+}
+
+/// Only the seed's table (`--table-only`).
+pub fn render_table(store: &Store, thresholds: Thresholds) -> anyhow::Result<String> {
+    let series = rss_series(store)?;
+    Ok(table(&classify_series(thresholds, series.iter().copied())))
+}
+
+fn table(runs: &[Run]) -> String {
+    let mut out = String::new();
+    for run in runs {
+        let _ = writeln!(out, "{run}");
+    }
+    out
+}
+
+/// `(t, rss)` of every sample, in file order; an error when there is none.
+fn rss_series(store: &Store) -> anyhow::Result<Vec<(u64, u64)>> {
     let series: Vec<(u64, u64)> = store
         .records()
         .iter()
@@ -47,18 +79,7 @@ pub fn render(store: &Store, thresholds: Thresholds) -> anyhow::Result<String> {
             store.records().len()
         );
     }
-    let runs = classify_series(thresholds, series.iter().copied());
-    let mut out = String::new();
-    for run in &runs {
-        let _ = writeln!(out, "{run}");
-    }
-    out.push('\n');
-    summary(&mut out, store, thresholds, &series, &runs);
-    if let Some(table) = crate::store::phase_table(store) {
-        out.push('\n');
-        out.push_str(&table);
-    }
-    Ok(out)
+    Ok(series)
 }
 
 /// The summary block: span, proof cycles, time per phase, peak, idle floor.

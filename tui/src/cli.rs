@@ -150,6 +150,9 @@ pub struct ClassifyArgs {
     /// Phase boundaries in GiB: idle,gpu,synth,peak.
     #[arg(long, default_value = "10,50,100,180", value_name = "GIB,GIB,GIB,GIB")]
     pub thresholds: Thresholds,
+    /// Print only the seed's table (one line per run), as the awk script did.
+    #[arg(long)]
+    pub table_only: bool,
 }
 
 /// Export formats.
