@@ -322,12 +322,19 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
             dim,
         );
     };
-    label_at(buf, 0, top);
-    if plot.height >= 5 {
-        let mid_row = plot.height - 1 - (ydot(top / 2) / 4) as u16;
-        label_at(buf, mid_row, top / 2);
+    // Top, bottom, and halves (quarters on a tall chart).
+    let parts: u64 = if plot.height >= 16 {
+        4
+    } else if plot.height >= 5 {
+        2
+    } else {
+        1
+    };
+    for k in 0..=parts {
+        let v = top / parts * k;
+        let row = plot.height - 1 - (ydot(v) / 4) as u16;
+        label_at(buf, row, if k == parts { top } else { v });
     }
-    label_at(buf, plot.height - 1, 0);
 
     // X axis: time labels.
     let axis_y = area.y + area.height - 1;
