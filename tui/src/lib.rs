@@ -4,16 +4,16 @@
 //! one stream of [`provetop_shared::Record`]s; the [`model`] reduces them into app state; the
 //! view draws the state. Replay, classify and export read the same records from a file.
 
+pub mod app;
 pub mod classify;
 pub mod cli;
 pub mod export;
-pub mod store;
-pub mod model;
-pub mod series;
-pub mod app;
-pub mod ui;
-pub mod synth;
 pub mod headless;
 pub mod live;
-pub mod terminal;
+pub mod model;
 pub mod replay;
+pub mod series;
+pub mod store;
+pub mod synth;
+pub mod terminal;
+pub mod ui;
