@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use provetop_shared::classify::{classify_series, summarize, Run, ThresholdPhase, Thresholds};
 use provetop_shared::session::SessionHeader;
-use provetop_shared::units::{fmt_secs, gib};
+use provetop_shared::units::{fmt_bytes, fmt_secs};
 use provetop_shared::RecordBody;
 
 use crate::cli::ClassifyArgs;
@@ -133,8 +133,8 @@ fn summary(
     let (peak_b, peak_t) = sum.peak;
     let _ = writeln!(
         out,
-        "peak: {:.1} GiB RSS at {:.1} s from start ({})",
-        gib(peak_b),
+        "peak: {} RSS at {:.1} s from start ({})",
+        fmt_bytes(peak_b),
         peak_t.saturating_sub(start) as f64 / 1e9,
         fmt_wall(header, peak_t)
     );
@@ -151,12 +151,12 @@ fn summary(
             _ => Some((p, t)),
         });
     if let Some((p, t)) = hwm {
-        // Only worth a line when it tells more than the RSS peak at the table's precision.
-        if format!("{:.1}", gib(p)) != format!("{:.1}", gib(peak_b)) && p > peak_b {
+        // Only worth a line when it tells more than the RSS peak at the shown precision.
+        if p > peak_b && fmt_bytes(p) != fmt_bytes(peak_b) {
             let _ = writeln!(
                 out,
-                "interval peak: {:.1} GiB (VmHWM between samples) at {:.1} s from start ({})",
-                gib(p),
+                "interval peak: {} (VmHWM between samples) at {:.1} s from start ({})",
+                fmt_bytes(p),
                 t.saturating_sub(start) as f64 / 1e9,
                 fmt_wall(header, t)
             );
@@ -166,8 +166,8 @@ fn summary(
         Some(b) => {
             let _ = writeln!(
                 out,
-                "idle floor: {:.1} GiB (median of {} samples)",
-                gib(b),
+                "idle floor: {} (median of {} samples)",
+                fmt_bytes(b),
                 ThresholdPhase::IdlePost.name()
             );
         }
