@@ -5,7 +5,8 @@
 //! `memory.oom_control: oom_kill`) is read where a host still runs it (the CI VMs do), so
 //! limits and OOM kills are seen on both.
 
-use std::fs;
+use std::fs::{self, File};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// Which cgroup hierarchy a [`MemCgroup`] lives in.
@@ -71,6 +72,45 @@ impl MemCgroup {
         s.lines()
             .find_map(|l| l.strip_prefix("oom_kill "))
             .and_then(|v| v.trim().parse().ok())
+    }
+}
+
+/// `memory.current`/`memory.max` (or their v1 names) kept open for cheap re-reads.
+#[derive(Debug)]
+pub struct UsageReader {
+    current: Option<File>,
+    max: Option<File>,
+    version: Version,
+    buf: [u8; 64],
+}
+
+impl UsageReader {
+    /// Open the usage and limit files of `cg`.
+    pub fn open(cg: &MemCgroup) -> UsageReader {
+        let (c, m) = match cg.version {
+            Version::V2 => ("memory.current", "memory.max"),
+            Version::V1 => ("memory.usage_in_bytes", "memory.limit_in_bytes"),
+        };
+        UsageReader {
+            current: File::open(cg.dir.join(c)).ok(),
+            max: File::open(cg.dir.join(m)).ok(),
+            version: cg.version,
+            buf: [0; 64],
+        }
+    }
+
+    fn read_file(f: &Option<File>, buf: &mut [u8]) -> Option<String> {
+        let n = f.as_ref()?.read_at(buf, 0).ok()?;
+        Some(String::from_utf8_lossy(&buf[..n]).trim().to_string())
+    }
+
+    /// (usage, limit) in bytes; the limit is `None` when unlimited.
+    pub fn read(&mut self) -> (Option<u64>, Option<u64>) {
+        let cur = Self::read_file(&self.current, &mut self.buf).and_then(|s| s.parse().ok());
+        let max = Self::read_file(&self.max, &mut self.buf)
+            .and_then(|s| s.parse::<u64>().ok())
+            .filter(|&v| self.version == Version::V2 || v < V1_UNLIMITED);
+        (cur, max)
     }
 }
 
@@ -172,5 +212,9 @@ mod tests {
         assert_eq!(c.current(), Some(123));
         assert_eq!(c.max(), None);
         assert_eq!(c.oom_kills(), Some(2));
+        let mut r = UsageReader::open(&c);
+        assert_eq!(r.read(), (Some(123), None));
+        fs::write(sub.join("memory.max"), "4096\n").unwrap();
+        assert_eq!(r.read(), (Some(123), Some(4096)));
     }
 }

@@ -117,17 +117,17 @@ impl StatusReader {
 
     /// Read and parse the current values. Fails (ESRCH) once the process is gone.
     pub fn read(&mut self) -> io::Result<MemStatus> {
-        let mut len = 0;
+        // One read from offset 0 returns the whole (small) file; a second read at a
+        // non-zero offset would make the kernel generate it all again. Only a completely
+        // filled buffer means there may be more.
+        let mut len;
         loop {
-            if len == self.buf.len() {
-                // Status files are ~1.5 KiB; grow only if a future kernel writes more.
-                self.buf.resize(self.buf.len() * 2, 0);
-            }
-            let n = self.file.read_at(&mut self.buf[len..], len as u64)?;
-            if n == 0 {
+            len = self.file.read_at(&mut self.buf, 0)?;
+            if len < self.buf.len() {
                 break;
             }
-            len += n;
+            let grown = self.buf.len() * 2;
+            self.buf.resize(grown, 0);
         }
         Ok(parse_status(&self.buf[..len]))
     }

@@ -17,7 +17,7 @@
 mod gpu;
 mod peak;
 mod pinned;
-mod system;
+pub mod system;
 pub mod tree;
 
 use std::collections::HashMap;
@@ -33,7 +33,7 @@ use provetop_shared::{Mark, Record, RecordBody, Sample};
 use ringbuf::traits::{Consumer, Observer, Producer, Split};
 use ringbuf::{HeapCons, HeapProd, HeapRb};
 
-use crate::cgroup::MemCgroup;
+use crate::cgroup::{MemCgroup, UsageReader};
 use crate::procstatus::{MemStatus, StatusReader};
 
 pub use pinned::{nvidia_rss, read_pinned};
@@ -42,6 +42,8 @@ pub use pinned::{nvidia_rss, read_pinned};
 pub const RING_CAPACITY: usize = 4096;
 /// Share of one core the process-tree walk may use.
 const TREE_DUTY: f64 = 0.002;
+/// Shortest time between two tree walks: a new descendant is found within this.
+const TREE_MIN_INTERVAL: Duration = Duration::from_millis(250);
 /// Longest time between two tree walks whatever they cost.
 const TREE_MAX_INTERVAL: Duration = Duration::from_secs(2);
 /// Smaps passes never run more often than this.
@@ -322,7 +324,7 @@ struct Sampler {
     children_files: bool,
     next_walk: Instant,
     meminfo: Option<system::MemInfo>,
-    cgroup: Option<MemCgroup>,
+    cgroup: Option<UsageReader>,
     no_reset: Vec<u32>,
     pending_drops: u64,
     reset_pids: Vec<u32>,
@@ -434,7 +436,7 @@ impl Sampler {
         self.order.clear();
         self.no_reset.clear();
         self.root_gone = false;
-        self.cgroup = MemCgroup::of_pid(self.root);
+        self.cgroup = MemCgroup::of_pid(self.root).map(|c| UsageReader::open(&c));
         self.next_walk = Instant::now();
         *self.shared.tree.lock().unwrap_or_else(|e| e.into_inner()) = (self.gen, vec![self.root]);
         *self.shared.pinned.lock().unwrap_or_else(|e| e.into_inner()) = (self.gen, NONE);
@@ -462,7 +464,7 @@ impl Sampler {
             (self.gen, self.order.clone());
         let cost = t0.elapsed();
         let rest = Duration::from_secs_f64(cost.as_secs_f64() / TREE_DUTY)
-            .clamp(Duration::ZERO, TREE_MAX_INTERVAL);
+            .clamp(TREE_MIN_INTERVAL, TREE_MAX_INTERVAL);
         self.next_walk = Instant::now() + rest;
     }
 
@@ -567,9 +569,8 @@ impl Sampler {
                 s.mem_available = Some(avail);
             }
         }
-        if let Some(cg) = &self.cgroup {
-            s.cgroup_current = cg.current();
-            s.cgroup_max = cg.max();
+        if let Some(cg) = &mut self.cgroup {
+            (s.cgroup_current, s.cgroup_max) = cg.read();
         }
         self.push(Record::new(t, RecordBody::Sample(s)));
     }

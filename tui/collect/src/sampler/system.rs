@@ -22,16 +22,17 @@ impl MemInfo {
 
     /// (MemTotal, MemAvailable) in bytes.
     pub fn read(&mut self) -> io::Result<(u64, u64)> {
-        let mut len = 0;
+        // One read from offset 0 returns the whole (small) file; a second read at a
+        // non-zero offset would make the kernel generate it all again. Only a completely
+        // filled buffer means there may be more.
+        let mut len;
         loop {
-            if len == self.buf.len() {
-                self.buf.resize(len * 2, 0);
-            }
-            let n = self.file.read_at(&mut self.buf[len..], len as u64)?;
-            if n == 0 {
+            len = self.file.read_at(&mut self.buf, 0)?;
+            if len < self.buf.len() {
                 break;
             }
-            len += n;
+            let grown = self.buf.len() * 2;
+            self.buf.resize(grown, 0);
         }
         Ok(parse(&self.buf[..len]))
     }
