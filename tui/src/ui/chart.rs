@@ -450,18 +450,24 @@ fn cursor_box(buf: &mut Buffer, plot: Rect, cx: u16, c: u64, app: &App) {
         }
         None => lines.push((format!("{when}: no sample"), t.bold())),
     }
+    // The phase under the cursor goes right under the time: the box may be cut short.
+    let mut phase_line: Vec<(String, Style)> = Vec::new();
     let spans = m.spans_at(c);
     if !spans.is_empty() {
         let mut names: Vec<String> = spans.iter().map(|s| s.label()).collect();
         names.dedup();
-        lines.push((format!("phase {}", names.join(",")), t.bold()));
+        phase_line.push((format!("phase {}", names.join(",")), t.bold()));
     } else if !m.has_events() {
         if let Some(p) = m.threshold_phase_at(c) {
-            lines.push((format!("phase {p}"), t.bold()));
+            phase_line.push((format!("phase {p}"), t.bold()));
         }
     }
+    let at = lines.len().min(1);
+    for (k, l) in phase_line.into_iter().enumerate() {
+        lines.insert(at + k, l);
+    }
     let w = lines.iter().map(|l| l.0.chars().count()).max().unwrap_or(0) as u16 + 2;
-    let w = w.min(plot.width);
+    let w = w.min(plot.width).min(34);
     let h = (lines.len() as u16).min(plot.height);
     let x = if cx >= plot.x + plot.width / 2 {
         plot.x + 1
