@@ -363,3 +363,28 @@ fn hook_start_failures_are_reported_and_slow_hooks_do_not_block() {
     spawn_hook(&["sleep".into(), "5".into()], &alert, 0).unwrap();
     assert!(t0.elapsed() < Duration::from_millis(500));
 }
+
+#[test]
+fn event_age_is_a_watchdog_for_a_silent_prover() {
+    let mut e = AlertEngine::new(rules(&["crit: event_age > 60s"]));
+    // Nothing heard yet: a child that never speaks the protocol is not "hung".
+    assert!(feed(&mut e, 0.0, 100.0, GIB).is_empty());
+    let ev = |t: u64| {
+        Record::new(
+            t,
+            RecordBody::Event(Event::State {
+                state: provetop_shared::protocol::ProverState::Proving,
+            }),
+        )
+    };
+    assert!(e.observe(&ev(100 * S)).is_empty());
+    assert!(feed(&mut e, 100.1, 160.0, GIB).is_empty());
+    let a = feed(&mut e, 160.1, 161.0, GIB);
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].1.metric, "event_age");
+    assert_eq!(a[0].1.level, AlertLevel::Crit);
+    // It speaks again: cleared.
+    let c = e.observe(&ev(170 * S));
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].state, AlertState::Cleared);
+}

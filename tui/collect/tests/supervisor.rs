@@ -532,3 +532,35 @@ async fn pid_watch_follows_restarts() {
     assert!(seen[2].is_some() && seen[2] != Some(first));
     assert_eq!(seen[3], None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_events_pipe_is_noted_and_monitoring_goes_on() {
+    let script =
+        r#"printf '{"ts":1,"type":"state","state":"idle"}\n' >&3; exec 3>&-; sleep 2; exit 4"#;
+    let (info, recs) = run(spec(sh(script))).await;
+    assert_eq!(info.code, Some(4));
+    let m = marks(&recs);
+    let note = m
+        .iter()
+        .position(|m| matches!(m, Mark::Note { text } if text.contains("closed its events pipe")))
+        .expect("no note about the closed pipe");
+    let exited = m
+        .iter()
+        .position(|m| matches!(m, Mark::ChildExited { .. }))
+        .unwrap();
+    assert!(note < exited);
+    assert_eq!(
+        recs.iter()
+            .filter(|r| matches!(r.body, RecordBody::Event(_)))
+            .count(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_normal_exit_is_not_mistaken_for_a_closed_pipe() {
+    let (_, recs) = run(spec(sh("exit 0"))).await;
+    assert!(!marks(&recs)
+        .iter()
+        .any(|m| matches!(m, Mark::Note { text } if text.contains("closed its events pipe"))));
+}

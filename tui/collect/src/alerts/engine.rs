@@ -30,6 +30,8 @@ pub struct AlertEngine {
     phases: BTreeMap<PhaseKey, u64>,
     /// Pinned bytes the prover last reported.
     reported_pinned: Option<u64>,
+    /// Time of the current child's last event.
+    last_event: Option<u64>,
 }
 
 impl AlertEngine {
@@ -41,6 +43,7 @@ impl AlertEngine {
             state,
             phases: BTreeMap::new(),
             reported_pinned: None,
+            last_event: None,
         }
     }
 
@@ -64,12 +67,14 @@ impl AlertEngine {
         match &rec.body {
             RecordBody::Sample(s) => self.eval(t, Some(s)),
             RecordBody::Event(e) => {
+                self.last_event = Some(self.last_event.map_or(t, |l| l.max(t)));
                 self.track_event(t, e);
                 self.eval(t, None)
             }
             RecordBody::Mark(Mark::ChildExited { .. } | Mark::ChildStarted { .. }) => {
-                // A new or dead child has no open phases.
+                // A new or dead child has no open phases and has said nothing yet.
                 self.phases.clear();
+                self.last_event = None;
                 self.eval(t, None)
             }
             _ => Vec::new(),
@@ -121,6 +126,11 @@ impl AlertEngine {
         if m == Metric::PhaseDuration {
             return self.phase_running(t).map(|(v, n)| (v, Some(n)));
         }
+        if m == Metric::EventAge {
+            return self
+                .last_event
+                .map(|l| (t.saturating_sub(l) as f64 / 1e9, None));
+        }
         let s = s?;
         let v = match m {
             Metric::Rss => Some(s.rss),
@@ -134,7 +144,7 @@ impl AlertEngine {
             },
             Metric::Gpu => s.gpu_used,
             Metric::MemAvailable => s.mem_available,
-            Metric::PhaseDuration => unreachable!("handled above"),
+            Metric::PhaseDuration | Metric::EventAge => unreachable!("handled above"),
         }?;
         Some((v as f64, None))
     }
@@ -144,8 +154,8 @@ impl AlertEngine {
         let limit = s.and_then(|s| s.cgroup_max.or(s.mem_total));
         for i in 0..self.rules.len() {
             let rule = &self.rules[i];
-            // Memory metrics are judged on samples only; phase_duration on every record.
-            if s.is_none() && rule.metric != Metric::PhaseDuration {
+            // Memory metrics are judged on samples only; durations on every record.
+            if s.is_none() && !rule.metric.is_duration() {
                 continue;
             }
             let reading = self.value(rule.metric, t, s);

@@ -5,6 +5,7 @@
 //! crit: shmem > 40GiB
 //! warn: phase_duration > 30s
 //! info: mem_available < 2GiB for 10s
+//! crit: event_age > 5m    (no event from the prover for 5 minutes: hung?)
 //! rss > 90%              (of the memory limit: cgroup memory.max, else MemTotal)
 //! ```
 
@@ -35,6 +36,9 @@ pub enum Metric {
     MemAvailable,
     /// Seconds the longest-running open phase has been running.
     PhaseDuration,
+    /// Seconds since the child's last protocol event (a watchdog for a hung prover); known
+    /// only once the current child has sent an event.
+    EventAge,
 }
 
 /// Every metric with its rule name.
@@ -48,6 +52,7 @@ pub const METRICS: &[(&str, Metric)] = &[
     ("gpu", Metric::Gpu),
     ("mem_available", Metric::MemAvailable),
     ("phase_duration", Metric::PhaseDuration),
+    ("event_age", Metric::EventAge),
 ];
 
 impl Metric {
@@ -62,7 +67,7 @@ impl Metric {
 
     /// Whether values are seconds (else bytes).
     pub fn is_duration(self) -> bool {
-        self == Metric::PhaseDuration
+        matches!(self, Metric::PhaseDuration | Metric::EventAge)
     }
 
     /// Format a value of this metric.

@@ -364,7 +364,7 @@ fn start_run(
         }
     });
     *inner.stdin.lock().unwrap_or_else(|e| e.into_inner()) = Some(stdin_tx);
-    let reader = tokio::spawn(read_events(inner.clone(), events));
+    let reader = tokio::spawn(read_events(inner.clone(), events, pid as i32));
     let cgroups = MemCgroup::of_pid(pid)
         .map(|c| {
             let n = c.oom_kills();
@@ -529,7 +529,7 @@ fn track_cgroup(run: &mut Running) {
 }
 
 /// Read the events pipe to its end, forwarding events and bad lines without ever waiting.
-async fn read_events(inner: Arc<Inner>, fd: std::os::fd::OwnedFd) {
+async fn read_events(inner: Arc<Inner>, fd: std::os::fd::OwnedFd, pgid: i32) {
     let mut pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
         Ok(p) => p,
         Err(e) => {
@@ -556,6 +556,23 @@ async fn read_events(inner: Arc<Inner>, fd: std::os::fd::OwnedFd) {
     }
     splitter.finish(|p| handle_piece(&inner, p));
     report_drops(&inner, &mut last_dropped);
+    // End of the stream is normally the child exiting. If it is still running a second
+    // later, it closed its events pipe: say so (monitoring goes on without events).
+    let reaped = inner.reaped.notified();
+    tokio::pin!(reaped);
+    reaped.as_mut().enable();
+    if inner.pgid.load(Ordering::Acquire) != pgid {
+        return;
+    }
+    if tokio::time::timeout(Duration::from_secs(1), reaped)
+        .await
+        .is_err()
+        && inner.pgid.load(Ordering::Acquire) == pgid
+    {
+        inner.forward(mark(Mark::Note {
+            text: format!("child {pgid} closed its events pipe; it is still monitored"),
+        }));
+    }
 }
 
 fn report_drops(inner: &Inner, last: &mut u64) {
