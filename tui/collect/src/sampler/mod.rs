@@ -179,13 +179,48 @@ pub fn spawn(cfg: SamplerConfig, root_pid: u32) -> io::Result<SamplerHandle> {
     let resets = peak::PeakResets::spawn()?;
     let peak_shared = resets.shared().clone();
 
+    let started = start_threads(&cfg, &shared, prod, resets);
+    let thread = match started {
+        Ok(t) => t,
+        Err(e) => {
+            // Helpers already running must not outlive a failed start.
+            shared.stop.store(true, Ordering::Release);
+            for h in shared
+                .helpers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+            {
+                h.unpark();
+            }
+            return Err(e);
+        }
+    };
+    Ok(SamplerHandle {
+        cons,
+        shared,
+        thread: Some(thread),
+        peak_shared,
+    })
+}
+
+fn start_threads(
+    cfg: &SamplerConfig,
+    shared: &Arc<Shared>,
+    prod: HeapProd<Record>,
+    resets: peak::PeakResets,
+) -> io::Result<JoinHandle<()>> {
     if cfg.smaps_duty > 0.0 {
         let s = shared.clone();
         let duty = cfg.smaps_duty;
         let t = thread::Builder::new()
             .name("provetop-smaps".into())
             .spawn(move || smaps_loop(&s, duty))?;
-        shared.helpers.lock().unwrap().push(t.thread().clone());
+        shared
+            .helpers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(t.thread().clone());
     }
     if cfg.gpu_hz > 0.0 {
         let s = shared.clone();
@@ -193,21 +228,20 @@ pub fn spawn(cfg: SamplerConfig, root_pid: u32) -> io::Result<SamplerHandle> {
         let t = thread::Builder::new()
             .name("provetop-gpu".into())
             .spawn(move || gpu_loop(&s, period))?;
-        shared.helpers.lock().unwrap().push(t.thread().clone());
+        shared
+            .helpers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(t.thread().clone());
     }
     let s = shared.clone();
-    let thread = thread::Builder::new()
+    let cfg = cfg.clone();
+    thread::Builder::new()
         .name("provetop-sampler".into())
         .spawn(move || {
             s.register_tid("provetop-sampler");
             Sampler::new(cfg, s, prod, resets).run()
-        })?;
-    Ok(SamplerHandle {
-        cons,
-        shared,
-        thread: Some(thread),
-        peak_shared,
-    })
+        })
 }
 
 impl SamplerHandle {

@@ -192,7 +192,12 @@ impl Inner {
     /// Lifecycle marks are rare and must not be lost: wait for room (bounded, so a stalled
     /// app cannot hold the supervisor forever).
     async fn forward_wait(&self, rec: Record) {
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.tx.send(rec)).await;
+        if tokio::time::timeout(Duration::from_secs(5), self.tx.send(rec))
+            .await
+            .is_err()
+        {
+            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
