@@ -76,7 +76,9 @@ pub fn write_csv(store: &Store, out: &mut dyn Write) -> io::Result<()> {
             continue;
         };
         line.clear();
-        csv_row(&mut line, header, rec.t, s, store.phase_at_index(i));
+        // The model writes "-" for "no phase, no known state"; a CSV cell says that empty.
+        let phase = store.phase_at_index(i).filter(|p| *p != "-");
+        csv_row(&mut line, header, rec.t, s, phase);
         out.write_all(line.as_bytes())?;
     }
     Ok(())
