@@ -125,7 +125,7 @@ fn main() {
     let gaps: Vec<f64> = ts.windows(2).map(|w| (w[1] - w[0]) as f64 / 1e6).collect();
     let max_gap = gaps.iter().cloned().fold(0.0, f64::max);
     let rate = ts.len() as f64 / wall;
-    let max_reset = h.max_reset_pass();
+    let max_reset = h.max_reset_delay();
     let late = h.late_resets();
     h.stop();
     let _ = hog.kill();
@@ -166,7 +166,7 @@ fn main() {
     );
     println!(
         "Sampler at {} Hz for {wall:.1} s: {} samples ({rate:.2} Hz achieved), largest gap \
-         between samples {max_gap:.1} ms, longest clear_refs pass {:.2} ms, {late} samples \
+         between samples {max_gap:.1} ms, longest delay from a sample to its peak reset {:.2} ms, {late} samples \
          taken while a reset was late.\n",
         cfg.hz,
         ts.len(),

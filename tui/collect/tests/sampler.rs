@@ -208,7 +208,9 @@ fn spikes_between_samples_are_caught_by_the_interval_peak() {
     }
     eprintln!(
         "spikes of 512 MiB held 20 ms at 20 Hz: {by_peak}/{SPIKES} caught by the interval peak, \
-         {by_rss}/{SPIKES} by VmRSS alone ({between} fell entirely between two samples)"
+         {by_rss}/{SPIKES} by VmRSS alone ({between} fell entirely between two samples); \
+         longest sample-to-reset delay {:?}",
+        h.max_reset_delay()
     );
     assert_eq!(by_peak, SPIKES);
     h.stop();

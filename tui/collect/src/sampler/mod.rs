@@ -293,10 +293,11 @@ impl SamplerHandle {
         v
     }
 
-    /// Longest time one `clear_refs` pass has taken so far (how long the target's mmap lock
-    /// held the reset thread).
-    pub fn max_reset_pass(&self) -> Duration {
-        Duration::from_micros(self.peak_shared.max_pass_us.load(Ordering::Relaxed))
+    /// Longest time so far from a sample to the end of its peak reset (`clear_refs`). A
+    /// spike that begins and ends inside this window right after a sample is the one thing
+    /// the interval peak can miss; it grows while the target holds its mmap lock.
+    pub fn max_reset_delay(&self) -> Duration {
+        Duration::from_micros(self.peak_shared.max_delay_us.load(Ordering::Relaxed))
     }
 
     /// Stop all threads; joins the sampling thread.

@@ -19,6 +19,8 @@ struct Request {
     pids: Vec<u32>,
     seq: u64,
     stop: bool,
+    /// When the sample that asked was taken.
+    at: Option<Instant>,
 }
 
 /// State shared between the sampler and the reset thread.
@@ -28,8 +30,10 @@ pub struct Shared {
     cv: Condvar,
     /// Sequence number of the last request fully served.
     pub done_seq: AtomicU64,
-    /// Longest single reset pass, µs.
-    pub max_pass_us: AtomicU64,
+    /// Longest time from a request (the sample's read) to the end of its resets, µs. A
+    /// spike that starts and ends within this window after a sample is not seen by the next
+    /// one: normally tens of µs, longer while the target holds its mmap lock.
+    pub max_delay_us: AtomicU64,
     /// Thread id of the reset thread (0 until it runs).
     pub tid: AtomicU32,
     /// Pids whose peak cannot be reset (permission), with the reason; taken by the sampler.
@@ -65,6 +69,7 @@ impl PeakResets {
         r.pids.clear();
         r.pids.extend_from_slice(pids);
         r.seq = self.seq;
+        r.at = Some(Instant::now());
         drop(r);
         self.shared.cv.notify_one();
     }
@@ -102,6 +107,7 @@ fn run(s: &Shared) {
     let mut open: HashMap<u32, PeakResetter> = HashMap::new();
     let mut seen = 0u64;
     let mut pids = Vec::new();
+    let mut asked;
     loop {
         {
             let mut r = s.req.lock().unwrap_or_else(|e| e.into_inner());
@@ -112,10 +118,10 @@ fn run(s: &Shared) {
                 return;
             }
             seen = r.seq;
+            asked = r.at.unwrap_or_else(Instant::now);
             pids.clear();
             pids.extend_from_slice(&r.pids);
         }
-        let t0 = Instant::now();
         open.retain(|pid, _| pids.contains(pid));
         for &pid in &pids {
             let res = match open.entry(pid) {
@@ -138,8 +144,8 @@ fn run(s: &Shared) {
                 // ESRCH/ENOENT: the process is gone; the sampler notices on its own.
             }
         }
-        let us = t0.elapsed().as_micros() as u64;
-        s.max_pass_us.fetch_max(us, Ordering::Relaxed);
+        let us = asked.elapsed().as_micros() as u64;
+        s.max_delay_us.fetch_max(us, Ordering::Relaxed);
         s.done_seq.store(seen, Ordering::Release);
     }
 }
