@@ -460,6 +460,27 @@ fn non_monotonic_timestamps_warn_and_keep_file_order() {
 }
 
 #[test]
+fn last_row_earlier_than_the_first() {
+    // The span is latest minus earliest, whatever the order (this used to underflow).
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "back.csv",
+        b"timestamp,rss_kb\n100,1048576\n40,2097152\n",
+    );
+    let out = classify(&p);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("summary: 2 samples over 1m00s"),
+        "{}",
+        out.stdout
+    );
+    assert!(out
+        .stderr
+        .contains("back.csv: line 3: timestamp 40 goes back in time"));
+}
+
+#[test]
 fn absurd_values() {
     let dir = tempfile::tempdir().unwrap();
     let p = write(

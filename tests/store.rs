@@ -447,9 +447,14 @@ proptest! {
         prop_assert!(l.warnings.is_empty());
         prop_assert_eq!(&l.header, &header());
         prop_assert_eq!(&l.records, &recs);
-        // The store indexes anything the reader returns.
+        // The store indexes anything the reader returns, and classify and export take any
+        // values (u64::MAX bytes, times far apart) without panicking.
         let st = Store::from_loaded(&p, l, Thresholds::default());
         let _ = st.model_at(st.end() / 2);
+        let _ = provetop::classify::render(&st, Thresholds::default());
+        let mut sink = Vec::new();
+        provetop::export::write_csv(&st, &mut sink).unwrap();
+        provetop::export::write_jsonl(&st, &mut sink).unwrap();
     }
 
     #[test]

@@ -287,7 +287,9 @@ pub fn summarize(thresholds: Thresholds, series: &[(u64, u64)]) -> Option<Summar
         }
     }
     idle.sort_unstable();
-    let last = series.last().map(|x| x.0).unwrap_or(first.0);
+    // Times may go backwards (CSV rows out of order): the span is latest minus earliest.
+    let lo = series.iter().map(|x| x.0).min().unwrap_or(first.0);
+    let hi = series.iter().map(|x| x.0).max().unwrap_or(first.0);
     Some(Summary {
         samples: series.len() as u64,
         cycles,
@@ -295,7 +297,7 @@ pub fn summarize(thresholds: Thresholds, series: &[(u64, u64)]) -> Option<Summar
         peak,
         idle_floor: idle.get(idle.len() / 2).copied(),
         interval_s: median_gap as f64 / 1e9,
-        span_s: (last - first.0) as f64 / 1e9,
+        span_s: (hi - lo) as f64 / 1e9,
     })
 }
 
