@@ -151,6 +151,29 @@ fn model_at_equals_a_straight_replay() {
 }
 
 #[test]
+fn scan_has_the_same_answers_without_snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let recs = long_records(3000);
+    let p = dir.path().join("s.ptop");
+    write_session(&p, &recs);
+    let full = Store::open(&p).unwrap();
+    let scan = Store::scan(&p, Thresholds::default()).unwrap();
+    assert_eq!(scan.snapshots(), 1, "only the empty model");
+    assert!(full.snapshots() > 1);
+    assert_eq!(scan.phase_starts(), full.phase_starts());
+    assert_eq!(scan.alert_times(), full.alert_times());
+    assert_eq!(scan.spans(), full.spans());
+    for i in [0, 1, 1000, recs.len() - 1] {
+        assert_eq!(scan.phase_at_index(i), full.phase_at_index(i));
+    }
+    let t = full.start() + (full.end() - full.start()) / 3;
+    assert_eq!(
+        format!("{:?}", scan.model_at(t)),
+        format!("{:?}", full.model_at(t))
+    );
+}
+
+#[test]
 fn start_end_and_index() {
     let dir = tempfile::tempdir().unwrap();
     let recs = demo_records();

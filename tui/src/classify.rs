@@ -18,7 +18,7 @@ use crate::store::Store;
 
 /// Run `provetop classify`; returns the process exit code.
 pub fn main(args: &ClassifyArgs) -> anyhow::Result<i32> {
-    let store = Store::open_with(&args.file, args.thresholds)
+    let store = Store::scan(&args.file, args.thresholds)
         // LoadError already names the cause; `{:#}` would repeat its io::Error source.
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     store.report_warnings();

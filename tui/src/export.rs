@@ -11,6 +11,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::Context as _;
+use provetop_shared::classify::Thresholds;
 use provetop_shared::session::SessionHeader;
 use provetop_shared::{Record, RecordBody, Sample};
 
@@ -22,7 +23,7 @@ pub const CSV_HEADER: &str = "timestamp,rss_kb,peak_kb,anon_kb,file_kb,shmem_kb,
 
 /// Run `provetop export`; returns the process exit code.
 pub fn main(args: &ExportArgs) -> anyhow::Result<i32> {
-    let store = Store::open(&args.file)
+    let store = Store::scan(&args.file, Thresholds::default())
         // LoadError already names the cause; `{:#}` would repeat its io::Error source.
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     store.report_warnings();

@@ -87,10 +87,26 @@ impl Store {
         Ok(Self::from_loaded(path, loaded, thresholds))
     }
 
+    /// Load `path` for a single pass (classify, export): everything but the model snapshots,
+    /// which cost memory and time that one pass does not need. [`Store::model_at`] still
+    /// works, replaying from the start.
+    pub fn scan(path: &Path, thresholds: Thresholds) -> Result<Store, LoadError> {
+        let loaded = session::load(path)?;
+        Ok(Self::build(path, loaded, thresholds, false))
+    }
+
     /// Index records already loaded (`path` names the source in messages).
     pub fn from_loaded(path: &Path, loaded: Loaded, thresholds: Thresholds) -> Store {
+        Self::build(path, loaded, thresholds, true)
+    }
+
+    fn build(path: &Path, loaded: Loaded, thresholds: Thresholds, snapshots: bool) -> Store {
         let n = loaded.records.len();
-        let every = (n / TARGET_SNAPSHOTS).max(MIN_SNAPSHOT_EVERY);
+        let every = if snapshots {
+            (n / TARGET_SNAPSHOTS).max(MIN_SNAPSHOT_EVERY)
+        } else {
+            usize::MAX
+        };
         let has_events = loaded
             .records
             .iter()
@@ -350,7 +366,8 @@ impl Store {
         self.model_at_index(self.index_at(t))
     }
 
-    /// Records between two snapshots (the most `model_at` re-applies).
+    /// Records between two snapshots (the most `model_at` re-applies; `usize::MAX` for a
+    /// [`Store::scan`]).
     pub fn snapshot_every(&self) -> usize {
         self.every
     }
