@@ -187,6 +187,19 @@ struct Proved {
     per_proof_s: Vec<f64>,
     srs_events_while_proving: usize,
     first_start_latency_s: f64,
+    /// Largest working set the prover counted on its heap (bytes above the start of a proof).
+    heap_peak: u64,
+}
+
+/// The prover's own heap count, from its "proof N: working set X B …" log line.
+fn working_set(e: &Event) -> Option<u64> {
+    match e {
+        Event::Log { message, .. } => message
+            .split_once("working set ")
+            .and_then(|(_, r)| r.split(' ').next())
+            .and_then(|n| n.parse().ok()),
+        _ => None,
+    }
 }
 
 /// Ask for `sectors` sectors; wait until every queued proof finished.
@@ -204,6 +217,9 @@ fn prove(d: &mut Daemon, sectors: u32) -> Proved {
             Event::ProofQueued { .. } => queued += 1,
             Event::ProofStarted { .. } if first_start.is_none() => {
                 first_start = Some(t0.elapsed().as_secs_f64())
+            }
+            ref e if working_set(e).is_some() => {
+                p.heap_peak = p.heap_peak.max(working_set(e).unwrap_or(0));
             }
             Event::ProofFinished {
                 verified,
@@ -223,6 +239,9 @@ fn prove(d: &mut Daemon, sectors: u32) -> Proved {
         }
     }
     p.wall_s = t0.elapsed().as_secs_f64();
+    // The working-set line follows the last proof_finished.
+    let last = d.wait_for(|e| working_set(e).is_some());
+    p.heap_peak = p.heap_peak.max(working_set(&last.event).unwrap_or(0));
     p.first_start_latency_s = first_start.unwrap_or(0.0);
     p.srs_events_while_proving = d.seen[before..]
         .iter()
@@ -326,8 +345,11 @@ fn phases_section(cache: &Path, p: u32, sizes: &[u64], reps: u32) {
     for ph in SUB {
         print!(" {ph} |");
     }
-    println!(" verified | SRS | peak RSS | peak above SRS floor |");
-    println!("|---|---|{}---|---|---|---|", "---|".repeat(SUB.len()));
+    println!(" verified | SRS | peak RSS | peak above SRS floor | peak heap working set | per constraint |");
+    println!(
+        "|---|---|{}---|---|---|---|---|---|",
+        "---|".repeat(SUB.len())
+    );
     for &n in sizes {
         let mut r = ready(&args(p, n, &[]), cache);
         let pr = prove(&mut r.d, reps);
@@ -344,12 +366,14 @@ fn phases_section(cache: &Path, p: u32, sizes: &[u64], reps: u32) {
             );
         }
         println!(
-            " {}/{} | {} | {} | {} |",
+            " {}/{} | {} | {} | {} | {} | {:.0} B |",
             pr.verified,
             pr.proofs,
             fmt_bytes(r.srs_bytes),
             fmt_bytes(hwm),
-            fmt_bytes(hwm.saturating_sub(r.floor))
+            fmt_bytes(hwm.saturating_sub(r.floor)),
+            fmt_bytes(pr.heap_peak),
+            pr.heap_peak as f64 / (p as u64 * n) as f64
         );
     }
 }
@@ -362,6 +386,7 @@ struct ModeRow {
     synth: f64,
     prove: f64,
     peak: u64,
+    heap: u64,
     verified: bool,
     runs: u32,
 }
@@ -395,20 +420,20 @@ fn modes_section(cache: &Path, p: u32, n: u64, sectors: u32, rounds: u32, modes:
                 row.cpu = cpu_per;
             }
             row.peak = row.peak.max(peak);
+            row.heap = row.heap.max(pr.heap_peak);
             row.proofs = pr.proofs;
             row.verified = (row.runs == 0 || row.verified) && pr.verified == pr.proofs;
             row.runs += 1;
         }
     }
-    println!("| mode | proofs per run | s/sector (wall) | sectors/hour | CPU s/sector | synthesis s/sector | prove s/sector | peak RSS above SRS floor | vs single | all verified |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
-    let single_peak = modes
-        .iter()
-        .position(|m| *m == BatchMode::Single)
-        .map(|i| rows[i].peak);
+    println!("| mode | proofs per run | s/sector (wall) | sectors/hour | CPU s/sector | synthesis s/sector | prove s/sector | peak RSS above SRS floor | vs single | peak heap working set | vs single | all verified |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let single = modes.iter().position(|m| *m == BatchMode::Single);
+    let single_peak = single.map(|i| rows[i].peak);
+    let single_heap = single.map(|i| rows[i].heap);
     for (mode, r) in modes.iter().zip(&rows) {
         println!(
-            "| {mode} | {} | {} | {:.0} | {} | {} | {} | {} | {} | {} |",
+            "| {mode} | {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.proofs,
             s(r.wall),
             3600.0 / r.wall,
@@ -418,6 +443,10 @@ fn modes_section(cache: &Path, p: u32, n: u64, sectors: u32, rounds: u32, modes:
             fmt_bytes(r.peak),
             single_peak
                 .map(|sp| format!("{:.2}×", r.peak as f64 / sp.max(1) as f64))
+                .unwrap_or_else(|| "–".into()),
+            fmt_bytes(r.heap),
+            single_heap
+                .map(|sh| format!("{:.2}×", r.heap as f64 / sh.max(1) as f64))
                 .unwrap_or_else(|| "–".into()),
             r.verified
         );

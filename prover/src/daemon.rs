@@ -530,6 +530,16 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
             done += 1;
             if let Some(ws) = out.working_set {
                 let bpc = ws as f64 / out.live_constraints.max(1) as f64;
+                emitter.emit(Event::Log {
+                    level: "info".into(),
+                    target: "provetop_prover::heap".into(),
+                    message: format!(
+                        "proof {}: working set {ws} B ({}; {bpc:.0} B per live constraint, {} live in {mode})",
+                        spec.proof_id,
+                        provetop_shared::units::fmt_bytes(ws),
+                        out.live_constraints
+                    ),
+                });
                 let m = &mut c.mem;
                 m.bytes_per_constraint = Some(m.bytes_per_constraint.map_or(bpc, |b| b.max(bpc)));
                 m.proofs += 1;
