@@ -211,12 +211,14 @@ impl fmt::Display for Warning {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// Could not open or read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// File.
         path: PathBuf,
         /// Cause.
-        source: io::Error,
+        // Not `source`: the message already says it, and a source would repeat it in
+        // error chains ("…: No such file…: No such file…").
+        error: io::Error,
     },
     /// Zero bytes.
     #[error("{path}: empty file (not a provetop session or timestamp,rss_kb CSV)")]
@@ -270,9 +272,9 @@ pub struct Loaded {
 
 /// Load a session file or a `timestamp,rss_kb` CSV.
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
-    let data = std::fs::read(path).map_err(|source| LoadError::Io {
+    let data = std::fs::read(path).map_err(|error| LoadError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     load_bytes(path, &data)
 }
@@ -436,6 +438,9 @@ fn decode_intact_run(data: &[u8], start: usize) -> (Vec<Record>, usize) {
 
 /// What [`Frames`] yields.
 #[derive(Debug)]
+// Not boxed: records move straight into the loaded Vec; a Box per record would cost an
+// allocation each on the load path that opens a million records.
+#[allow(clippy::large_enum_variant)]
 pub enum FrameItem {
     /// A record and the byte offset of its frame.
     Record(u64, Record),
