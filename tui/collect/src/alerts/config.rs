@@ -4,7 +4,7 @@
 //! # $XDG_CONFIG_HOME/provetop/config.toml (or ~/.config/provetop/config.toml, or --config)
 //! hz = 20                 # samples per second
 //! gpu_hz = 2              # NVML readings per second (0 = off)
-//! smaps_duty = 0.01       # share of a core the pinned-memory (smaps) reader may use
+//! smaps_duty = 0.005      # share of a core the pinned-memory (smaps) reader may use
 //! rules = ["rss > 180GiB for 5s", "crit: shmem > 40GiB", "warn: phase_duration > 30m"]
 //! thresholds = ["10GiB", "50GiB", "100GiB", "180GiB"]   # threshold lines on the chart
 //! on_alert = ["/usr/local/bin/page-oncall", "--team", "provers"]   # argv, no shell

@@ -66,7 +66,7 @@ impl Default for SamplerConfig {
     fn default() -> Self {
         SamplerConfig {
             hz: 20.0,
-            smaps_duty: 0.01,
+            smaps_duty: 0.005,
             gpu_hz: 2.0,
             reset_peak: true,
         }
