@@ -94,6 +94,13 @@ impl SessionWriter {
             .truncate(true)
             .mode(0o600)
             .open(path)?;
+        // `mode` applies only when the file is created: an existing file being overwritten
+        // keeps its permissions unless they are set here (special files such as /dev/null
+        // are left alone).
+        if file.metadata()?.is_file() {
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
         let mut out = BufWriter::with_capacity(256 << 10, file);
         let h = serde_json::to_vec(header).map_err(io::Error::other)?;
         out.write_all(MAGIC)?;
@@ -301,7 +308,9 @@ pub fn load_bytes(path: &Path, data: &[u8]) -> Result<Loaded, LoadError> {
 
 fn looks_like_csv(data: &[u8]) -> bool {
     let head = &data[..data.len().min(64)];
-    let s = String::from_utf8_lossy(head).trim_start_matches('\u{feff}').to_ascii_lowercase();
+    let s = String::from_utf8_lossy(head)
+        .trim_start_matches('\u{feff}')
+        .to_ascii_lowercase();
     s.starts_with("timestamp,rss_kb")
 }
 
@@ -325,7 +334,10 @@ fn load_session(path: &Path, data: &[u8]) -> Result<Loaded, LoadError> {
     }
     let hlen = u32::from_le_bytes(data[8..12].try_into().expect("4 bytes")) as usize;
     if hlen > 1 << 20 || 12 + hlen > data.len() {
-        return Err(fmt_err(8, format!("header length {hlen} is impossible or cut off")));
+        return Err(fmt_err(
+            8,
+            format!("header length {hlen} is impossible or cut off"),
+        ));
     }
     let header: SessionHeader = serde_json::from_slice(&data[12..12 + hlen])
         .map_err(|e| fmt_err(12, format!("bad session header: {e}")))?;
@@ -478,7 +490,10 @@ impl<'a> Frames<'a> {
         // A kind byte this reader does not know is damage; checking it before the CRC keeps
         // resynchronization over garbage cheap (most candidate offsets fail here).
         if !(1..=5).contains(&rest[8]) {
-            return Err(FrameProblem::Bad(format!("unknown record kind {}", rest[8])));
+            return Err(FrameProblem::Bad(format!(
+                "unknown record kind {}",
+                rest[8]
+            )));
         }
         let payload = &rest[8..end];
         if crc32fast::hash(payload) != crc {
@@ -546,7 +561,10 @@ impl Iterator for Frames<'_> {
                 let (p, message) = match self.resync(at) {
                     Some(p) => (
                         p,
-                        format!("damaged record ({why}); skipped {} bytes, resumed at byte {p}", p - at),
+                        format!(
+                            "damaged record ({why}); skipped {} bytes, resumed at byte {p}",
+                            p - at
+                        ),
                     ),
                     None => (
                         self.data.len(),
@@ -590,7 +608,11 @@ pub mod csv {
         };
         let ends_with_newline = data.ends_with(b"\n");
         let text = std::str::from_utf8(data).map_err(|e| {
-            let line = data[..e.valid_up_to()].iter().filter(|b| **b == b'\n').count() as u64 + 1;
+            let line = data[..e.valid_up_to()]
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count() as u64
+                + 1;
             err(line, format!("invalid UTF-8 at byte {}", e.valid_up_to()))
         })?;
         let lines: Vec<&str> = text.lines().collect();
@@ -641,7 +663,10 @@ pub mod csv {
             warnings.push(Warning {
                 offset: None,
                 line: None,
-                message: format!("{} more rows go back in time; kept in file order", reported - 5),
+                message: format!(
+                    "{} more rows go back in time; kept in file order",
+                    reported - 5
+                ),
             });
         }
         if let Some(&(ts, _, lineno)) = rows.iter().find(|r| r.0 > MAX_UNIX_SECS) {
@@ -656,7 +681,9 @@ pub mod csv {
         }
         let (lo, hi) = rows
             .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| (lo.min(r.0), hi.max(r.0)));
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| {
+                (lo.min(r.0), hi.max(r.0))
+            });
         if hi - lo > MAX_SPAN_SECS {
             let lineno = rows.iter().find(|r| r.0 == hi).map(|r| r.2).unwrap_or(0);
             return Err(err(
@@ -680,7 +707,11 @@ pub mod csv {
                 }),
             })
             .collect();
-        let mut gaps: Vec<f64> = rows.windows(2).map(|w| w[1].0 - w[0].0).filter(|g| *g > 0.0).collect();
+        let mut gaps: Vec<f64> = rows
+            .windows(2)
+            .map(|w| w[1].0 - w[0].0)
+            .filter(|g| *g > 0.0)
+            .collect();
         gaps.sort_by(f64::total_cmp);
         let hz = gaps.get(gaps.len() / 2).map(|g| 1.0 / g).unwrap_or(0.0);
         Ok(Loaded {
@@ -717,7 +748,10 @@ pub mod csv {
             if kb.starts_with('-') {
                 format!("negative rss_kb {:?}", excerpt(kb))
             } else {
-                format!("bad rss_kb {:?} (want an integer number of KiB)", excerpt(kb))
+                format!(
+                    "bad rss_kb {:?} (want an integer number of KiB)",
+                    excerpt(kb)
+                )
             }
         })?;
         if kb > MAX_RSS_KB {
@@ -762,7 +796,8 @@ mod tests {
     }
 
     fn write(path: &Path, recs: &[Record]) {
-        let mut w = SessionWriter::create(path, &SessionHeader::now(vec!["x".into()], 20.0)).unwrap();
+        let mut w =
+            SessionWriter::create(path, &SessionHeader::now(vec!["x".into()], 20.0)).unwrap();
         for r in recs {
             w.append(r).unwrap();
         }
@@ -794,7 +829,10 @@ mod tests {
         assert_eq!(l.records, recs());
         assert!(l.warnings.is_empty());
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
     }
 
     #[test]
@@ -819,7 +857,11 @@ mod tests {
         write(&p, &recs());
         let mut data = std::fs::read(&p).unwrap();
         // Find the offset of frame 2 (the event) and flip a payload byte.
-        let items: Vec<_> = Frames::new(&data, 12 + u32::from_le_bytes(data[8..12].try_into().unwrap()) as usize).collect();
+        let items: Vec<_> = Frames::new(
+            &data,
+            12 + u32::from_le_bytes(data[8..12].try_into().unwrap()) as usize,
+        )
+        .collect();
         let off = match &items[1] {
             FrameItem::Record(o, _) => *o as usize,
             _ => panic!(),
@@ -840,18 +882,29 @@ mod tests {
         assert_eq!(l.records.len(), 2);
         assert_eq!(l.records[1].t, 1_000_000_000);
         let e = load_bytes(p, b"timestamp,rss_kb\n100,1024\n101,abc\n102,1\n").unwrap_err();
-        assert_eq!(e.to_string(), "x.csv: line 3: bad rss_kb \"abc\" (want an integer number of KiB)");
+        assert_eq!(
+            e.to_string(),
+            "x.csv: line 3: bad rss_kb \"abc\" (want an integer number of KiB)"
+        );
         let l = load_bytes(p, b"timestamp,rss_kb\n100,1024\n101,20").unwrap();
-        assert_eq!(l.records.len(), 2, "a parsable last line without newline is kept");
+        assert_eq!(
+            l.records.len(),
+            2,
+            "a parsable last line without newline is kept"
+        );
         let l = load_bytes(p, b"timestamp,rss_kb\n100,1024\n101,").unwrap();
         assert_eq!(l.records.len(), 1);
-        assert!(l.warnings[0].to_string().starts_with("line 3: last line is cut off"));
+        assert!(l.warnings[0]
+            .to_string()
+            .starts_with("line 3: last line is cut off"));
         let l = load_bytes(p, b"timestamp,rss_kb\n100,1\n99,2\n").unwrap();
         assert_eq!(l.records[0].t, 1_000_000_000);
         assert!(l.warnings[0].message.contains("back in time"));
         assert!(load_bytes(p, b"").is_err());
         let e = load_bytes(p, b"hello world").unwrap_err();
-        assert!(e.to_string().starts_with("x.csv: byte 0: not a provetop session"));
+        assert!(e
+            .to_string()
+            .starts_with("x.csv: byte 0: not a provetop session"));
         let e = load_bytes(p, b"timestamp,rss_kb\n1,99999999999999999\n").unwrap_err();
         assert!(e.to_string().contains("absurd"));
     }

@@ -132,6 +132,8 @@ pub struct App {
     pub origin: u64,
     /// Session file being recorded (live).
     pub recording: Option<String>,
+    /// Writing the recording fails now (disk full): shown in the header.
+    pub recording_failing: bool,
     /// Extra horizontal lines on the chart (alert rule thresholds): label, bytes.
     pub rule_lines: Vec<(String, u64)>,
     /// Footer message.
@@ -159,6 +161,7 @@ impl App {
             clock,
             origin: clock,
             recording: None,
+            recording_failing: false,
             rule_lines: Vec::new(),
             flash: None,
             quit: false,

@@ -7,9 +7,13 @@ use anyhow::Context;
 use provetop_collect::sampler;
 use provetop_collect::supervisor::{self, ChildSpec};
 use provetop_shared::classify::Thresholds;
+use provetop_shared::clock::mono_ns;
+use provetop_shared::{Mark, Record, RecordBody};
 use tokio::sync::mpsc;
 
-use crate::live::{exit_status, finish_recording, start_recording, stop_signal, Collector, Setup};
+use crate::live::{
+    exit_status, finish_recording, signal_name, start_recording, stop_signal, Collector, Setup,
+};
 use crate::model::Model;
 
 /// How often records are drained.
@@ -20,8 +24,22 @@ fn model(t: Thresholds) -> Model {
 }
 
 fn report(m: &Model) {
+    // What the screen's header would show: the counts of what went wrong on the way in.
+    let mut lost = Vec::new();
+    if m.bad_lines > 0 {
+        lost.push(format!("{} bad event lines", m.bad_lines));
+    }
+    if m.dropped_events > 0 {
+        lost.push(format!("{} events dropped", m.dropped_events));
+    }
+    if m.dropped_samples > 0 {
+        lost.push(format!("{} samples dropped", m.dropped_samples));
+    }
+    if !lost.is_empty() {
+        crate::say!("provetop: {}", lost.join(", "));
+    }
     if let Some(p) = finish_recording() {
-        eprintln!(
+        crate::say!(
             "provetop: session recorded to {} ({} records)",
             p.display(),
             m.records()
@@ -61,9 +79,12 @@ pub fn run(s: Setup, spec: ChildSpec) -> anyhow::Result<i32> {
             tokio::select! {
                 _ = tick.tick() => { c.pump(&mut m); }
                 e = sup.wait() => break e,
-                _ = &mut stop, if !stopping => {
+                sig = &mut stop, if !stopping => {
                     stopping = true;
-                    eprintln!("provetop: stopping the child");
+                    let why = format!("got {}", signal_name(sig));
+                    crate::say!("provetop: {why}: stopping the child");
+                    let text = format!("provetop stopping: {why}");
+                    c.push(&mut m, Record::new(mono_ns(), RecordBody::Mark(Mark::Note { text })));
                     sup.stop().await;
                 }
             }
@@ -72,7 +93,7 @@ pub fn run(s: Setup, spec: ChildSpec) -> anyhow::Result<i32> {
         tokio::time::sleep(Duration::from_millis(100)).await;
         c.pump(&mut m);
         c.stop();
-        eprintln!("provetop: child {}", exit.reason);
+        crate::say!("provetop: child {}", exit.reason);
         anyhow::Ok(exit_status(&exit))
     });
     report(&m);
@@ -100,11 +121,15 @@ pub fn watch(s: Setup, pid: u32, command: Vec<String>) -> anyhow::Result<i32> {
                 _ = tick.tick() => {
                     c.pump(&mut m);
                     if c.watched_gone() {
-                        eprintln!("provetop: pid {pid} exited");
+                        crate::say!("provetop: pid {pid} exited");
                         break;
                     }
                 }
-                _ = &mut stop => break,
+                sig = &mut stop => {
+                    let text = format!("provetop stopping: got {}", signal_name(sig));
+                    c.push(&mut m, Record::new(mono_ns(), RecordBody::Mark(Mark::Note { text })));
+                    break;
+                }
             }
         }
         c.stop();

@@ -12,6 +12,7 @@ pub mod headless;
 pub mod live;
 pub mod model;
 pub mod replay;
+pub mod say;
 pub mod series;
 pub mod store;
 pub mod synth;

@@ -34,7 +34,7 @@ pub fn finish_recording_on_panic() {
     if let Ok(mut g) = RECORDER.try_lock() {
         if let Some(r) = g.take() {
             if let Ok(p) = r.finish() {
-                eprintln!("provetop: session recorded to {}", p.display());
+                crate::say!("provetop: session recorded to {}", p.display());
             }
         }
     }
@@ -259,12 +259,16 @@ impl Collector {
 
     /// Handle one record: alerts first (their records follow it), then model and recorder.
     pub fn push(&mut self, model: &mut Model, rec: Record) {
+        if let (true, RecordBody::Mark(Mark::Warning { text })) = (self.alerts_to_stderr, &rec.body)
+        {
+            crate::say!("provetop: warning: {text}");
+        }
         let raised = self.engine.observe(&rec);
         self.store(model, &rec);
         for a in raised {
             let r = Record::new(rec.t, RecordBody::Alert(a.clone()));
             if self.alerts_to_stderr {
-                eprintln!("provetop: {}", alert_line(&a));
+                crate::say!("provetop: {}", alert_line(&a));
             }
             self.store(model, &r);
             if let Some(h) = &self.hook {
@@ -274,7 +278,7 @@ impl Collector {
                         self.hook_failed = true;
                         let text = format!("alert hook {:?} cannot start: {e}", h[0]);
                         if self.alerts_to_stderr {
-                            eprintln!("provetop: {text}");
+                            crate::say!("provetop: {text}");
                         }
                         let w = Record::new(rec.t, RecordBody::Mark(Mark::Warning { text }));
                         self.store(model, &w);
@@ -288,10 +292,23 @@ impl Collector {
         model.apply(rec);
         let warn = with_recorder(|r| r.as_mut().and_then(|r| r.record(rec)));
         if let Some(m) = warn {
-            let w = Record::new(mono_ns(), RecordBody::Mark(m));
-            model.apply(&w);
-            with_recorder(|r| r.as_mut().and_then(|r| r.record(&w)));
+            self.recorder_warning(model, m);
         }
+    }
+
+    /// A warning from the recorder (writing fails, or works again): shown and recorded.
+    fn recorder_warning(&self, model: &mut Model, m: Mark) {
+        if let (true, Mark::Warning { text }) = (self.alerts_to_stderr, &m) {
+            crate::say!("provetop: warning: {text}");
+        }
+        let w = Record::new(mono_ns(), RecordBody::Mark(m));
+        model.apply(&w);
+        with_recorder(|r| r.as_mut().and_then(|r| r.record(&w)));
+    }
+
+    /// Whether writing the recording fails now (disk full, …).
+    pub fn recording_failing(&self) -> bool {
+        with_recorder(|r| r.as_ref().is_some_and(|r| r.is_failing()))
     }
 
     /// Drain everything available now; returns how many records arrived.
@@ -346,13 +363,9 @@ impl Collector {
             self.push(model, r);
         }
         self.buf = buf;
-        with_recorder(|r| {
-            if let Some(m) = r.as_mut().and_then(|r| r.tick()) {
-                let w = Record::new(mono_ns(), RecordBody::Mark(m));
-                model.apply(&w);
-                r.as_mut().and_then(|r| r.record(&w));
-            }
-        });
+        if let Some(m) = with_recorder(|r| r.as_mut().and_then(|r| r.tick())) {
+            self.recorder_warning(model, m);
+        }
         n
     }
 
@@ -379,7 +392,10 @@ pub fn alert_line(a: &Alert) -> String {
         .trim();
     match a.state {
         AlertState::Firing => format!("ALERT {lvl}: {rule}: {}", a.message),
-        AlertState::Cleared => format!("alert cleared: {rule}: {}", a.message),
+        AlertState::Cleared => format!(
+            "alert cleared: {rule}: {}",
+            a.message.strip_prefix("cleared: ").unwrap_or(&a.message)
+        ),
     }
 }
 
@@ -398,7 +414,7 @@ pub fn finish_recording() -> Option<PathBuf> {
     match rec.finish() {
         Ok(p) => Some(p),
         Err(e) => {
-            eprintln!("provetop: finishing the session file: {e:#}");
+            crate::say!("provetop: finishing the session file: {e:#}");
             None
         }
     }
@@ -532,6 +548,7 @@ impl Driver for LiveDriver {
         }
         app.clock = mono_ns();
         let n = self.collector.pump(&mut app.model);
+        app.recording_failing = self.collector.recording_failing();
         let gone = match (&self.supervisor, &app.model.child) {
             (Some(_), crate::model::ChildStatus::Exited { reason, .. }) => Some(reason.clone()),
             (None, crate::model::ChildStatus::Exited { reason, .. }) => Some(reason.clone()),
@@ -625,9 +642,24 @@ pub fn exit_status(e: &ExitInfo) -> i32 {
     }
 }
 
+/// The alert rule behind `--watchdog DURATION`: no protocol event for that long.
+pub fn watchdog_rule(text: &str) -> anyhow::Result<Rule> {
+    let secs = provetop_shared::units::parse_duration_s(text)
+        .map_err(|e| anyhow::anyhow!("--watchdog {text:?}: {e}"))?;
+    if !(secs.is_finite() && secs > 0.0) {
+        anyhow::bail!("--watchdog {text:?}: must be a positive duration");
+    }
+    format!("warn: event_age > {secs}s")
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--watchdog {text:?}: {e}"))
+}
+
 /// `provetop` / `provetop run`.
 pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
-    let s = setup(&args.monitor)?;
+    let mut s = setup(&args.monitor)?;
+    if let Some(w) = &args.watchdog {
+        s.rules.push(watchdog_rule(w)?);
+    }
     let argv = child_argv(args)?;
     let restart = match args.restart {
         RestartPolicy::Never => Restart::Never,
@@ -652,6 +684,7 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
         restart,
         grace: Duration::from_secs_f64(args.grace),
     };
+    let grace = spec.grace;
     if args.monitor.headless {
         return crate::headless::run(s, spec);
     }
@@ -679,16 +712,63 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
         app.rule_lines = rule_lines(&s.rules);
         app.recording = s.record.as_ref().map(|p| p.display().to_string());
         let exit = screen_loop(&mut app, &mut driver).await;
-        if let Some(sup) = &driver.supervisor {
-            sup.stop().await;
-        }
-        driver.collector.pump(&mut app.model);
+        note_stop(&mut driver.collector, &mut app.model, &exit);
+        stop_child(&mut driver, &mut app.model, grace).await;
         driver.collector.stop();
         exit.map(|e| e.status())
     });
     crate::terminal::restore();
     report_recording();
     result
+}
+
+/// Record why the session is ending (evidence for whoever reads the recording later).
+fn note_stop(c: &mut Collector, model: &mut Model, exit: &anyhow::Result<app::Exit>) {
+    let why = match exit {
+        Ok(app::Exit::Quit) => "quit by the user".to_string(),
+        Ok(app::Exit::Signal(sig)) => format!("got {}", signal_name(*sig)),
+        Ok(app::Exit::InputClosed) => "terminal input closed".to_string(),
+        Err(e) => format!("terminal lost: {e:#}"),
+    };
+    let text = format!("provetop stopping: {why}");
+    c.push(
+        model,
+        Record::new(mono_ns(), RecordBody::Mark(Mark::Note { text })),
+    );
+}
+
+/// "SIGHUP" for 1, "signal 99" when unknown.
+pub fn signal_name(sig: i32) -> String {
+    nix::sys::signal::Signal::try_from(sig)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {sig}"))
+}
+
+/// Stop the child per policy (SIGTERM, SIGKILL after the grace period) and keep draining
+/// records until the supervisor has reported its end, so the recording says how it ended.
+async fn stop_child(driver: &mut LiveDriver, model: &mut Model, grace: Duration) {
+    let collector = &mut driver.collector;
+    if let Some(sup) = driver.supervisor.as_mut() {
+        let done = async {
+            sup.stop().await;
+            sup.wait().await
+        };
+        tokio::pin!(done);
+        // stop() is bounded by the grace period plus the kernel; the supervisor then forwards
+        // the exit mark within seconds. The cap only guards against a wedged supervisor.
+        let cap = tokio::time::sleep(grace + Duration::from_secs(30));
+        tokio::pin!(cap);
+        loop {
+            tokio::select! {
+                _ = &mut done => break,
+                _ = &mut cap => break,
+                _ = tokio::time::sleep(Duration::from_millis(50)) => {
+                    collector.pump(model);
+                }
+            }
+        }
+    }
+    collector.pump(model);
 }
 
 async fn screen_loop(app: &mut App, driver: &mut LiveDriver) -> anyhow::Result<app::Exit> {
@@ -705,7 +785,7 @@ async fn screen_loop(app: &mut App, driver: &mut LiveDriver) -> anyhow::Result<a
 
 fn report_recording() {
     if let Some(p) = finish_recording() {
-        eprintln!("provetop: session recorded to {}", p.display());
+        crate::say!("provetop: session recorded to {}", p.display());
     }
 }
 
@@ -743,6 +823,7 @@ pub fn main_watch(args: &WatchArgs) -> anyhow::Result<i32> {
         );
         driver.collector.push(&mut app.model, note);
         let exit = screen_loop(&mut app, &mut driver).await;
+        note_stop(&mut driver.collector, &mut app.model, &exit);
         driver.collector.pump(&mut app.model);
         driver.collector.stop();
         exit.map(|e| e.status())

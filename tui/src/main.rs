@@ -12,6 +12,13 @@ fn default_run() -> RunArgs {
 }
 
 fn main() {
+    // A file-size limit (`ulimit -f`) must become a write error the recorder reports, not
+    // kill provetop: SIGXFSZ's default action terminates. A handler rather than SIG_IGN, so
+    // supervised children start with the default disposition again (exec resets handlers).
+    let _ = signal_hook::flag::register(
+        signal_hook::consts::SIGXFSZ,
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    );
     let cli = Cli::parse();
     let result = match &cli.command {
         Some(Command::Classify(a)) => provetop::classify::main(a),
@@ -24,7 +31,7 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("provetop: {e:#}");
+            provetop::say!("provetop: {e:#}");
             std::process::exit(1);
         }
     }

@@ -245,7 +245,7 @@ pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
     });
     crate::terminal::restore();
     for w in &warnings {
-        eprintln!("provetop: {}: {w}", args.file.display());
+        crate::say!("provetop: {}: {w}", args.file.display());
     }
     result.map(|e| e.status())
 }

@@ -425,7 +425,7 @@ impl Store {
     /// Print each load warning to stderr as one line naming the file and where.
     pub fn report_warnings(&self) {
         for w in self.warnings() {
-            eprintln!("provetop: warning: {}: {w}", self.path.display());
+            crate::say!("provetop: warning: {}: {w}", self.path.display());
         }
     }
 }

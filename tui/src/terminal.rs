@@ -2,6 +2,7 @@
 //! normal return, error, panic (hook) and signals (the loop ends, the guard drops).
 
 use std::io::{self, Stdout, Write};
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::cursor::Show;
@@ -27,8 +28,10 @@ pub fn restore() {
 
 /// The terminal in TUI mode; dropping it restores the terminal.
 pub struct Tui {
-    /// The ratatui terminal.
-    pub terminal: Terminal<CrosstermBackend<Stdout>>,
+    /// The ratatui terminal. Never dropped: ratatui's `Drop` shows the cursor and, when that
+    /// fails (the terminal hung up), reports it with `eprintln!`, which panics on the same
+    /// dead terminal. [`restore`] shows the cursor instead, ignoring errors.
+    pub terminal: ManuallyDrop<Terminal<CrosstermBackend<Stdout>>>,
 }
 
 impl Tui {
@@ -54,12 +57,16 @@ impl Tui {
                 anyhow::bail!("cannot set up the terminal: {e}");
             }
         };
-        Ok(Tui { terminal })
+        Ok(Tui {
+            terminal: ManuallyDrop::new(terminal),
+        })
     }
 }
 
 impl Drop for Tui {
     fn drop(&mut self) {
+        // The terminal itself is left undropped on purpose (see the field); it holds only a
+        // stdout handle and two screen buffers.
         restore();
     }
 }

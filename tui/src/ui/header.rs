@@ -118,8 +118,18 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         format!("drops {drops}"),
         if drops > 0 { t.warn() } else { t.dim() },
     ));
+    if m.dropped_events > 0 {
+        l2.push(Span::styled(
+            format!(" events dropped {}", m.dropped_events),
+            t.warn(),
+        ));
+    }
     if m.bad_lines > 0 {
         l2.push(Span::styled(format!(" bad {}", m.bad_lines), t.warn()));
+    }
+    if app.recording_failing {
+        l2.push(sep());
+        l2.push(Span::styled("✖ rec failing", t.bad()));
     }
     if let Some(a) = m.active_alerts.iter().max_by_key(|a| a.alert.level) {
         l2.push(sep());

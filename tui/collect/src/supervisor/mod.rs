@@ -81,6 +81,15 @@ pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
 pub const HEALTHY_RUN: Duration = Duration::from_secs(600);
 /// Records the supervisor may lose before it notes so, at most this often.
 const DROP_REPORT: Duration = Duration::from_secs(1);
+/// Reads in a row that (nearly) filled the buffer before the reader sheds load: the pipe stayed
+/// full, so the child was blocked writing, waiting on us. A legitimate burst (a few hundred KiB)
+/// is still read in full.
+const SHED_AFTER_FULL_READS: u32 = 8;
+/// Channel slots lines never take, so the marks that report drops (and lifecycle marks)
+/// still get through while the child floods.
+const CHANNEL_RESERVE: usize = 8;
+/// Lines parsed per buffer while shedding load; the rest are counted as dropped, unparsed.
+const SHED_PARSE: usize = 64;
 
 /// How the child ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -548,12 +557,34 @@ async fn read_events(inner: Arc<Inner>, fd: std::os::fd::OwnedFd, pgid: i32) {
     let mut buf = vec![0u8; 64 << 10];
     let mut last_dropped = inner.counters.dropped.load(Ordering::Relaxed);
     let mut last_report = Instant::now();
+    let mut full_reads = 0u32;
+    let reserve = CHANNEL_RESERVE.min(inner.tx.max_capacity() / 4);
     loop {
         let n = match pipe.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        splitter.feed(&buf[..n], |p| handle_piece(&inner, p));
+        // A flooding child must not be slowed to the speed at which we parse: when the pipe
+        // stays full, or the app is behind (its channel is full), lines are only counted.
+        // (A full pipe reads as a little less than its 64 KiB: writers fill it in chunks.)
+        full_reads = if n >= buf.len() / 4 * 3 {
+            full_reads + 1
+        } else {
+            0
+        };
+        let shedding = full_reads >= SHED_AFTER_FULL_READS;
+        let mut parsed = 0usize;
+        splitter.feed(&buf[..n], |p| {
+            if (shedding && parsed >= SHED_PARSE) || inner.tx.capacity() <= reserve {
+                if !matches!(p, lines::Piece::Line(l) if l.iter().all(|b| b.is_ascii_whitespace()))
+                {
+                    inner.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+                return;
+            }
+            parsed += 1;
+            handle_piece(&inner, p)
+        });
         if last_report.elapsed() >= DROP_REPORT {
             report_drops(&inner, &mut last_dropped);
             last_report = Instant::now();
