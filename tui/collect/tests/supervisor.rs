@@ -368,10 +368,11 @@ async fn a_flooding_child_keeps_memory_bounded_and_drops_are_counted() {
         rss1 < rss0 + (16 << 20),
         "memory grew from {rss0} to {rss1} during the flood"
     );
-    // Now drain: the drop count shows up as marks, and reading goes on.
+    // Now drain: the drop count shows up as marks, and reading goes on. Generous deadline:
+    // the loop ends as soon as both are seen; a loaded CI machine may take a while.
     let mut reported = 0;
     let mut events = 0;
-    let end = Instant::now() + Duration::from_secs(3);
+    let end = Instant::now() + Duration::from_secs(20);
     while Instant::now() < end {
         while let Ok(r) = rx.try_recv() {
             match r.body {
