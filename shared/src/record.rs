@@ -126,12 +126,21 @@ pub struct Alert {
     pub state: AlertState,
     /// Metric name.
     pub metric: String,
-    /// Value that triggered the change.
+    /// Value that triggered the change (NaN when unknown, e.g. a phase alert cleared because
+    /// the child exited).
+    #[serde(deserialize_with = "f64_or_nan")]
     pub value: f64,
-    /// Threshold of the rule.
+    /// Threshold of the rule (NaN when unknown).
+    #[serde(deserialize_with = "f64_or_nan")]
     pub threshold: f64,
     /// Human text.
     pub message: String,
+}
+
+/// JSON has no NaN: serde_json writes a non-finite f64 as `null`. Read `null` back as NaN,
+/// or the whole record (a cleared alert) would be refused as damage on replay.
+fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// Something the monitor noted.
@@ -206,5 +215,32 @@ impl Record {
             RecordBody::Control(_) => "control",
             RecordBody::Mark(_) => "mark",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_alert_with_an_unknown_value_survives_a_session_file() {
+        let a = Alert {
+            rule: "phase_duration > 1s".into(),
+            level: AlertLevel::Warn,
+            state: AlertState::Cleared,
+            metric: "phase_duration".into(),
+            value: f64::NAN,
+            threshold: 1.0,
+            message: "cleared: phase_duration unknown".into(),
+        };
+        let rec = Record::new(7, RecordBody::Alert(a));
+        let back = crate::session::decode_payload(&crate::session::encode_payload(&rec))
+            .expect("a cleared alert decodes");
+        let RecordBody::Alert(b) = back.body else {
+            panic!("{back:?}")
+        };
+        assert!(b.value.is_nan());
+        assert_eq!(b.threshold, 1.0);
+        assert_eq!(b.state, AlertState::Cleared);
     }
 }

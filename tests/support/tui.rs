@@ -116,6 +116,17 @@ impl Tmux {
         assert!(st.success());
     }
 
+    /// Resize the window (the program in it gets SIGWINCH).
+    pub fn resize(&self, w: u16, h: u16) {
+        let st = self
+            .cmd()
+            .args(["resize-window", "-t", "main", "-x", &w.to_string(), "-y"])
+            .arg(h.to_string())
+            .status()
+            .expect("tmux resize-window");
+        assert!(st.success(), "tmux resize-window {w}x{h} failed");
+    }
+
     /// A pane format value, e.g. `#{alternate_on}`.
     pub fn format(&self, f: &str) -> String {
         let o = self

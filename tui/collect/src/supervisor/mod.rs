@@ -224,6 +224,8 @@ pub async fn spawn(spec: ChildSpec, tx: mpsc::Sender<Record>) -> anyhow::Result<
     if spec.argv.is_empty() {
         anyhow::bail!("empty command: nothing to run");
     }
+    // Stamped before the start: the child's first events (its own clock) must sort after it.
+    let t_start = mono_ns();
     let first = launch::launch(&spec).await?;
     let inner = Arc::new(Inner {
         pgid: AtomicI32::new(0),
@@ -241,7 +243,7 @@ pub async fn spawn(spec: ChildSpec, tx: mpsc::Sender<Record>) -> anyhow::Result<
     let started = start_run(&inner, first, &pid_tx);
     inner
         .forward_wait(Record::new(
-            mono_ns(),
+            t_start,
             RecordBody::Mark(Mark::ChildStarted {
                 pid: started.pid,
                 command: spec.argv.clone(),
@@ -459,12 +461,13 @@ async fn supervise(
                 return;
             }
         }
+        let t_start = mono_ns();
         match launch::launch(&spec).await {
             Ok(l) => {
                 run = start_run(&inner, l, &pid_tx);
                 inner
                     .forward_wait(Record::new(
-                        mono_ns(),
+                        t_start,
                         RecordBody::Mark(Mark::ChildStarted {
                             pid: run.pid,
                             command: spec.argv.clone(),
