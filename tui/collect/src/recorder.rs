@@ -1,7 +1,8 @@
 //! The recorder: appends records to a session file and survives write errors.
 //!
-//! Records are buffered and pushed to the kernel at least once a second ([`Recorder::tick`]),
-//! so killing provetop loses at most the last second; [`Recorder::finish`] also fsyncs.
+//! Records are buffered and pushed to the kernel twice a second ([`Recorder::tick`]), so
+//! killing provetop loses at most the last second even counting the caller's tick and the
+//! sampling interval; [`Recorder::finish`] also fsyncs.
 //!
 //! A write error (disk full, quota, file size limit) never stops monitoring: the recorder
 //! reports it once as a [`Mark::Warning`], keeps the records that could not be written in a
@@ -17,8 +18,11 @@ use provetop_shared::clock::mono_ns;
 use provetop_shared::session::{SessionHeader, SessionWriter};
 use provetop_shared::{Mark, Record, RecordBody};
 
-/// Longest time records stay in the buffer.
-pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// Longest time records stay in the buffer. Half a second: a kill -9 loses this, plus up to
+/// one tick of the caller (50 ms) and one sampling interval, which must stay under a second.
+pub const FLUSH_EVERY: Duration = Duration::from_millis(500);
+/// How often writing is retried while it fails.
+pub const RETRY_EVERY: Duration = Duration::from_secs(1);
 /// Records kept in memory while the file cannot be written (about 30 min at 20 Hz).
 pub const BACKLOG_MAX: usize = 36_000;
 
@@ -69,10 +73,11 @@ impl Recorder {
         }
     }
 
-    /// Flush if a second has passed since the last flush; while failing, retry once a second.
+    /// Flush if [`FLUSH_EVERY`] has passed since the last flush; while failing, retry once a
+    /// second.
     pub fn tick(&mut self) -> Option<Mark> {
         if self.failing.is_some() {
-            if self.last_retry.elapsed() >= FLUSH_EVERY {
+            if self.last_retry.elapsed() >= RETRY_EVERY {
                 self.last_retry = Instant::now();
                 return self.retry();
             }

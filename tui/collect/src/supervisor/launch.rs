@@ -76,6 +76,12 @@ fn launch_here(spec: &ChildSpec) -> anyhow::Result<Launched> {
                 .mode(0o600)
                 .open(p)
                 .with_context(|| format!("cannot open child log {}", p.display()))?;
+            // `mode` only applies to a new file: an existing log appended to is made private
+            // too (best effort: one owned by someone else stays as it is).
+            if f.metadata().is_ok_and(|m| m.is_file()) {
+                use std::os::unix::fs::PermissionsExt;
+                let _ = f.set_permissions(std::fs::Permissions::from_mode(0o600));
+            }
             let f2 = f
                 .try_clone()
                 .with_context(|| format!("cannot open child log {}", p.display()))?;
