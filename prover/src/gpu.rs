@@ -7,8 +7,8 @@
 //!   repeats that arithmetic so the prover can report what it pinned; the monitor sees the same
 //!   bytes as Rss of the `/dev/nvidia*` mapping in smaps). The host copy bellperson would keep
 //!   is dropped: only the verifying key stays outside pinned memory.
-//! * `cuda`: ec-gpu-gen copies the bases of every multiexp from host memory. With
-//!   [`PinnedSrs`] the resident SRS vectors are page-locked in place (`cuMemHostRegister`,
+//! * `cuda`: ec-gpu-gen copies the bases of every multiexp from host memory. With `PinnedSrs`
+//!   (feature `cuda`) the resident SRS vectors are page-locked in place (`cuMemHostRegister`,
 //!   portable to every context), so those copies are DMA from pinned memory instead of staged
 //!   through a driver bounce buffer. Registered memory is invisible from outside (it is not a
 //!   `/dev/nvidia*` mapping, nor VmLck/VmPin): the prover reports it in `memory_report`.
