@@ -112,3 +112,23 @@ fn replay_80x24() {
 fn replay_200x60() {
     insta::assert_snapshot!(screen_text(&replay_app(), 200, 60));
 }
+
+#[test]
+fn mode_switch_is_marked_on_the_timeline() {
+    use provetop_shared::{BatchMode, Event};
+    let mut app = live_app(true);
+    let t = app.clock - 30 * NS;
+    app.model.apply(&Record::new(
+        t,
+        RecordBody::Event(Event::ModeChanged {
+            from: BatchMode::Single,
+            to: BatchMode::Sps,
+        }),
+    ));
+    let text = screen_text(&app, 200, 60);
+    assert!(text.contains("▸sps"), "{text}");
+    assert!(text.contains('┆'), "{text}");
+    // Not marked before it happened: the same screen without the event has no marker.
+    let plain = screen_text(&live_app(true), 200, 60);
+    assert!(!plain.contains("▸"), "{plain}");
+}

@@ -359,7 +359,48 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
             }
         }
     }
+    mode_marks(buf, area, gutter, app);
     cursor_column(buf, area, gutter, app);
+}
+
+/// Batch-mode switches: a dotted line down the Gantt rows at the switch and the new mode's
+/// name on the bottom row where there is room, so live and replay show which proofs ran in
+/// which mode. Drawn into empty cells only: phases stay readable.
+fn mode_marks(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
+    let (t0, t1) = app.window();
+    let pw = area.width.saturating_sub(gutter);
+    if pw < 2 || area.height < 2 {
+        return;
+    }
+    let span = t1.saturating_sub(t0).max(1);
+    let style = app.theme.bold();
+    let right = area.x + area.width;
+    let bottom = area.y + area.height - 1;
+    for (t, _from, to) in app.model.mode_changes.iter() {
+        if *t < t0 || *t > t1 {
+            continue;
+        }
+        let x = area.x + gutter + ((t - t0) as u128 * (pw as u128 - 1) / span as u128) as u16;
+        for y in area.y + 1..=bottom {
+            if let Some(cell) = buf.cell_mut((x, y)) {
+                if cell.symbol() == " " {
+                    cell.set_char('┆').set_style(style);
+                }
+            }
+        }
+        for (i, ch) in format!("▸{to}").chars().enumerate() {
+            let cx = x + i as u16;
+            if cx >= right {
+                break;
+            }
+            match buf.cell_mut((cx, bottom)) {
+                Some(cell) if cell.symbol() == " " || cell.symbol() == "┆" => {
+                    cell.set_char(ch).set_style(style);
+                }
+                _ => break,
+            }
+        }
+    }
 }
 
 fn cursor_column(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
