@@ -15,7 +15,11 @@ fn main() {
     match find_nvcc() {
         Some(n) => {
             println!("cargo:rustc-env=PROVETOP_NVCC={}", n.path.display());
-            println!("cargo:warning=provetop-kernels: GPU build with nvcc {} (via {})", n.path.display(), n.via);
+            println!(
+                "cargo:warning=provetop-kernels: GPU build with nvcc {} (via {})",
+                n.path.display(),
+                n.via
+            );
         }
         None => {
             eprintln!("{NO_NVCC}");

@@ -46,7 +46,9 @@ pub fn nvcc_used() -> Option<&'static str> {
 /// GPUs visible through NVML; `Err` says why none can be listed (no driver, no NVML).
 pub fn gpus() -> Result<Vec<Gpu>, String> {
     let nvml = nvml_wrapper::Nvml::init().map_err(|e| format!("NVML unavailable: {e}"))?;
-    let n = nvml.device_count().map_err(|e| format!("NVML device count: {e}"))?;
+    let n = nvml
+        .device_count()
+        .map_err(|e| format!("NVML device count: {e}"))?;
     let mut out = Vec::with_capacity(n as usize);
     for index in 0..n {
         let d = nvml
@@ -80,7 +82,13 @@ mod tests {
         std::env::set_var("CUDA_HOME", dir.path());
         let found = find_nvcc().unwrap();
         std::env::remove_var("CUDA_HOME");
-        assert_eq!(found, Nvcc { path: nvcc, via: "CUDA_HOME" });
+        assert_eq!(
+            found,
+            Nvcc {
+                path: nvcc,
+                via: "CUDA_HOME"
+            }
+        );
     }
 
     #[test]

@@ -18,7 +18,11 @@ pub fn find_nvcc() -> Option<Nvcc> {
             if p.is_file() {
                 return Some(Nvcc {
                     path: p,
-                    via: if var == "CUDA_HOME" { "CUDA_HOME" } else { "CUDA_PATH" },
+                    via: if var == "CUDA_HOME" {
+                        "CUDA_HOME"
+                    } else {
+                        "CUDA_PATH"
+                    },
                 });
             }
         }

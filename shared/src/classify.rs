@@ -97,8 +97,14 @@ impl std::str::FromStr for Thresholds {
                 v.len()
             ));
         }
-        if !(v.iter().all(|x| x.is_finite() && *x >= 0.0) && v[0] <= v[1] && v[1] <= v[2] && v[2] <= v[3]) {
-            return Err(format!("thresholds {s:?}: must be non-negative and ascending"));
+        if !(v.iter().all(|x| x.is_finite() && *x >= 0.0)
+            && v[0] <= v[1]
+            && v[1] <= v[2]
+            && v[2] <= v[3])
+        {
+            return Err(format!(
+                "thresholds {s:?}: must be non-negative and ascending"
+            ));
         }
         Ok(Thresholds {
             idle: v[0],
@@ -225,7 +231,10 @@ pub fn classify_series(
     series: impl IntoIterator<Item = (u64, u64)>,
 ) -> Vec<Run> {
     let mut c = Classifier::new(thresholds);
-    let mut out: Vec<Run> = series.into_iter().filter_map(|(t, b)| c.push(t, b)).collect();
+    let mut out: Vec<Run> = series
+        .into_iter()
+        .filter_map(|(t, b)| c.push(t, b))
+        .collect();
     out.extend(c.finish());
     out
 }
@@ -253,7 +262,10 @@ pub struct Summary {
 /// Summarize a series of `(t_ns, rss_bytes)` readings (in time order).
 pub fn summarize(thresholds: Thresholds, series: &[(u64, u64)]) -> Option<Summary> {
     let first = series.first()?;
-    let mut gaps: Vec<u64> = series.windows(2).map(|w| w[1].0.saturating_sub(w[0].0)).collect();
+    let mut gaps: Vec<u64> = series
+        .windows(2)
+        .map(|w| w[1].0.saturating_sub(w[0].0))
+        .collect();
     gaps.sort_unstable();
     let median_gap = gaps.get(gaps.len() / 2).copied().unwrap_or(0);
     let mut time = [0f64; 5];
@@ -267,7 +279,10 @@ pub fn summarize(thresholds: Thresholds, series: &[(u64, u64)]) -> Option<Summar
             .get(i + 1)
             .map(|n| n.0.saturating_sub(t))
             .unwrap_or(median_gap);
-        let idx = ThresholdPhase::ALL.iter().position(|p| *p == phase).unwrap_or(0);
+        let idx = ThresholdPhase::ALL
+            .iter()
+            .position(|p| *p == phase)
+            .unwrap_or(0);
         time[idx] += dur as f64 / 1e9;
         match phase {
             ThresholdPhase::Synth | ThresholdPhase::PeakSynth => {
@@ -326,7 +341,10 @@ mod tests {
     fn first_run_min_is_true_min() {
         let runs = classify_series(Thresholds::default(), [(0, kb(3.0)), (1, kb(2.0))]);
         assert_eq!(runs.len(), 1);
-        assert_eq!(runs[0].to_string(), "idle_pre: samples=2, min=2.0 GiB, max=3.0 GiB");
+        assert_eq!(
+            runs[0].to_string(),
+            "idle_pre: samples=2, min=2.0 GiB, max=3.0 GiB"
+        );
     }
 
     #[test]
@@ -344,7 +362,10 @@ mod tests {
 
     #[test]
     fn thresholds_parse() {
-        assert_eq!("10,50,100,180".parse::<Thresholds>().unwrap(), Thresholds::default());
+        assert_eq!(
+            "10,50,100,180".parse::<Thresholds>().unwrap(),
+            Thresholds::default()
+        );
         assert!("10,50,100".parse::<Thresholds>().is_err());
         assert!("10,5,100,180".parse::<Thresholds>().is_err());
     }

@@ -78,7 +78,9 @@ impl FromStr for BatchMode {
                 None => Ok(default),
                 Some(a) => match a.parse::<u32>() {
                     Ok(n) if n >= 1 => Ok(n),
-                    _ => Err(format!("bad count {a:?} in batch mode {s:?} (want an integer ≥ 1)")),
+                    _ => Err(format!(
+                        "bad count {a:?} in batch mode {s:?} (want an integer ≥ 1)"
+                    )),
                 },
             }
         };
@@ -660,8 +662,8 @@ mod tests {
             parse_event(r#"{"ts":1,"type":"teleport"}"#),
             Err(ProtocolError::UnknownType("teleport".into()))
         );
-        let m = parse_event(r#"{"ts":5,"type":"bye","reason":"done","proofs_done":2,"x":1}"#)
-            .unwrap();
+        let m =
+            parse_event(r#"{"ts":5,"type":"bye","reason":"done","proofs_done":2,"x":1}"#).unwrap();
         assert_eq!(m.ts, 5);
         assert!(matches!(m.event, Event::Bye { proofs_done: 2, .. }));
         assert!(matches!(

@@ -47,7 +47,11 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         "m" | "mb" | "mib" => MIB,
         "g" | "gb" | "gib" => GIB,
         "t" | "tb" | "tib" => TIB,
-        u => return Err(format!("bad size {s:?}: unknown unit {u:?} (use B, KiB, MiB, GiB, TiB)")),
+        u => {
+            return Err(format!(
+                "bad size {s:?}: unknown unit {u:?} (use B, KiB, MiB, GiB, TiB)"
+            ))
+        }
     };
     let v = n * mult as f64;
     if !v.is_finite() || v < 0.0 || v > u64::MAX as f64 {
@@ -71,7 +75,11 @@ pub fn parse_duration_s(s: &str) -> Result<f64, String> {
         "ms" => 1e-3,
         "m" | "min" => 60.0,
         "h" => 3600.0,
-        u => return Err(format!("bad duration {s:?}: unknown unit {u:?} (use ms, s, m, h)")),
+        u => {
+            return Err(format!(
+                "bad duration {s:?}: unknown unit {u:?} (use ms, s, m, h)"
+            ))
+        }
     };
     Ok(n * mult)
 }
@@ -88,7 +96,11 @@ pub fn fmt_secs(s: f64) -> String {
     } else if s < 3600.0 {
         format!("{}m{:02}s", (s / 60.0) as u64, (s % 60.0) as u64)
     } else {
-        format!("{}h{:02}m", (s / 3600.0) as u64, ((s % 3600.0) / 60.0) as u64)
+        format!(
+            "{}h{:02}m",
+            (s / 3600.0) as u64,
+            ((s % 3600.0) / 60.0) as u64
+        )
     }
 }
 
