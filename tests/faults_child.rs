@@ -19,6 +19,10 @@ use provetop_shared::{AlertState, Event, Mark, RecordBody};
 use support::faults::*;
 use support::tui::{alive, have_tmux, prover, provetop, sh_quote, Tmux};
 
+/// The two flood tests each keep both cores of a CI machine busy: one at a time, so each
+/// measures provetop, not the other flood.
+static FLOOD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Run `sh -c SCRIPT` headless; returns (exit status, stderr, session).
 fn run_sh(script: &str, extra: &[&str]) -> (Option<i32>, String, provetop_shared::session::Loaded) {
     let dir = tempfile::tempdir().unwrap();
@@ -339,6 +343,7 @@ fn child_flooding_a_million_events_per_second_is_survived() {
     // `yes` writes a valid event line as fast as the pipe takes it (tens of millions of lines
     // a second unmonitored). provetop must keep its memory bounded, keep sampling, and count
     // what it dropped.
+    let _one = FLOOD.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("flood.ptop");
     let line = r#"{"ts":1,"type":"state","state":"idle"}"#;
@@ -432,6 +437,7 @@ fn bad_lines_and_a_flood_on_screen() {
     if !have_tmux("bad_lines_and_a_flood_on_screen") {
         return;
     }
+    let _one = FLOOD.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
     let go = dir.path().join("go");
