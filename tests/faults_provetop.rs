@@ -32,9 +32,39 @@ fn header_pid(screen: &str) -> Option<u32> {
         .ok()
 }
 
+/// A tmux screen whose shell outlives a hangup; dropping it ends the shell's process group
+/// (the shell and its trailing `sleep`), then the tmux server.
+struct Screen {
+    tmux: Option<Tmux>,
+    shell: u32,
+}
+
+impl Screen {
+    /// Close the terminal under provetop (what a dropped SSH connection does).
+    fn hang_up(&mut self) {
+        self.tmux.take();
+    }
+}
+
+impl std::ops::Deref for Screen {
+    type Target = Tmux;
+    fn deref(&self) -> &Tmux {
+        self.tmux.as_ref().expect("the screen was hung up")
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(-(self.shell as i32)),
+            Signal::SIGKILL,
+        );
+    }
+}
+
 /// `provetop run --record DIR/s.ptop [EXTRA] -- CHILD...` on the screen of a private tmux,
 /// started by a shell that writes provetop's exit status to DIR/rc (and keeps a handler for
-/// SIGHUP, so it survives a hangup to write it). Returns (tmux, provetop pid, child pid).
+/// SIGHUP, so it survives a hangup to write it). Returns (screen, provetop pid, child pid).
 fn start_screen(
     name: &str,
     dir: &Path,
@@ -42,7 +72,7 @@ fn start_screen(
     prefix: &str,
     extra: &str,
     child: &str,
-) -> (Tmux, u32, u32) {
+) -> (Screen, u32, u32) {
     let d = dir.display().to_string();
     let run = format!(
         "{prefix} exec env XDG_STATE_HOME={d}/state XDG_CONFIG_HOME={d}/config {} run --record {d}/s.ptop {extra} -- {child}",
@@ -50,20 +80,31 @@ fn start_screen(
     );
     let inner = format!("echo $$ > {d}/pid; {run}");
     let cmd = format!(
-        "cd {d} && trap 'true' HUP; sh -c {}; echo $? > {d}/rc; echo PROVETOP-EXIT=$(cat {d}/rc); sleep 600",
+        "echo $$ > {d}/shell; cd {d} && trap 'true' HUP; sh -c {}; echo $? > {d}/rc; echo PROVETOP-EXIT=$(cat {d}/rc); sleep 600",
         sh_quote(&inner)
     );
     let tmux = Tmux::start(name, size.0, size.1, &cmd);
-    let screen = tmux.wait_for("the child running", Duration::from_secs(30), |s| {
+    let read_pid = |f: &str| -> Option<u32> {
+        std::fs::read_to_string(dir.join(f))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), || read_pid("shell").is_some()),
+        "the screen's shell never started"
+    );
+    let scr = Screen {
+        tmux: Some(tmux),
+        shell: read_pid("shell").unwrap(),
+    };
+    let text = scr.wait_for("the child running", Duration::from_secs(30), |s| {
         s.contains("running pid")
     });
-    let child = header_pid(&screen).expect("child pid in the header");
-    let me: u32 = std::fs::read_to_string(dir.join("pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    (tmux, me, child)
+    let child = header_pid(&text).expect("child pid in the header");
+    let me = read_pid("pid").expect("provetop's pid");
+    (scr, me, child)
 }
 
 fn exit_code_file(dir: &Path, timeout: Duration) -> i32 {
@@ -155,9 +196,10 @@ fn terminal_hangup_stops_child_and_finalizes_recording() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (tmux, _me, child) = start_screen("hangup", dir.path(), (80, 24), "", "", "sleep 600");
+    let (mut screen, _me, child) =
+        start_screen("hangup", dir.path(), (80, 24), "", "", "sleep 600");
     std::thread::sleep(Duration::from_millis(1200));
-    drop(tmux); // kill-server: the pty is closed under provetop
+    screen.hang_up(); // kill-server: the pty is closed under provetop
     let code = exit_code_file(dir.path(), Duration::from_secs(30));
     // Whichever comes first, SIGHUP (129) or the terminal's EIO (1): a clean exit either way.
     assert!(code == 129 || code == 1, "provetop exited {code}");
