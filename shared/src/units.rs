@@ -31,8 +31,8 @@ pub fn gib(b: u64) -> f64 {
     b as f64 / GIB as f64
 }
 
-/// Parse "180GiB", "1.5 GiB", "512MiB", "100M", "4096" (bytes), "10%"-free sizes.
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
+/// "1.5 GiB" → (1.5, "GiB"); `what` names the value in the error.
+fn number_and_unit<'a>(s: &'a str, what: &str) -> Result<(f64, &'a str), String> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -40,8 +40,14 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     let (num, unit) = t.split_at(split);
     let n: f64 = num
         .parse()
-        .map_err(|_| format!("bad size {s:?}: expected a number with an optional unit"))?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        .map_err(|_| format!("bad {what} {s:?}: expected a number with an optional unit"))?;
+    Ok((n, unit.trim()))
+}
+
+/// Parse "180GiB", "1.5 GiB", "512MiB", "100M", "4096" (bytes), "10%"-free sizes.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let (n, unit) = number_and_unit(s, "size")?;
+    let mult = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => KIB,
         "m" | "mb" | "mib" => MIB,
@@ -62,15 +68,8 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
 
 /// Parse "5s", "250ms", "2m", "1h", "1.5" (seconds).
 pub fn parse_duration_s(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("bad duration {s:?}: expected a number with an optional unit"))?;
-    let mult = match unit.trim() {
+    let (n, unit) = number_and_unit(s, "duration")?;
+    let mult = match unit {
         "" | "s" => 1.0,
         "ms" => 1e-3,
         "m" | "min" => 60.0,
