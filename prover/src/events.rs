@@ -14,6 +14,8 @@ use provetop_shared::protocol::{Event, EventMsg};
 struct Sink {
     out: Box<dyn Write + Send>,
     failed: bool,
+    /// `bye` was written: nothing follows it.
+    said_bye: bool,
     /// Copies of every message (tests and benchmarks read them back).
     tap: Option<Vec<EventMsg>>,
 }
@@ -31,6 +33,7 @@ impl Emitter {
             sink: Arc::new(Mutex::new(Sink {
                 out,
                 failed: false,
+                said_bye: false,
                 tap: None,
             })),
         }
@@ -79,8 +82,15 @@ impl Emitter {
 
     /// Stamp and write one event. A broken pipe is reported once on stderr and then ignored:
     /// losing the monitor must not stop a proof.
+    ///
+    /// `bye` is the last message of the protocol: anything after it (say, a log line from a
+    /// proving thread still unwinding after an abort) is not written.
     pub fn emit(&self, event: Event) {
         let mut s = self.sink.lock().unwrap_or_else(|p| p.into_inner());
+        if s.said_bye {
+            return;
+        }
+        s.said_bye = matches!(event, Event::Bye { .. });
         let msg = EventMsg::now(event);
         if !s.failed {
             let mut line = msg.to_line();
@@ -115,5 +125,22 @@ mod tests {
         assert_eq!(got.len(), 5);
         assert!(got.windows(2).all(|w| w[0].ts <= w[1].ts));
         assert!(Emitter::to_fd(987_654).is_err());
+    }
+
+    #[test]
+    fn nothing_follows_bye() {
+        let e = Emitter::memory();
+        e.emit(Event::Bye {
+            reason: "signal".into(),
+            proofs_done: 0,
+        });
+        e.emit(Event::Log {
+            level: "info".into(),
+            target: "bellperson".into(),
+            message: "prover time: 1s".into(),
+        });
+        let got = e.taken();
+        assert_eq!(got.len(), 1);
+        assert!(matches!(got[0].event, Event::Bye { .. }));
     }
 }

@@ -472,7 +472,12 @@ fn sigterm_finishes_or_aborts_the_proof_then_bye() {
         }
         assert!(
             matches!(&ev.last().unwrap().event, Event::Bye { reason, .. } if reason == "signal"),
-            "{policy}"
+            "{policy}: {:?}",
+            ev.iter()
+                .rev()
+                .take(6)
+                .map(|m| &m.event)
+                .collect::<Vec<_>>()
         );
     }
     // Idle daemon: SIGTERM → bye at once.
