@@ -426,18 +426,7 @@ fn cursor_box(buf: &mut Buffer, plot: Rect, cx: u16, c: u64, app: &App) {
                 },
                 t.bold(),
             ));
-            for metric in [
-                Metric::Rss,
-                Metric::Peak,
-                Metric::Anon,
-                Metric::File,
-                Metric::Shmem,
-                Metric::Pinned,
-                Metric::PinnedReported,
-                Metric::Gpu,
-                Metric::MemAvailable,
-                Metric::Swap,
-            ] {
+            for metric in Metric::ALL {
                 if let Some((lo, hi)) = r.range(metric) {
                     let v = if lo == hi {
                         fmt_bytes(hi)
