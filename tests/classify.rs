@@ -16,27 +16,6 @@ use provetop::store::Store;
 use provetop_shared::classify::Thresholds;
 use provetop_shared::session::load_bytes;
 
-/// The seed's awk script, verbatim from the seed document.
-const SEED_AWK: &str = r#"NR==1{next} {
-  gb = $2/1048576
-  if(gb < 10) phase="idle_pre"
-  else if(gb > 180) phase="peak_synth"
-  else if(gb > 100) phase="synth"
-  else if(gb > 50) phase="gpu_or_transition"
-  else phase="idle_post"
-  
-  if(phase != last_phase && last_phase != "") {
-    printf "%s: samples=%d, min=%.1f GiB, max=%.1f GiB\n", last_phase, count, pmin, pmax
-    count=0; pmin=999; pmax=0
-  }
-  last_phase=phase
-  count++
-  if(gb < pmin) pmin=gb
-  if(gb > pmax) pmax=gb
-} END {
-  printf "%s: samples=%d, min=%.1f GiB, max=%.1f GiB\n", last_phase, count, pmin, pmax
-}"#;
-
 /// The table printed in the seed document (its last line is cut off there).
 const SEED_TABLE: &[&str] = &[
     "idle_pre: samples=3, min=0.0 GiB, max=0.0 GiB",
@@ -72,21 +51,6 @@ fn provetop(args: &[&str]) -> Out {
 
 fn classify(path: &Path) -> Out {
     provetop(&["classify", path.to_str().expect("utf-8 path")])
-}
-
-/// The seed's awk script run by the system's awk on a file.
-fn awk(path: &Path) -> String {
-    let o = Command::new("awk")
-        .args(["-F,", SEED_AWK])
-        .arg(path)
-        .output()
-        .expect("awk must be installed (the seed script is run by it)");
-    assert!(
-        o.status.success(),
-        "awk failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).expect("utf-8")
 }
 
 /// The table part of classify's output (up to the blank line).
@@ -146,7 +110,7 @@ fn seed_baseline_matches_the_seed_document_line_for_line() {
 #[test]
 fn seed_baseline_matches_the_seed_awk_script() {
     let out = classify(&seed_csv());
-    let theirs = awk(&seed_csv());
+    let theirs = seed_awk(&seed_csv());
     let theirs: Vec<&str> = theirs.lines().collect();
     let ours = table(&out.stdout);
     assert_eq!(ours.len(), theirs.len());
@@ -167,7 +131,7 @@ fn table_only_prints_what_the_seed_script_printed() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     // On this file the fixed first-run min also reads 0.0, so the output is the script's,
     // byte for byte.
-    assert_eq!(out.stdout, awk(&seed_csv()));
+    assert_eq!(out.stdout, seed_awk(&seed_csv()));
 }
 
 #[test]
@@ -181,7 +145,7 @@ fn first_run_min_fix_differs_from_awk_only_in_that_min() {
         s += &format!("{},{}\n", 1_700_000_000 + i, (g * 1048576.0) as u64);
     }
     std::fs::write(&p, s).unwrap();
-    let theirs = awk(&p);
+    let theirs = seed_awk(&p);
     let theirs: Vec<&str> = theirs.lines().collect();
     let out = classify(&p);
     let ours = table(&out.stdout);
@@ -216,7 +180,7 @@ fn random_csvs_match_the_seed_awk_script() {
         }
         let p = dir.path().join(format!("r{case}.csv"));
         std::fs::write(&p, &s).unwrap();
-        let theirs = awk(&p);
+        let theirs = seed_awk(&p);
         let theirs: Vec<&str> = theirs.lines().collect();
         let out = classify(&p);
         assert_eq!(out.code, 0, "{}", out.stderr);
@@ -695,7 +659,7 @@ fn reference_rounding_agrees_with_awk_on_ties() {
         writeln!(f, "{i},{kb}").unwrap();
     }
     drop(f);
-    let theirs = awk(&p);
+    let theirs = seed_awk(&p);
     // awk's first-run min is 0.0 (the seed's bug); everything else is identical.
     assert_eq!(theirs.lines().nth(1), Some(r[1].as_str()));
     assert!(theirs.starts_with("idle_pre: samples=3, min=0.0 GiB, max=1.2 GiB\n"));

@@ -38,35 +38,6 @@ fn export(path: &Path, format: &str) -> Out {
     out
 }
 
-/// The seed's awk script (see tests/classify.rs for the verbatim copy and its checks).
-fn seed_awk(path: &Path) -> String {
-    let script = r#"NR==1{next} {
-  gb = $2/1048576
-  if(gb < 10) phase="idle_pre"
-  else if(gb > 180) phase="peak_synth"
-  else if(gb > 100) phase="synth"
-  else if(gb > 50) phase="gpu_or_transition"
-  else phase="idle_post"
-  if(phase != last_phase && last_phase != "") {
-    printf "%s: samples=%d, min=%.1f GiB, max=%.1f GiB\n", last_phase, count, pmin, pmax
-    count=0; pmin=999; pmax=0
-  }
-  last_phase=phase
-  count++
-  if(gb < pmin) pmin=gb
-  if(gb > pmax) pmax=gb
-} END {
-  printf "%s: samples=%d, min=%.1f GiB, max=%.1f GiB\n", last_phase, count, pmin, pmax
-}"#;
-    let o = Command::new("awk")
-        .args(["-F,", script])
-        .arg(path)
-        .output()
-        .expect("awk must be installed");
-    assert!(o.status.success());
-    String::from_utf8(o.stdout).unwrap()
-}
-
 #[test]
 fn session_csv_golden() {
     let dir = tempfile::tempdir().unwrap();

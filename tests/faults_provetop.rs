@@ -20,17 +20,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use provetop_shared::{Mark, RecordBody};
 use support::faults::*;
-use support::tui::{alive, have_tmux, provetop, sh_quote, Tmux};
-
-/// The child's pid from the header ("running pid 123").
-fn header_pid(screen: &str) -> Option<u32> {
-    let i = screen.find(" pid ")?;
-    screen[i + 5..]
-        .split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
-}
+use support::tui::{alive, have_tmux, header_pid, provetop, sh_quote, Tmux};
 
 /// A tmux screen whose shell outlives a hangup; dropping it ends the shell's process group
 /// (the shell and its trailing `sleep`), then the tmux server.

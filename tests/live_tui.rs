@@ -9,16 +9,7 @@ use std::time::Duration;
 
 use provetop_shared::session::load;
 use provetop_shared::{Control, Event, RecordBody};
-use support::{alive, have_tmux, prover, provetop, sh_quote, Tmux};
-
-fn header_pid(screen: &str) -> Option<u32> {
-    let i = screen.find(" pid ")?;
-    screen[i + 5..]
-        .split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
-}
+use support::{alive, have_tmux, header_pid, prover, provetop, sh_quote, Tmux};
 
 fn proofs_done(screen: &str) -> u64 {
     screen

@@ -338,3 +338,39 @@ pub fn check_golden(name: &str, actual: &str) {
         );
     }
 }
+
+/// The seed's awk script, verbatim from the seed document.
+pub const SEED_AWK: &str = r#"NR==1{next} {
+  gb = $2/1048576
+  if(gb < 10) phase="idle_pre"
+  else if(gb > 180) phase="peak_synth"
+  else if(gb > 100) phase="synth"
+  else if(gb > 50) phase="gpu_or_transition"
+  else phase="idle_post"
+  
+  if(phase != last_phase && last_phase != "") {
+    printf "%s: samples=%d, min=%.1f GiB, max=%.1f GiB\n", last_phase, count, pmin, pmax
+    count=0; pmin=999; pmax=0
+  }
+  last_phase=phase
+  count++
+  if(gb < pmin) pmin=gb
+  if(gb > pmax) pmax=gb
+} END {
+  printf "%s: samples=%d, min=%.1f GiB, max=%.1f GiB\n", last_phase, count, pmin, pmax
+}"#;
+
+/// The seed's awk script run by the system's awk on a file.
+pub fn seed_awk(path: &Path) -> String {
+    let o = std::process::Command::new("awk")
+        .args(["-F,", SEED_AWK])
+        .arg(path)
+        .output()
+        .expect("awk must be installed (the seed script is run by it)");
+    assert!(
+        o.status.success(),
+        "awk failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).expect("utf-8")
+}

@@ -171,3 +171,13 @@ pub fn alive(pid: u32) -> bool {
 pub fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
+
+/// The child's pid from the header ("running pid 123").
+pub fn header_pid(screen: &str) -> Option<u32> {
+    let i = screen.find(" pid ")?;
+    screen[i + 5..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
