@@ -6,7 +6,9 @@
 #     constraints on supraseal, two proofs with idle gaps: SRS floor between proofs, the
 #     synthesis peak, the descent through GPU proving.
 #
-#   bash kernels/gpu-record.sh BIN_DIR OUT_DIR
+#   bash kernels/gpu-record.sh BIN_DIR OUT_DIR [STEPS]
+#
+# STEPS: "resident wave" (default), or one of them.
 set -uo pipefail
 bin=$(cd "${1:?BIN_DIR}" && pwd)
 out=${2:?OUT_DIR}
@@ -14,7 +16,9 @@ mkdir -p "$out"
 srs=${SRS_DIR:-/tmp/provetop-srs}
 mkdir -p "$srs"
 log() { echo "== $(date +%T) $*"; }
+steps=${3:-"resident wave"}
 
+if [[ " $steps " == *" resident "* ]]; then
 k=${RESIDENT_K:-18}
 log "resident supraseal daemon, 10 x 2^$k, ${RESIDENT_SECS:-45} s"
 timeout -s TERM "${RESIDENT_SECS:-45}" "$bin/provetop" run --headless --hz 20 \
@@ -22,6 +26,8 @@ timeout -s TERM "${RESIDENT_SECS:-45}" "$bin/provetop" run --headless --hz 20 \
   --proofs 1 --repeat-every 2 --partitions 10 --constraints $((1 << k)) --srs-cache "$srs" 2>&1 | tail -3
 "$bin/provetop" classify "$out/h200-supraseal-resident.ptop" > "$out/h200-supraseal-resident.classify" 2>&1
 cat "$out/h200-supraseal-resident.classify"
+fi
+[[ " $steps " == *" wave "* ]] || exit 0
 
 wk=${WAVE_K:-20}
 wp=${WAVE_PARTS:-128}

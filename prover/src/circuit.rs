@@ -8,8 +8,12 @@
 //! * the challenged leaf index is decomposed into `depth` boolean bits (the path directions),
 //!   and all challenge bits are packed into public inputs (the verifier checks which leaves
 //!   were opened);
-//! * the leaf's data is decomposed into 255 boolean bits (the boolean-heavy part of the
-//!   witness, like the SHA-256 labels of real PoRep circuits) and hashed into a leaf node;
+//! * the leaf's data is decomposed into 255 boolean bits and put through up to
+//!   [`LABEL_ROUNDS`] rounds of bitwise XOR mixing (one constraint and one boolean variable per
+//!   bit per round): the boolean-heavy labelling work that dominates real PoRep circuits
+//!   (SHA-256 over labels). It makes ~86 % of the witness 0/1 at realistic sizes, which is
+//!   what SupraSeal's split MSMs exploit; small partitions get fewer rounds so that one Merkle
+//!   opening still fits. The leaf itself is hashed into a leaf node;
 //! * `depth` levels of conditional swap + MiMC-style compression lead to the root, which must
 //!   equal the public input `comm_r`;
 //! * a short chain of x⁵ rounds seeded by `comm_r` pads the circuit to the exact count.
@@ -37,11 +41,16 @@ use crate::sector::{leaf_tag, Sector};
 /// Depth of every sector's Merkle tree (1024 leaves).
 pub const TREE_DEPTH: u32 = 10;
 /// Version of the circuit's constraint structure; part of the SRS cache key.
-pub const CIRCUIT_VERSION: u32 = 1;
+pub const CIRCUIT_VERSION: u32 = 2;
+/// Labelling rounds per challenge when the partition is large enough (255 constraints each).
+pub const LABEL_ROUNDS: u32 = 12;
+const LABEL_BITS: u64 = Fr::NUM_BITS as u64;
 /// Name reported in `hello`.
 pub const CIRCUIT_NAME: &str = "porep-mimc-merkle";
 
 const LEAF_BITS_CONSTRAINTS: u64 = Fr::NUM_BITS as u64 + 1; // 255 booleans + 1 packing
+/// Rotation of each labelling round (XOR of bit i with bit i+off): SHA-256's sigma offsets.
+const LABEL_OFFSETS: [usize; 6] = [2, 13, 22, 6, 11, 25];
 
 /// How a partition circuit of a given constraint count is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +59,8 @@ pub struct Layout {
     pub depth: u32,
     /// Challenged leaves per partition.
     pub challenges: u32,
+    /// Labelling rounds per challenge (XOR mixing of the leaf's bits).
+    pub label_rounds: u32,
     /// x⁵ padding rounds (3 constraints each).
     pub filler_rounds: u64,
     /// Extra squarings (1 constraint each) for the last 0–2 constraints.
@@ -81,10 +92,11 @@ impl std::error::Error for TooSmall {}
 
 impl Layout {
     /// Constraints one challenge costs.
-    pub fn per_challenge(depth: u32) -> u64 {
+    pub fn per_challenge(depth: u32, label_rounds: u32) -> u64 {
         let d = depth as u64;
         d // index bits
             + LEAF_BITS_CONSTRAINTS
+            + label_rounds as u64 * LABEL_BITS
             + CONSTRAINTS_PER_COMPRESS // leaf node
             + d * (2 + CONSTRAINTS_PER_COMPRESS) // swap + compress per level
             + 1 // root equality
@@ -100,31 +112,38 @@ impl Layout {
         1 + Self::packed_inputs(self.depth, self.challenges) as usize
     }
 
-    fn base(depth: u32, challenges: u32) -> u64 {
+    fn base(depth: u32, challenges: u32, label_rounds: u32) -> u64 {
         let packed = Self::packed_inputs(depth, challenges);
         (2 + packed) // inputs incl. ONE (bellperson adds one constraint each)
             + packed // packing constraints
-            + challenges as u64 * Self::per_challenge(depth)
+            + challenges as u64 * Self::per_challenge(depth, label_rounds)
     }
 
     /// The layout with exactly `constraints` constraints and as many challenges as fit.
     pub fn for_constraints(constraints: u64) -> Result<Layout, TooSmall> {
         let depth = TREE_DEPTH;
-        let minimum = Self::base(depth, 1);
+        let minimum = Self::base(depth, 1, 0);
         if constraints < minimum {
             return Err(TooSmall {
                 requested: constraints,
                 minimum,
             });
         }
-        let mut k = (constraints / Self::per_challenge(depth)).clamp(1, u32::MAX as u64) as u32;
-        while k > 1 && Self::base(depth, k) > constraints {
+        // Full labelling when one such challenge fits, else as many rounds as fit.
+        let r = (0..=LABEL_ROUNDS)
+            .rev()
+            .find(|&r| Self::base(depth, 1, r) <= constraints)
+            .unwrap_or(0);
+        let mut k =
+            (constraints / Self::per_challenge(depth, r)).clamp(1, u32::MAX as u64) as u32;
+        while k > 1 && Self::base(depth, k, r) > constraints {
             k -= 1;
         }
-        let fill = constraints - Self::base(depth, k);
+        let fill = constraints - Self::base(depth, k, r);
         Ok(Layout {
             depth,
             challenges: k,
+            label_rounds: r,
             filler_rounds: fill / 3,
             filler_squares: (fill % 3) as u32,
             constraints,
@@ -134,8 +153,13 @@ impl Layout {
     /// A name that determines the constraint system completely (the SRS cache key).
     pub fn shape_id(&self) -> String {
         format!(
-            "{CIRCUIT_NAME}-v{CIRCUIT_VERSION}-r{ROUNDS}-d{}-k{}-f{}.{}-n{}",
-            self.depth, self.challenges, self.filler_rounds, self.filler_squares, self.constraints
+            "{CIRCUIT_NAME}-v{CIRCUIT_VERSION}-r{ROUNDS}-d{}-k{}-l{}-f{}.{}-n{}",
+            self.depth,
+            self.challenges,
+            self.label_rounds,
+            self.filler_rounds,
+            self.filler_squares,
+            self.constraints
         )
     }
 }
@@ -278,8 +302,23 @@ impl PartitionCircuit {
                 w.map(|w| w.sector.data[leaf.expect("witness") as usize])
                     .ok_or_else(missing)
             })?;
-            // Booleanity of every bit of the label: the boolean-heavy part of the witness.
-            data.to_bits_le(cs.namespace(|| "leaf data bits"))?;
+            // Booleanity of every bit of the leaf, then the labelling rounds: the
+            // boolean-heavy part of the witness.
+            let mut label = data.to_bits_le(cs.namespace(|| "leaf data bits"))?;
+            for r in 0..l.label_rounds as usize {
+                let n = label.len();
+                let off = LABEL_OFFSETS[r % LABEL_OFFSETS.len()];
+                let mut cs = cs.namespace(|| format!("label round {r}"));
+                label = (0..n)
+                    .map(|i| {
+                        Boolean::xor(
+                            cs.namespace(|| format!("bit {i}")),
+                            &label[i],
+                            &label[(i + off) % n],
+                        )
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+            }
             let mut cur = compress_gadget(
                 cs.namespace(|| "leaf node"),
                 &data,
@@ -429,11 +468,12 @@ pub fn count(layout: Layout) -> ShapeCount {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ff::Field;
     use bellperson::util_cs::test_cs::TestConstraintSystem;
 
     #[test]
     fn exact_counts() {
-        for n in [Layout::base(TREE_DEPTH, 1), 1024, 5000, 1 << 14, 100_003] {
+        for n in [Layout::base(TREE_DEPTH, 1, 0), 1024, 5000, 1 << 14, 100_003] {
             let l = Layout::for_constraints(n).unwrap();
             let c = count(l);
             assert_eq!(c.constraints, n, "{l:?}");
@@ -443,6 +483,40 @@ mod tests {
             assert!((0.9..1.1).contains(&ratio), "aux/constraint {ratio}");
         }
         assert!(Layout::for_constraints(100).is_err());
+        assert_eq!(Layout::for_constraints(1024).unwrap().label_rounds, 0);
+        assert_eq!(Layout::for_constraints(4096).unwrap().label_rounds, LABEL_ROUNDS);
+    }
+
+    /// Like real PoRep, most of the witness is 0/1 at realistic sizes (SupraSeal's split
+    /// MSMs depend on it); every labelling bit really is boolean.
+    #[test]
+    fn witness_is_mostly_boolean() {
+        let l = Layout::for_constraints(1 << 14).unwrap();
+        assert_eq!(l.label_rounds, LABEL_ROUNDS);
+        let sector = Arc::new(Sector::generate(1, 0, l.depth));
+        let w = PartitionWitness::new(&l, sector, 1, 0);
+        let inputs = w.public_inputs(&l);
+        let mut cs = TestConstraintSystem::<Fr>::new();
+        PartitionCircuit::new(l, w, None)
+            .synthesize(&mut cs)
+            .unwrap();
+        assert!(cs.is_satisfied(), "{:?}", cs.which_is_unsatisfied());
+        assert!(cs.verify(&inputs));
+        let (mut bools, mut ones, mut total) = (0u64, 0u64, 0u64);
+        for v in cs.scalar_aux() {
+            total += 1;
+            if v == Fr::ZERO || v == Fr::ONE {
+                bools += 1;
+            }
+            if v == Fr::ONE {
+                ones += 1;
+            }
+        }
+        let frac = bools as f64 / total as f64;
+        assert!(frac > 0.8, "boolean fraction {frac}");
+        // The mixing keeps the bits balanced rather than collapsing to zeros.
+        let ones = ones as f64 / bools as f64;
+        assert!((0.3..0.7).contains(&ones), "share of ones {ones}");
     }
 
     #[test]

@@ -57,8 +57,8 @@ pub struct Sample {
     pub locked: Option<u64>,
     /// VmPin.
     pub vm_pin: Option<u64>,
-    /// Rss of `/dev/nvidia*` mappings from smaps (pinned host memory; sampled at a low rate,
-    /// this is the latest reading).
+    /// CUDA pinned host memory from smaps: Rss of `/dev/nvidia*` mappings and, in a CUDA
+    /// process, of shared `/dev/zero` mappings (sampled at a low rate; the latest reading).
     pub pinned: Option<u64>,
     /// Pinned bytes the prover itself reports (memory_report event; latest).
     pub pinned_reported: Option<u64>,

@@ -8,7 +8,8 @@
 //!
 //! * `provetop-peak` resets VmHWM after each sample (`clear_refs` may block on the target's
 //!   mmap lock), so each sample's `peak` is the true maximum of its interval.
-//! * `provetop-smaps` sums the Rss of `/dev/nvidia*` mappings (CUDA pinned host memory),
+//! * `provetop-smaps` sums the Rss of CUDA pinned host memory (`/dev/nvidia*` mappings, and
+//!   shared `/dev/zero` mappings of a CUDA process),
 //!   resting after each pass so it uses at most `smaps_duty` of a core.
 //! * `provetop-gpu` reads NVML at `gpu_hz`.
 //!
@@ -36,7 +37,7 @@ use ringbuf::{HeapCons, HeapProd, HeapRb};
 use crate::cgroup::{MemCgroup, UsageReader};
 use crate::procstatus::{MemStatus, StatusReader};
 
-pub use pinned::{nvidia_rss, read_pinned};
+pub use pinned::{pinned_rss, read_pinned};
 
 /// Samples the ring holds before the sampler starts dropping (about 200 s at 20 Hz).
 pub const RING_CAPACITY: usize = 4096;

@@ -1,7 +1,10 @@
-//! Pinned host memory: Rss of `/dev/nvidia*` mappings in `/proc/PID/smaps`.
+//! Pinned host memory of a CUDA process, from `/proc/PID/smaps`.
 //!
-//! CUDA's `cudaHostAlloc` memory is neither VmLck nor VmPin; it shows only as the Rss of
-//! mappings of the NVIDIA device files. smaps walks the target's page tables (about 15 ms per
+//! CUDA's `cudaHostAlloc` memory is neither VmLck nor VmPin. Small allocations show as the
+//! Rss of mappings of the NVIDIA device files; large ones (driver 580 / CUDA 13 on the H200:
+//! SupraSeal's whole pinned SRS) are shared anonymous mappings (`rw-s … /dev/zero`) that the
+//! driver pins, inside RssShmem. Both are counted, the second only in a process that has
+//! NVIDIA mappings at all (elsewhere shared anonymous memory is not CUDA's). smaps walks the target's page tables (about 15 ms per
 //! GiB of RSS, seconds on a 200 GiB prover), so this runs on its own thread and sleeps long
 //! enough after each pass that it uses at most `duty` of one core.
 
@@ -9,20 +12,49 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::time::Duration;
 
-/// Sum of the Rss of mappings whose path starts with `/dev/nvidia`, bytes.
-pub fn nvidia_rss(smaps: &[u8]) -> u64 {
-    let mut total_kb = 0u64;
-    let mut in_nvidia = false;
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Other,
+    Nvidia,
+    SharedAnon,
+}
+
+/// Pinned bytes: the Rss of `/dev/nvidia*` mappings, plus that of shared anonymous
+/// (`/dev/zero`) mappings when the process has any NVIDIA mapping.
+pub fn pinned_rss(smaps: &[u8]) -> u64 {
+    let (mut nvidia_kb, mut shared_kb) = (0u64, 0u64);
+    let mut kind = Kind::Other;
     for line in smaps.split(|&b| b == b'\n') {
         if is_mapping_header(line) {
-            in_nvidia = mapping_path(line).is_some_and(|p| p.starts_with(b"/dev/nvidia"));
-        } else if in_nvidia {
+            let path = mapping_path(line);
+            kind = if path.is_some_and(|p| p.starts_with(b"/dev/nvidia")) {
+                Kind::Nvidia
+            } else if path.is_some_and(|p| p == b"/dev/zero" || p == b"/dev/zero (deleted)")
+                && is_shared(line)
+            {
+                Kind::SharedAnon
+            } else {
+                Kind::Other
+            };
+        } else if kind != Kind::Other {
             if let Some(v) = line.strip_prefix(b"Rss:") {
-                total_kb += leading_u64(v);
+                match kind {
+                    Kind::Nvidia => nvidia_kb += leading_u64(v),
+                    _ => shared_kb += leading_u64(v),
+                }
             }
         }
     }
-    total_kb * 1024
+    let has_nvidia = nvidia_kb > 0 || smaps.windows(11).any(|w| w == b"/dev/nvidia");
+    (nvidia_kb + if has_nvidia { shared_kb } else { 0 }) * 1024
+}
+
+/// The permissions field (2nd) ends in `s` for a shared mapping.
+fn is_shared(header: &[u8]) -> bool {
+    header
+        .split(|&b| b == b' ')
+        .nth(1)
+        .is_some_and(|perms| perms.len() == 4 && perms[3] == b's')
 }
 
 /// Mapping lines look like `7f12a000-7f12b000 rw-s 00000000 00:05 123  /dev/nvidiactl`;
@@ -59,11 +91,11 @@ fn leading_u64(s: &[u8]) -> u64 {
         .unwrap_or(0)
 }
 
-/// Read `/proc/PID/smaps` into `buf` and sum its `/dev/nvidia*` Rss.
+/// Read `/proc/PID/smaps` into `buf` and sum its pinned Rss ([`pinned_rss`]).
 pub fn read_pinned(pid: u32, buf: &mut Vec<u8>) -> io::Result<u64> {
     buf.clear();
     File::open(format!("/proc/{pid}/smaps"))?.read_to_end(buf)?;
-    Ok(nvidia_rss(buf))
+    Ok(pinned_rss(buf))
 }
 
 /// How long to rest after a pass that took `cost`, so passes use at most `duty` of a core,
@@ -97,7 +129,36 @@ Rss:                 256 kB
 
     #[test]
     fn sums_only_nvidia_mappings() {
-        assert_eq!(nvidia_rss(SMAPS), (4096 + 1024) * 1024);
+        assert_eq!(pinned_rss(SMAPS), (4096 + 1024) * 1024);
+    }
+
+    // Lines from a SupraSeal prover on the H200 (driver 580.159.04): its 35,012,608-byte pinned
+    // SRS is the first /dev/zero mapping; the prover reported exactly that many bytes.
+    const SUPRASEAL: &[u8] = b"\
+200800000-204000000 rw-s 00000000 00:06 5   /dev/nvidiactl
+Rss:               57344 kB
+VmFlags: rd wr sh mr mw me ms de dd mm
+7f70e4000000-7f70e6164000 rw-s 00000000 00:01 1040   /dev/zero
+Rss:               34192 kB
+VmFlags: rd wr sh mr mw me ms
+7f70e6800000-7f70e7041000 rw-s 00000000 00:01 1041   /dev/zero (deleted)
+Rss:                8452 kB
+7f70a0000000-7f70a1507000 rw-p 00000000 00:00 0 
+Rss:               20088 kB
+7f70f0000000-7f70f0100000 rw-p 00000000 00:01 1042   /dev/zero
+Rss:                1024 kB
+";
+
+    #[test]
+    fn shared_anonymous_mappings_of_a_cuda_process_are_pinned() {
+        assert_eq!(pinned_rss(SUPRASEAL), (57344 + 34192 + 8452) * 1024);
+        // Without NVIDIA mappings shared anonymous memory is somebody else's.
+        let no_cuda: Vec<u8> = SUPRASEAL
+            .split(|&b| b == b'\n')
+            .skip(3)
+            .flat_map(|l| l.iter().copied().chain([b'\n']))
+            .collect();
+        assert_eq!(pinned_rss(&no_cuda), 0);
     }
 
     #[test]
