@@ -3,7 +3,12 @@
 //!
 //! ```text
 //! cargo bench -p provetop-prover --bench prover -- [srs] [phases] [modes] [--quick]
+//!     [--partitions P --constraints N --sectors S --rounds R] [--srs-cache DIR]
 //! ```
+//!
+//! The flags size the `modes` workload. `PROVETOP_PROVER_BIN` runs another build of the
+//! prover (a `cuda` or `supraseal` one on a GPU machine: build this bench with
+//! `--no-run`, carry both binaries).
 //!
 //! * `srs`: SRS generate vs load from the disk cache vs resident (the next proof's wait).
 //! * `phases`: proof time split by phase for three circuit sizes, peak RSS.
@@ -25,7 +30,11 @@ use std::time::{Duration, Instant};
 use provetop_shared::protocol::{parse_event, BatchMode, Event, EventMsg, Phase, SrsSource};
 use provetop_shared::units::fmt_bytes;
 
-const BIN: &str = env!("CARGO_BIN_EXE_provetop-prover");
+const BUILT_BIN: &str = env!("CARGO_BIN_EXE_provetop-prover");
+
+fn bin() -> String {
+    std::env::var("PROVETOP_PROVER_BIN").unwrap_or_else(|_| BUILT_BIN.to_string())
+}
 
 struct Daemon {
     child: Child,
@@ -52,7 +61,7 @@ fn status_kb(pid: u32, key: &str) -> u64 {
 
 impl Daemon {
     fn start(args: &[String], cache: &Path) -> Daemon {
-        let mut child = Command::new(BIN)
+        let mut child = Command::new(bin())
             .arg("--daemon")
             .args(args)
             .arg("--srs-cache")
@@ -238,10 +247,8 @@ fn prove(d: &mut Daemon, sectors: u32) -> Proved {
             _ => {}
         }
     }
+    // (Each proof's working-set line comes just before its proof_finished.)
     p.wall_s = t0.elapsed().as_secs_f64();
-    // The working-set line follows the last proof_finished.
-    let last = d.wait_for(|e| working_set(e).is_some());
-    p.heap_peak = p.heap_peak.max(working_set(&last.event).unwrap_or(0));
     p.first_start_latency_s = first_start.unwrap_or(0.0);
     p.srs_events_while_proving = d.seen[before..]
         .iter()
@@ -454,22 +461,39 @@ fn modes_section(cache: &Path, p: u32, n: u64, sectors: u32, rounds: u32, modes:
 }
 
 fn main() {
-    let argv: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    let quick = argv.iter().any(|a| a == "--quick");
-    let want = |s: &str| {
-        let named: Vec<&String> = argv.iter().filter(|a| !a.starts_with("--")).collect();
-        named.is_empty() || named.iter().any(|a| *a == s)
+    let mut named: Vec<String> = Vec::new();
+    let mut opt: BTreeMap<String, String> = BTreeMap::new();
+    let mut quick = false;
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--bench" => {}
+            "--quick" => quick = true,
+            "--partitions" | "--constraints" | "--sectors" | "--rounds" | "--srs-cache" => {
+                let v = it.next().unwrap_or_else(|| panic!("{a} needs a value"));
+                opt.insert(a.trim_start_matches("--").to_string(), v);
+            }
+            _ if a.starts_with("--") => panic!("unknown flag {a}"),
+            _ => named.push(a),
+        }
+    }
+    let want = |s: &str| named.is_empty() || named.iter().any(|a| a == s);
+    let num = |k: &str| -> Option<u64> {
+        opt.get(k).map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("--{k} {v}: not a number"))
+        })
     };
     println!("## provetop-prover benchmarks\n");
     println!("Machine: {}. Load average at start: {}.", machine(), load());
-    println!("Binary: {BIN}");
+    println!("Binary: {}", bin());
     let t0 = Instant::now();
     // One cache for the run, empty at start: the first use of a shape measures generation.
     let dir = tempfile::tempdir().expect("tempdir");
-    let cache = dir.path();
+    let cache = opt
+        .get("srs-cache")
+        .map(Path::new)
+        .unwrap_or_else(|| dir.path());
     if want("srs") {
         let sizes: &[u64] = if quick {
             &[1 << 12]
@@ -494,11 +518,19 @@ fn main() {
             BatchMode::Sps,
             BatchMode::Pipelined(2),
         ];
-        if quick {
-            modes_section(cache, 8, 2048, 2, 1, &modes);
+        let (p, n, sectors, rounds) = if quick {
+            (8, 2048, 2, 1)
         } else {
-            modes_section(cache, 8, 8192, 4, 2, &modes);
-        }
+            (8, 8192, 4, 2)
+        };
+        modes_section(
+            cache,
+            num("partitions").map_or(p, |v| v as u32),
+            num("constraints").unwrap_or(n),
+            num("sectors").map_or(sectors, |v| v as u32),
+            num("rounds").map_or(rounds, |v| v as u32),
+            &modes,
+        );
     }
     println!(
         "\nTotal {:.0} s. Load average at end: {}.",

@@ -134,8 +134,7 @@ impl Layout {
             .rev()
             .find(|&r| Self::base(depth, 1, r) <= constraints)
             .unwrap_or(0);
-        let mut k =
-            (constraints / Self::per_challenge(depth, r)).clamp(1, u32::MAX as u64) as u32;
+        let mut k = (constraints / Self::per_challenge(depth, r)).clamp(1, u32::MAX as u64) as u32;
         while k > 1 && Self::base(depth, k, r) > constraints {
             k -= 1;
         }
@@ -468,8 +467,8 @@ pub fn count(layout: Layout) -> ShapeCount {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ff::Field;
     use bellperson::util_cs::test_cs::TestConstraintSystem;
+    use ff::Field;
 
     #[test]
     fn exact_counts() {
@@ -484,7 +483,10 @@ mod tests {
         }
         assert!(Layout::for_constraints(100).is_err());
         assert_eq!(Layout::for_constraints(1024).unwrap().label_rounds, 0);
-        assert_eq!(Layout::for_constraints(4096).unwrap().label_rounds, LABEL_ROUNDS);
+        assert_eq!(
+            Layout::for_constraints(4096).unwrap().label_rounds,
+            LABEL_ROUNDS
+        );
     }
 
     /// Like real PoRep, most of the witness is 0/1 at realistic sizes (SupraSeal's split

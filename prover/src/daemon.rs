@@ -25,6 +25,7 @@ use crate::events::Emitter;
 use crate::heap;
 use crate::job::{self, ProofSpec, Workload};
 use crate::modes;
+use crate::phases::Latch;
 use crate::srs::{self, SrsOptions};
 
 /// What to do with the proof in flight on SIGTERM.
@@ -72,7 +73,8 @@ struct Ctl {
     paused: bool,
     mode: BatchMode,
     pending_mode: Option<BatchMode>,
-    busy: bool,
+    /// Proofs between their start and their `proof_finished`.
+    running: usize,
     stop: Option<String>,
     next_proof: u64,
     next_sector: u64,
@@ -183,7 +185,7 @@ impl Shared {
                 return;
             }
         }
-        if c.busy {
+        if c.running > 0 {
             c.pending_mode = Some(mode);
             self.emitter.emit(Event::Log {
                 level: "info".into(),
@@ -243,7 +245,7 @@ impl Shared {
                 if c.paused {
                     c.paused = false;
                     c.idle_since = Instant::now();
-                    let state = if c.busy {
+                    let state = if c.running > 0 {
                         ProverState::Proving
                     } else {
                         ProverState::Idle
@@ -391,7 +393,7 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
             paused: false,
             mode: cfg.mode,
             pending_mode: None,
-            busy: false,
+            running: 0,
             stop: None,
             next_proof: 1,
             next_sector: 0,
@@ -476,76 +478,181 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
         }
     }
 
-    let mut done = 0u64;
-    let mut failures = 0u32;
-    loop {
-        let next = {
-            let mut c = shared.lock();
-            loop {
-                if c.stop.is_some() {
-                    break None;
-                }
-                if !c.paused {
-                    if let Some(spec) = c.queue.pop_front() {
-                        if let Some(m) = c.pending_mode.take() {
-                            let from = c.mode;
-                            c.mode = m;
-                            emitter.emit(Event::ModeChanged { from, to: m });
-                        }
-                        c.busy = true;
-                        shared.set_state(&mut c, ProverState::Proving);
-                        break Some((spec, c.mode));
-                    }
-                }
-                if !cfg.daemon && c.queue.is_empty() {
-                    c.stop = Some("done".into());
-                    break None;
-                }
-                match cfg.repeat_every {
-                    Some(every) if !c.paused => {
-                        let due = c.idle_since + every;
-                        let now = Instant::now();
-                        if now >= due {
-                            shared.queue_sectors(&mut c, 1);
-                            c.idle_since = now;
-                        } else {
-                            c = shared
-                                .cv
-                                .wait_timeout(c, due - now)
-                                .unwrap_or_else(|p| p.into_inner())
-                                .0;
-                        }
-                    }
-                    _ => c = shared.cv.wait(c).unwrap_or_else(|p| p.into_inner()),
-                }
+    let mut tally = Tally::default();
+    std::thread::scope(|scope| {
+        // Proofs running, oldest first. Only `pipelined:D` has more than one: the next starts
+        // once the newest has finished synthesis, so its synthesis overlaps that one's proving.
+        let mut flight: VecDeque<InFlight<'_>> = VecDeque::new();
+        loop {
+            while flight.front().is_some_and(|f| f.handle.is_finished()) {
+                let f = flight.pop_front().expect("checked");
+                reap(&shared, f, &mut tally);
             }
-        };
-        let Some((spec, mode)) = next else { break };
-        let out = job::run(&backend, &w, &spec, mode, &emitter, &shared.abort);
-        emit_memory(&emitter, &backend);
+            let next = {
+                let mut c = shared.lock();
+                loop {
+                    if c.stop.is_some() {
+                        break Next::Stop;
+                    }
+                    // A mode switch waits until nothing is in flight (the next proof boundary).
+                    let may_start = match flight.back() {
+                        None => true,
+                        Some(last) => {
+                            c.pending_mode.is_none()
+                                && flight.len() < modes::in_flight(c.mode)
+                                && last.synthesized.is_set()
+                        }
+                    };
+                    if may_start && !c.paused {
+                        if let Some(spec) = c.queue.pop_front() {
+                            if let Some(m) = c.pending_mode.take() {
+                                let from = c.mode;
+                                c.mode = m;
+                                emitter.emit(Event::ModeChanged { from, to: m });
+                            }
+                            c.running += 1;
+                            shared.set_state(&mut c, ProverState::Proving);
+                            break Next::Start(spec, c.mode);
+                        }
+                    }
+                    if !flight.is_empty() {
+                        // Come back to reap it or to start the next one.
+                        let _ = shared
+                            .cv
+                            .wait_timeout(c, FLIGHT_POLL)
+                            .unwrap_or_else(|p| p.into_inner());
+                        break Next::Look;
+                    }
+                    if !cfg.daemon && c.queue.is_empty() {
+                        c.stop = Some("done".into());
+                        break Next::Stop;
+                    }
+                    match cfg.repeat_every {
+                        Some(every) if !c.paused => {
+                            let due = c.idle_since + every;
+                            let now = Instant::now();
+                            if now >= due {
+                                shared.queue_sectors(&mut c, 1);
+                                c.idle_since = now;
+                            } else {
+                                c = shared
+                                    .cv
+                                    .wait_timeout(c, due - now)
+                                    .unwrap_or_else(|p| p.into_inner())
+                                    .0;
+                            }
+                        }
+                        _ => c = shared.cv.wait(c).unwrap_or_else(|p| p.into_inner()),
+                    }
+                }
+            };
+            match next {
+                Next::Start(spec, mode) => {
+                    let latch = Arc::new(Latch::default());
+                    let l = latch.clone();
+                    let (b, sh) = (&backend, &shared);
+                    let handle = scope.spawn(move || {
+                        let out = job::run(b, &w, &spec, mode, &sh.emitter, &sh.abort, Some(l));
+                        // Account before announcing, so a control reacting to
+                        // `proof_finished` sees the measured model and the freed slot.
+                        account(sh, &spec, mode, &out);
+                        sh.emitter.emit(job::finished_event(&spec, mode, &out));
+                        emit_memory(&sh.emitter, b);
+                        out
+                    });
+                    flight.push_back(InFlight {
+                        spec,
+                        mode,
+                        synthesized: latch,
+                        handle,
+                    });
+                }
+                Next::Look => {}
+                Next::Stop => break,
+            }
+        }
+        // Stopping: what is in flight ends (cut short if the abort flag is up), in order.
+        while let Some(f) = flight.pop_front() {
+            reap(&shared, f, &mut tally);
+        }
+    });
+    let (done, failures) = (tally.done, tally.failures);
+    let reason = shared.lock().stop.clone().unwrap_or_else(|| "done".into());
+    finish(&shared, &reason, done, i32::from(failures > 0))
+}
+
+/// How often the run loop looks at proofs in flight (to reap them, or to start the next
+/// pipelined one once the newest has finished synthesis).
+const FLIGHT_POLL: Duration = Duration::from_millis(20);
+
+enum Next {
+    Start(ProofSpec, BatchMode),
+    Look,
+    Stop,
+}
+
+struct InFlight<'s> {
+    spec: ProofSpec,
+    mode: BatchMode,
+    synthesized: Arc<Latch>,
+    handle: std::thread::ScopedJoinHandle<'s, job::Outcome>,
+}
+
+#[derive(Default)]
+struct Tally {
+    done: u64,
+    failures: u32,
+}
+
+/// A proof ended (on its thread, before `proof_finished` goes out): the memory model, the
+/// running count.
+fn account(shared: &Shared, spec: &ProofSpec, mode: BatchMode, out: &job::Outcome) {
+    let mut c = shared.lock();
+    c.running = c.running.saturating_sub(1);
+    if out.ok && out.verified {
+        if let Some(ws) = out.working_set {
+            let bpc = ws as f64 / out.live_constraints.max(1) as f64;
+            shared.emitter.emit(Event::Log {
+                level: "info".into(),
+                target: "provetop_prover::heap".into(),
+                message: format!(
+                    "proof {}: working set {ws} B ({}; {bpc:.0} B per live constraint, {} live in {mode})",
+                    spec.proof_id,
+                    provetop_shared::units::fmt_bytes(ws),
+                    out.live_constraints
+                ),
+            });
+            let m = &mut c.mem;
+            m.bytes_per_constraint = Some(m.bytes_per_constraint.map_or(bpc, |b| b.max(bpc)));
+            m.proofs += 1;
+        }
+    }
+}
+
+/// Join a proof in flight: counts, a mode switch that waited for it, the state.
+fn reap(shared: &Shared, f: InFlight<'_>, tally: &mut Tally) {
+    let out = f.handle.join().unwrap_or_else(|_| {
+        let out = job::Outcome::failed("proving thread panicked");
         let mut c = shared.lock();
-        c.busy = false;
-        c.idle_since = Instant::now();
-        if out.ok && out.verified {
-            done += 1;
-            if let Some(ws) = out.working_set {
-                let bpc = ws as f64 / out.live_constraints.max(1) as f64;
-                emitter.emit(Event::Log {
-                    level: "info".into(),
-                    target: "provetop_prover::heap".into(),
-                    message: format!(
-                        "proof {}: working set {ws} B ({}; {bpc:.0} B per live constraint, {} live in {mode})",
-                        spec.proof_id,
-                        provetop_shared::units::fmt_bytes(ws),
-                        out.live_constraints
-                    ),
-                });
-                let m = &mut c.mem;
-                m.bytes_per_constraint = Some(m.bytes_per_constraint.map_or(bpc, |b| b.max(bpc)));
-                m.proofs += 1;
-            }
-        } else if !out.aborted {
-            failures += 1;
+        c.running = c.running.saturating_sub(1);
+        shared
+            .emitter
+            .emit(job::finished_event(&f.spec, f.mode, &out));
+        out
+    });
+    let mut c = shared.lock();
+    c.idle_since = Instant::now();
+    if out.ok && out.verified {
+        tally.done += 1;
+    } else if !out.aborted {
+        tally.failures += 1;
+    }
+    if c.running == 0 {
+        // Nothing in flight any more: a switch requested meanwhile takes effect now.
+        if let Some(m) = c.pending_mode.take() {
+            let from = c.mode;
+            c.mode = m;
+            shared.emitter.emit(Event::ModeChanged { from, to: m });
         }
         if c.stop.is_none() {
             let state = if c.paused {
@@ -560,8 +667,6 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
             }
         }
     }
-    let reason = shared.lock().stop.clone().unwrap_or_else(|| "done".into());
-    finish(&shared, &reason, done, i32::from(failures > 0))
 }
 
 /// Cancel what is still queued, say bye.

@@ -1,7 +1,9 @@
 //! Running one proof: its sectors, cut into units by the batch mode, proved, every partition
-//! proof verified, and the `proof_started` … `proof_finished` events.
+//! proof verified, and the `proof_started` … `proof_finished` events. Units run one after
+//! another; `pipelined` overlaps whole proofs instead (see [`crate::daemon`]), told when this
+//! one's synthesis is over through a [`Latch`].
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,7 +16,7 @@ use crate::circuit::{is_abort, Layout, PartitionCircuit, PartitionWitness};
 use crate::events::Emitter;
 use crate::heap;
 use crate::modes::{self, Unit};
-use crate::phases::CallTracker;
+use crate::phases::{CallTracker, Latch};
 use crate::sector::Sector;
 
 /// The circuit workload every proof uses.
@@ -67,6 +69,37 @@ pub struct Outcome {
     pub live_constraints: u64,
     /// Partition proofs produced.
     pub proofs: usize,
+}
+
+/// The `proof_finished` event of a proof that ended with `out` (the caller emits it once it
+/// has accounted for the proof).
+pub fn finished_event(spec: &ProofSpec, mode: BatchMode, out: &Outcome) -> Event {
+    Event::ProofFinished {
+        proof_id: spec.proof_id,
+        ok: out.ok,
+        verified: out.verified,
+        duration_s: out.duration_s,
+        mode,
+        phases: out.phases.clone(),
+        error: out.error.clone(),
+    }
+}
+
+impl Outcome {
+    /// A proof that produced nothing because of `why`.
+    pub fn failed(why: &str) -> Outcome {
+        Outcome {
+            ok: false,
+            verified: false,
+            aborted: false,
+            duration_s: 0.0,
+            phases: Vec::new(),
+            error: Some(why.to_string()),
+            working_set: None,
+            live_constraints: 0,
+            proofs: 0,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -163,9 +196,13 @@ fn run_unit(ctx: &Ctx<'_>, unit: &Unit, tracker: &Arc<CallTracker>) -> UnitResul
     r
 }
 
-fn run_sequential(ctx: &Ctx<'_>, units: &[Unit]) -> Vec<UnitResult> {
+fn run_sequential(
+    ctx: &Ctx<'_>,
+    units: &[Unit],
+    synthesized: Option<&Arc<Latch>>,
+) -> Vec<UnitResult> {
     let mut out = Vec::with_capacity(units.len());
-    for unit in units {
+    for (i, unit) in units.iter().enumerate() {
         if ctx.abort.load(Relaxed) {
             out.push(UnitResult {
                 aborted: true,
@@ -175,6 +212,9 @@ fn run_sequential(ctx: &Ctx<'_>, units: &[Unit]) -> Vec<UnitResult> {
             break;
         }
         let t = tracker_for(ctx, unit);
+        if let (Some(l), true) = (synthesized, i + 1 == units.len()) {
+            t.signal_synthesized(l.clone());
+        }
         let r = run_unit(ctx, unit, &t);
         let stop = r.error.is_some();
         out.push(r);
@@ -185,57 +225,10 @@ fn run_sequential(ctx: &Ctx<'_>, units: &[Unit]) -> Vec<UnitResult> {
     out
 }
 
-/// Start unit k+1 once unit k has finished synthesis; keep at most `depth` units alive.
-fn run_pipelined(ctx: &Ctx<'_>, units: &[Unit], depth: usize) -> Vec<UnitResult> {
-    let mut out = Vec::with_capacity(units.len());
-    std::thread::scope(|s| {
-        let mut running: VecDeque<std::thread::ScopedJoinHandle<'_, UnitResult>> = VecDeque::new();
-        let mut prev: Option<Arc<CallTracker>> = None;
-        let mut failed = false;
-        for unit in units {
-            if ctx.abort.load(Relaxed) || failed {
-                break;
-            }
-            if let (Some(p), Some(h)) = (&prev, running.back()) {
-                p.wait_synthesized(|| h.is_finished());
-            }
-            while running.len() >= depth {
-                let r = running
-                    .pop_front()
-                    .expect("non-empty")
-                    .join()
-                    .unwrap_or_else(|_| UnitResult {
-                        error: Some("proving thread panicked".into()),
-                        ..Default::default()
-                    });
-                failed |= r.error.is_some();
-                out.push(r);
-            }
-            if ctx.abort.load(Relaxed) || failed {
-                break;
-            }
-            let t = tracker_for(ctx, unit);
-            prev = Some(t.clone());
-            running.push_back(s.spawn(move || run_unit(ctx, unit, &t)));
-        }
-        for h in running {
-            out.push(h.join().unwrap_or_else(|_| UnitResult {
-                error: Some("proving thread panicked".into()),
-                ..Default::default()
-            }));
-        }
-        if ctx.abort.load(Relaxed) && out.len() < units.len() {
-            out.push(UnitResult {
-                aborted: true,
-                error: Some("aborted".into()),
-                ..Default::default()
-            });
-        }
-    });
-    out
-}
-
-/// Prove `spec` in `mode`: emits `proof_started`, the phases, `proof_finished`.
+/// Prove `spec` in `mode`: emits `proof_started` and the phases; the caller emits
+/// [`finished_event`].
+/// `synthesized`, if given, is raised when the proof's last unit has finished synthesis (or
+/// the proof ended early).
 pub fn run(
     backend: &Backend,
     w: &Workload,
@@ -243,6 +236,7 @@ pub fn run(
     mode: BatchMode,
     emitter: &Emitter,
     abort: &Arc<AtomicBool>,
+    synthesized: Option<Arc<Latch>>,
 ) -> Outcome {
     let t0 = Instant::now();
     emitter.emit(Event::ProofStarted {
@@ -272,10 +266,10 @@ pub fn run(
         emitter,
         abort,
     };
-    let results = match mode {
-        BatchMode::Pipelined(_) => run_pipelined(&ctx, &units, modes::in_flight(mode)),
-        _ => run_sequential(&ctx, &units),
-    };
+    let results = run_sequential(&ctx, &units, synthesized.as_ref());
+    if let Some(l) = &synthesized {
+        l.set();
+    }
     let working_set = heap::counting().then(|| heap::peak().saturating_sub(base));
 
     let mut totals: BTreeMap<Phase, f64> = BTreeMap::new();
@@ -304,15 +298,6 @@ pub fn run(
         .into_iter()
         .map(|(phase, duration_s)| PhaseTime { phase, duration_s })
         .collect();
-    emitter.emit(Event::ProofFinished {
-        proof_id: spec.proof_id,
-        ok,
-        verified,
-        duration_s,
-        mode,
-        phases: phases.clone(),
-        error: error.clone(),
-    });
     Outcome {
         ok,
         verified,

@@ -6,12 +6,15 @@
 //! | `single`      | one sector (its P partitions) | 1               |
 //! | `batch:N`     | up to N sectors (N·P)         | 1               |
 //! | `sps`         | one partition                 | 1               |
-//! | `pipelined:D` | one partition                 | up to D         |
+//! | `pipelined:D` | one sector (its P partitions) | up to D proofs  |
 //!
 //! Inside a unit bellperson synthesizes its circuits in parallel (rayon) and proves them in
-//! one batch call. `pipelined:D` starts the next unit as soon as the previous one has finished
-//! synthesis, so synthesis of unit k+1 overlaps proving of unit k, with at most D units (their
-//! assignments) alive. `batch:N` also decides how many sectors a queued proof has.
+//! one batch call. `pipelined:D` starts the next queued proof as soon as the previous one has
+//! finished synthesis, so the next sector's synthesis (on the CPU cores) overlaps this
+//! sector's proving (on the GPU), with at most D sectors' assignments alive. The overlap has
+//! to be across sectors: a partition synthesizes on one thread, so within one sector there is
+//! nothing left to overlap once all its partitions synthesize at once. `batch:N` also decides
+//! how many sectors a queued proof has.
 
 use provetop_shared::protocol::BatchMode;
 
@@ -46,7 +49,7 @@ pub fn sectors_per_proof(mode: BatchMode) -> u32 {
     }
 }
 
-/// Units that may be in flight at once.
+/// Proofs that may be in flight at once.
 pub fn in_flight(mode: BatchMode) -> usize {
     match mode {
         BatchMode::Pipelined(d) => d.max(1) as usize,
@@ -63,7 +66,7 @@ pub fn plan(mode: BatchMode, sectors: usize, partitions: u32) -> Vec<Unit> {
         })
     };
     match mode {
-        BatchMode::Single => (0..sectors)
+        BatchMode::Single | BatchMode::Pipelined(_) => (0..sectors)
             .map(|s| Unit {
                 parts: all(s).collect(),
             })
@@ -75,7 +78,7 @@ pub fn plan(mode: BatchMode, sectors: usize, partitions: u32) -> Vec<Unit> {
                 parts: ss.iter().flat_map(|&s| all(s)).collect(),
             })
             .collect(),
-        BatchMode::Sps | BatchMode::Pipelined(_) => (0..sectors)
+        BatchMode::Sps => (0..sectors)
             .flat_map(all)
             .map(|p| Unit { parts: vec![p] })
             .collect(),
@@ -83,16 +86,14 @@ pub fn plan(mode: BatchMode, sectors: usize, partitions: u32) -> Vec<Unit> {
 }
 
 /// Constraints whose assignments are alive at the peak of a proof of `sectors` sectors in
-/// `mode` (the working set scales with this).
+/// `mode` (the working set scales with this; `pipelined:D` counts the D proofs in flight).
 pub fn live_constraints(mode: BatchMode, sectors: u32, partitions: u32, constraints: u64) -> u64 {
     let per_partition = constraints;
     match mode {
         BatchMode::Single => partitions as u64 * per_partition,
         BatchMode::Batch(n) => n.min(sectors.max(1)) as u64 * partitions as u64 * per_partition,
         BatchMode::Sps => per_partition,
-        BatchMode::Pipelined(d) => {
-            (d as u64).min(sectors as u64 * partitions as u64) * per_partition
-        }
+        BatchMode::Pipelined(d) => d.max(1) as u64 * partitions as u64 * per_partition,
     }
 }
 
@@ -112,7 +113,8 @@ mod tests {
         let b = plan(BatchMode::Batch(2), 3, 2);
         assert_eq!(b.iter().map(|u| u.parts.len()).collect::<Vec<_>>(), [4, 2]);
         assert_eq!(plan(BatchMode::Sps, 2, 3).len(), 6);
-        assert_eq!(plan(BatchMode::Pipelined(2), 1, 4).len(), 4);
+        assert_eq!(plan(BatchMode::Pipelined(2), 1, 4).len(), 1);
+        assert_eq!(plan(BatchMode::Pipelined(2), 1, 4)[0].parts.len(), 4);
         let labels: Vec<u32> = plan(BatchMode::Sps, 2, 3)
             .iter()
             .map(|u| u.parts[0].label(3))
@@ -121,7 +123,7 @@ mod tests {
         assert_eq!(live_constraints(BatchMode::Sps, 1, 4, 100), 100);
         assert_eq!(live_constraints(BatchMode::Single, 1, 4, 100), 400);
         assert_eq!(live_constraints(BatchMode::Batch(3), 3, 4, 100), 1200);
-        assert_eq!(live_constraints(BatchMode::Pipelined(2), 1, 4, 100), 200);
+        assert_eq!(live_constraints(BatchMode::Pipelined(2), 1, 4, 100), 800);
         assert_eq!(sectors_per_proof(BatchMode::Batch(3)), 3);
         assert_eq!(in_flight(BatchMode::Pipelined(3)), 3);
     }

@@ -106,6 +106,29 @@ struct State {
     /// Measured phases that were still open at "prover time" (their tasks were not all
     /// seen finishing): a sign that bellperson's multiexp structure changed.
     forced: Vec<Phase>,
+    /// Set once every circuit of the call is synthesized (or the call ended).
+    synthesized: Option<Arc<Latch>>,
+}
+
+/// A one-way flag another thread can wait for: "this call's synthesis is over", which lets
+/// the daemon start the next pipelined proof.
+#[derive(Debug, Default)]
+pub struct Latch {
+    set: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Latch {
+    /// Raise the flag (idempotent).
+    pub fn set(&self) {
+        *self.set.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.cv.notify_all();
+    }
+
+    /// Whether the flag is up.
+    pub fn is_set(&self) -> bool {
+        *self.set.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// Phase bookkeeping and event emission for one proving call.
@@ -250,6 +273,18 @@ impl CallTracker {
     pub fn finish(&self) {
         let mut st = self.lock();
         self.close_all_locked(&mut st);
+        if let Some(l) = &st.synthesized {
+            l.set();
+        }
+    }
+
+    /// Raise `latch` once every circuit of this call is synthesized (or the call ends).
+    pub fn signal_synthesized(&self, latch: Arc<Latch>) {
+        let mut st = self.lock();
+        if st.synth_finished >= self.circuits as usize {
+            latch.set();
+        }
+        st.synthesized = Some(latch);
     }
 
     /// Measured MSM phases that had to be closed at the end of the call instead of when their
@@ -304,6 +339,11 @@ impl SynthesisHooks for CallTracker {
         st.synth_running = st.synth_running.saturating_sub(1);
         st.synth_finished += 1;
         self.end_locked(&mut st, Phase::Synthesis, Some(partition));
+        if st.synth_finished >= self.circuits as usize {
+            if let Some(l) = &st.synthesized {
+                l.set();
+            }
+        }
         self.synth_cv.notify_all();
     }
 

@@ -23,12 +23,13 @@ fn finished(d: &mut Daemon, id: u64) -> EventMsg {
 }
 
 /// Every proof: started and finished in the same mode, all its phases inside its
-/// started…finished window, ok and verified; mode changes only between proofs.
+/// started…finished window, ok and verified; proofs overlap only in `pipelined` mode; mode
+/// changes only between proofs.
 fn check_stream(ev: &[EventMsg]) -> Vec<(u64, BatchMode, u32)> {
-    let mut open: Option<(u64, BatchMode)> = None;
+    let mut open: Vec<u64> = Vec::new();
     let mut mode_at_start: HashMap<u64, BatchMode> = HashMap::new();
-    let mut out = Vec::new();
     let mut current = None;
+    let mut out = Vec::new();
     for m in ev {
         match &m.event {
             Event::Hello { config, .. } => current = Some(config.mode),
@@ -38,22 +39,21 @@ fn check_stream(ev: &[EventMsg]) -> Vec<(u64, BatchMode, u32)> {
                 sectors,
                 ..
             } => {
-                assert!(open.is_none(), "proof {proof_id} started inside another");
+                assert!(
+                    open.is_empty() || matches!(mode, BatchMode::Pipelined(_)),
+                    "proof {proof_id} started inside {open:?} in {mode}"
+                );
                 assert_eq!(
                     Some(*mode),
                     current,
                     "proof {proof_id} runs in the current mode"
                 );
-                open = Some((*proof_id, *mode));
+                open.push(*proof_id);
                 mode_at_start.insert(*proof_id, *mode);
                 out.push((*proof_id, *mode, *sectors));
             }
             Event::PhaseStarted { proof_id, .. } | Event::PhaseEnded { proof_id, .. } => {
-                assert_eq!(
-                    open.map(|o| o.0),
-                    Some(*proof_id),
-                    "phase outside its proof"
-                );
+                assert!(open.contains(proof_id), "phase of {proof_id} outside it");
             }
             Event::ProofFinished {
                 proof_id,
@@ -63,19 +63,14 @@ fn check_stream(ev: &[EventMsg]) -> Vec<(u64, BatchMode, u32)> {
                 error,
                 ..
             } => {
-                if let Some((id, _)) = open {
-                    if id == *proof_id {
-                        open = None;
-                        assert!(*ok && *verified, "proof {proof_id} in {mode}: {error:?}");
-                        assert_eq!(mode_at_start[proof_id], *mode);
-                    }
+                if open.contains(proof_id) {
+                    open.retain(|p| p != proof_id);
+                    assert!(*ok && *verified, "proof {proof_id} in {mode}: {error:?}");
+                    assert_eq!(mode_at_start[proof_id], *mode);
                 }
             }
             Event::ModeChanged { from, to } => {
-                assert!(
-                    open.is_none(),
-                    "mode changed while proof {open:?} in flight"
-                );
+                assert!(open.is_empty(), "mode changed while {open:?} in flight");
                 assert_eq!(Some(*from), current);
                 current = Some(*to);
             }
@@ -157,8 +152,8 @@ fn modes_switch_at_proof_boundaries_and_every_proof_verifies() {
             (5, BatchMode::Single, 1),
         ]
     );
-    // sps and pipelined prove one partition per call: their prove phases carry the partition;
-    // single and batch prove all partitions in one call.
+    // sps proves one partition per call: its prove phases carry the partition; single,
+    // pipelined and batch prove all partitions of a sector (or of N sectors) in one call.
     let prove_parts = |id: u64| -> Vec<Option<u32>> {
         ev.iter()
             .filter_map(|m| match &m.event {
@@ -173,9 +168,7 @@ fn modes_switch_at_proof_boundaries_and_every_proof_verifies() {
     };
     assert_eq!(prove_parts(1), [None]);
     assert_eq!(prove_parts(2), [Some(0), Some(1)]);
-    let mut p3 = prove_parts(3);
-    p3.sort();
-    assert_eq!(p3, [Some(0), Some(1)]);
+    assert_eq!(prove_parts(3), [None]);
     assert_eq!(prove_parts(4), [None]);
     // The batch proof synthesized and verified all four partitions of its two sectors.
     let verified_parts: Vec<u32> = ev
@@ -198,56 +191,74 @@ fn modes_switch_at_proof_boundaries_and_every_proof_verifies() {
 }
 
 #[test]
-fn pipelined_overlaps_synthesis_of_the_next_unit_with_proving() {
+fn pipelined_overlaps_synthesis_of_the_next_proof_with_proving() {
     let cache = tempfile::tempdir().unwrap();
-    let mut args = vec![
+    let args = [
         "--partitions",
         "4",
         "--constraints",
         "2048",
         "--mode",
         "pipelined:2",
+        "--proofs",
+        "4",
     ];
-    args.extend(["--proofs", "1"]);
     let mut d = Daemon::spawn(&args, cache.path());
-    finished(&mut d, 1);
+    finished(&mut d, 4);
     d.close_stdin();
-    let (_, ev) = d.finish();
-    check_stream(&ev);
-    // Unit k+1's synthesis starts before unit k's prove ends, and never more than two units
-    // are between their synthesis start and prove end.
-    let mut live = 0i32;
-    let mut max_live = 0;
-    let mut overlapped = false;
-    let mut proving: Vec<u32> = Vec::new();
+    let (status, ev) = d.finish();
+    assert!(status.success());
+    let proofs = check_stream(&ev);
+    assert_eq!(proofs.len(), 4);
+    assert!(proofs.iter().all(|p| p.1 == BatchMode::Pipelined(2)));
+    // Proof k+1 starts synthesis while proof k is proving, and never are more than D=2 proofs
+    // between proof_started and proof_finished.
+    let mut live: Vec<u64> = Vec::new();
+    let mut proving: Vec<u64> = Vec::new();
+    let (mut max_live, mut overlapped) = (0, false);
     for m in &ev {
         match &m.event {
+            Event::ProofStarted { proof_id, .. } => {
+                live.push(*proof_id);
+                max_live = max_live.max(live.len());
+            }
+            Event::ProofFinished { proof_id, .. } => live.retain(|p| p != proof_id),
             Event::PhaseStarted {
+                proof_id,
                 phase: Phase::Synthesis,
                 ..
-            } => {
-                live += 1;
-                max_live = max_live.max(live);
-                overlapped |= !proving.is_empty();
-            }
+            } => overlapped |= proving.iter().any(|p| p != proof_id),
             Event::PhaseStarted {
+                proof_id,
                 phase: Phase::Prove,
-                partition: Some(p),
                 ..
-            } => proving.push(*p),
+            } => proving.push(*proof_id),
             Event::PhaseEnded {
+                proof_id,
                 phase: Phase::Prove,
-                partition: Some(p),
                 ..
-            } => {
-                proving.retain(|x| x != p);
-                live -= 1;
-            }
+            } => proving.retain(|p| p != proof_id),
             _ => {}
         }
     }
-    assert!(overlapped, "some synthesis ran while a unit was proving");
-    assert!(max_live <= 2, "at most D=2 units in flight, saw {max_live}");
+    assert!(
+        overlapped,
+        "a proof synthesized while the previous one was proving"
+    );
+    assert_eq!(max_live, 2, "at most D=2 proofs in flight");
+    // Proofs still finish in order, and the bye counts all four.
+    let order: Vec<u64> = ev
+        .iter()
+        .filter_map(|m| match m.event {
+            Event::ProofFinished { proof_id, .. } => Some(proof_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, [1, 2, 3, 4]);
+    assert!(matches!(
+        &ev.last().unwrap().event,
+        Event::Bye { proofs_done: 4, .. }
+    ));
 }
 
 #[test]
