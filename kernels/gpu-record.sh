@@ -3,8 +3,8 @@
 #  1. supraseal daemon, a proof every 2 s of idle, for RESIDENT_SECS: the SRS stays pinned
 #     between proofs (the pinned series), GPU memory and phases visible; replayable anywhere.
 #  2. the field's memory wave at tens of GiB: a sector of WAVE_PARTS partitions of 2^WAVE_K
-#     constraints on supraseal, two proofs with idle gaps: SRS floor between proofs, the
-#     synthesis peak, the descent through GPU proving.
+#     constraints on supraseal, two proofs 8 s of idle apart (the second is queued by
+#     --repeat-every): SRS floor between proofs, the synthesis peak, the fall after proving.
 #
 #   bash kernels/gpu-record.sh BIN_DIR OUT_DIR [STEPS]
 #
@@ -35,7 +35,7 @@ log "memory wave: $wp x 2^$wk on supraseal"
 "$bin/provetop-prover-cpu" --proofs 0 --partitions "$wp" --constraints $((1 << wk)) \
   --srs-cache "$srs" > /dev/null 2>&1
 timeout -s TERM "${WAVE_SECS:-300}" "$bin/provetop" run --headless --hz 10 \
-  --record "$out/h200-wave.ptop" -- "$bin/provetop-prover-supraseal" --daemon --proofs 2 \
+  --record "$out/h200-wave.ptop" -- "$bin/provetop-prover-supraseal" --daemon --proofs 1 \
   --repeat-every 8 --partitions "$wp" --constraints $((1 << wk)) --srs-cache "$srs" 2>&1 | tail -3 &
 rec=$!
 # Stop after the second proof and a few seconds of idle floor.

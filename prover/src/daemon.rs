@@ -461,6 +461,8 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
         duration_s: t0.elapsed().as_secs_f64(),
     });
     emit_memory(&emitter, &backend);
+    // Generation's and loading's scratch goes back to the kernel: the floor is the SRS.
+    heap::release_free_memory();
 
     {
         let mut c = shared.lock();
@@ -648,6 +650,8 @@ fn reap(shared: &Shared, f: InFlight<'_>, tally: &mut Tally) {
         tally.failures += 1;
     }
     if c.running == 0 {
+        // Idle: return the proof's freed heap to the kernel, so RSS falls to the floor.
+        heap::release_free_memory();
         // Nothing in flight any more: a switch requested meanwhile takes effect now.
         if let Some(m) = c.pending_mode.take() {
             let from = c.mode;

@@ -116,3 +116,20 @@ fn status_kb(key: &str) -> Option<u64> {
 pub fn reset_vm_hwm() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
+
+/// Give freed heap back to the kernel (glibc keeps it otherwise): between proofs a prover's
+/// RSS then falls back to its resident floor (SRS plus caches), the floor of the field's
+/// memory wave, instead of staying at the last proof's peak. Returns whether memory was
+/// released. A no-op outside glibc.
+pub fn release_free_memory() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: malloc_trim only walks glibc's own arenas under their locks; it takes no
+        // pointers from us and is safe to call from any thread at any time.
+        unsafe { libc::malloc_trim(0) != 0 }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}

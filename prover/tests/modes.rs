@@ -313,3 +313,44 @@ fn mem_budget_refuses_a_mode_predicted_to_exceed_it() {
     d.close_stdin();
     d.finish();
 }
+
+fn status_kb(pid: i32, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// The floor of the memory wave: once a proof is over and the prover idle, its RSS falls back
+/// well below the proof's peak (freed heap goes back to the kernel).
+#[test]
+fn rss_falls_back_to_the_floor_between_proofs() {
+    let cache = tempfile::tempdir().unwrap();
+    let args = [
+        "--partitions",
+        "8",
+        "--constraints",
+        "16384",
+        "--proofs",
+        "1",
+    ];
+    let mut d = Daemon::spawn(&args, cache.path());
+    finished(&mut d, 1);
+    d.wait_for("idle", |e| {
+        matches!(
+            e,
+            Event::State {
+                state: provetop_shared::protocol::ProverState::Idle
+            }
+        )
+    });
+    let (rss, hwm) = (status_kb(d.pid(), "VmRSS:"), status_kb(d.pid(), "VmHWM:"));
+    d.close_stdin();
+    d.finish();
+    assert!(
+        rss * 2 < hwm,
+        "RSS {rss} kB when idle, peak {hwm} kB during the proof"
+    );
+}
