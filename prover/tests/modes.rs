@@ -62,12 +62,10 @@ fn check_stream(ev: &[EventMsg]) -> Vec<(u64, BatchMode, u32)> {
                 mode,
                 error,
                 ..
-            } => {
-                if open.contains(proof_id) {
-                    open.retain(|p| p != proof_id);
-                    assert!(*ok && *verified, "proof {proof_id} in {mode}: {error:?}");
-                    assert_eq!(mode_at_start[proof_id], *mode);
-                }
+            } if open.contains(proof_id) => {
+                open.retain(|p| p != proof_id);
+                assert!(*ok && *verified, "proof {proof_id} in {mode}: {error:?}");
+                assert_eq!(mode_at_start[proof_id], *mode);
             }
             Event::ModeChanged { from, to } => {
                 assert!(open.is_empty(), "mode changed while {open:?} in flight");
