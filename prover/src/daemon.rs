@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 use std::io::BufRead;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -552,12 +552,20 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
                 Next::Start(spec, mode) => {
                     let latch = Arc::new(Latch::default());
                     let l = latch.clone();
+                    // Proofs alive at once during each proof's life: its working set is
+                    // theirs together.
+                    let alive = flight.len() + 1;
+                    for f in &flight {
+                        f.overlap.fetch_max(alive, Relaxed);
+                    }
+                    let overlap = Arc::new(AtomicUsize::new(alive));
+                    let o = overlap.clone();
                     let (b, sh) = (&backend, &shared);
                     let handle = scope.spawn(move || {
                         let out = job::run(b, &w, &spec, mode, &sh.emitter, &sh.abort, Some(l));
                         // Account before announcing, so a control reacting to
                         // `proof_finished` sees the measured model and the freed slot.
-                        account(sh, &spec, mode, &out);
+                        account(sh, &spec, mode, &out, o.load(Relaxed));
                         sh.emitter.emit(job::finished_event(&spec, mode, &out));
                         emit_memory(&sh.emitter, b);
                         out
@@ -566,6 +574,7 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
                         spec,
                         mode,
                         synthesized: latch,
+                        overlap,
                         handle,
                     });
                 }
@@ -597,6 +606,7 @@ struct InFlight<'s> {
     spec: ProofSpec,
     mode: BatchMode,
     synthesized: Arc<Latch>,
+    overlap: Arc<AtomicUsize>,
     handle: std::thread::ScopedJoinHandle<'s, job::Outcome>,
 }
 
@@ -607,13 +617,18 @@ struct Tally {
 }
 
 /// A proof ended (on its thread, before `proof_finished` goes out): the memory model, the
-/// running count.
-fn account(shared: &Shared, spec: &ProofSpec, mode: BatchMode, out: &job::Outcome) {
+/// running count. `overlap`: most proofs alive at once while it ran (pipelined).
+fn account(shared: &Shared, spec: &ProofSpec, mode: BatchMode, out: &job::Outcome, overlap: usize) {
     let mut c = shared.lock();
     c.running = c.running.saturating_sub(1);
+    // Pipelined proofs that did not overlap held one sector, not D.
+    let live = match mode {
+        BatchMode::Pipelined(_) => overlap.max(1) as u64 * spec.constraints(&shared.workload),
+        _ => out.live_constraints,
+    };
     if out.ok && out.verified {
         if let Some(ws) = out.working_set {
-            let bpc = ws as f64 / out.live_constraints.max(1) as f64;
+            let bpc = ws as f64 / live.max(1) as f64;
             shared.emitter.emit(Event::Log {
                 level: "info".into(),
                 target: "provetop_prover::heap".into(),
@@ -621,7 +636,7 @@ fn account(shared: &Shared, spec: &ProofSpec, mode: BatchMode, out: &job::Outcom
                     "proof {}: working set {ws} B ({}; {bpc:.0} B per live constraint, {} live in {mode})",
                     spec.proof_id,
                     provetop_shared::units::fmt_bytes(ws),
-                    out.live_constraints
+                    live
                 ),
             });
             let m = &mut c.mem;

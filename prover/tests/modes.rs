@@ -118,6 +118,9 @@ fn modes_switch_at_proof_boundaries_and_every_proof_verifies() {
     });
     prove(&mut d, 1);
     finished(&mut d, 3);
+    // Alone in flight, the pipelined proof held one sector (2 × 1024 constraints), not D.
+    assert!(d.seen.iter().any(|m| matches!(&m.event,
+        Event::Log { message, .. } if message.contains("proof 3:") && message.contains(" 2048 live in pipelined:2"))));
 
     set_mode(&mut d, "batch:2");
     d.wait_for("mode changed", |e| {
