@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 
 use provetop_shared::clock::mono_ns;
 use provetop_shared::protocol::{Event, Phase};
@@ -101,7 +101,6 @@ struct State {
     totals: BTreeMap<Phase, f64>,
     tasks_done: HashMap<Phase, u32>,
     tasks_started: HashMap<Phase, u32>,
-    synth_running: usize,
     synth_finished: usize,
     /// Measured phases that were still open at "prover time" (their tasks were not all
     /// seen finishing): a sign that bellperson's multiexp structure changed.
@@ -110,24 +109,20 @@ struct State {
     synthesized: Option<Arc<Latch>>,
 }
 
-/// A one-way flag another thread can wait for: "this call's synthesis is over", which lets
-/// the daemon start the next pipelined proof.
+/// A one-way flag another thread looks at: "this call's synthesis is over", which lets the
+/// daemon start the next pipelined proof.
 #[derive(Debug, Default)]
-pub struct Latch {
-    set: Mutex<bool>,
-    cv: Condvar,
-}
+pub struct Latch(AtomicBool);
 
 impl Latch {
     /// Raise the flag (idempotent).
     pub fn set(&self) {
-        *self.set.lock().unwrap_or_else(|p| p.into_inner()) = true;
-        self.cv.notify_all();
+        self.0.store(true, Relaxed);
     }
 
     /// Whether the flag is up.
     pub fn is_set(&self) -> bool {
-        *self.set.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.load(Relaxed)
     }
 }
 
@@ -141,7 +136,6 @@ pub struct CallTracker {
     steps: SubSteps,
     abort: Arc<AtomicBool>,
     st: Mutex<State>,
-    synth_cv: Condvar,
 }
 
 impl CallTracker {
@@ -162,7 +156,6 @@ impl CallTracker {
             steps,
             abort,
             st: Mutex::new(State::default()),
-            synth_cv: Condvar::new(),
         })
     }
 
@@ -298,24 +291,6 @@ impl CallTracker {
         self.lock().totals.clone()
     }
 
-    /// Block until every circuit of the call has finished synthesis (or the call failed:
-    /// `failed()` turns true).
-    pub fn wait_synthesized(&self, failed: impl Fn() -> bool) {
-        let mut st = self.lock();
-        while st.synth_finished < self.circuits as usize && !failed() {
-            st = self
-                .synth_cv
-                .wait_timeout(st, std::time::Duration::from_millis(20))
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
-    }
-
-    /// Circuits currently being synthesized.
-    pub fn synthesizing(&self) -> usize {
-        self.lock().synth_running
-    }
-
     fn expected_tasks(&self, phase: &Phase) -> u32 {
         // Multiexps per circuit in bellperson's native prover: h 1, l 1, a 2 + b_g1 2, b_g2 2.
         self.circuits
@@ -330,13 +305,11 @@ impl CallTracker {
 impl SynthesisHooks for CallTracker {
     fn started(&self, partition: u32) {
         let mut st = self.lock();
-        st.synth_running += 1;
         self.start_locked(&mut st, Phase::Synthesis, Some(partition));
     }
 
     fn finished(&self, partition: u32, _seconds: f64, _ok: bool) {
         let mut st = self.lock();
-        st.synth_running = st.synth_running.saturating_sub(1);
         st.synth_finished += 1;
         self.end_locked(&mut st, Phase::Synthesis, Some(partition));
         if st.synth_finished >= self.circuits as usize {
@@ -344,7 +317,6 @@ impl SynthesisHooks for CallTracker {
                 l.set();
             }
         }
-        self.synth_cv.notify_all();
     }
 
     fn should_abort(&self) -> bool {
