@@ -23,6 +23,7 @@ enum Kind {
 /// (`/dev/zero`) mappings when the process has any NVIDIA mapping.
 pub fn pinned_rss(smaps: &[u8]) -> u64 {
     let (mut nvidia_kb, mut shared_kb) = (0u64, 0u64);
+    let mut has_nvidia = false;
     let mut kind = Kind::Other;
     for line in smaps.split(|&b| b == b'\n') {
         if is_mapping_header(line) {
@@ -36,6 +37,7 @@ pub fn pinned_rss(smaps: &[u8]) -> u64 {
             } else {
                 Kind::Other
             };
+            has_nvidia |= kind == Kind::Nvidia;
         } else if kind != Kind::Other {
             if let Some(v) = line.strip_prefix(b"Rss:") {
                 match kind {
@@ -45,7 +47,6 @@ pub fn pinned_rss(smaps: &[u8]) -> u64 {
             }
         }
     }
-    let has_nvidia = nvidia_kb > 0 || smaps.windows(11).any(|w| w == b"/dev/nvidia");
     (nvidia_kb + if has_nvidia { shared_kb } else { 0 }) * 1024
 }
 
