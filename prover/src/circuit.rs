@@ -495,15 +495,7 @@ mod tests {
     fn witness_is_mostly_boolean() {
         let l = Layout::for_constraints(1 << 14).unwrap();
         assert_eq!(l.label_rounds, LABEL_ROUNDS);
-        let sector = Arc::new(Sector::generate(1, 0, l.depth));
-        let w = PartitionWitness::new(&l, sector, 1, 0);
-        let inputs = w.public_inputs(&l);
-        let mut cs = TestConstraintSystem::<Fr>::new();
-        PartitionCircuit::new(l, w, None)
-            .synthesize(&mut cs)
-            .unwrap();
-        assert!(cs.is_satisfied(), "{:?}", cs.which_is_unsatisfied());
-        assert!(cs.verify(&inputs));
+        let (cs, _) = satisfied(l);
         let (mut bools, mut ones, mut total) = (0u64, 0u64, 0u64);
         for v in cs.scalar_aux() {
             total += 1;
@@ -521,9 +513,9 @@ mod tests {
         assert!((0.3..0.7).contains(&ones), "share of ones {ones}");
     }
 
-    #[test]
-    fn satisfied_with_witness() {
-        let l = Layout::for_constraints(2000).unwrap();
+    /// Partition 0 of sector 0 under `l`, synthesized with its witness: every constraint
+    /// holds and its public inputs verify. Returns the system and those inputs.
+    fn satisfied(l: Layout) -> (TestConstraintSystem<Fr>, Vec<Fr>) {
         let sector = Arc::new(Sector::generate(1, 0, l.depth));
         let w = PartitionWitness::new(&l, sector, 1, 0);
         let inputs = w.public_inputs(&l);
@@ -533,6 +525,12 @@ mod tests {
             .unwrap();
         assert!(cs.is_satisfied(), "{:?}", cs.which_is_unsatisfied());
         assert!(cs.verify(&inputs));
+        (cs, inputs)
+    }
+
+    #[test]
+    fn satisfied_with_witness() {
+        let (cs, inputs) = satisfied(Layout::for_constraints(2000).unwrap());
         let mut wrong = inputs.clone();
         wrong[0] += Fr::from(1u64);
         assert!(!cs.verify(&wrong));
