@@ -44,19 +44,7 @@ struct Daemon {
 }
 
 fn status_kb(pid: u32, key: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with(key)).and_then(|l| {
-                l[key.len()..]
-                    .trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse()
-                    .ok()
-            })
-        })
-        .unwrap_or(0)
+    provetop_prover::heap::status_kb(Some(pid), key).unwrap_or(0)
 }
 
 impl Daemon {

@@ -133,16 +133,22 @@ pub fn reset_peak() {
 
 /// Peak resident set size of this process (`VmHWM`), in bytes, when readable.
 pub fn vm_hwm() -> Option<u64> {
-    status_kb("VmHWM:").map(|k| k * 1024)
+    status_kb(None, "VmHWM:").map(|k| k * 1024)
 }
 
 /// Resident set size of this process (`VmRSS`), in bytes, when readable.
 pub fn vm_rss() -> Option<u64> {
-    status_kb("VmRSS:").map(|k| k * 1024)
+    status_kb(None, "VmRSS:").map(|k| k * 1024)
 }
 
-fn status_kb(key: &str) -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+/// A `kB` field (`key` with its colon, e.g. `"VmRSS:"`) of `/proc/PID/status`; `None` for
+/// this process.
+pub fn status_kb(pid: Option<u32>, key: &str) -> Option<u64> {
+    let path = match pid {
+        Some(p) => format!("/proc/{p}/status"),
+        None => "/proc/self/status".to_string(),
+    };
+    let s = std::fs::read_to_string(path).ok()?;
     let line = s.lines().find(|l| l.starts_with(key))?;
     line[key.len()..]
         .trim()

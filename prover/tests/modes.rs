@@ -316,12 +316,7 @@ fn mem_budget_refuses_a_mode_predicted_to_exceed_it() {
 }
 
 fn status_kb(pid: i32, key: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
+    provetop_prover::heap::status_kb(Some(pid as u32), key).unwrap()
 }
 
 /// The floor of the memory wave: once a proof is over and the prover idle, its RSS falls back
