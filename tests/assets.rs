@@ -11,8 +11,7 @@ use provetop_shared::session::load;
 use provetop_shared::RecordBody;
 
 fn sessions() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+    let mut v: Vec<PathBuf> = std::fs::read_dir(asset(""))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "ptop"))
@@ -226,7 +225,7 @@ fn wave_session_climbs_to_tens_of_gib_through_synthesis() {
 
 #[test]
 fn gpu_sessions_carry_gpu_memory_and_the_gpu_backend() {
-    let cuda = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/h200-cuda-10x2p20.ptop");
+    let cuda = asset("h200-cuda-10x2p20.ptop");
     let l = load(&cuda).unwrap();
     let backend = l.records.iter().find_map(|r| match &r.body {
         RecordBody::Event(Event::Hello { backend, gpus, .. }) => Some((*backend, gpus.clone())),
