@@ -30,25 +30,6 @@ const SEED_TABLE: &[&str] = &[
     "idle_post: samples=221, min=45.0 GiB...",
 ];
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn provetop(args: &[&str]) -> Out {
-    let o = Command::cargo_bin("provetop")
-        .expect("provetop binary")
-        .args(args)
-        .output()
-        .expect("run provetop");
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(o.stdout).expect("utf-8 stdout"),
-        stderr: String::from_utf8(o.stderr).expect("utf-8 stderr"),
-    }
-}
-
 fn classify(path: &Path) -> Out {
     provetop(&["classify", path.to_str().expect("utf-8 path")])
 }

@@ -5,32 +5,11 @@
 mod fixtures;
 
 use std::path::Path;
-use std::process::Command;
 
-use assert_cmd::cargo::CommandCargoExt as _;
 use fixtures::*;
 use provetop::export::CSV_HEADER;
 use provetop_shared::session::{load, load_bytes};
 use provetop_shared::{Record, RecordBody};
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn provetop(args: &[&str]) -> Out {
-    let o = Command::cargo_bin("provetop")
-        .expect("provetop binary")
-        .args(args)
-        .output()
-        .expect("run provetop");
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(o.stdout).expect("utf-8 stdout"),
-        stderr: String::from_utf8(o.stderr).expect("utf-8 stderr"),
-    }
-}
 
 fn export(path: &Path, format: &str) -> Out {
     let out = provetop(&["export", path.to_str().unwrap(), "--format", format]);

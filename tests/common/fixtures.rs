@@ -2,6 +2,9 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt as _;
 
 use provetop_shared::protocol::{GpuInfo, PhaseTime, ProverConfig, ProverState};
 use provetop_shared::record::GpuReading;
@@ -373,4 +376,25 @@ pub fn seed_awk(path: &Path) -> String {
         String::from_utf8_lossy(&o.stderr)
     );
     String::from_utf8(o.stdout).expect("utf-8")
+}
+
+/// What a run of the `provetop` binary printed and returned.
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Run the `provetop` binary with `args` to completion.
+pub fn provetop(args: &[&str]) -> Out {
+    let o = Command::cargo_bin("provetop")
+        .expect("provetop binary")
+        .args(args)
+        .output()
+        .expect("run provetop");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(o.stdout).expect("utf-8 stdout"),
+        stderr: String::from_utf8(o.stderr).expect("utf-8 stderr"),
+    }
 }
