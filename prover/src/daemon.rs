@@ -560,20 +560,29 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
                     }
                     let overlap = Arc::new(AtomicUsize::new(alive));
                     let o = overlap.clone();
+                    // Proofs are announced in order even when a later one proves faster.
+                    let before = flight.back().map(|f| f.announced.clone());
+                    let announced = Arc::new(Latch::default());
+                    let a = announced.clone();
                     let (b, sh) = (&backend, &shared);
                     let handle = scope.spawn(move || {
                         let out = job::run(b, &w, &spec, mode, &sh.emitter, &sh.abort, Some(l));
+                        if let Some(before) = before {
+                            before.wait();
+                        }
                         // Account before announcing, so a control reacting to
                         // `proof_finished` sees the measured model and the freed slot.
                         account(sh, &spec, mode, &out, o.load(Relaxed));
                         sh.emitter.emit(job::finished_event(&spec, mode, &out));
                         emit_memory(&sh.emitter, b);
+                        a.set();
                         out
                     });
                     flight.push_back(InFlight {
                         spec,
                         mode,
                         synthesized: latch,
+                        announced,
                         overlap,
                         handle,
                     });
@@ -606,6 +615,8 @@ struct InFlight<'s> {
     spec: ProofSpec,
     mode: BatchMode,
     synthesized: Arc<Latch>,
+    /// Raised once its `proof_finished` is out.
+    announced: Arc<Latch>,
     overlap: Arc<AtomicUsize>,
     handle: std::thread::ScopedJoinHandle<'s, job::Outcome>,
 }
@@ -655,6 +666,7 @@ fn reap(shared: &Shared, f: InFlight<'_>, tally: &mut Tally) {
         shared
             .emitter
             .emit(job::finished_event(&f.spec, f.mode, &out));
+        f.announced.set();
         out
     });
     let mut c = shared.lock();

@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use provetop_shared::clock::mono_ns;
 use provetop_shared::protocol::{Event, Phase};
@@ -109,20 +109,32 @@ struct State {
     synthesized: Option<Arc<Latch>>,
 }
 
-/// A one-way flag another thread looks at: "this call's synthesis is over", which lets the
-/// daemon start the next pipelined proof.
+/// A one-way flag between threads: "this call's synthesis is over" (the daemon then starts
+/// the next pipelined proof), "this proof is announced" (the next may announce its own).
 #[derive(Debug, Default)]
-pub struct Latch(AtomicBool);
+pub struct Latch {
+    set: Mutex<bool>,
+    cv: Condvar,
+}
 
 impl Latch {
     /// Raise the flag (idempotent).
     pub fn set(&self) {
-        self.0.store(true, Relaxed);
+        *self.set.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.cv.notify_all();
     }
 
     /// Whether the flag is up.
     pub fn is_set(&self) -> bool {
-        self.0.load(Relaxed)
+        *self.set.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Block until the flag is up.
+    pub fn wait(&self) {
+        let mut up = self.set.lock().unwrap_or_else(|p| p.into_inner());
+        while !*up {
+            up = self.cv.wait(up).unwrap_or_else(|p| p.into_inner());
+        }
     }
 }
 
