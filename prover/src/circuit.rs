@@ -9,21 +9,30 @@
 //!   and all challenge bits are packed into public inputs (the verifier checks which leaves
 //!   were opened);
 //! * the leaf's data is decomposed into 255 boolean bits and put through up to
-//!   [`LABEL_ROUNDS`] rounds of bitwise XOR mixing (one constraint and one boolean variable per
-//!   bit per round): the boolean-heavy labelling work that dominates real PoRep circuits
-//!   (SHA-256 over labels). It makes ~86 % of the witness 0/1 at realistic sizes, which is
-//!   what SupraSeal's split MSMs exploit; small partitions get fewer rounds so that one Merkle
-//!   opening still fits. The leaf itself is hashed into a leaf node;
-//! * `depth` levels of conditional swap + MiMC-style compression lead to the root, which must
-//!   equal the public input `comm_r`;
-//! * a short chain of x⁵ rounds seeded by `comm_r` pads the circuit to the exact count.
+//!   [`LABEL_ROUNDS`] rounds of bitwise XOR labelling (one constraint and one 0/1 variable per
+//!   bit per round), the boolean work of real PoRep's SHA-256 layers;
+//! * the label is then committed to by a bit-selected product, `acc · gᵢ^bitᵢ` over
+//!   [`ACCUMULATE_PER_LABEL`] passes per labelling round (fixed-base exponentiation, the
+//!   shape of Pedersen / knapsack commitments): one constraint and one full-width field
+//!   element per step. It is the dense arithmetic that makes a CPU prover work hard;
+//! * the leaf is hashed into a leaf node, then `depth` levels of conditional swap +
+//!   MiMC-style compression lead to the root, which must equal the public input `comm_r`
+//!   (the Poseidon-like part);
+//! * the accumulation continues over the last leaf's bits to pad the circuit to the exact
+//!   count.
+//!
+//! Where values sit matters to GPU provers and is pinned by a test: in every constraint outside
+//! the Merkle hash, the B operand is a single data bit (or ONE plus a multiple of a label bit),
+//! so B holds few variables, all 0/1, like a SHA-256 circuit. ec-gpu-gen's cost follows how
+//! many variables A and B hold; SupraSeal runs its B-in-G2 MSM over the non-0/1 values on the
+//! CPU, so only the Merkle hash's few reach it. About a third of the witness is 0/1.
 //!
 //! Memory follows the real thing: after synthesis bellperson holds a, b, c (32 B each per
 //! constraint) and the auxiliary assignment (32 B per variable, about one per constraint here),
 //! ~128 B per constraint per partition.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
@@ -31,19 +40,21 @@ use bellperson::gadgets::multipack;
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
-use ff::PrimeField;
+use ff::{Field, PrimeField};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
 
-use crate::mimc::{
-    compress_gadget, pow5_gadget, round_constants, Term, CONSTRAINTS_PER_COMPRESS, ROUNDS,
-};
+use crate::mimc::{compress_gadget, Term, CONSTRAINTS_PER_COMPRESS, ROUNDS};
 use crate::sector::{leaf_tag, Sector};
 
 /// Depth of every sector's Merkle tree (1024 leaves).
 pub const TREE_DEPTH: u32 = 10;
 /// Version of the circuit's constraint structure; part of the SRS cache key.
-pub const CIRCUIT_VERSION: u32 = 2;
+pub const CIRCUIT_VERSION: u32 = 3;
 /// Labelling rounds per challenge when the partition is large enough (255 constraints each).
-pub const LABEL_ROUNDS: u32 = 12;
+pub const LABEL_ROUNDS: u32 = 24;
+/// Accumulation passes over the label (255 constraints each) per labelling round.
+pub const ACCUMULATE_PER_LABEL: u32 = 2;
 const LABEL_BITS: u64 = Fr::NUM_BITS as u64;
 /// Name reported in `hello`.
 pub const CIRCUIT_NAME: &str = "porep-mimc-merkle";
@@ -61,10 +72,8 @@ pub struct Layout {
     pub challenges: u32,
     /// Labelling rounds per challenge (XOR mixing of the leaf's bits).
     pub label_rounds: u32,
-    /// x⁵ padding rounds (3 constraints each).
-    pub filler_rounds: u64,
-    /// Extra squarings (1 constraint each) for the last 0–2 constraints.
-    pub filler_squares: u32,
+    /// Accumulation steps (1 constraint each) that pad to the exact count.
+    pub filler: u64,
     /// Constraints as bellperson counts them (synthesized + public inputs incl. ONE).
     pub constraints: u64,
 }
@@ -96,7 +105,7 @@ impl Layout {
         let d = depth as u64;
         d // index bits
             + LEAF_BITS_CONSTRAINTS
-            + label_rounds as u64 * LABEL_BITS
+            + label_rounds as u64 * LABEL_BITS * (1 + ACCUMULATE_PER_LABEL as u64)
             + CONSTRAINTS_PER_COMPRESS // leaf node
             + d * (2 + CONSTRAINTS_PER_COMPRESS) // swap + compress per level
             + 1 // root equality
@@ -138,13 +147,11 @@ impl Layout {
         while k > 1 && Self::base(depth, k, r) > constraints {
             k -= 1;
         }
-        let fill = constraints - Self::base(depth, k, r);
         Ok(Layout {
             depth,
             challenges: k,
             label_rounds: r,
-            filler_rounds: fill / 3,
-            filler_squares: (fill % 3) as u32,
+            filler: constraints - Self::base(depth, k, r),
             constraints,
         })
     }
@@ -152,12 +159,11 @@ impl Layout {
     /// A name that determines the constraint system completely (the SRS cache key).
     pub fn shape_id(&self) -> String {
         format!(
-            "{CIRCUIT_NAME}-v{CIRCUIT_VERSION}-r{ROUNDS}-d{}-k{}-l{}-f{}.{}-n{}",
+            "{CIRCUIT_NAME}-v{CIRCUIT_VERSION}-r{ROUNDS}-d{}-k{}-l{}x{ACCUMULATE_PER_LABEL}-f{}-n{}",
             self.depth,
             self.challenges,
             self.label_rounds,
-            self.filler_rounds,
-            self.filler_squares,
+            self.filler,
             self.constraints
         )
     }
@@ -279,6 +285,8 @@ impl PartitionCircuit {
         })?;
 
         let mut all_bits = Vec::with_capacity((l.challenges * l.depth) as usize);
+        // The last challenge's accumulator, label and step count: the padding continues it.
+        let mut tail = None;
         for k in 0..l.challenges as usize {
             if self.hooks.as_ref().is_some_and(|h| h.should_abort()) {
                 return Err(aborted());
@@ -301,11 +309,13 @@ impl PartitionCircuit {
                 w.map(|w| w.sector.data[leaf.expect("witness") as usize])
                     .ok_or_else(missing)
             })?;
-            // Booleanity of every bit of the leaf, then the labelling rounds: the
-            // boolean-heavy part of the witness.
-            let mut label = data.to_bits_le(cs.namespace(|| "leaf data bits"))?;
+            // Booleanity of every bit of the leaf, then the labelling rounds: each XORs the
+            // label with the data bits rotated by SHA-256's sigma offsets. The data bit is the
+            // B operand, so B keeps to the 255 data bits however many rounds run.
+            let data_bits = data.to_bits_le(cs.namespace(|| "leaf data bits"))?;
+            let n = data_bits.len();
+            let mut label = data_bits.clone();
             for r in 0..l.label_rounds as usize {
-                let n = label.len();
                 let off = LABEL_OFFSETS[r % LABEL_OFFSETS.len()];
                 let mut cs = cs.namespace(|| format!("label round {r}"));
                 label = (0..n)
@@ -313,10 +323,21 @@ impl PartitionCircuit {
                         Boolean::xor(
                             cs.namespace(|| format!("bit {i}")),
                             &label[i],
-                            &label[(i + off) % n],
+                            &data_bits[(i + off) % n],
                         )
                     })
                     .collect::<Result<Vec<_>, _>>()?;
+            }
+            // The commitment to the label: full-width values, only 0/1 label bits in B.
+            let mut acc = data.clone();
+            let passes = (l.label_rounds * ACCUMULATE_PER_LABEL) as u64;
+            for step in 0..passes * n as u64 {
+                acc = select_mul(
+                    cs.namespace(|| format!("accumulate {step}")),
+                    &acc,
+                    &label[step as usize % n],
+                    step,
+                )?;
             }
             let mut cur = compress_gadget(
                 cs.namespace(|| "leaf node"),
@@ -347,29 +368,60 @@ impl PartitionCircuit {
                 |lc| lc + root.get_variable(),
             );
             all_bits.extend(bits);
+            tail = Some((acc, label, passes * n as u64));
         }
         multipack::pack_into_inputs(cs.namespace(|| "challenge bits"), &all_bits)?;
 
-        // Padding to the exact count: a chain of x⁵ rounds seeded by comm_r.
-        let consts = round_constants();
-        let mut x = root;
-        for i in 0..l.filler_rounds {
+        // Padding to the exact count: the last accumulation goes on over its label.
+        let (mut acc, label, first) = tail.expect("every layout has a challenge");
+        for i in 0..l.filler {
             if i % 1024 == 0 && self.hooks.as_ref().is_some_and(|h| h.should_abort()) {
                 return Err(aborted());
             }
-            let t = Term {
-                lc: LinearCombination::zero()
-                    + x.get_variable()
-                    + (consts[i as usize % ROUNDS], CS::one()),
-                value: x.get_value().map(|v| v + consts[i as usize % ROUNDS]),
-            };
-            x = pow5_gadget(cs.namespace(|| format!("pad {i}")), &t, None)?;
-        }
-        for i in 0..l.filler_squares {
-            x = x.square(cs.namespace(|| format!("pad square {i}")))?;
+            let step = first + i;
+            acc = select_mul(
+                cs.namespace(|| format!("pad {i}")),
+                &acc,
+                &label[step as usize % label.len()],
+                step,
+            )?;
         }
         Ok(())
     }
+}
+
+/// The constant that step `step` of an accumulation multiplies in when its bit is set.
+fn accumulate_constant(step: u64) -> Fr {
+    static G: OnceLock<[Fr; 256]> = OnceLock::new();
+    let g = G.get_or_init(|| {
+        let mut rng = ChaCha20Rng::from_seed(*b"provetop accumulate constants v3");
+        std::array::from_fn(|_| Fr::random(&mut rng))
+    });
+    // A fresh constant per (pass, bit); none is 0 or 1 but with negligible probability.
+    g[(step % 256) as usize] + Fr::from(step / 256 + 2)
+}
+
+/// `acc · g^bit` for step `step`'s constant `g`: one constraint, `acc` in A and only the bit
+/// (with ONE) in B, so the full-width values never reach B.
+fn select_mul<CS: ConstraintSystem<Fr>>(
+    mut cs: CS,
+    acc: &AllocatedNum<Fr>,
+    bit: &Boolean,
+    step: u64,
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    let g = accumulate_constant(step);
+    let out = AllocatedNum::alloc(cs.namespace(|| "acc"), || {
+        let a = acc.get_value().ok_or(SynthesisError::AssignmentMissing)?;
+        let b = bit.get_value().ok_or(SynthesisError::AssignmentMissing)?;
+        Ok(if b { a * g } else { a })
+    })?;
+    cs.enforce(
+        || "select mul",
+        |lc| lc + acc.get_variable(),
+        |lc| lc + CS::one() + &bit.lc(CS::one(), g - Fr::ONE),
+        |lc| lc + out.get_variable(),
+    );
+    Ok(out)
 }
 
 impl Circuit<Fr> for PartitionCircuit {
@@ -483,34 +535,122 @@ mod tests {
         }
         assert!(Layout::for_constraints(100).is_err());
         assert_eq!(Layout::for_constraints(1024).unwrap().label_rounds, 0);
-        assert_eq!(
-            Layout::for_constraints(4096).unwrap().label_rounds,
-            LABEL_ROUNDS
-        );
+        assert_eq!(Layout::for_constraints(4096).unwrap().label_rounds, 4);
+        let full = Layout::for_constraints(1 << 16).unwrap();
+        assert_eq!(full.label_rounds, LABEL_ROUNDS);
+        // Padding stays below one challenge.
+        assert!(full.filler < Layout::per_challenge(full.depth, LABEL_ROUNDS));
     }
 
-    /// Like real PoRep, most of the witness is 0/1 at realistic sizes (SupraSeal's split
-    /// MSMs depend on it); every labelling bit really is boolean.
-    #[test]
-    fn witness_is_mostly_boolean() {
-        let l = Layout::for_constraints(1 << 14).unwrap();
-        assert_eq!(l.label_rounds, LABEL_ROUNDS);
-        let (cs, _) = satisfied(l);
-        let (mut bools, mut ones, mut total) = (0u64, 0u64, 0u64);
-        for v in cs.scalar_aux() {
-            total += 1;
-            if v == Fr::ZERO || v == Fr::ONE {
-                bools += 1;
+    /// Which auxiliary variables a circuit puts in A and in B, with their values.
+    #[derive(Default)]
+    struct Placement {
+        values: Vec<Fr>,
+        in_a: Vec<bool>,
+        in_b: Vec<bool>,
+        constraints: usize,
+    }
+
+    impl ConstraintSystem<Fr> for Placement {
+        type Root = Self;
+
+        fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+        where
+            F: FnOnce() -> Result<Fr, SynthesisError>,
+            A: FnOnce() -> AR,
+            AR: Into<String>,
+        {
+            self.values.push(f()?);
+            self.in_a.push(false);
+            self.in_b.push(false);
+            Ok(Variable::new_unchecked(Index::Aux(self.values.len() - 1)))
+        }
+
+        fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+        where
+            F: FnOnce() -> Result<Fr, SynthesisError>,
+            A: FnOnce() -> AR,
+            AR: Into<String>,
+        {
+            f()?;
+            self.constraints += 1;
+            Ok(Variable::new_unchecked(Index::Input(self.constraints)))
+        }
+
+        fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, _: LC)
+        where
+            A: FnOnce() -> AR,
+            AR: Into<String>,
+            LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+            LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+            LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        {
+            self.constraints += 1;
+            for (v, _) in a(LinearCombination::zero()).iter() {
+                if let Index::Aux(i) = v.get_unchecked() {
+                    self.in_a[i] = true;
+                }
             }
-            if v == Fr::ONE {
-                ones += 1;
+            for (v, _) in b(LinearCombination::zero()).iter() {
+                if let Index::Aux(i) = v.get_unchecked() {
+                    self.in_b[i] = true;
+                }
             }
         }
-        let frac = bools as f64 / total as f64;
-        assert!(frac > 0.8, "boolean fraction {frac}");
-        // The mixing keeps the bits balanced rather than collapsing to zeros.
-        let ones = ones as f64 / bools as f64;
-        assert!((0.3..0.7).contains(&ones), "share of ones {ones}");
+
+        fn push_namespace<NR, N>(&mut self, _: N)
+        where
+            NR: Into<String>,
+            N: FnOnce() -> NR,
+        {
+        }
+
+        fn pop_namespace(&mut self) {}
+
+        fn get_root(&mut self) -> &mut Self::Root {
+            self
+        }
+    }
+
+    /// The profile GPU provers see (the module docs say why it matters): B holds few
+    /// variables and nearly all of them 0/1 (only the Merkle hash's are not), A holds nearly
+    /// every variable, and both kinds of work are there: a third of the witness is 0/1 label
+    /// bits, most of the rest full-width accumulator values.
+    #[test]
+    fn witness_placement_suits_gpu_provers() {
+        let l = Layout::for_constraints(1 << 16).unwrap();
+        assert_eq!(l.label_rounds, LABEL_ROUNDS);
+        let sector = Arc::new(Sector::generate(1, 0, l.depth));
+        let mut cs = Placement {
+            constraints: 1, // ONE
+            ..Default::default()
+        };
+        PartitionCircuit::new(l, PartitionWitness::new(&l, sector, 1, 0), None)
+            .synthesize(&mut cs)
+            .unwrap();
+        assert_eq!(cs.constraints as u64, l.constraints);
+        let n = l.constraints as f64;
+        let is_bit = |v: &Fr| *v == Fr::ZERO || *v == Fr::ONE;
+        let share =
+            |f: &dyn Fn(usize) -> bool| (0..cs.values.len()).filter(|&i| f(i)).count() as f64 / n;
+        let in_b = share(&|i| cs.in_b[i]);
+        let wide_in_b = share(&|i| cs.in_b[i] && !is_bit(&cs.values[i]));
+        let in_a = share(&|i| cs.in_a[i]);
+        let bits = share(&|i| is_bit(&cs.values[i]));
+        let ones = share(&|i| cs.values[i] == Fr::ONE);
+        assert!(in_b < 0.06, "B holds {in_b} of n");
+        assert!(
+            wide_in_b < 0.025,
+            "full-width values in B: {wide_in_b} of n"
+        );
+        assert!(in_a > 0.95, "A holds {in_a} of n");
+        assert!((0.25..0.40).contains(&bits), "0/1 share {bits}");
+        // The labelling keeps the bits balanced rather than collapsing to zeros.
+        assert!(
+            (0.3..0.7).contains(&(ones / bits)),
+            "ones among bits {}",
+            ones / bits
+        );
     }
 
     /// Partition 0 of sector 0 under `l`, synthesized with its witness: every constraint

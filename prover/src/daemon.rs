@@ -553,9 +553,11 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
                     let latch = Arc::new(Latch::default());
                     let l = latch.clone();
                     // Proofs alive at once during each proof's life: its working set is
-                    // theirs together.
-                    let alive = flight.len() + 1;
-                    for f in &flight {
+                    // theirs together. One that has announced is over (it may wait to be
+                    // reaped) and holds nothing.
+                    let live: Vec<_> = flight.iter().filter(|f| !f.announced.is_set()).collect();
+                    let alive = live.len() + 1;
+                    for f in live {
                         f.overlap.fetch_max(alive, Relaxed);
                     }
                     let overlap = Arc::new(AtomicUsize::new(alive));

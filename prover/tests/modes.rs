@@ -320,33 +320,40 @@ fn status_kb(pid: i32, key: &str) -> u64 {
 }
 
 /// The floor of the memory wave: once a proof is over and the prover idle, its RSS falls back
-/// well below the proof's peak (freed heap goes back to the kernel).
+/// towards the floor it had before the proof (freed heap goes back to the kernel).
 #[test]
 fn rss_falls_back_to_the_floor_between_proofs() {
     let cache = tempfile::tempdir().unwrap();
     let args = [
         "--partitions",
-        "8",
+        "4",
         "--constraints",
-        "16384",
+        "32768",
         "--proofs",
-        "1",
+        "0",
     ];
     let mut d = Daemon::spawn(&args, cache.path());
-    finished(&mut d, 1);
-    d.wait_for("idle", |e| {
+    let idle = |e: &Event| {
         matches!(
             e,
             Event::State {
                 state: provetop_shared::protocol::ProverState::Idle
             }
         )
-    });
+    };
+    d.wait_for("idle with the SRS", idle);
+    let floor = status_kb(d.pid(), "VmRSS:");
+    prove(&mut d, 1);
+    finished(&mut d, 1);
+    d.wait_for("idle after the proof", idle);
     let (rss, hwm) = (status_kb(d.pid(), "VmRSS:"), status_kb(d.pid(), "VmHWM:"));
     d.close_stdin();
     d.finish();
+    // Most of what the proof took above the floor went back. Malloc's arenas keep a few MiB
+    // of fragments, more when other processes load the machine (up to 38 % of this working
+    // set seen under load; 100 % when glibc keeps freed heap).
     assert!(
-        rss * 2 < hwm,
-        "RSS {rss} kB when idle, peak {hwm} kB during the proof"
+        (rss - floor) * 2 < hwm - floor,
+        "RSS {rss} kB when idle after the proof, {floor} kB before it, peak {hwm} kB"
     );
 }
