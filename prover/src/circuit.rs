@@ -32,6 +32,7 @@
 //! ~128 B per constraint per partition.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -43,6 +44,7 @@ use blstrs::Scalar as Fr;
 use ff::{Field, PrimeField};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use rayon::prelude::*;
 
 use crate::mimc::{compress_gadget, Term, CONSTRAINTS_PER_COMPRESS, ROUNDS};
 use crate::sector::{leaf_tag, Sector};
@@ -272,121 +274,313 @@ impl PartitionCircuit {
         self.label
     }
 
+    /// Opens challenge `k` into `cs`: index bits, labelling, accumulation, the Merkle path
+    /// (and, for the last challenge, the padding). Self-contained: it refers to no variable
+    /// but its own and ONE, so it can be synthesized into a constraint system of its own.
+    fn open<CS: ConstraintSystem<Fr>>(
+        &self,
+        cs: &mut CS,
+        k: usize,
+    ) -> Result<Opened, SynthesisError> {
+        let l = &self.layout;
+        let w = self.witness.as_ref();
+        let missing = || SynthesisError::AssignmentMissing;
+        if self.hooks.as_ref().is_some_and(|h| h.should_abort()) {
+            return Err(aborted());
+        }
+        let leaf = w.map(|w| w.challenges[k]);
+        let path = w.map(|w| w.sector.path(leaf.expect("witness present")));
+
+        let bits = (0..l.depth)
+            .map(|lvl| {
+                AllocatedBit::alloc(
+                    cs.namespace(|| format!("index bit {lvl}")),
+                    leaf.map(|i| (i >> lvl) & 1 == 1),
+                )
+                .map(Boolean::from)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let data = AllocatedNum::alloc(cs.namespace(|| "leaf data"), || {
+            w.map(|w| w.sector.data[leaf.expect("witness") as usize])
+                .ok_or_else(missing)
+        })?;
+        // Booleanity of every bit of the leaf, then the labelling rounds: each XORs the
+        // label with the data bits rotated by SHA-256's sigma offsets. The data bit is the
+        // B operand, so B keeps to the 255 data bits however many rounds run.
+        let data_bits = data.to_bits_le(cs.namespace(|| "leaf data bits"))?;
+        let n = data_bits.len();
+        let mut label = data_bits.clone();
+        for r in 0..l.label_rounds as usize {
+            let off = LABEL_OFFSETS[r % LABEL_OFFSETS.len()];
+            let mut cs = cs.namespace(|| format!("label round {r}"));
+            label = (0..n)
+                .map(|i| {
+                    Boolean::xor(
+                        cs.namespace(|| format!("bit {i}")),
+                        &label[i],
+                        &data_bits[(i + off) % n],
+                    )
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+        }
+        // The commitment to the label: full-width values, only 0/1 label bits in B.
+        let mut acc = data.clone();
+        let passes = (l.label_rounds * ACCUMULATE_PER_LABEL) as u64;
+        for step in 0..passes * n as u64 {
+            acc = select_mul(
+                cs.namespace(|| format!("accumulate {step}")),
+                &acc,
+                &label[step as usize % n],
+                step,
+            )?;
+        }
+        let mut cur = compress_gadget(
+            cs.namespace(|| "leaf node"),
+            &data,
+            &Term::constant::<CS>(leaf_tag()),
+        )?;
+
+        for (lvl, bit) in bits.iter().enumerate() {
+            let sib = AllocatedNum::alloc(cs.namespace(|| format!("sibling {lvl}")), || {
+                path.as_ref().map(|p| p[lvl]).ok_or_else(missing)
+            })?;
+            let (left, right) = AllocatedNum::conditionally_reverse(
+                cs.namespace(|| format!("swap {lvl}")),
+                &cur,
+                &sib,
+                bit,
+            )?;
+            cur = compress_gadget(
+                cs.namespace(|| format!("node {lvl}")),
+                &left,
+                &Term::num(&right),
+            )?;
+        }
+        if k + 1 == l.challenges as usize {
+            // Padding to the exact count: the last accumulation goes on over its label.
+            let first = passes * n as u64;
+            for i in 0..l.filler {
+                if i % 1024 == 0 && self.hooks.as_ref().is_some_and(|h| h.should_abort()) {
+                    return Err(aborted());
+                }
+                let step = first + i;
+                acc = select_mul(
+                    cs.namespace(|| format!("pad {i}")),
+                    &acc,
+                    &label[step as usize % n],
+                    step,
+                )?;
+            }
+        }
+        Ok(Opened {
+            bits: bits
+                .iter()
+                .map(|b| match b {
+                    Boolean::Is(bit) => Ok((bit.get_variable(), bit.get_value())),
+                    _ => Err(SynthesisError::Unsatisfiable),
+                })
+                .collect::<Result<_, _>>()?,
+            node: cur.get_variable(),
+        })
+    }
+
+    /// Opens every challenge, in order, each into its own constraint system on the thread
+    /// pool, then appends them to `root`: one partition's synthesis spreads over all cores.
+    fn open_parallel<R: ConstraintSystem<Fr>>(
+        &self,
+        root: &mut R,
+    ) -> Result<Vec<Opened>, SynthesisError> {
+        let k = self.layout.challenges as usize;
+        let mut opened = Vec::with_capacity(k);
+        let mut aux = 0; // auxiliary variables in `root` so far (the partition has none of its own)
+                         // A wave of one challenge per thread at a time bounds the copies alive at once.
+        let ks: Vec<usize> = (0..k).collect();
+        for wave in ks.chunks(rayon::current_num_threads().max(1)) {
+            let done = wave
+                .par_iter()
+                .map(|&k| {
+                    let mut cs = Counted {
+                        cs: R::new(),
+                        aux: 0,
+                    };
+                    // bellperson's own convention for a fresh part: ONE first; `extend`
+                    // merges it into the root's ONE.
+                    cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
+                    let o = self.open(&mut cs.namespace(|| format!("challenge {k}")), k)?;
+                    Ok(Part((cs.cs, cs.aux, o)))
+                })
+                .collect::<Result<Vec<_>, SynthesisError>>()?;
+            for Part((cs, n, o)) in done {
+                root.extend(&cs);
+                opened.push(o.shifted(aux));
+                aux += n;
+            }
+            PARALLEL_OPENINGS.fetch_add(wave.len() as u64, Relaxed);
+        }
+        Ok(opened)
+    }
+
     fn synthesize_inner<CS: ConstraintSystem<Fr>>(
         &self,
         cs: &mut CS,
     ) -> Result<(), SynthesisError> {
         let l = &self.layout;
         let w = self.witness.as_ref();
-        let missing = || SynthesisError::AssignmentMissing;
-
         let root = AllocatedNum::alloc_input(cs.namespace(|| "comm_r"), || {
-            w.map(|w| w.sector.root()).ok_or_else(missing)
+            w.map(|w| w.sector.root())
+                .ok_or(SynthesisError::AssignmentMissing)
         })?;
 
-        let mut all_bits = Vec::with_capacity((l.challenges * l.depth) as usize);
-        // The last challenge's accumulator, label and step count: the padding continues it.
-        let mut tail = None;
-        for k in 0..l.challenges as usize {
-            if self.hooks.as_ref().is_some_and(|h| h.should_abort()) {
-                return Err(aborted());
-            }
-            let mut cs = cs.namespace(|| format!("challenge {k}"));
-            let leaf = w.map(|w| w.challenges[k]);
-            let path = w.map(|w| w.sector.path(leaf.expect("witness present")));
-
-            let bits = (0..l.depth)
-                .map(|lvl| {
-                    AllocatedBit::alloc(
-                        cs.namespace(|| format!("index bit {lvl}")),
-                        leaf.map(|i| (i >> lvl) & 1 == 1),
-                    )
-                    .map(Boolean::from)
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-
-            let data = AllocatedNum::alloc(cs.namespace(|| "leaf data"), || {
-                w.map(|w| w.sector.data[leaf.expect("witness") as usize])
-                    .ok_or_else(missing)
-            })?;
-            // Booleanity of every bit of the leaf, then the labelling rounds: each XORs the
-            // label with the data bits rotated by SHA-256's sigma offsets. The data bit is the
-            // B operand, so B keeps to the 255 data bits however many rounds run.
-            let data_bits = data.to_bits_le(cs.namespace(|| "leaf data bits"))?;
-            let n = data_bits.len();
-            let mut label = data_bits.clone();
-            for r in 0..l.label_rounds as usize {
-                let off = LABEL_OFFSETS[r % LABEL_OFFSETS.len()];
-                let mut cs = cs.namespace(|| format!("label round {r}"));
-                label = (0..n)
-                    .map(|i| {
-                        Boolean::xor(
-                            cs.namespace(|| format!("bit {i}")),
-                            &label[i],
-                            &data_bits[(i + off) % n],
-                        )
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-            }
-            // The commitment to the label: full-width values, only 0/1 label bits in B.
-            let mut acc = data.clone();
-            let passes = (l.label_rounds * ACCUMULATE_PER_LABEL) as u64;
-            for step in 0..passes * n as u64 {
-                acc = select_mul(
-                    cs.namespace(|| format!("accumulate {step}")),
-                    &acc,
-                    &label[step as usize % n],
-                    step,
-                )?;
-            }
-            let mut cur = compress_gadget(
-                cs.namespace(|| "leaf node"),
-                &data,
-                &Term::constant::<CS>(leaf_tag()),
-            )?;
-
-            for (lvl, bit) in bits.iter().enumerate() {
-                let sib = AllocatedNum::alloc(cs.namespace(|| format!("sibling {lvl}")), || {
-                    path.as_ref().map(|p| p[lvl]).ok_or_else(missing)
-                })?;
-                let (left, right) = AllocatedNum::conditionally_reverse(
-                    cs.namespace(|| format!("swap {lvl}")),
-                    &cur,
-                    &sib,
-                    bit,
-                )?;
-                cur = compress_gadget(
-                    cs.namespace(|| format!("node {lvl}")),
-                    &left,
-                    &Term::num(&right),
-                )?;
-            }
+        let opened = if l.challenges > 1 && parallel_root::<CS::Root>() {
+            self.open_parallel(cs.get_root())?
+        } else {
+            (0..l.challenges as usize)
+                .map(|k| self.open(&mut cs.namespace(|| format!("challenge {k}")), k))
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        for (k, o) in opened.iter().enumerate() {
             cs.enforce(
-                || "root matches comm_r",
-                |lc| lc + cur.get_variable(),
+                || format!("root {k} matches comm_r"),
+                |lc| lc + o.node,
                 |lc| lc + CS::one(),
                 |lc| lc + root.get_variable(),
             );
-            all_bits.extend(bits);
-            tail = Some((acc, label, passes * n as u64));
         }
-        multipack::pack_into_inputs(cs.namespace(|| "challenge bits"), &all_bits)?;
-
-        // Padding to the exact count: the last accumulation goes on over its label.
-        let (mut acc, label, first) = tail.expect("every layout has a challenge");
-        for i in 0..l.filler {
-            if i % 1024 == 0 && self.hooks.as_ref().is_some_and(|h| h.should_abort()) {
-                return Err(aborted());
+        // The challenged indices, packed into public inputs (as bellperson's multipack).
+        let bits: Vec<_> = opened.iter().flat_map(|o| o.bits.iter().copied()).collect();
+        for (i, chunk) in bits.chunks(Fr::CAPACITY as usize).enumerate() {
+            let mut lc = LinearCombination::zero();
+            let mut value = Some(Fr::ZERO);
+            let mut coeff = Fr::ONE;
+            for &(var, bit) in chunk {
+                lc = lc + (coeff, var);
+                value = value.zip(bit).map(|(v, b)| if b { v + coeff } else { v });
+                coeff = coeff.double();
             }
-            let step = first + i;
-            acc = select_mul(
-                cs.namespace(|| format!("pad {i}")),
-                &acc,
-                &label[step as usize % label.len()],
-                step,
+            let input = cs.alloc_input(
+                || format!("challenge bits {i}"),
+                || value.ok_or(SynthesisError::AssignmentMissing),
             )?;
+            cs.enforce(
+                || format!("packing {i}"),
+                |_| lc,
+                |lc| lc + CS::one(),
+                |lc| lc + input,
+            );
         }
         Ok(())
+    }
+}
+
+/// Challenges synthesized on the parallel path since the process started (tests, logs).
+static PARALLEL_OPENINGS: AtomicU64 = AtomicU64::new(0);
+
+/// How many challenges were opened on the parallel path so far.
+pub fn parallel_openings() -> u64 {
+    PARALLEL_OPENINGS.load(Relaxed)
+}
+
+/// What one opened challenge leaves for the partition to tie together.
+struct Opened {
+    /// Index bits (variable, value), packed into public inputs.
+    bits: Vec<(Variable, Option<bool>)>,
+    /// The root its Merkle path computed.
+    node: Variable,
+}
+
+impl Opened {
+    /// The same variables once the part is appended after `by` auxiliary variables.
+    fn shifted(self, by: usize) -> Self {
+        let shift = |v: Variable| match v.get_unchecked() {
+            Index::Aux(i) => Variable::new_unchecked(Index::Aux(i + by)),
+            Index::Input(_) => v,
+        };
+        Opened {
+            bits: self.bits.into_iter().map(|(v, b)| (shift(v), b)).collect(),
+            node: shift(self.node),
+        }
+    }
+}
+
+/// Whether parts of a partition may be synthesized into `R`s on other threads and joined
+/// with `extend`: only bellperson's proving assignment. Parameter generation's system is not
+/// extensible (bellperson wants its shape synthesized in order), and test systems run in
+/// order too; the parallel path must produce the same system, which every proof's
+/// verification against parameters from the sequential path checks.
+fn parallel_root<R: ConstraintSystem<Fr>>() -> bool {
+    R::is_extensible() && std::any::type_name::<R>() == PROVING_ASSIGNMENT
+}
+
+/// The type name of bellperson's (private) proving assignment over our field.
+const PROVING_ASSIGNMENT: &str =
+    "bellperson::groth16::prover::ProvingAssignment<blstrs::scalar::Scalar>";
+
+/// A part of a partition on its way back from a pool thread.
+struct Part<R>((R, usize, Opened));
+
+// SAFETY: a `Part` is only built in `open_parallel`, which `synthesize_inner` calls only when
+// `parallel_root` matched `R` by name to bellperson 0.27.0's `ProvingAssignment<Scalar>` (the
+// version is pinned with `=` in Cargo.toml). That type holds only `Vec<Scalar>`s and
+// `DensityTracker`s (a `BitVec` and a count): owned, plain data, `Send` in fact though the
+// generic bound cannot say so. The part is moved to one other thread, never shared.
+unsafe impl<R> Send for Part<R> {}
+
+/// A constraint system that counts the auxiliary variables allocated through it (where a
+/// part's variables land once appended).
+struct Counted<R> {
+    cs: R,
+    aux: usize,
+}
+
+impl<R: ConstraintSystem<Fr>> ConstraintSystem<Fr> for Counted<R> {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, a: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let v = self.cs.alloc(a, f)?;
+        self.aux += 1;
+        Ok(v)
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, a: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.cs.alloc_input(a, f)
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, a: A, la: LA, lb: LB, lc: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+        self.cs.enforce(a, la, lb, lc)
+    }
+
+    fn push_namespace<NR, N>(&mut self, name: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+        self.cs.get_root().push_namespace(name)
+    }
+
+    fn pop_namespace(&mut self) {
+        self.cs.get_root().pop_namespace()
+    }
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
     }
 }
 
@@ -666,6 +860,36 @@ mod tests {
         assert!(cs.is_satisfied(), "{:?}", cs.which_is_unsatisfied());
         assert!(cs.verify(&inputs));
         (cs, inputs)
+    }
+
+    /// A real bellperson proof of a partition with several challenges: the prover synthesizes
+    /// them in parallel parts, the parameters come from the sequential shape, and the proof
+    /// verifies only if both built the same system.
+    #[test]
+    fn parallel_synthesis_proves_what_the_shape_describes() {
+        use bellperson::groth16::{
+            create_random_proof, generate_random_parameters, prepare_verifying_key, verify_proof,
+        };
+        use blstrs::Bls12;
+
+        let l = Layout::for_constraints(1 << 16).unwrap();
+        assert_eq!(l.challenges, 3);
+        let mut rng = ChaCha20Rng::from_seed([7; 32]);
+        let params =
+            generate_random_parameters::<Bls12, _, _>(PartitionCircuit::shape(l), &mut rng)
+                .unwrap();
+        let pvk = prepare_verifying_key(&params.vk);
+        let sector = Arc::new(Sector::generate(1, 0, l.depth));
+        let w = PartitionWitness::new(&l, sector, 1, 0);
+        let inputs = w.public_inputs(&l);
+        let before = parallel_openings();
+        let proof =
+            create_random_proof(PartitionCircuit::new(l, w, None), &params, &mut rng).unwrap();
+        assert!(parallel_openings() >= before + 3, "the parallel path ran");
+        assert!(verify_proof(&pvk, &proof, &inputs).unwrap());
+        let mut wrong = inputs.clone();
+        wrong[1] += Fr::ONE; // another set of challenged leaves
+        assert!(!verify_proof(&pvk, &proof, &wrong).unwrap());
     }
 
     #[test]
