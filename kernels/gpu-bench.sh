@@ -3,7 +3,9 @@
 #
 #   bash kernels/gpu-bench.sh BIN_DIR OUT_DIR [SIZES] [PARTITIONS] [RUNS]
 #
-# RUNS (default: all) lists runs as BACKEND:LOG2:PROOFS[:nopin], e.g. "cpu:18:2 cuda:20:3:nopin".
+# RUNS (default: all) lists runs as BACKEND:LOG2:PROOFS[:nopin|:1thread], e.g.
+# "cpu:18:2 cuda:20:3:nopin supraseal:18:1:1thread" (nopin: SRS not page-locked; 1thread:
+# RAYON_NUM_THREADS=1, synthesis on one core, the reference for how well it spreads).
 # Every run is bounded by RUN_TIMEOUT seconds (default 240).
 #
 # BIN_DIR holds: provetop, provetop-prover-cpu, provetop-prover-cuda, provetop-prover-supraseal
@@ -55,8 +57,11 @@ done
 if [ -n "$runs" ]; then
   for r in $runs; do
     IFS=: read -r b k p extra <<< "$r"
-    if [ "$extra" = nopin ]; then run "$b-$k-nopin" "$b" "$k" "$p" PROVETOP_PIN_SRS=0
-    else run "$b-$k" "$b" "$k" "$p"; fi
+    case "$extra" in
+      nopin) run "$b-$k-nopin" "$b" "$k" "$p" PROVETOP_PIN_SRS=0 ;;
+      1thread) run "$b-$k-1thread" "$b" "$k" "$p" RAYON_NUM_THREADS=1 ;;
+      *) run "$b-$k" "$b" "$k" "$p" ;;
+    esac
   done
   ls -la "$out/sessions"
   exit 0

@@ -51,7 +51,7 @@ pub struct Cli {
     pub partitions: u32,
 
     /// Constraints per partition, as bellperson counts them (public inputs included); met
-    /// exactly. Minimum 819 (one Merkle opening).
+    /// exactly. Minimum 423 (one Merkle opening).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_CONSTRAINTS)]
     pub constraints: u64,
 
