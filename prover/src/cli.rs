@@ -198,12 +198,15 @@ pub fn run(cli: Cli) -> i32 {
         if std::env::var_os("EC_GPU_NUM_THREADS").is_none() {
             std::env::set_var("EC_GPU_NUM_THREADS", t.to_string());
         }
-        // Must happen before the first parallel call; the error case (already built) cannot
-        // occur this early in main.
-        let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads(t as usize)
-            .build_global();
     }
+    // rayon's pool is where synthesis runs: named, so a monitor tells it from proving. Must
+    // happen before the first parallel call; the error case (already built) cannot occur
+    // this early in main.
+    let mut pool = rayon::ThreadPoolBuilder::new().thread_name(|i| format!("synthesis-{i}"));
+    if let Some(t) = cli.threads {
+        pool = pool.num_threads(t as usize);
+    }
+    let _ = pool.build_global();
     logbridge::install(emitter.clone());
 
     let cfg = Config {
