@@ -395,8 +395,9 @@ impl PartitionCircuit {
     ) -> Result<Vec<Opened>, SynthesisError> {
         let k = self.layout.challenges as usize;
         let mut opened = Vec::with_capacity(k);
-        let mut aux = 0; // auxiliary variables in `root` so far (the partition has none of its own)
-                         // A wave of one challenge per thread at a time bounds the copies alive at once.
+        // Auxiliary variables in `root` so far (the partition allocates none of its own).
+        let mut aux = 0;
+        // A wave of one challenge per thread at a time bounds the copies alive at once.
         let ks: Vec<usize> = (0..k).collect();
         for wave in ks.chunks(rayon::current_num_threads().max(1)) {
             let done = wave
