@@ -132,3 +132,19 @@ fn mode_switch_is_marked_on_the_timeline() {
     let plain = screen_text(&live_app(true), 200, 60);
     assert!(!plain.contains("▸"), "{plain}");
 }
+
+/// The header's rate is shown whole or not at all: the long form when there is room, then
+/// `/h`, then without the average, then not at all.
+#[test]
+fn header_rate_gives_way_on_narrow_screens() {
+    let app = live_app(true);
+    let header = |w| screen_text(&app, w, 24).lines().next().unwrap().to_string();
+    let wide = header(120);
+    assert!(wide.ends_with("avg 7.2s │ 500 sectors/h"), "{wide}");
+    let narrow = header(80);
+    assert!(narrow.ends_with("avg 7.2s │ 500/h"), "{narrow}");
+    let narrower = header(72);
+    assert!(narrower.ends_with("7.2s/proof │ 500/h"), "{narrower}");
+    let tiny = header(70);
+    assert!(!tiny.contains("/h") && !tiny.contains("│ 50"), "{tiny}");
+}

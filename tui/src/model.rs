@@ -246,6 +246,8 @@ pub struct ProverView {
     pub last_s: Option<f64>,
     /// Sum of seconds per proof over finished proofs (for the average).
     sum_s: f64,
+    /// The last finished proofs: (start ns, end ns, sectors, mode), oldest first.
+    recent: VecDeque<(u64, u64, u32, BatchMode)>,
     /// Latest memory report: (pinned, gpu, srs) bytes.
     pub report: Option<(u64, u64, u64)>,
     /// Last refused mode change: (requested, reason).
@@ -256,10 +258,47 @@ pub struct ProverView {
     pub last_error: Option<String>,
 }
 
+/// Finished proofs [`ProverView::throughput`] looks back over.
+const THROUGHPUT_WINDOW: usize = 8;
+
 impl ProverView {
     /// Average seconds per proof over finished proofs.
     pub fn avg_s(&self) -> Option<f64> {
         (self.proofs_done > 0).then(|| self.sum_s / self.proofs_done as f64)
+    }
+
+    /// A proof of `sectors` sectors in `mode` ran from `start` to `end` (ns) and succeeded.
+    fn finished(&mut self, start: u64, end: u64, sectors: u32, mode: BatchMode) {
+        if self.recent.len() == THROUGHPUT_WINDOW {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((start, end, sectors, mode));
+    }
+
+    /// Sectors per hour of busy time over the last proofs finished in `mode` (at least two):
+    /// sectors over the union of their start–end intervals. Unlike seconds per proof it counts
+    /// overlapping proofs (`pipelined`) once and idle gaps not at all, so modes compare.
+    pub fn throughput(&self, mode: BatchMode) -> Option<f64> {
+        let mut runs: Vec<(u64, u64, u32)> = self
+            .recent
+            .iter()
+            .filter(|r| r.3 == mode)
+            .map(|&(a, b, n, _)| (a, b, n))
+            .collect();
+        if runs.len() < 2 {
+            return None;
+        }
+        runs.sort_unstable();
+        let (mut busy, mut reach) = (0u64, 0u64);
+        for &(a, b, _) in &runs {
+            let from = a.max(reach);
+            if b > from {
+                busy += b - from;
+            }
+            reach = reach.max(b);
+        }
+        let sectors: u64 = runs.iter().map(|r| r.2 as u64).sum();
+        (busy > 0).then(|| sectors as f64 * 3.6e12 / busy as f64)
     }
 }
 
@@ -703,6 +742,8 @@ impl Model {
                 }
                 let per = duration_s / span.sectors.max(1) as f64;
                 if *ok {
+                    self.prover
+                        .finished(span.start, t, span.sectors.max(1), span.mode);
                     self.prover.proofs_done += span.sectors.max(1) as u64;
                     self.prover.last_s = Some(per);
                     self.prover.sum_s += per * span.sectors.max(1) as f64;
@@ -1241,6 +1282,59 @@ mod tests {
                 error: None,
             },
         ));
+    }
+
+    /// Start and finish a proof of `sectors` sectors in `mode` (no phases).
+    fn bare_proof(m: &mut Model, id: u64, mode: BatchMode, sectors: u32, from: u64, to: u64) {
+        m.apply(&ev(
+            from,
+            Event::ProofStarted {
+                proof_id: id,
+                mode,
+                sectors,
+                partitions: 2,
+                constraints: 2000,
+            },
+        ));
+        m.apply(&ev(
+            to,
+            Event::ProofFinished {
+                proof_id: id,
+                ok: true,
+                verified: true,
+                duration_s: (to - from) as f64 / 1e9,
+                mode,
+                phases: vec![],
+                error: None,
+            },
+        ));
+    }
+
+    /// The rate counts overlapping (pipelined) proofs once and idle gaps not at all, per mode;
+    /// seconds per proof would say 4 s/proof for both modes below.
+    #[test]
+    fn throughput_is_sectors_over_busy_time_per_mode() {
+        let mut m = Model::new(Thresholds::default());
+        m.apply(&ev(0, hello()));
+        let single = BatchMode::Single;
+        assert_eq!(m.prover.throughput(single), None);
+        // single: 4 s each, 10 s of idle between them: 2 sectors in 8 busy seconds.
+        bare_proof(&mut m, 1, single, 1, 0, 4 * S);
+        assert_eq!(m.prover.throughput(single), None, "one proof is no rate");
+        bare_proof(&mut m, 2, single, 1, 14 * S, 18 * S);
+        assert!((m.prover.throughput(single).unwrap() - 900.0).abs() < 1e-6);
+        // pipelined:2: 4 s each, each starting 2 s after the one before: 3 sectors in 8 s.
+        let pipelined = BatchMode::Pipelined(2);
+        bare_proof(&mut m, 3, pipelined, 1, 20 * S, 24 * S);
+        bare_proof(&mut m, 4, pipelined, 1, 22 * S, 26 * S);
+        bare_proof(&mut m, 5, pipelined, 1, 24 * S, 28 * S);
+        assert!((m.prover.throughput(pipelined).unwrap() - 1350.0).abs() < 1e-6);
+        assert!((m.prover.throughput(single).unwrap() - 900.0).abs() < 1e-6);
+        // batch:2 counts its sectors.
+        let batch = BatchMode::Batch(2);
+        bare_proof(&mut m, 6, batch, 2, 30 * S, 36 * S);
+        bare_proof(&mut m, 7, batch, 2, 36 * S, 42 * S);
+        assert!((m.prover.throughput(batch).unwrap() - 1200.0).abs() < 1e-6);
     }
 
     #[test]

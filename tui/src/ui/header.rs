@@ -89,9 +89,32 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         if let Some(last) = m.prover.last_s {
             l1.push(sep());
             l1.push(Span::raw(format!("{}/proof", fmt_secs(last))));
-            if let Some(avg) = m.prover.avg_s() {
-                l1.push(Span::styled(format!(" avg {}", fmt_secs(avg)), t.dim()));
+        }
+        let avg = (m.prover.last_s.and(m.prover.avg_s()))
+            .map(|avg| Span::styled(format!(" avg {}", fmt_secs(avg)), t.dim()));
+        // Seconds per proof understate a mode that overlaps proofs: the rate says what the
+        // current mode delivers. Shown whole or not at all: the short form, then dropping the
+        // average, on narrow screens.
+        let room = (area.width as usize).saturating_sub(l1.iter().map(|s| s.width()).sum());
+        let avg_w = avg.as_ref().map_or(0, |a| a.width());
+        let rate = m.prover.mode.and_then(|mode| m.prover.throughput(mode));
+        let choice = rate.and_then(|r| {
+            let (long, short) = (format!("{r:.0} sectors/h"), format!("{r:.0}/h"));
+            [(long, true), (short.clone(), true), (short, false)]
+                .into_iter()
+                .find(|(text, keep_avg)| {
+                    sep().width() + text.chars().count() + if *keep_avg { avg_w } else { 0 } <= room
+                })
+        });
+        match choice {
+            Some((text, keep_avg)) => {
+                if keep_avg {
+                    l1.extend(avg);
+                }
+                l1.push(sep());
+                l1.push(Span::raw(text));
             }
+            None => l1.extend(avg),
         }
     }
 
