@@ -12,8 +12,8 @@
 //! one batch call. `pipelined:D` starts the next queued proof as soon as the previous one has
 //! finished synthesis, so the next sector's synthesis (on the CPU cores) overlaps this
 //! sector's proving (on the GPU), with at most D sectors' assignments alive. The overlap has
-//! to be across sectors: a partition synthesizes on one thread, so within one sector there is
-//! nothing left to overlap once all its partitions synthesize at once. `batch:N` also decides
+//! to be across sectors: bellperson proves a sector's partitions in one call after all of them
+//! are synthesized, so within one sector there is nothing to overlap. `batch:N` also decides
 //! how many sectors a queued proof has.
 
 use provetop_shared::protocol::BatchMode;
