@@ -299,7 +299,6 @@ impl PartitionCircuit {
                     cs.namespace(|| format!("index bit {lvl}")),
                     leaf.map(|i| (i >> lvl) & 1 == 1),
                 )
-                .map(Boolean::from)
             })
             .collect::<Result<Vec<_>, _>>()?;
 
@@ -351,7 +350,7 @@ impl PartitionCircuit {
                 cs.namespace(|| format!("swap {lvl}")),
                 &cur,
                 &sib,
-                bit,
+                &Boolean::from(bit.clone()),
             )?;
             cur = compress_gadget(
                 cs.namespace(|| format!("node {lvl}")),
@@ -378,11 +377,8 @@ impl PartitionCircuit {
         Ok(Opened {
             bits: bits
                 .iter()
-                .map(|b| match b {
-                    Boolean::Is(bit) => Ok((bit.get_variable(), bit.get_value())),
-                    _ => Err(SynthesisError::Unsatisfiable),
-                })
-                .collect::<Result<_, _>>()?,
+                .map(|b| (b.get_variable(), b.get_value()))
+                .collect(),
             node: cur.get_variable(),
         })
     }
@@ -450,20 +446,30 @@ impl PartitionCircuit {
                 |lc| lc + root.get_variable(),
             );
         }
-        // The challenged indices, packed into public inputs (as bellperson's multipack).
+        // The challenged indices, packed into public inputs as bellperson's multipack does
+        // (its `pack_into_inputs` wants `Boolean`s; the parts left only variables). The values
+        // come from the same `compute_multipacking` as the verifier's `public_inputs`.
         let bits: Vec<_> = opened.iter().flat_map(|o| o.bits.iter().copied()).collect();
+        let packed = bits
+            .iter()
+            .map(|&(_, b)| b)
+            .collect::<Option<Vec<bool>>>()
+            .map(|b| multipack::compute_multipacking::<Fr>(&b));
         for (i, chunk) in bits.chunks(Fr::CAPACITY as usize).enumerate() {
             let mut lc = LinearCombination::zero();
-            let mut value = Some(Fr::ZERO);
             let mut coeff = Fr::ONE;
-            for &(var, bit) in chunk {
+            for &(var, _) in chunk {
                 lc = lc + (coeff, var);
-                value = value.zip(bit).map(|(v, b)| if b { v + coeff } else { v });
                 coeff = coeff.double();
             }
             let input = cs.alloc_input(
                 || format!("challenge bits {i}"),
-                || value.ok_or(SynthesisError::AssignmentMissing),
+                || {
+                    packed
+                        .as_ref()
+                        .map(|p| p[i])
+                        .ok_or(SynthesisError::AssignmentMissing)
+                },
             )?;
             cs.enforce(
                 || format!("packing {i}"),
