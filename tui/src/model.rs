@@ -740,13 +740,13 @@ impl Model {
                 for (ph, part) in stale {
                     self.close_span(t, *proof_id, &ph, part, None);
                 }
-                let per = duration_s / span.sectors.max(1) as f64;
+                let sectors = span.sectors.max(1);
+                let per = duration_s / sectors as f64;
                 if *ok {
-                    self.prover
-                        .finished(span.start, t, span.sectors.max(1), span.mode);
-                    self.prover.proofs_done += span.sectors.max(1) as u64;
+                    self.prover.finished(span.start, t, sectors, span.mode);
+                    self.prover.proofs_done += sectors as u64;
                     self.prover.last_s = Some(per);
-                    self.prover.sum_s += per * span.sectors.max(1) as f64;
+                    self.prover.sum_s += per * sectors as f64;
                     let v = if *verified {
                         "verified"
                     } else {

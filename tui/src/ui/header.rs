@@ -95,7 +95,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         // Seconds per proof understate a mode that overlaps proofs: the rate says what the
         // current mode delivers. Shown whole or not at all: the short form, then dropping the
         // average, on narrow screens.
-        let room = (area.width as usize).saturating_sub(l1.iter().map(|s| s.width()).sum());
+        let room = room_left(&l1, area);
         let avg_w = avg.as_ref().map_or(0, |a| a.width());
         let rate = m.prover.mode.and_then(|mode| m.prover.throughput(mode));
         let choice = rate.and_then(|r| {
@@ -172,8 +172,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     // MemAvailable last, and only when it fits whole.
     if let Some(avail) = m.last_sample.as_ref().and_then(|s| s.mem_available) {
         let text = format!("avail {}", short_bytes(avail));
-        let used: usize = l2.iter().map(|s| s.width()).sum();
-        if used + 3 + text.chars().count() <= area.width as usize {
+        if sep().width() + text.chars().count() <= room_left(&l2, area) {
             l2.push(sep());
             l2.push(Span::styled(text, t.dim()));
         }
@@ -182,4 +181,10 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     if area.height > 1 {
         buf.set_line(area.x, area.y + 1, &Line::from(l2), area.width);
     }
+}
+
+/// Columns `area` has left after `line`: what optional items are measured against, so that
+/// they are shown whole or not at all.
+fn room_left(line: &[Span], area: Rect) -> usize {
+    (area.width as usize).saturating_sub(line.iter().map(|s| s.width()).sum())
 }
