@@ -118,6 +118,7 @@ fn long_records(n_samples: usize) -> Vec<Record> {
                     mode: BatchMode::Single,
                     phases: vec![],
                     error: None,
+                    cancelled: false,
                 }));
             }
             _ => {}

@@ -715,6 +715,7 @@ fn finish(shared: &Shared, reason: &str, done: u64, code: i32) -> i32 {
             mode,
             phases: Vec::new(),
             error: Some(format!("cancelled before it started ({reason})")),
+            cancelled: true,
         });
     }
     shared.emitter.emit(Event::Bye {

@@ -82,6 +82,7 @@ pub fn finished_event(spec: &ProofSpec, mode: BatchMode, out: &Outcome) -> Event
         mode,
         phases: out.phases.clone(),
         error: out.error.clone(),
+        cancelled: false,
     }
 }
 

@@ -436,23 +436,31 @@ fn sigterm_finishes_or_aborts_the_proof_then_bye() {
         sigterm(d.pid());
         let (status, ev) = d.wait();
         assert!(status.success(), "{policy}: {status:?} {:?}", kinds(&ev));
-        let fins: Vec<(bool, bool, Option<String>)> = ev
+        let fins: Vec<(bool, bool, Option<String>, bool)> = ev
             .iter()
             .filter_map(|m| match &m.event {
                 Event::ProofFinished {
                     ok,
                     verified,
                     error,
+                    cancelled,
                     ..
-                } => Some((*ok, *verified, error.clone())),
+                } => Some((*ok, *verified, error.clone(), *cancelled)),
                 _ => None,
             })
             .collect();
-        assert!(
-            !fins.is_empty(),
-            "{policy}: proof_finished in {:?}",
-            kinds(&ev)
-        );
+        // Every queued proof is answered; those that never started say so.
+        assert_eq!(fins.len(), 3, "{policy}: {fins:?}");
+        for f in &fins {
+            let never_started = f.2.as_deref() == Some("cancelled before it started (signal)");
+            assert_eq!(f.3, never_started, "{policy}: {f:?}");
+            assert!(
+                !(f.3 && f.0),
+                "{policy}: a cancelled proof is not ok: {f:?}"
+            );
+        }
+        // The signal came during the first proof's synthesis: the last one cannot have started.
+        assert!(fins[2].3, "{policy}: {fins:?}");
         // Whatever completed is verified; queued proofs are cancelled, never started.
         for f in &fins {
             assert_eq!(f.0, f.1, "{policy}: a completed proof must verify: {f:?}");

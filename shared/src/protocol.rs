@@ -14,8 +14,15 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// Protocol version spoken by this build, `"MAJOR.MINOR"`.
-pub const PROTOCOL_VERSION: &str = "1.0";
+/// Protocol version spoken by this build, `"MAJOR.MINOR"` (1.1 added `cancelled` to
+/// `proof_finished`).
+pub const PROTOCOL_VERSION: &str = "1.1";
+
+/// Serde: a `false` flag is left out of the line (older peers never see it).
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 /// Major part of [`PROTOCOL_VERSION`]; a peer with a higher major is refused.
 pub const PROTOCOL_MAJOR: u32 = 1;
 
@@ -354,6 +361,10 @@ pub enum Event {
         /// Error text when `ok` is false.
         #[serde(default)]
         error: Option<String>,
+        /// The proof never started: it was still queued when the prover stopped (`ok` is
+        /// false, `error` says why). A cancellation, not a failure. Since 1.1.
+        #[serde(default, skip_serializing_if = "is_false")]
+        cancelled: bool,
     },
     /// The batch mode changed (at a safe boundary).
     ModeChanged {

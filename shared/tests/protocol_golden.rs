@@ -129,9 +129,26 @@ fn events() -> Vec<(EventMsg, &'static str)> {
                         },
                     ],
                     error: None,
+                    cancelled: false,
                 },
             ),
             r#"{"ts":9,"type":"proof_finished","proof_id":1,"ok":true,"verified":true,"duration_s":3.5,"mode":"pipelined:2","phases":[{"phase":"synthesis","duration_s":2.0},{"phase":"fft_h","duration_s":0.5}],"error":null}"#,
+        ),
+        (
+            e(
+                9,
+                Event::ProofFinished {
+                    proof_id: 2,
+                    ok: false,
+                    verified: false,
+                    duration_s: 0.0,
+                    mode: BatchMode::Single,
+                    phases: vec![],
+                    error: Some("cancelled before it started (signal)".into()),
+                    cancelled: true,
+                },
+            ),
+            r#"{"ts":9,"type":"proof_finished","proof_id":2,"ok":false,"verified":false,"duration_s":0.0,"mode":"single","phases":[],"error":"cancelled before it started (signal)","cancelled":true}"#,
         ),
         (
             e(

@@ -232,6 +232,7 @@ pub fn demo_records() -> Vec<Record> {
                     duration_s: 10.09,
                 }],
                 error: None,
+                cancelled: false,
             },
         ),
         ev(

@@ -130,6 +130,7 @@ fn write_session(path: &Path, n: usize) {
                     mode: BatchMode::Single,
                     phases: vec![],
                     error: None,
+                    cancelled: false,
                 }));
             }
             60 if proof % 5 == 0 => recs.push(Record::new(

@@ -242,6 +242,8 @@ pub struct ProverView {
     pub proofs_done: u64,
     /// Proofs that failed.
     pub proofs_failed: u64,
+    /// Queued proofs cancelled before they started (the prover stopped).
+    pub proofs_cancelled: u64,
     /// Seconds per proof (per sector) of the last finished proof.
     pub last_s: Option<f64>,
     /// Sum of seconds per proof over finished proofs (for the average).
@@ -709,8 +711,30 @@ impl Model {
                 duration_s,
                 mode,
                 error,
+                cancelled,
                 ..
             } => {
+                // Protocol 1.0 had no flag; its provetop-prover said so only in `error`
+                // (recordings made then still replay right).
+                let cancelled = *cancelled
+                    || (!ok
+                        && error
+                            .as_deref()
+                            .is_some_and(|e| e.starts_with("cancelled before it started")));
+                if cancelled {
+                    // It never ran: nothing to close, and not a failure to alarm anyone with.
+                    self.running.retain(|p| p.proof_id != *proof_id);
+                    self.prover.proofs_cancelled += 1;
+                    self.push_log(
+                        t,
+                        LogLevel::Info,
+                        format!(
+                            "proof {proof_id} {}",
+                            error.as_deref().unwrap_or("cancelled before it started")
+                        ),
+                    );
+                    return;
+                }
                 let mut span = match self.running.iter().position(|p| p.proof_id == *proof_id) {
                     Some(i) => self.running.remove(i),
                     None => ProofSpan {
@@ -1280,6 +1304,7 @@ mod tests {
                 mode: BatchMode::Single,
                 phases: vec![],
                 error: None,
+                cancelled: false,
             },
         ));
     }
@@ -1306,6 +1331,7 @@ mod tests {
                 mode,
                 phases: vec![],
                 error: None,
+                cancelled: false,
             },
         ));
     }
@@ -1335,6 +1361,39 @@ mod tests {
         bare_proof(&mut m, 6, batch, 2, 30 * S, 36 * S);
         bare_proof(&mut m, 7, batch, 2, 36 * S, 42 * S);
         assert!((m.prover.throughput(batch).unwrap() - 1200.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn cancelled_proofs_are_counted_apart_from_failures() {
+        let mut m = Model::new(Thresholds::default());
+        m.apply(&ev(0, hello()));
+        proof_run(&mut m, 1, S);
+        let end = |id, error: &str, cancelled| {
+            ev(
+                10 * S,
+                Event::ProofFinished {
+                    proof_id: id,
+                    ok: false,
+                    verified: false,
+                    duration_s: 0.0,
+                    mode: BatchMode::Single,
+                    phases: vec![],
+                    error: Some(error.into()),
+                    cancelled,
+                },
+            )
+        };
+        m.apply(&end(2, "cancelled before it started (signal)", true));
+        m.apply(&end(3, "cancelled before it started (signal)", true));
+        m.apply(&end(4, "out of memory", false));
+        // A 1.0 recording: the same text without the flag.
+        m.apply(&end(5, "cancelled before it started (signal)", false));
+        assert_eq!(m.prover.proofs_done, 1);
+        assert_eq!(m.prover.proofs_cancelled, 3);
+        assert_eq!(m.prover.proofs_failed, 1);
+        // A proof that never ran leaves no proof span behind; the failed one does.
+        let ids: Vec<u64> = m.proofs.iter().map(|p| p.proof_id).collect();
+        assert_eq!(ids, [1, 4]);
     }
 
     #[test]

@@ -180,6 +180,7 @@ impl Synth {
                     mode: BatchMode::Single,
                     phases: vec![],
                     error: None,
+                    cancelled: false,
                 },
             );
             self.ev(

@@ -86,6 +86,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 t.bad(),
             ));
         }
+        if m.prover.proofs_cancelled > 0 {
+            l1.push(Span::styled(
+                format!(" ({} cancelled)", m.prover.proofs_cancelled),
+                t.dim(),
+            ));
+        }
         if let Some(last) = m.prover.last_s {
             l1.push(sep());
             l1.push(Span::raw(format!("{}/proof", fmt_secs(last))));
