@@ -3,10 +3,10 @@
 //!
 //! ```text
 //! cargo bench -p provetop-prover --bench prover -- [srs] [phases] [modes] [--quick]
-//!     [--partitions P --constraints N --sectors S --rounds R] [--srs-cache DIR]
+//!     [--partitions P --constraints N --sectors S --rounds R] [--modes M,M…] [--srs-cache DIR]
 //! ```
 //!
-//! The flags size the `modes` workload. `PROVETOP_PROVER_BIN` runs another build of the
+//! The flags size the `modes` workload; `--modes` picks the modes (default: all five). `PROVETOP_PROVER_BIN` runs another build of the
 //! prover (a `cuda` or `supraseal` one on a GPU machine: build this bench with
 //! `--no-run`, carry both binaries).
 //!
@@ -273,7 +273,7 @@ fn machine() -> String {
         })
         .unwrap_or(0)
         * 1024;
-    format!("{cores}-core VM ({cpu}), {} RAM", fmt_bytes(mem))
+    format!("{cores} cores ({cpu}), {} RAM", fmt_bytes(mem))
 }
 
 fn load() -> String {
@@ -457,7 +457,8 @@ fn main() {
         match a.as_str() {
             "--bench" => {}
             "--quick" => quick = true,
-            "--partitions" | "--constraints" | "--sectors" | "--rounds" | "--srs-cache" => {
+            "--partitions" | "--constraints" | "--sectors" | "--rounds" | "--srs-cache"
+            | "--modes" => {
                 let v = it.next().unwrap_or_else(|| panic!("{a} needs a value"));
                 opt.insert(a.trim_start_matches("--").to_string(), v);
             }
@@ -499,13 +500,22 @@ fn main() {
         phases_section(cache, 4, sizes, if quick { 1 } else { 2 });
     }
     if want("modes") {
-        let modes = [
-            BatchMode::Single,
-            BatchMode::Batch(2),
-            BatchMode::Batch(4),
-            BatchMode::Sps,
-            BatchMode::Pipelined(2),
-        ];
+        let modes: Vec<BatchMode> = match opt.get("modes") {
+            Some(list) => list
+                .split(',')
+                .map(|m| {
+                    m.parse()
+                        .unwrap_or_else(|e| panic!("--modes {list}: {m:?}: {e}"))
+                })
+                .collect(),
+            None => vec![
+                BatchMode::Single,
+                BatchMode::Batch(2),
+                BatchMode::Batch(4),
+                BatchMode::Sps,
+                BatchMode::Pipelined(2),
+            ],
+        };
         let (p, n, sectors, rounds) = if quick {
             (8, 2048, 2, 1)
         } else {
