@@ -119,6 +119,7 @@ fn long_records(n_samples: usize) -> Vec<Record> {
                     phases: vec![],
                     error: None,
                     cancelled: false,
+                    requeued_as: vec![],
                 }));
             }
             _ => {}

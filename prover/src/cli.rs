@@ -40,8 +40,8 @@ pub struct Cli {
     #[arg(long)]
     pub daemon: bool,
 
-    /// Daemon only: queue one proof whenever the prover has been idle this many seconds
-    /// (a continuous demo workload with idle gaps).
+    /// Daemon only: queue one proof (of the mode's size: N sectors in batch:N) whenever the
+    /// prover has been idle this many seconds (a continuous demo workload with idle gaps).
     #[arg(long, value_name = "SECS", requires = "daemon", value_parser = parse_secs)]
     pub repeat_every: Option<f64>,
 

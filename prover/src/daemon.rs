@@ -113,19 +113,30 @@ impl Shared {
     }
 
     fn queue_sectors(&self, c: &mut Ctl, count: u32) {
+        let first = c.next_sector;
+        c.next_sector += count as u64;
+        self.queue_range(c, first, count);
+    }
+
+    /// Queue sectors `first..first + count` as proofs of the effective mode's size; returns
+    /// their ids.
+    fn queue_range(&self, c: &mut Ctl, first: u64, count: u32) -> Vec<u64> {
         let mode = Self::effective_mode(c);
         let per = modes::sectors_per_proof(mode);
+        let mut ids = Vec::new();
+        let mut next_sector = first;
         let mut left = count;
         while left > 0 {
             let n = left.min(per);
             left -= n;
             let spec = ProofSpec {
                 proof_id: c.next_proof,
-                first_sector: c.next_sector,
+                first_sector: next_sector,
                 sectors: n,
             };
+            ids.push(spec.proof_id);
             c.next_proof += 1;
-            c.next_sector += n as u64;
+            next_sector += n as u64;
             self.emitter.emit(Event::ProofQueued {
                 proof_id: spec.proof_id,
                 mode,
@@ -136,6 +147,83 @@ impl Shared {
             c.queue.push_back(spec);
         }
         self.cv.notify_all();
+        ids
+    }
+
+    /// Sectors are cut into proofs when they are queued, under the mode of that moment. When
+    /// a switch takes effect (nothing in flight), what is still queued is cut again for the
+    /// new mode: its proofs are cancelled, naming the proofs that now hold their sectors, and
+    /// the same sectors are queued anew, in order. Otherwise `batch:N` would go on proving
+    /// one sector a call until the old queue drains, and `single` would prove batches.
+    fn requeue_for(&self, c: &mut Ctl, mode: BatchMode) {
+        let per = modes::sectors_per_proof(mode);
+        let last = c.queue.len().saturating_sub(1);
+        let cut_right = c
+            .queue
+            .iter()
+            .enumerate()
+            .all(|(i, s)| s.sectors == per || (i == last && s.sectors < per));
+        if cut_right {
+            return;
+        }
+        let old: Vec<ProofSpec> = c.queue.drain(..).collect();
+        // Runs of consecutive sectors (the queue is one run unless ids were ever reordered).
+        let mut runs: Vec<(u64, u32, Vec<u64>)> = Vec::new();
+        for s in &old {
+            match runs.last_mut() {
+                Some((first, n, ids)) if *first + *n as u64 == s.first_sector => {
+                    *n += s.sectors;
+                    ids.push(s.proof_id);
+                }
+                _ => runs.push((s.first_sector, s.sectors, vec![s.proof_id])),
+            }
+        }
+        for (first, n, old_ids) in runs {
+            let new_ids = self.queue_range(c, first, n);
+            let new: Vec<(u64, u64, u64)> = c
+                .queue
+                .iter()
+                .filter(|s| new_ids.contains(&s.proof_id))
+                .map(|s| {
+                    (
+                        s.proof_id,
+                        s.first_sector,
+                        s.first_sector + s.sectors as u64,
+                    )
+                })
+                .collect();
+            for o in old.iter().filter(|o| old_ids.contains(&o.proof_id)) {
+                let (from, to) = (o.first_sector, o.first_sector + o.sectors as u64);
+                // The new proofs that hold this one's sectors.
+                let requeued_as = new
+                    .iter()
+                    .filter(|(_, a, b)| *a < to && from < *b)
+                    .map(|(id, _, _)| *id)
+                    .collect();
+                self.emitter.emit(Event::ProofFinished {
+                    proof_id: o.proof_id,
+                    ok: false,
+                    verified: false,
+                    duration_s: 0.0,
+                    mode,
+                    phases: Vec::new(),
+                    error: Some(format!("requeued under {mode}")),
+                    cancelled: true,
+                    requeued_as,
+                });
+            }
+            self.emitter.emit(Event::Log {
+                level: "info".into(),
+                target: "provetop_prover::daemon".into(),
+                message: format!(
+                    "requeued {n} sector{} under {mode}: {} proof{} became {}",
+                    if n == 1 { "" } else { "s" },
+                    old_ids.len(),
+                    if old_ids.len() == 1 { "" } else { "s" },
+                    new_ids.len()
+                ),
+            });
+        }
     }
 
     fn predict(&self, c: &Ctl, mode: BatchMode) -> (u64, f64, bool) {
@@ -193,11 +281,17 @@ impl Shared {
                 message: format!("mode {mode} takes effect when the proof in flight ends"),
             });
         } else {
-            let from = c.mode;
-            c.mode = mode;
             c.pending_mode = None;
-            self.emitter.emit(Event::ModeChanged { from, to: mode });
+            self.switch(c, mode);
         }
+    }
+
+    /// The mode changes now (nothing in flight): announce it, cut the waiting queue anew.
+    fn switch(&self, c: &mut Ctl, mode: BatchMode) {
+        let from = c.mode;
+        c.mode = mode;
+        self.emitter.emit(Event::ModeChanged { from, to: mode });
+        self.requeue_for(c, mode);
     }
 
     fn stop(&self, c: &mut Ctl, reason: &str, abort: bool) {
@@ -505,13 +599,11 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
                                 && last.synthesized.is_set()
                         }
                     };
-                    if may_start && !c.paused {
+                    if may_start && !c.paused && !c.queue.is_empty() {
+                        if let Some(m) = c.pending_mode.take() {
+                            shared.switch(&mut c, m);
+                        }
                         if let Some(spec) = c.queue.pop_front() {
-                            if let Some(m) = c.pending_mode.take() {
-                                let from = c.mode;
-                                c.mode = m;
-                                emitter.emit(Event::ModeChanged { from, to: m });
-                            }
                             c.running += 1;
                             shared.set_state(&mut c, ProverState::Proving);
                             break Next::Start(spec, c.mode);
@@ -534,7 +626,9 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
                             let due = c.idle_since + every;
                             let now = Instant::now();
                             if now >= due {
-                                shared.queue_sectors(&mut c, 1);
+                                // One proof of the mode's size (batch:N proves N sectors).
+                                let n = modes::sectors_per_proof(Shared::effective_mode(&c));
+                                shared.queue_sectors(&mut c, n);
                                 c.idle_since = now;
                             } else {
                                 c = shared
@@ -683,9 +777,7 @@ fn reap(shared: &Shared, f: InFlight<'_>, tally: &mut Tally) {
         heap::release_free_memory();
         // Nothing in flight any more: a switch requested meanwhile takes effect now.
         if let Some(m) = c.pending_mode.take() {
-            let from = c.mode;
-            c.mode = m;
-            shared.emitter.emit(Event::ModeChanged { from, to: m });
+            shared.switch(&mut c, m);
         }
         if c.stop.is_none() {
             let state = if c.paused {
@@ -716,6 +808,7 @@ fn finish(shared: &Shared, reason: &str, done: u64, code: i32) -> i32 {
             phases: Vec::new(),
             error: Some(format!("cancelled before it started ({reason})")),
             cancelled: true,
+            requeued_as: vec![],
         });
     }
     shared.emitter.emit(Event::Bye {

@@ -83,6 +83,7 @@ pub fn finished_event(spec: &ProofSpec, mode: BatchMode, out: &Outcome) -> Event
         phases: out.phases.clone(),
         error: out.error.clone(),
         cancelled: false,
+        requeued_as: vec![],
     }
 }
 

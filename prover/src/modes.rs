@@ -43,10 +43,7 @@ pub struct Unit {
 
 /// Sectors one queued proof gets in `mode`.
 pub fn sectors_per_proof(mode: BatchMode) -> u32 {
-    match mode {
-        BatchMode::Batch(n) => n.max(1),
-        _ => 1,
-    }
+    mode.sectors_per_proof()
 }
 
 /// Proofs that may be in flight at once.

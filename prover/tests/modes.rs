@@ -191,6 +191,110 @@ fn modes_switch_at_proof_boundaries_and_every_proof_verifies() {
     ));
 }
 
+/// Sectors queued under one mode and still waiting when a switch lands are cut again for
+/// the new mode: batch:2 proves two sectors a call from the next proof on (and single one),
+/// each old proof is cancelled naming the new proofs that hold its sectors, and no sector is
+/// lost or proved twice.
+#[test]
+fn a_switch_cuts_the_waiting_queue_to_the_new_mode() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut d = Daemon::spawn(&TINY, cache.path());
+    d.wait_for("idle", |e| matches!(e, Event::State { .. }));
+    // Eight one-sector proofs; the switch is asked for while the first runs.
+    prove(&mut d, 8);
+    d.wait_for("proof 1 started", |e| {
+        matches!(e, Event::ProofStarted { proof_id: 1, .. })
+    });
+    set_mode(&mut d, "batch:2");
+    d.wait_for("queue drained", |e| {
+        matches!(e, Event::State { state } if *state == provetop_shared::protocol::ProverState::Idle)
+    });
+    // Three two-sector proofs; back to single while the first runs.
+    prove(&mut d, 6);
+    let first = d.wait_for("a batch proof started", |e| {
+        matches!(e, Event::ProofStarted { sectors: 2, .. })
+    });
+    set_mode(&mut d, "single");
+    d.wait_for("queue drained", |e| {
+        matches!(e, Event::State { state } if *state == provetop_shared::protocol::ProverState::Idle)
+    });
+    d.close_stdin();
+    let (status, ev) = d.finish();
+    assert!(status.success());
+    let started = check_stream(&ev);
+
+    let mut queued: HashMap<u64, u32> = HashMap::new();
+    let mut requeues = Vec::new();
+    for m in &ev {
+        match &m.event {
+            Event::ProofQueued {
+                proof_id, sectors, ..
+            } => {
+                queued.insert(*proof_id, *sectors);
+            }
+            Event::ProofFinished {
+                proof_id,
+                ok,
+                cancelled: true,
+                requeued_as,
+                error,
+                mode,
+                ..
+            } => {
+                assert!(!ok);
+                assert_eq!(
+                    error.as_deref(),
+                    Some(format!("requeued under {mode}").as_str())
+                );
+                requeues.push((*proof_id, *mode, requeued_as.clone()));
+            }
+            _ => {}
+        }
+    }
+    // Both switches found proofs waiting in the other mode's size.
+    for mode in [BatchMode::Batch(2), BatchMode::Single] {
+        assert!(
+            requeues.iter().any(|r| r.1 == mode),
+            "nothing requeued under {mode}: {requeues:?}"
+        );
+    }
+    // What was cancelled is exactly what was queued anew: each switch's cancelled proofs
+    // hold as many sectors as the new proofs they name, and each names the proofs its own
+    // sectors went to (one sector goes to one proof).
+    for mode in [BatchMode::Batch(2), BatchMode::Single] {
+        let these: Vec<_> = requeues.iter().filter(|r| r.1 == mode).collect();
+        let old: u32 = these.iter().map(|r| queued[&r.0]).sum();
+        let mut new: Vec<u64> = these.iter().flat_map(|r| r.2.clone()).collect();
+        new.sort_unstable();
+        new.dedup();
+        assert_eq!(old, new.iter().map(|i| queued[i]).sum::<u32>(), "{these:?}");
+        for r in these {
+            assert!(
+                !r.2.is_empty() && r.2.len() <= queued[&r.0] as usize,
+                "{r:?}"
+            );
+        }
+    }
+    // Every proof that ran was cut for the mode it ran in, and all 14 sectors ran once.
+    for (id, mode, sectors) in &started {
+        match mode {
+            BatchMode::Single => assert_eq!(*sectors, 1, "proof {id}"),
+            BatchMode::Batch(2) => assert!(*sectors == 2 || queued[id] == 1, "proof {id}"),
+            m => panic!("proof {id} in {m}"),
+        }
+    }
+    assert_eq!(started.iter().map(|p| p.2).sum::<u32>(), 14, "{started:?}");
+    let cancelled: Vec<u64> = requeues.iter().map(|r| r.0).collect();
+    assert!(started.iter().all(|p| !cancelled.contains(&p.0)));
+    assert!(matches!(
+        first.event,
+        Event::ProofStarted {
+            mode: BatchMode::Batch(2),
+            ..
+        }
+    ));
+}
+
 #[test]
 fn pipelined_overlaps_synthesis_of_the_next_proof_with_proving() {
     let cache = tempfile::tempdir().unwrap();

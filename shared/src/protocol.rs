@@ -14,8 +14,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// Protocol version spoken by this build, `"MAJOR.MINOR"` (1.1 added `cancelled` to
-/// `proof_finished`).
+/// Protocol version spoken by this build, `"MAJOR.MINOR"` (1.1 added `cancelled` and
+/// `requeued_as` to `proof_finished`).
 pub const PROTOCOL_VERSION: &str = "1.1";
 
 /// Serde: a `false` flag is left out of the line (older peers never see it).
@@ -60,6 +60,16 @@ pub enum BatchMode {
     Sps,
     /// Synthesis overlaps proving, at most D units in flight.
     Pipelined(u32),
+}
+
+impl BatchMode {
+    /// Sectors one proof holds in this mode (`batch:N` proves N in one call).
+    pub fn sectors_per_proof(self) -> u32 {
+        match self {
+            BatchMode::Batch(n) => n.max(1),
+            _ => 1,
+        }
+    }
 }
 
 impl fmt::Display for BatchMode {
@@ -361,10 +371,15 @@ pub enum Event {
         /// Error text when `ok` is false.
         #[serde(default)]
         error: Option<String>,
-        /// The proof never started: it was still queued when the prover stopped (`ok` is
-        /// false, `error` says why). A cancellation, not a failure. Since 1.1.
+        /// The proof never started (`ok` is false, `error` says why): it was still queued
+        /// when the prover stopped, or a mode switch cut the queue anew. Not a failure.
+        /// Since 1.1.
         #[serde(default, skip_serializing_if = "is_false")]
         cancelled: bool,
+        /// Cancelled by a mode switch: the proofs that now hold its sectors (queued anew
+        /// under the new mode, announced by `proof_queued`). Since 1.1.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        requeued_as: Vec<u64>,
     },
     /// The batch mode changed (at a safe boundary).
     ModeChanged {
@@ -624,6 +639,27 @@ impl ControlMsg {
 }
 
 impl Event {
+    /// A `proof_finished` for a proof that never started: cancelled while queued (requeued
+    /// ones included). Protocol 1.1 flags it; provetop-prover 1.0 said so only in `error`,
+    /// and its recordings are still read right.
+    pub fn is_cancelled_proof(&self) -> bool {
+        match self {
+            Event::ProofFinished {
+                ok,
+                error,
+                cancelled,
+                ..
+            } => {
+                *cancelled
+                    || (!ok
+                        && error
+                            .as_deref()
+                            .is_some_and(|e| e.starts_with("cancelled before it started")))
+            }
+            _ => false,
+        }
+    }
+
     /// The wire `type` of this event.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -130,6 +130,7 @@ fn events() -> Vec<(EventMsg, &'static str)> {
                     ],
                     error: None,
                     cancelled: false,
+                    requeued_as: vec![],
                 },
             ),
             r#"{"ts":9,"type":"proof_finished","proof_id":1,"ok":true,"verified":true,"duration_s":3.5,"mode":"pipelined:2","phases":[{"phase":"synthesis","duration_s":2.0},{"phase":"fft_h","duration_s":0.5}],"error":null}"#,
@@ -146,9 +147,27 @@ fn events() -> Vec<(EventMsg, &'static str)> {
                     phases: vec![],
                     error: Some("cancelled before it started (signal)".into()),
                     cancelled: true,
+                    requeued_as: vec![],
                 },
             ),
             r#"{"ts":9,"type":"proof_finished","proof_id":2,"ok":false,"verified":false,"duration_s":0.0,"mode":"single","phases":[],"error":"cancelled before it started (signal)","cancelled":true}"#,
+        ),
+        (
+            e(
+                9,
+                Event::ProofFinished {
+                    proof_id: 3,
+                    ok: false,
+                    verified: false,
+                    duration_s: 0.0,
+                    mode: BatchMode::Batch(2),
+                    phases: vec![],
+                    error: Some("requeued under batch:2".into()),
+                    cancelled: true,
+                    requeued_as: vec![9],
+                },
+            ),
+            r#"{"ts":9,"type":"proof_finished","proof_id":3,"ok":false,"verified":false,"duration_s":0.0,"mode":"batch:2","phases":[],"error":"requeued under batch:2","cancelled":true,"requeued_as":[9]}"#,
         ),
         (
             e(

@@ -233,6 +233,7 @@ pub fn demo_records() -> Vec<Record> {
                 }],
                 error: None,
                 cancelled: false,
+                requeued_as: vec![],
             },
         ),
         ev(

@@ -131,6 +131,7 @@ fn write_session(path: &Path, n: usize) {
                     phases: vec![],
                     error: None,
                     cancelled: false,
+                    requeued_as: vec![],
                 }));
             }
             60 if proof % 5 == 0 => recs.push(Record::new(

@@ -577,7 +577,10 @@ impl Driver for LiveDriver {
                     Control::Pause
                 }
             }
-            Action::ProveNow => Control::Prove { count: 1 },
+            // One more proof of the current mode's size (batch:N: N sectors).
+            Action::ProveNow => Control::Prove {
+                count: app.model.prover.mode.map_or(1, |m| m.sectors_per_proof()),
+            },
             Action::SetMode(mode) => Control::SetMode { mode },
             _ => return,
         };

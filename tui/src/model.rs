@@ -711,19 +711,16 @@ impl Model {
                 duration_s,
                 mode,
                 error,
-                cancelled,
+                requeued_as,
                 ..
             } => {
-                // Protocol 1.0 had no flag; its provetop-prover said so only in `error`
-                // (recordings made then still replay right).
-                let cancelled = *cancelled
-                    || (!ok
-                        && error
-                            .as_deref()
-                            .is_some_and(|e| e.starts_with("cancelled before it started")));
-                if cancelled {
+                if e.is_cancelled_proof() {
                     // It never ran: nothing to close, and not a failure to alarm anyone with.
                     self.running.retain(|p| p.proof_id != *proof_id);
+                    if !requeued_as.is_empty() {
+                        // Its sectors are still coming (the prover logs the requeue once).
+                        return;
+                    }
                     self.prover.proofs_cancelled += 1;
                     self.push_log(
                         t,
@@ -1305,6 +1302,7 @@ mod tests {
                 phases: vec![],
                 error: None,
                 cancelled: false,
+                requeued_as: vec![],
             },
         ));
     }
@@ -1332,6 +1330,7 @@ mod tests {
                 phases: vec![],
                 error: None,
                 cancelled: false,
+                requeued_as: vec![],
             },
         ));
     }
@@ -1368,7 +1367,7 @@ mod tests {
         let mut m = Model::new(Thresholds::default());
         m.apply(&ev(0, hello()));
         proof_run(&mut m, 1, S);
-        let end = |id, error: &str, cancelled| {
+        let end = |id, error: &str, cancelled, requeued_as: Vec<u64>| {
             ev(
                 10 * S,
                 Event::ProofFinished {
@@ -1380,14 +1379,18 @@ mod tests {
                     phases: vec![],
                     error: Some(error.into()),
                     cancelled,
+                    requeued_as,
                 },
             )
         };
-        m.apply(&end(2, "cancelled before it started (signal)", true));
-        m.apply(&end(3, "cancelled before it started (signal)", true));
-        m.apply(&end(4, "out of memory", false));
+        let stop = "cancelled before it started (signal)";
+        m.apply(&end(2, stop, true, vec![]));
+        m.apply(&end(3, stop, true, vec![]));
+        m.apply(&end(4, "out of memory", false, vec![]));
         // A 1.0 recording: the same text without the flag.
-        m.apply(&end(5, "cancelled before it started (signal)", false));
+        m.apply(&end(5, stop, false, vec![]));
+        // Requeued by a mode switch: its sectors are still to come, nothing was dropped.
+        m.apply(&end(6, "requeued under batch:2", true, vec![9]));
         assert_eq!(m.prover.proofs_done, 1);
         assert_eq!(m.prover.proofs_cancelled, 3);
         assert_eq!(m.prover.proofs_failed, 1);

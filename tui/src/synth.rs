@@ -181,6 +181,7 @@ impl Synth {
                     phases: vec![],
                     error: None,
                     cancelled: false,
+                    requeued_as: vec![],
                 },
             );
             self.ev(
