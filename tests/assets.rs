@@ -1,12 +1,12 @@
 //! The sessions shipped in `assets/` were recorded from the real prover (on the lent H200 and
 //! on the 2-core VM). They must stay readable by this build: every record intact, every proof
-//! verified, and classify/export/replay-ready.
+//! that ran verified, and classify/export/replay-ready.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use assert_cmd::cargo::CommandCargoExt as _;
-use provetop_shared::protocol::Event;
+use provetop_shared::protocol::{BatchMode, Event};
 use provetop_shared::session::load;
 use provetop_shared::RecordBody;
 
@@ -38,6 +38,8 @@ fn shipped_sessions_load_cleanly_and_every_proof_verified() {
         for r in &l.records {
             match &r.body {
                 RecordBody::Event(Event::Hello { .. }) => hello = true,
+                // Still queued when the session ended: never ran, nothing to verify.
+                RecordBody::Event(e) if e.is_cancelled_proof() => {}
                 RecordBody::Event(Event::ProofFinished { ok, verified, .. }) => {
                     assert!(
                         *ok && *verified,
@@ -256,4 +258,92 @@ fn gpu_sessions_carry_gpu_memory_and_the_gpu_backend() {
         gpu_peak > 1 << 30,
         "GPU memory over 1 GiB while proving, got {gpu_peak}"
     );
+}
+
+/// The live screen on a supraseal daemon on the H200 (10 × 2^20, synthesis on 8 threads), the
+/// mode keys pressed in turn: every mode proved and verified, each switch at a proof boundary
+/// with the waiting queue cut anew (batch:2 proves two sectors a call), and pipelined delivers
+/// sectors at least 1.5× as fast as single.
+#[test]
+fn h200_all_modes_session_switches_live_and_pipelined_outruns_single() {
+    let l = load(&asset("h200-supraseal-all-modes-10x2p20.ptop")).unwrap();
+    let mut switches = Vec::new();
+    let mut sectors_of = std::collections::HashMap::new();
+    // Per mode: (finish time ns, sectors) of its proofs, in order.
+    let mut ends: Vec<(BatchMode, Vec<(u64, u32)>)> = Vec::new();
+    let mut running = 0i32;
+    let mut requeued = 0;
+    let mut pinned = 0u64;
+    let mut gpu = 0u64;
+    for r in &l.records {
+        match &r.body {
+            RecordBody::Event(e) if e.is_cancelled_proof() => {
+                if let Event::ProofFinished { requeued_as, .. } = e {
+                    requeued += usize::from(!requeued_as.is_empty());
+                }
+            }
+            RecordBody::Event(Event::ProofStarted {
+                proof_id, sectors, ..
+            }) => {
+                running += 1;
+                sectors_of.insert(*proof_id, *sectors);
+            }
+            RecordBody::Event(Event::ProofFinished {
+                proof_id,
+                verified,
+                mode,
+                ..
+            }) => {
+                assert!(verified);
+                running -= 1;
+                let end = (r.t, sectors_of[proof_id]);
+                match ends.iter_mut().find(|(m, _)| m == mode) {
+                    Some((_, v)) => v.push(end),
+                    None => ends.push((*mode, vec![end])),
+                }
+            }
+            RecordBody::Event(Event::ModeChanged { from, to }) => {
+                // At a boundary: nothing in flight.
+                assert_eq!(running, 0, "switch {from} → {to} with a proof in flight");
+                switches.push((*from, *to));
+            }
+            RecordBody::Sample(s) => {
+                pinned = pinned.max(s.pinned.unwrap_or(0));
+                gpu = gpu.max(s.gpu_used.unwrap_or(0));
+            }
+            _ => {}
+        }
+    }
+    use BatchMode::*;
+    assert_eq!(
+        switches,
+        [
+            (Single, Batch(2)),
+            (Batch(2), Sps),
+            (Sps, Pipelined(2)),
+            (Pipelined(2), Single)
+        ]
+    );
+    assert!(requeued > 10, "each switch cut the queue anew: {requeued}");
+    let proofs = |mode: BatchMode| &ends.iter().find(|(m, _)| *m == mode).unwrap().1;
+    assert!(proofs(Batch(2)).iter().all(|p| p.1 == 2));
+    // Seconds per sector over a mode's first stretch: from its first finish to its last
+    // before a gap (single runs twice), over the sectors finished after the first.
+    let per_sector = |mode: BatchMode| {
+        let v = proofs(mode);
+        let n = 1 + v
+            .windows(2)
+            .take_while(|w| w[1].0 - w[0].0 < 10_000_000_000)
+            .count();
+        assert!(n >= 4, "{mode}: {n} proofs");
+        let sectors: u32 = v[1..n].iter().map(|p| p.1).sum();
+        (v[n - 1].0 - v[0].0) as f64 / 1e9 / sectors as f64
+    };
+    let (single, pipelined) = (per_sector(Single), per_sector(Pipelined(2)));
+    assert!(
+        single / pipelined >= 1.5,
+        "pipelined {pipelined:.2} s/sector vs single {single:.2}"
+    );
+    assert!(pinned > 256 << 20, "pinned series {pinned}");
+    assert!(gpu > 256 << 20, "GPU memory {gpu}");
 }

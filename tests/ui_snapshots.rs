@@ -148,3 +148,68 @@ fn header_rate_gives_way_on_narrow_screens() {
     let tiny = header(70);
     assert!(!tiny.contains("/h") && !tiny.contains("│ 50"), "{tiny}");
 }
+
+/// What the proof count hides goes in one parenthesis (sectors of batch proofs, failures,
+/// cancellations), and items that do not fit are left out whole, never cut.
+#[test]
+fn header_counts_sectors_failures_and_cancellations_in_one_parenthesis() {
+    use provetop_shared::{BatchMode, Event};
+    let mut app = live_app(true);
+    let mut t = app.clock;
+    let mut ev = |app: &mut App, e: Event| {
+        t += NS / 10;
+        app.clock = t;
+        app.model.apply(&Record::new(t, RecordBody::Event(e)));
+    };
+    let before = app.model.prover.proofs_done;
+    ev(
+        &mut app,
+        Event::ProofStarted {
+            proof_id: 900,
+            mode: BatchMode::Batch(2),
+            sectors: 2,
+            partitions: 2,
+            constraints: 4000,
+        },
+    );
+    let end = |id, ok, error: Option<&str>, cancelled| Event::ProofFinished {
+        proof_id: id,
+        ok,
+        verified: ok,
+        duration_s: if ok { 4.0 } else { 0.0 },
+        mode: BatchMode::Batch(2),
+        phases: vec![],
+        error: error.map(Into::into),
+        cancelled,
+        requeued_as: vec![],
+    };
+    ev(&mut app, end(900, true, None, false));
+    ev(&mut app, end(901, false, Some("out of memory"), false));
+    ev(
+        &mut app,
+        end(
+            902,
+            false,
+            Some("cancelled before it started (signal)"),
+            true,
+        ),
+    );
+    let header = |w| screen_text(&app, w, 24).lines().next().unwrap().to_string();
+    let done = before + 1;
+    let wide = header(200);
+    assert!(
+        wide.contains(&format!(
+            "proofs {done} ({} sectors, 1 failed, 1 cancelled) │ ",
+            done + 1
+        )),
+        "{wide}"
+    );
+    for w in [60, 70, 80, 90, 100] {
+        let h = header(w);
+        // Whatever is shown after the count is whole.
+        assert!(
+            !h.ends_with('│') && !h.ends_with(" av") && !h.ends_with(" a"),
+            "{w}: {h}"
+        );
+    }
+}

@@ -240,6 +240,8 @@ pub struct ProverView {
     pub srs: SrsState,
     /// Proofs finished ok.
     pub proofs_done: u64,
+    /// Sectors those proofs held (more than proofs once `batch:N` ran).
+    pub sectors_done: u64,
     /// Proofs that failed.
     pub proofs_failed: u64,
     /// Queued proofs cancelled before they started (the prover stopped).
@@ -264,9 +266,9 @@ pub struct ProverView {
 const THROUGHPUT_WINDOW: usize = 8;
 
 impl ProverView {
-    /// Average seconds per proof over finished proofs.
+    /// Average seconds per proof (per sector) over finished proofs.
     pub fn avg_s(&self) -> Option<f64> {
-        (self.proofs_done > 0).then(|| self.sum_s / self.proofs_done as f64)
+        (self.sectors_done > 0).then(|| self.sum_s / self.sectors_done as f64)
     }
 
     /// A proof of `sectors` sectors in `mode` ran from `start` to `end` (ns) and succeeded.
@@ -765,7 +767,8 @@ impl Model {
                 let per = duration_s / sectors as f64;
                 if *ok {
                     self.prover.finished(span.start, t, sectors, span.mode);
-                    self.prover.proofs_done += sectors as u64;
+                    self.prover.proofs_done += 1;
+                    self.prover.sectors_done += sectors as u64;
                     self.prover.last_s = Some(per);
                     self.prover.sum_s += per * sectors as f64;
                     let v = if *verified {
@@ -1360,6 +1363,7 @@ mod tests {
         bare_proof(&mut m, 6, batch, 2, 30 * S, 36 * S);
         bare_proof(&mut m, 7, batch, 2, 36 * S, 42 * S);
         assert!((m.prover.throughput(batch).unwrap() - 1200.0).abs() < 1e-6);
+        assert_eq!((m.prover.proofs_done, m.prover.sectors_done), (7, 9));
     }
 
     #[test]

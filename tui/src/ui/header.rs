@@ -80,21 +80,37 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         l1.push(sep());
         l1.push(Span::styled("proofs ", t.dim()));
         l1.push(Span::styled(m.prover.proofs_done.to_string(), t.bold()));
-        if m.prover.proofs_failed > 0 {
-            l1.push(Span::styled(
-                format!(" ({} failed)", m.prover.proofs_failed),
-                t.bad(),
-            ));
-        }
-        if m.prover.proofs_cancelled > 0 {
-            l1.push(Span::styled(
-                format!(" ({} cancelled)", m.prover.proofs_cancelled),
-                t.dim(),
-            ));
+        // One parenthesis for what else the count hides: sectors (batch:N), failures,
+        // cancellations.
+        let p = &m.prover;
+        let notes: Vec<Span> = [
+            (p.sectors_done != p.proofs_done)
+                .then(|| Span::styled(format!("{} sectors", p.sectors_done), t.dim())),
+            (p.proofs_failed > 0)
+                .then(|| Span::styled(format!("{} failed", p.proofs_failed), t.bad())),
+            (p.proofs_cancelled > 0)
+                .then(|| Span::styled(format!("{} cancelled", p.proofs_cancelled), t.dim())),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !notes.is_empty() {
+            l1.push(Span::styled(" (", t.dim()));
+            for (i, n) in notes.into_iter().enumerate() {
+                if i > 0 {
+                    l1.push(Span::styled(", ", t.dim()));
+                }
+                l1.push(n);
+            }
+            l1.push(Span::styled(")", t.dim()));
         }
         if let Some(last) = m.prover.last_s {
-            l1.push(sep());
-            l1.push(Span::raw(format!("{}/proof", fmt_secs(last))));
+            let text = format!("{}/proof", fmt_secs(last));
+            // Whole or not at all.
+            if sep().width() + text.chars().count() <= room_left(&l1, area) {
+                l1.push(sep());
+                l1.push(Span::raw(text));
+            }
         }
         let avg = (m.prover.last_s.and(m.prover.avg_s()))
             .map(|avg| Span::styled(format!(" avg {}", fmt_secs(avg)), t.dim()));
@@ -120,7 +136,11 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 l1.push(sep());
                 l1.push(Span::raw(text));
             }
-            None => l1.extend(avg),
+            None => {
+                if avg_w <= room {
+                    l1.extend(avg);
+                }
+            }
         }
     }
 

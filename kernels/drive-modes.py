@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Record a session that goes through every batch mode, switched live from provetop's screen.
+
+    python3 kernels/drive-modes.py BIN_DIR SESSION.ptop [BACKEND] [PARTITIONS] [LOG2_CONSTRAINTS] [SECS_PER_MODE]
+
+Runs `provetop run` on the prover `BIN_DIR/provetop-prover-BACKEND` (cpu, cuda, supraseal;
+`BIN_DIR/provetop-prover` when BACKEND is omitted) in a pseudo-terminal of 120x36, with a
+queue deep enough never to run dry, and presses 2, 3, 4, 1 (batch:2, sps, pipelined:2,
+single) SECS_PER_MODE apart, then q. The SRS is generated beforehand (SRS_DIR, default
+/tmp/provetop-srs; by BIN_DIR/provetop-prover-cpu when present), so the session starts with
+a load from disk. Environment is passed on
+(RAYON_NUM_THREADS sizes synthesis).
+"""
+import fcntl
+import os
+import pty
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+
+if len(sys.argv) < 3:
+    sys.exit(__doc__)
+bin_dir, session = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+backend = sys.argv[3] if len(sys.argv) > 3 else ""
+partitions = sys.argv[4] if len(sys.argv) > 4 else "8"
+log2 = int(sys.argv[5]) if len(sys.argv) > 5 else 13
+per_mode = float(sys.argv[6]) if len(sys.argv) > 6 else 20.0
+prover = os.path.join(bin_dir, "provetop-prover" + (f"-{backend}" if backend else ""))
+srs = os.environ.get("SRS_DIR", "/tmp/provetop-srs")
+os.makedirs(srs, exist_ok=True)
+args = ["--partitions", partitions, "--constraints", str(1 << log2), "--srs-cache", srs]
+
+# Parameters are the same for every backend; generate them on the CPU build when present.
+cpu = os.path.join(bin_dir, "provetop-prover-cpu")
+t0 = time.time()
+subprocess.run([cpu if os.path.exists(cpu) else prover, "--proofs", "0"] + args,
+               stdout=subprocess.DEVNULL, check=True)
+print(f"== SRS ready after {time.time() - t0:.0f} s", flush=True)
+
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ.setdefault("TERM", "xterm-256color")
+    os.execv(os.path.join(bin_dir, "provetop"),
+             ["provetop", "run", "--hz", "10", "--record", session, "--",
+              prover, "--daemon", "--proofs", "100"] + args)
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 36, 120, 0, 0))
+# SRS load, then single; each key a mode; q at the end.
+plan = [(per_mode * (i + 1), k) for i, k in enumerate([b"2", b"3", b"4", b"1"])]
+plan.append((per_mode * 5.5, b"q"))
+start = time.time()
+while True:
+    ready, _, _ = select.select([fd], [], [], 0.2)
+    if ready:
+        try:
+            if not os.read(fd, 1 << 16):
+                break
+        except OSError:  # the child side closed
+            break
+    if plan and time.time() - start >= plan[0][0]:
+        os.write(fd, plan[0][1])
+        print(f"== {time.time() - start:6.1f} s key {plan[0][1].decode()}", flush=True)
+        plan.pop(0)
+    if time.time() - start > per_mode * 5.5 + 120:
+        os.write(fd, b"q")
+_, status = os.waitpid(pid, 0)
+code = os.waitstatus_to_exitcode(status)
+print(f"== provetop exited {code} after {time.time() - start:.0f} s; {os.path.getsize(session)} bytes")
+sys.exit(code)
