@@ -7,7 +7,8 @@
 //! `--on-sigterm`; a second signal always aborts).
 //!
 //! Mode changes take effect at the next proof boundary: the proof in flight keeps the mode it
-//! started with; `mode_changed` is emitted when the new mode takes over (at once when idle).
+//! started with; `mode_changed` is emitted when the new mode takes over (at once when idle),
+//! and what is still queued is then cut anew into proofs of the new mode's size.
 
 use std::collections::VecDeque;
 use std::io::BufRead;
