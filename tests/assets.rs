@@ -347,3 +347,50 @@ fn h200_all_modes_session_switches_live_and_pipelined_outruns_single() {
     assert!(pinned > 256 << 20, "pinned series {pinned}");
     assert!(gpu > 256 << 20, "GPU memory {gpu}");
 }
+
+/// `classify` compares the modes of a session: on the H200 all-modes recording its per-mode
+/// table has the four modes in the order they ran, batch:2 proofs of two sectors, pipelined
+/// at least 1.5× single's rate and sps at most a quarter of single's memory above the floor.
+#[test]
+fn classify_compares_the_modes_of_the_all_modes_session() {
+    let out = Command::cargo_bin("provetop")
+        .unwrap()
+        .arg("classify")
+        .arg(asset("h200-supraseal-all-modes-10x2p20.ptop"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("batch modes (from events), SRS floor "))
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let rows: Vec<Vec<&str>> = table
+        .iter()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let modes: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    assert_eq!(modes, ["single", "batch:2", "sps", "pipelined:2"], "{text}");
+    let num = |mode: &str, col: usize| -> f64 {
+        rows.iter().find(|r| r[0] == mode).unwrap()[col]
+            .parse()
+            .unwrap()
+    };
+    // Columns: mode proofs sectors busy s/sector sectors/h …
+    assert_eq!(num("batch:2", 2), 2.0 * num("batch:2", 1));
+    assert!(num("single", 4) >= 1.5 * num("pipelined:2", 4), "{text}");
+    let above = |mode: &str| {
+        let r = rows.iter().find(|r| r[0] == mode).unwrap();
+        let (v, unit) = (r[r.len() - 2], r[r.len() - 1]);
+        let v: f64 = v.parse().unwrap();
+        v * match unit {
+            "GiB" => 1024.0,
+            "MiB" => 1.0,
+            "KiB" => 1.0 / 1024.0,
+            u => panic!("unit {u}"),
+        }
+    };
+    assert!(above("sps") * 4.0 <= above("single"), "{text}");
+}

@@ -1,5 +1,6 @@
 //! `provetop classify`: the seed's threshold table, then a summary, then (for sessions with
-//! prover events) memory by the prover's actual phases.
+//! prover events) memory by the prover's actual phases and, per batch mode, throughput and
+//! peak memory.
 //!
 //! The table is exactly what the operators' awk script printed — one line per contiguous run
 //! of a threshold phase, `synth: samples=25, min=101.4 GiB, max=177.0 GiB`, rounded like C's
@@ -42,6 +43,10 @@ pub fn render(store: &Store, thresholds: Thresholds) -> anyhow::Result<String> {
     out.push('\n');
     summary(&mut out, store, thresholds, &series, &runs);
     if let Some(table) = crate::store::phase_table(store) {
+        out.push('\n');
+        out.push_str(&table);
+    }
+    if let Some(table) = crate::store::mode_table(store) {
         out.push('\n');
         out.push_str(&table);
     }

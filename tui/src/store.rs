@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use provetop_shared::classify::Thresholds;
 use provetop_shared::session::{self, LoadError, Loaded, SessionHeader, SourceKind, Warning};
 use provetop_shared::units::{fmt_bytes, fmt_secs};
-use provetop_shared::{AlertState, Event, Phase, Record, RecordBody};
+use provetop_shared::{AlertState, BatchMode, Event, Phase, Record, RecordBody};
 
 use crate::model::{Model, PhaseSpan, Stats};
 
@@ -525,6 +525,126 @@ pub fn phase_table(store: &Store) -> Option<String> {
             b(s, Stats::mean),
             "-",
             "-",
+        );
+    }
+    Some(out)
+}
+
+/// One finished proof, as [`mode_table`] sees it.
+struct ModeProof {
+    start: u64,
+    end: u64,
+    sectors: u32,
+    /// Highest RSS sampled while it ran (interval peaks included).
+    peak: u64,
+}
+
+/// `batch modes (from events)`: per mode, in the order the modes first ran, the proofs that
+/// finished ok, their sectors, the busy time (overlapping proofs count once), seconds per
+/// sector and sectors per hour over it, and the peak RSS per proof (median and highest; above
+/// the SRS floor: the lowest RSS sampled once the SRS was ready). The comparison an engineer
+/// makes after switching modes in one session. `None` without a finished proof.
+pub fn mode_table(store: &Store) -> Option<String> {
+    let mut started: HashMap<u64, (BatchMode, u64, u32)> = HashMap::new();
+    let mut proofs: Vec<(BatchMode, ModeProof)> = Vec::new();
+    let mut samples: Vec<(u64, u64)> = Vec::new();
+    let mut srs_ready: Option<u64> = None;
+    for r in store.records() {
+        match &r.body {
+            RecordBody::Sample(s) => samples.push((r.t, s.peak.unwrap_or(s.rss).max(s.rss))),
+            RecordBody::Event(Event::SrsReady { .. }) => srs_ready = srs_ready.or(Some(r.t)),
+            RecordBody::Event(Event::ProofStarted {
+                proof_id,
+                mode,
+                sectors,
+                ..
+            }) => {
+                started.insert(*proof_id, (*mode, r.t, *sectors));
+            }
+            RecordBody::Event(
+                e @ Event::ProofFinished {
+                    proof_id, ok: true, ..
+                },
+            ) if !e.is_cancelled_proof() => {
+                if let Some((mode, start, sectors)) = started.remove(proof_id) {
+                    proofs.push((
+                        mode,
+                        ModeProof {
+                            start,
+                            end: r.t,
+                            sectors,
+                            peak: 0,
+                        },
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    if proofs.is_empty() {
+        return None;
+    }
+    samples.sort_unstable();
+    for (_, p) in &mut proofs {
+        let from = samples.partition_point(|s| s.0 < p.start);
+        p.peak = samples[from..]
+            .iter()
+            .take_while(|s| s.0 <= p.end)
+            .map(|s| s.1)
+            .max()
+            .unwrap_or(0);
+    }
+    let floor = srs_ready.and_then(|t| samples.iter().filter(|s| s.0 >= t).map(|s| s.1).min());
+    let mut order: Vec<BatchMode> = Vec::new();
+    for (m, _) in &proofs {
+        if !order.contains(m) {
+            order.push(*m);
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "batch modes (from events){}:",
+        floor.map_or(String::new(), |f| format!(", SRS floor {}", fmt_bytes(f)))
+    );
+    let _ = writeln!(
+        out,
+        "  {:<14} {:>6} {:>7} {:>9} {:>9} {:>9} {:>11} {:>11} {:>11}",
+        "mode",
+        "proofs",
+        "sectors",
+        "busy",
+        "s/sector",
+        "sectors/h",
+        "peak median",
+        "peak max",
+        "above floor"
+    );
+    for mode in order {
+        let these: Vec<&ModeProof> = proofs
+            .iter()
+            .filter(|(m, _)| *m == mode)
+            .map(|(_, p)| p)
+            .collect();
+        let sectors: u64 = these.iter().map(|p| p.sectors as u64).sum();
+        let intervals: Vec<(u64, u64)> = these.iter().map(|p| (p.start, p.end)).collect();
+        let busy = union_ns(&intervals) as f64 / 1e9;
+        let per = busy / sectors.max(1) as f64;
+        let mut peaks: Vec<u64> = these.iter().map(|p| p.peak).collect();
+        peaks.sort_unstable();
+        let median = peaks[peaks.len() / 2];
+        let _ = writeln!(
+            out,
+            "  {:<14} {:>6} {:>7} {:>9} {:>9.2} {:>9.0} {:>11} {:>11} {:>11}",
+            mode.to_string(),
+            these.len(),
+            sectors,
+            fmt_secs(busy),
+            per,
+            if per > 0.0 { 3600.0 / per } else { 0.0 },
+            fmt_bytes(median),
+            fmt_bytes(*peaks.last().expect("one proof at least")),
+            floor.map_or("-".into(), |f| fmt_bytes(median.saturating_sub(f))),
         );
     }
     Some(out)
