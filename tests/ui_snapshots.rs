@@ -213,3 +213,59 @@ fn header_counts_sectors_failures_and_cancellations_in_one_parenthesis() {
         );
     }
 }
+
+/// `m` shows the batch modes side by side, from the proofs the model kept; Esc closes it.
+#[test]
+fn modes_overlay_compares_what_each_mode_did() {
+    use provetop_shared::{BatchMode, Event};
+    let mut app = live_app(true);
+    let mut t = app.clock;
+    for (id, sectors) in [(900u64, 2u32), (901, 2)] {
+        for e in [
+            Event::ProofStarted {
+                proof_id: id,
+                mode: BatchMode::Batch(2),
+                sectors,
+                partitions: 2,
+                constraints: 4000,
+            },
+            Event::ProofFinished {
+                proof_id: id,
+                ok: true,
+                verified: true,
+                duration_s: 4.0,
+                mode: BatchMode::Batch(2),
+                phases: vec![],
+                error: None,
+                cancelled: false,
+                requeued_as: vec![],
+            },
+        ] {
+            t += 4 * NS;
+            app.clock = t;
+            app.model.apply(&Record::new(t, RecordBody::Event(e)));
+        }
+    }
+    assert!(!screen_text(&app, 120, 40).contains("batch modes"));
+    app.act(Action::Modes);
+    let text = screen_text(&app, 120, 40);
+    assert!(text.contains("batch modes (m or Esc closes)"), "{text}");
+    let row = |mode: &str| {
+        text.lines()
+            // Table rows, not the header (only rows carry the "vs single" ×).
+            .find(|l| l.contains(&format!(" {mode} ")) && l.contains('×'))
+            .unwrap_or_else(|| panic!("{mode} row in\n{text}"))
+            .to_string()
+    };
+    // Two batch proofs of two sectors, 4 s each back to back: 2 s per sector.
+    let batch = row("batch:2");
+    let cols: Vec<&str> = batch.split_whitespace().collect();
+    let at = cols.iter().position(|c| *c == "batch:2").unwrap();
+    assert_eq!(&cols[at + 1..at + 4], ["2", "4", "2.00"], "{batch}");
+    assert!(
+        row("single").contains("1.00×"),
+        "single's rate is the reference"
+    );
+    app.act(Action::Escape);
+    assert!(!screen_text(&app, 120, 40).contains("batch modes"));
+}

@@ -83,6 +83,8 @@ pub struct View {
     pub cursor: Option<u64>,
     /// Help shown.
     pub help: bool,
+    /// The batch modes compared, shown.
+    pub modes: bool,
     /// Log lines scrolled back from the newest.
     pub log_back: usize,
     /// Width of the plot in columns at the last draw (cursor steps are columns).
@@ -153,6 +155,7 @@ impl App {
                 frozen: None,
                 cursor: None,
                 help: false,
+                modes: false,
                 log_back: 0,
                 plot_cols: Cell::new(60),
             },
@@ -207,9 +210,11 @@ impl App {
         match a {
             Action::Quit => self.quit = true,
             Action::Help => self.view.help = !self.view.help,
+            Action::Modes => self.view.modes = !self.view.modes,
             Action::Escape => {
-                if self.view.help {
+                if self.view.help || self.view.modes {
                     self.view.help = false;
+                    self.view.modes = false;
                 } else {
                     self.view.cursor = None;
                 }

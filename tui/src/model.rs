@@ -283,7 +283,7 @@ impl ProverView {
     /// sectors over the union of their start–end intervals. Unlike seconds per proof it counts
     /// overlapping proofs (`pipelined`) once and idle gaps not at all, so modes compare.
     pub fn throughput(&self, mode: BatchMode) -> Option<f64> {
-        let mut runs: Vec<(u64, u64, u32)> = self
+        let runs: Vec<(u64, u64, u32)> = self
             .recent
             .iter()
             .filter(|r| r.3 == mode)
@@ -292,18 +292,89 @@ impl ProverView {
         if runs.len() < 2 {
             return None;
         }
-        runs.sort_unstable();
-        let (mut busy, mut reach) = (0u64, 0u64);
-        for &(a, b, _) in &runs {
-            let from = a.max(reach);
-            if b > from {
-                busy += b - from;
-            }
-            reach = reach.max(b);
-        }
+        let intervals: Vec<(u64, u64)> = runs.iter().map(|r| (r.0, r.1)).collect();
+        let busy = busy_ns(&intervals);
         let sectors: u64 = runs.iter().map(|r| r.2 as u64).sum();
         (busy > 0).then(|| sectors as f64 * 3.6e12 / busy as f64)
     }
+}
+
+/// Total length of the union of `[a, b]` intervals: overlapping ones count once.
+pub fn busy_ns(intervals: &[(u64, u64)]) -> u64 {
+    let mut v = intervals.to_vec();
+    v.sort_unstable();
+    let (mut busy, mut reach) = (0u64, 0u64);
+    for (a, b) in v {
+        let from = a.max(reach);
+        if b > from {
+            busy += b - from;
+        }
+        reach = reach.max(b);
+    }
+    busy
+}
+
+/// What one batch mode did in a session: `classify`'s per-mode table and the `m` overlay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModeRow {
+    /// The mode.
+    pub mode: BatchMode,
+    /// Proofs that finished ok.
+    pub proofs: usize,
+    /// Sectors they held.
+    pub sectors: u64,
+    /// Seconds at least one of them was running.
+    pub busy_s: f64,
+    /// Median over proofs of the highest RSS sampled while each ran.
+    pub peak_median: u64,
+    /// The highest of those.
+    pub peak_max: u64,
+}
+
+impl ModeRow {
+    /// Busy seconds per sector.
+    pub fn s_per_sector(&self) -> f64 {
+        self.busy_s / self.sectors.max(1) as f64
+    }
+
+    /// Sectors per busy hour.
+    pub fn sectors_per_hour(&self) -> f64 {
+        if self.busy_s > 0.0 {
+            self.sectors as f64 * 3600.0 / self.busy_s
+        } else {
+            0.0
+        }
+    }
+}
+
+/// One finished proof for [`mode_rows`]: mode, start and end (ns), sectors, peak RSS.
+pub type FinishedProof = (BatchMode, u64, u64, u32, u64);
+
+/// Finished proofs summed per mode, in the order the modes first ran.
+pub fn mode_rows(proofs: &[FinishedProof]) -> Vec<ModeRow> {
+    let mut order: Vec<BatchMode> = Vec::new();
+    for p in proofs {
+        if !order.contains(&p.0) {
+            order.push(p.0);
+        }
+    }
+    order
+        .into_iter()
+        .map(|mode| {
+            let these: Vec<&FinishedProof> = proofs.iter().filter(|p| p.0 == mode).collect();
+            let intervals: Vec<(u64, u64)> = these.iter().map(|p| (p.1, p.2)).collect();
+            let mut peaks: Vec<u64> = these.iter().map(|p| p.4).collect();
+            peaks.sort_unstable();
+            ModeRow {
+                mode,
+                proofs: these.len(),
+                sectors: these.iter().map(|p| p.3 as u64).sum(),
+                busy_s: busy_ns(&intervals) as f64 / 1e9,
+                peak_median: peaks[peaks.len() / 2],
+                peak_max: *peaks.last().expect("a mode in the list has a proof"),
+            }
+        })
+        .collect()
 }
 
 /// The supervised (or watched) process.
@@ -496,6 +567,17 @@ impl Model {
     /// Whether the child speaks the protocol (any event seen).
     pub fn has_events(&self) -> bool {
         self.events > 0
+    }
+
+    /// The finished proofs kept (the last [`MAX_PROOFS`]) summed per mode.
+    pub fn mode_rows(&self) -> Vec<ModeRow> {
+        let done: Vec<FinishedProof> = self
+            .proofs
+            .iter()
+            .filter(|p| p.ok == Some(true))
+            .filter_map(|p| Some((p.mode, p.start, p.end?, p.sectors, p.rss.max)))
+            .collect();
+        mode_rows(&done)
     }
 
     /// Apply one record.
@@ -1364,6 +1446,28 @@ mod tests {
         bare_proof(&mut m, 7, batch, 2, 36 * S, 42 * S);
         assert!((m.prover.throughput(batch).unwrap() - 1200.0).abs() < 1e-6);
         assert_eq!((m.prover.proofs_done, m.prover.sectors_done), (7, 9));
+    }
+
+    #[test]
+    fn mode_rows_sum_per_mode_in_the_order_modes_ran() {
+        let (single, pipelined) = (BatchMode::Single, BatchMode::Pipelined(2));
+        let rows = mode_rows(&[
+            (single, 0, 4 * S, 1, 3 * GIB),
+            (pipelined, 10 * S, 14 * S, 1, 5 * GIB),
+            // Overlaps the one before: the busy time counts 12–14 s once.
+            (pipelined, 12 * S, 16 * S, 1, 6 * GIB),
+            (pipelined, 14 * S, 18 * S, 1, 4 * GIB),
+            (single, 20 * S, 24 * S, 1, 2 * GIB),
+        ]);
+        let modes: Vec<BatchMode> = rows.iter().map(|r| r.mode).collect();
+        assert_eq!(modes, [single, pipelined]);
+        let p = &rows[1];
+        assert_eq!((p.proofs, p.sectors), (3, 3));
+        assert_eq!(p.busy_s, 8.0);
+        assert!((p.s_per_sector() - 8.0 / 3.0).abs() < 1e-9);
+        assert!((p.sectors_per_hour() - 1350.0).abs() < 1e-9);
+        assert_eq!((p.peak_median, p.peak_max), (5 * GIB, 6 * GIB));
+        assert_eq!((rows[0].busy_s, rows[0].sectors), (8.0, 2));
     }
 
     #[test]

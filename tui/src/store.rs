@@ -38,7 +38,7 @@ use provetop_shared::session::{self, LoadError, Loaded, SessionHeader, SourceKin
 use provetop_shared::units::{fmt_bytes, fmt_secs};
 use provetop_shared::{AlertState, BatchMode, Event, Phase, Record, RecordBody};
 
-use crate::model::{Model, PhaseSpan, Stats};
+use crate::model::{busy_ns, mode_rows, FinishedProof, Model, PhaseSpan, Stats};
 
 /// Most bytes the model snapshots may hold together (estimated); beyond it every other
 /// snapshot is dropped and the spacing doubles.
@@ -504,7 +504,7 @@ pub fn phase_table(store: &Store) -> Option<String> {
             "  {:<18} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
             phase.as_str(),
             row.spans,
-            fmt_secs(union_ns(&row.intervals) as f64 / 1e9),
+            fmt_secs(busy_ns(&row.intervals) as f64 / 1e9),
             b(&row.rss, min),
             b(&row.rss, max),
             b(&row.rss, Stats::mean),
@@ -530,15 +530,6 @@ pub fn phase_table(store: &Store) -> Option<String> {
     Some(out)
 }
 
-/// One finished proof, as [`mode_table`] sees it.
-struct ModeProof {
-    start: u64,
-    end: u64,
-    sectors: u32,
-    /// Highest RSS sampled while it ran (interval peaks included).
-    peak: u64,
-}
-
 /// `batch modes (from events)`: per mode, in the order the modes first ran, the proofs that
 /// finished ok, their sectors, the busy time (overlapping proofs count once), seconds per
 /// sector and sectors per hour over it, and the peak RSS per proof (median and highest; above
@@ -546,7 +537,7 @@ struct ModeProof {
 /// makes after switching modes in one session. `None` without a finished proof.
 pub fn mode_table(store: &Store) -> Option<String> {
     let mut started: HashMap<u64, (BatchMode, u64, u32)> = HashMap::new();
-    let mut proofs: Vec<(BatchMode, ModeProof)> = Vec::new();
+    let mut proofs: Vec<FinishedProof> = Vec::new();
     let mut samples: Vec<(u64, u64)> = Vec::new();
     let mut srs_ready: Option<u64> = None;
     for r in store.records() {
@@ -567,15 +558,7 @@ pub fn mode_table(store: &Store) -> Option<String> {
                 },
             ) if !e.is_cancelled_proof() => {
                 if let Some((mode, start, sectors)) = started.remove(proof_id) {
-                    proofs.push((
-                        mode,
-                        ModeProof {
-                            start,
-                            end: r.t,
-                            sectors,
-                            peak: 0,
-                        },
-                    ));
+                    proofs.push((mode, start, r.t, sectors, 0));
                 }
             }
             _ => {}
@@ -584,23 +567,18 @@ pub fn mode_table(store: &Store) -> Option<String> {
     if proofs.is_empty() {
         return None;
     }
+    // Each proof's peak: the highest sample (interval peaks included) while it ran.
     samples.sort_unstable();
-    for (_, p) in &mut proofs {
-        let from = samples.partition_point(|s| s.0 < p.start);
-        p.peak = samples[from..]
+    for p in &mut proofs {
+        let from = samples.partition_point(|s| s.0 < p.1);
+        p.4 = samples[from..]
             .iter()
-            .take_while(|s| s.0 <= p.end)
+            .take_while(|s| s.0 <= p.2)
             .map(|s| s.1)
             .max()
             .unwrap_or(0);
     }
     let floor = srs_ready.and_then(|t| samples.iter().filter(|s| s.0 >= t).map(|s| s.1).min());
-    let mut order: Vec<BatchMode> = Vec::new();
-    for (m, _) in &proofs {
-        if !order.contains(m) {
-            order.push(*m);
-        }
-    }
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -620,31 +598,19 @@ pub fn mode_table(store: &Store) -> Option<String> {
         "peak max",
         "above floor"
     );
-    for mode in order {
-        let these: Vec<&ModeProof> = proofs
-            .iter()
-            .filter(|(m, _)| *m == mode)
-            .map(|(_, p)| p)
-            .collect();
-        let sectors: u64 = these.iter().map(|p| p.sectors as u64).sum();
-        let intervals: Vec<(u64, u64)> = these.iter().map(|p| (p.start, p.end)).collect();
-        let busy = union_ns(&intervals) as f64 / 1e9;
-        let per = busy / sectors.max(1) as f64;
-        let mut peaks: Vec<u64> = these.iter().map(|p| p.peak).collect();
-        peaks.sort_unstable();
-        let median = peaks[peaks.len() / 2];
+    for row in mode_rows(&proofs) {
         let _ = writeln!(
             out,
             "  {:<14} {:>6} {:>7} {:>9} {:>9.2} {:>9.0} {:>11} {:>11} {:>11}",
-            mode.to_string(),
-            these.len(),
-            sectors,
-            fmt_secs(busy),
-            per,
-            if per > 0.0 { 3600.0 / per } else { 0.0 },
-            fmt_bytes(median),
-            fmt_bytes(*peaks.last().expect("one proof at least")),
-            floor.map_or("-".into(), |f| fmt_bytes(median.saturating_sub(f))),
+            row.mode.to_string(),
+            row.proofs,
+            row.sectors,
+            fmt_secs(row.busy_s),
+            row.s_per_sector(),
+            row.sectors_per_hour(),
+            fmt_bytes(row.peak_median),
+            fmt_bytes(row.peak_max),
+            floor.map_or("-".into(), |f| fmt_bytes(row.peak_median.saturating_sub(f))),
         );
     }
     Some(out)
@@ -664,38 +630,15 @@ fn merge(into: &mut Stats, s: &Stats) {
     into.sum += s.sum;
 }
 
-/// Total length of the union of `[a, b]` intervals.
-fn union_ns(v: &[(u64, u64)]) -> u64 {
-    let mut v = v.to_vec();
-    v.sort_unstable();
-    let mut total = 0;
-    let mut cur: Option<(u64, u64)> = None;
-    for (a, b) in v {
-        match &mut cur {
-            Some((_, ce)) if a <= *ce => *ce = (*ce).max(b),
-            _ => {
-                if let Some((cs, ce)) = cur {
-                    total += ce - cs;
-                }
-                cur = Some((a, b));
-            }
-        }
-    }
-    if let Some((cs, ce)) = cur {
-        total += ce - cs;
-    }
-    total
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn interval_union() {
-        assert_eq!(union_ns(&[]), 0);
-        assert_eq!(union_ns(&[(0, 10), (5, 15), (20, 25)]), 20);
-        assert_eq!(union_ns(&[(20, 25), (0, 10), (2, 3)]), 15);
+        assert_eq!(busy_ns(&[]), 0);
+        assert_eq!(busy_ns(&[(0, 10), (5, 15), (20, 25)]), 20);
+        assert_eq!(busy_ns(&[(20, 25), (0, 10), (2, 3)]), 15);
     }
 
     #[test]

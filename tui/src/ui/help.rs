@@ -32,32 +32,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let col_w = col_w.min(max_w / ncols - 1);
     let w = ((col_w + 1) * ncols + 1).min(max_w) as u16 + 2;
     let h = (per_col.min(inner_h) + 2) as u16;
-    let x = area.x + (area.width - w) / 2;
-    let y = area.y + (area.height.saturating_sub(h)) / 2;
-    let rect = Rect::new(x, y, w, h);
-    for yy in rect.y..rect.y + rect.height {
-        for xx in rect.x..rect.x + rect.width {
-            if let Some(c) = buf.cell_mut((xx, yy)) {
-                c.reset();
-            }
-        }
-    }
-    // Border.
-    let dim = t.dim();
-    let bottom = rect.y + rect.height - 1;
-    for xx in rect.x..rect.x + rect.width {
-        buf.set_string(xx, rect.y, "─", dim);
-        buf.set_string(xx, bottom, "─", dim);
-    }
-    for yy in rect.y..=bottom {
-        buf.set_string(rect.x, yy, "│", dim);
-        buf.set_string(rect.x + rect.width - 1, yy, "│", dim);
-    }
-    buf.set_string(rect.x, rect.y, "┌", dim);
-    buf.set_string(rect.x + rect.width - 1, rect.y, "┐", dim);
-    buf.set_string(rect.x, bottom, "└", dim);
-    buf.set_string(rect.x + rect.width - 1, bottom, "┘", dim);
-    buf.set_string(rect.x + 2, rect.y, " keys (? or Esc closes) ", t.bold());
+    let rect = super::overlay(buf, area, w, h, " keys (? or Esc closes) ", app);
     for (i, (key, text, title)) in lines.iter().enumerate() {
         let (col, r) = (i / per_col, i % per_col);
         if r >= inner_h {

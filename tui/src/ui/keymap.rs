@@ -13,6 +13,8 @@ pub enum Action {
     Quit,
     /// Show or hide the key help.
     Help,
+    /// Show or hide the batch modes compared.
+    Modes,
     /// Shorter time window.
     ZoomIn,
     /// Longer time window.
@@ -154,6 +156,7 @@ pub const GLOBAL: Section = Section {
             "show/hide this help",
             Action::Help,
         ),
+        b(&[k('m')], "m", "batch modes side by side", Action::Modes),
         b(
             &[k('q'), ctrl('c')],
             "q",
@@ -163,7 +166,7 @@ pub const GLOBAL: Section = Section {
         b(
             &[code(KeyCode::Esc)],
             "Esc",
-            "close help, hide the cursor",
+            "close help/modes, hide cursor",
             Action::Escape,
         ),
     ],
@@ -244,7 +247,7 @@ pub const PROVER: Section = Section {
         b(
             &[k('3')],
             "3",
-            "mode sps (partition by partition)",
+            "mode sps (per partition)",
             Action::SetMode(BatchMode::Sps),
         ),
         b(
@@ -431,6 +434,12 @@ mod tests {
             Some(Action::SpeedUp)
         );
         assert_eq!(lookup(WATCH, &ev(KeyCode::Char('p'), n)), None);
+        for screen in [LIVE, WATCH, REPLAY] {
+            assert_eq!(
+                lookup(screen, &ev(KeyCode::Char('m'), n)),
+                Some(Action::Modes)
+            );
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod header;
 pub mod help;
 pub mod keymap;
 pub mod log;
+pub mod modes;
 pub mod posbar;
 pub mod theme;
 pub mod timeline;
@@ -123,9 +124,51 @@ pub fn draw(f: &mut Frame, app: &App) {
         posbar::draw(buf, l.posbar, app, p);
     }
     footer(buf, l.footer, app);
+    if app.view.modes {
+        modes::draw(buf, area, app);
+    }
     if app.view.help {
         help::draw(buf, area, app);
     }
+}
+
+/// A cleared, bordered box of `w`×`h` in the middle of `area` with `title` on its top
+/// border (help and the modes table draw into it); returns the box.
+pub fn overlay(buf: &mut Buffer, area: Rect, w: u16, h: u16, title: &str, app: &App) -> Rect {
+    let t = &app.theme;
+    let (w, h) = (w.min(area.width), h.min(area.height));
+    let x = area.x + (area.width - w) / 2;
+    let y = area.y + (area.height - h) / 2;
+    let rect = Rect::new(x, y, w, h);
+    for yy in rect.y..rect.y + rect.height {
+        for xx in rect.x..rect.x + rect.width {
+            if let Some(c) = buf.cell_mut((xx, yy)) {
+                c.reset();
+            }
+        }
+    }
+    let dim = t.dim();
+    let bottom = rect.y + rect.height - 1;
+    for xx in rect.x..rect.x + rect.width {
+        buf.set_string(xx, rect.y, "─", dim);
+        buf.set_string(xx, bottom, "─", dim);
+    }
+    for yy in rect.y..=bottom {
+        buf.set_string(rect.x, yy, "│", dim);
+        buf.set_string(rect.x + rect.width - 1, yy, "│", dim);
+    }
+    buf.set_string(rect.x, rect.y, "┌", dim);
+    buf.set_string(rect.x + rect.width - 1, rect.y, "┐", dim);
+    buf.set_string(rect.x, bottom, "└", dim);
+    buf.set_string(rect.x + rect.width - 1, bottom, "┘", dim);
+    buf.set_stringn(
+        rect.x + 2,
+        rect.y,
+        title,
+        rect.width.saturating_sub(4) as usize,
+        t.bold(),
+    );
+    rect
 }
 
 /// A section title: `─ name ─ extra spans ───────`.
@@ -175,6 +218,7 @@ fn footer(buf: &mut Buffer, area: Rect, app: &App) {
             ("p", "pause"),
             ("n", "prove"),
             ("1-4", "mode"),
+            ("m", "modes"),
         ],
         Screen::Watch { .. } => &[
             ("?", "help"),
@@ -192,6 +236,7 @@ fn footer(buf: &mut Buffer, area: Rect, app: &App) {
             ("[]", "phase"),
             ("aA", "alert"),
             (",.", "cursor"),
+            ("m", "modes"),
         ],
     };
     for (k, what) in hints {
