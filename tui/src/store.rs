@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use provetop_shared::classify::Thresholds;
 use provetop_shared::session::{self, LoadError, Loaded, SessionHeader, SourceKind, Warning};
 use provetop_shared::units::{fmt_bytes, fmt_secs};
-use provetop_shared::{AlertState, BatchMode, Event, Phase, Record, RecordBody};
+use provetop_shared::{AlertState, Event, Phase, Record, RecordBody};
 
 use crate::model::{busy_ns, mode_rows, FinishedProof, Model, PhaseSpan, Stats};
 
@@ -65,6 +65,10 @@ pub struct Store {
     phase_starts: Vec<u64>,
     alerts: Vec<u64>,
     spans: Vec<PhaseSpan>,
+    /// Proofs that finished ok, as the reducer closed them (unbounded, unlike the model's).
+    finished: Vec<FinishedProof>,
+    /// Lowest RSS sampled (interval peaks included) once the SRS was first ready.
+    srs_floor: Option<u64>,
     /// Samples taken while no prover phase was open (after the first event).
     between: Stats,
     between_ns: u64,
@@ -122,6 +126,8 @@ impl Store {
             phase_starts: Vec::new(),
             alerts: Vec::new(),
             spans: Vec::new(),
+            finished: Vec::new(),
+            srs_floor: None,
             between: Stats::default(),
             between_ns: 0,
             labels: Vec::new(),
@@ -142,6 +148,7 @@ impl Store {
         let mut hi = 0u64;
         let mut run_start: Option<u64> = None;
         let mut prev_sample: Option<(u64, bool)> = None; // (reach, no phase open)
+        let mut srs_ready = false;
         let records = std::mem::take(&mut self.loaded.records);
         for (i, rec) in records.iter().enumerate() {
             hi = hi.max(rec.t);
@@ -164,6 +171,19 @@ impl Store {
                     if let Some(before) = before {
                         self.harvest(&model, &before, ev, rec.t);
                     }
+                    srs_ready |= matches!(ev, Event::SrsReady { .. });
+                    if let Event::ProofFinished { proof_id, .. } = ev {
+                        // The reducer just closed it (a cancelled one leaves no span).
+                        let done = model.proofs.back().filter(|p| {
+                            p.proof_id == *proof_id
+                                && p.ok == Some(true)
+                                && !ev.is_cancelled_proof()
+                        });
+                        if let Some(p) = done {
+                            self.finished
+                                .push((p.mode, p.start, rec.t, p.sectors, p.rss.max));
+                        }
+                    }
                     let text = model.current_phase_text();
                     label = match label_ids.get(&text) {
                         Some(&id) => id,
@@ -177,6 +197,10 @@ impl Store {
                 }
                 RecordBody::Sample(s) => {
                     model.apply(rec);
+                    if srs_ready {
+                        let v = s.peak.unwrap_or(s.rss).max(s.rss);
+                        self.srs_floor = Some(self.srs_floor.map_or(v, |f| f.min(v)));
+                    }
                     if !self.has_events {
                         let start = model.current_run().map(|r| r.start);
                         if run_start.is_some() && start != run_start {
@@ -536,49 +560,10 @@ pub fn phase_table(store: &Store) -> Option<String> {
 /// the SRS floor: the lowest RSS sampled once the SRS was ready). The comparison an engineer
 /// makes after switching modes in one session. `None` without a finished proof.
 pub fn mode_table(store: &Store) -> Option<String> {
-    let mut started: HashMap<u64, (BatchMode, u64, u32)> = HashMap::new();
-    let mut proofs: Vec<FinishedProof> = Vec::new();
-    let mut samples: Vec<(u64, u64)> = Vec::new();
-    let mut srs_ready: Option<u64> = None;
-    for r in store.records() {
-        match &r.body {
-            RecordBody::Sample(s) => samples.push((r.t, s.peak.unwrap_or(s.rss).max(s.rss))),
-            RecordBody::Event(Event::SrsReady { .. }) => srs_ready = srs_ready.or(Some(r.t)),
-            RecordBody::Event(Event::ProofStarted {
-                proof_id,
-                mode,
-                sectors,
-                ..
-            }) => {
-                started.insert(*proof_id, (*mode, r.t, *sectors));
-            }
-            RecordBody::Event(
-                e @ Event::ProofFinished {
-                    proof_id, ok: true, ..
-                },
-            ) if !e.is_cancelled_proof() => {
-                if let Some((mode, start, sectors)) = started.remove(proof_id) {
-                    proofs.push((mode, start, r.t, sectors, 0));
-                }
-            }
-            _ => {}
-        }
-    }
-    if proofs.is_empty() {
+    if store.finished.is_empty() {
         return None;
     }
-    // Each proof's peak: the highest sample (interval peaks included) while it ran.
-    samples.sort_unstable();
-    for p in &mut proofs {
-        let from = samples.partition_point(|s| s.0 < p.1);
-        p.4 = samples[from..]
-            .iter()
-            .take_while(|s| s.0 <= p.2)
-            .map(|s| s.1)
-            .max()
-            .unwrap_or(0);
-    }
-    let floor = srs_ready.and_then(|t| samples.iter().filter(|s| s.0 >= t).map(|s| s.1).min());
+    let floor = store.srs_floor;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -598,7 +583,7 @@ pub fn mode_table(store: &Store) -> Option<String> {
         "peak max",
         "above floor"
     );
-    for row in mode_rows(&proofs) {
+    for row in mode_rows(&store.finished) {
         let _ = writeln!(
             out,
             "  {:<14} {:>6} {:>7} {:>9} {:>9.2} {:>9.0} {:>11} {:>11} {:>11}",
