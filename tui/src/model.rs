@@ -250,8 +250,6 @@ pub struct ProverView {
     pub last_s: Option<f64>,
     /// Sum of seconds per proof over finished proofs (for the average).
     sum_s: f64,
-    /// The last finished proofs: (start ns, end ns, sectors, mode), oldest first.
-    recent: VecDeque<(u64, u64, u32, BatchMode)>,
     /// Latest memory report: (pinned, gpu, srs) bytes.
     pub report: Option<(u64, u64, u64)>,
     /// Last refused mode change: (requested, reason).
@@ -262,40 +260,13 @@ pub struct ProverView {
     pub last_error: Option<String>,
 }
 
-/// Finished proofs [`ProverView::throughput`] looks back over.
+/// Finished proofs [`Model::throughput`] looks back over.
 const THROUGHPUT_WINDOW: usize = 8;
 
 impl ProverView {
     /// Average seconds per proof (per sector) over finished proofs.
     pub fn avg_s(&self) -> Option<f64> {
         (self.sectors_done > 0).then(|| self.sum_s / self.sectors_done as f64)
-    }
-
-    /// A proof of `sectors` sectors in `mode` ran from `start` to `end` (ns) and succeeded.
-    fn finished(&mut self, start: u64, end: u64, sectors: u32, mode: BatchMode) {
-        if self.recent.len() == THROUGHPUT_WINDOW {
-            self.recent.pop_front();
-        }
-        self.recent.push_back((start, end, sectors, mode));
-    }
-
-    /// Sectors per hour of busy time over the last proofs finished in `mode` (at least two):
-    /// sectors over the union of their start–end intervals. Unlike seconds per proof it counts
-    /// overlapping proofs (`pipelined`) once and idle gaps not at all, so modes compare.
-    pub fn throughput(&self, mode: BatchMode) -> Option<f64> {
-        let runs: Vec<(u64, u64, u32)> = self
-            .recent
-            .iter()
-            .filter(|r| r.3 == mode)
-            .map(|&(a, b, n, _)| (a, b, n))
-            .collect();
-        if runs.len() < 2 {
-            return None;
-        }
-        let intervals: Vec<(u64, u64)> = runs.iter().map(|r| (r.0, r.1)).collect();
-        let busy = busy_ns(&intervals);
-        let sectors: u64 = runs.iter().map(|r| r.2 as u64).sum();
-        (busy > 0).then(|| sectors as f64 * 3.6e12 / busy as f64)
     }
 }
 
@@ -569,15 +540,29 @@ impl Model {
         self.events > 0
     }
 
-    /// The finished proofs kept (the last [`MAX_PROOFS`]) summed per mode.
-    pub fn mode_rows(&self) -> Vec<ModeRow> {
-        let done: Vec<FinishedProof> = self
-            .proofs
+    /// The proofs kept (the last [`MAX_PROOFS`]) that finished ok, oldest first.
+    fn finished_ok(&self) -> impl DoubleEndedIterator<Item = FinishedProof> + '_ {
+        self.proofs
             .iter()
             .filter(|p| p.ok == Some(true))
             .filter_map(|p| Some((p.mode, p.start, p.end?, p.sectors, p.rss.max)))
-            .collect();
-        mode_rows(&done)
+    }
+
+    /// The finished proofs kept summed per mode.
+    pub fn mode_rows(&self) -> Vec<ModeRow> {
+        mode_rows(&self.finished_ok().collect::<Vec<_>>())
+    }
+
+    /// Sectors per hour of busy time over the last proofs finished in `mode` (at least two
+    /// among the last `THROUGHPUT_WINDOW`): sectors over the union of their start–end
+    /// intervals. Unlike seconds per proof it counts overlapping proofs (`pipelined`) once and
+    /// idle gaps not at all, so modes compare.
+    pub fn throughput(&self, mode: BatchMode) -> Option<f64> {
+        let recent: Vec<FinishedProof> = self.finished_ok().rev().take(THROUGHPUT_WINDOW).collect();
+        mode_rows(&recent)
+            .into_iter()
+            .find(|r| r.mode == mode && r.proofs >= 2 && r.busy_s > 0.0)
+            .map(|r| r.sectors_per_hour())
     }
 
     /// Apply one record.
@@ -848,7 +833,6 @@ impl Model {
                 let sectors = span.sectors.max(1);
                 let per = duration_s / sectors as f64;
                 if *ok {
-                    self.prover.finished(span.start, t, sectors, span.mode);
                     self.prover.proofs_done += 1;
                     self.prover.sectors_done += sectors as u64;
                     self.prover.last_s = Some(per);
@@ -1427,24 +1411,24 @@ mod tests {
         let mut m = Model::new(Thresholds::default());
         m.apply(&ev(0, hello()));
         let single = BatchMode::Single;
-        assert_eq!(m.prover.throughput(single), None);
+        assert_eq!(m.throughput(single), None);
         // single: 4 s each, 10 s of idle between them: 2 sectors in 8 busy seconds.
         bare_proof(&mut m, 1, single, 1, 0, 4 * S);
-        assert_eq!(m.prover.throughput(single), None, "one proof is no rate");
+        assert_eq!(m.throughput(single), None, "one proof is no rate");
         bare_proof(&mut m, 2, single, 1, 14 * S, 18 * S);
-        assert!((m.prover.throughput(single).unwrap() - 900.0).abs() < 1e-6);
+        assert!((m.throughput(single).unwrap() - 900.0).abs() < 1e-6);
         // pipelined:2: 4 s each, each starting 2 s after the one before: 3 sectors in 8 s.
         let pipelined = BatchMode::Pipelined(2);
         bare_proof(&mut m, 3, pipelined, 1, 20 * S, 24 * S);
         bare_proof(&mut m, 4, pipelined, 1, 22 * S, 26 * S);
         bare_proof(&mut m, 5, pipelined, 1, 24 * S, 28 * S);
-        assert!((m.prover.throughput(pipelined).unwrap() - 1350.0).abs() < 1e-6);
-        assert!((m.prover.throughput(single).unwrap() - 900.0).abs() < 1e-6);
+        assert!((m.throughput(pipelined).unwrap() - 1350.0).abs() < 1e-6);
+        assert!((m.throughput(single).unwrap() - 900.0).abs() < 1e-6);
         // batch:2 counts its sectors.
         let batch = BatchMode::Batch(2);
         bare_proof(&mut m, 6, batch, 2, 30 * S, 36 * S);
         bare_proof(&mut m, 7, batch, 2, 36 * S, 42 * S);
-        assert!((m.prover.throughput(batch).unwrap() - 1200.0).abs() < 1e-6);
+        assert!((m.throughput(batch).unwrap() - 1200.0).abs() < 1e-6);
         assert_eq!((m.prover.proofs_done, m.prover.sectors_done), (7, 9));
     }
 

@@ -119,7 +119,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         // average, on narrow screens.
         let room = room_left(&l1, area);
         let avg_w = avg.as_ref().map_or(0, |a| a.width());
-        let rate = m.prover.mode.and_then(|mode| m.prover.throughput(mode));
+        let rate = m.prover.mode.and_then(|mode| m.throughput(mode));
         let choice = rate.and_then(|r| {
             let (long, short) = (format!("{r:.0} sectors/h"), format!("{r:.0}/h"));
             [(long, true), (short.clone(), true), (short, false)]
