@@ -123,7 +123,7 @@ impl Shared {
     /// their ids.
     fn queue_range(&self, c: &mut Ctl, first: u64, count: u32) -> Vec<u64> {
         let mode = Self::effective_mode(c);
-        let per = modes::sectors_per_proof(mode);
+        let per = mode.sectors_per_proof();
         let mut ids = Vec::new();
         let mut next_sector = first;
         let mut left = count;
@@ -157,7 +157,7 @@ impl Shared {
     /// the same sectors are queued anew, in order. Otherwise `batch:N` would go on proving
     /// one sector a call until the old queue drains, and `single` would prove batches.
     fn requeue_for(&self, c: &mut Ctl, mode: BatchMode) {
-        let per = modes::sectors_per_proof(mode);
+        let per = mode.sectors_per_proof();
         let last = c.queue.len().saturating_sub(1);
         let cut_right = c
             .queue
@@ -231,7 +231,7 @@ impl Shared {
         let w = &self.workload;
         let live = modes::live_constraints(
             mode,
-            modes::sectors_per_proof(mode),
+            mode.sectors_per_proof(),
             w.partitions,
             w.layout.constraints,
         );
@@ -628,7 +628,7 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
                             let now = Instant::now();
                             if now >= due {
                                 // One proof of the mode's size (batch:N proves N sectors).
-                                let n = modes::sectors_per_proof(Shared::effective_mode(&c));
+                                let n = Shared::effective_mode(&c).sectors_per_proof();
                                 shared.queue_sectors(&mut c, n);
                                 c.idle_since = now;
                             } else {

@@ -41,11 +41,6 @@ pub struct Unit {
     pub parts: Vec<Part>,
 }
 
-/// Sectors one queued proof gets in `mode`.
-pub fn sectors_per_proof(mode: BatchMode) -> u32 {
-    mode.sectors_per_proof()
-}
-
 /// Proofs that may be in flight at once.
 pub fn in_flight(mode: BatchMode) -> usize {
     match mode {
@@ -121,7 +116,7 @@ mod tests {
         assert_eq!(live_constraints(BatchMode::Single, 1, 4, 100), 400);
         assert_eq!(live_constraints(BatchMode::Batch(3), 3, 4, 100), 1200);
         assert_eq!(live_constraints(BatchMode::Pipelined(2), 1, 4, 100), 800);
-        assert_eq!(sectors_per_proof(BatchMode::Batch(3)), 3);
+        assert_eq!(BatchMode::Batch(3).sectors_per_proof(), 3);
         assert_eq!(in_flight(BatchMode::Pipelined(3)), 3);
     }
 }
