@@ -3,12 +3,13 @@
 //!
 //! ```text
 //! cargo bench -p provetop-prover --bench prover -- [srs] [phases] [modes] [--quick]
-//!     [--partitions P --constraints N --sectors S --rounds R] [--modes M,M…] [--srs-cache DIR]
+//!     [--partitions P --constraints N --sectors S --rounds R] [--modes M,M…]
+//!     [--srs-cache DIR]
 //! ```
 //!
-//! The flags size the `modes` workload; `--modes` picks the modes (default: all five). `PROVETOP_PROVER_BIN` runs another build of the
-//! prover (a `cuda` or `supraseal` one on a GPU machine: build this bench with
-//! `--no-run`, carry both binaries).
+//! The flags size the `modes` workload; `--modes` picks the modes (default: all five).
+//! `PROVETOP_PROVER_BIN` runs another build of the prover (a `cuda` or `supraseal` one on a
+//! GPU machine: build this bench with `--no-run`, carry both binaries).
 //!
 //! * `srs`: SRS generate vs load from the disk cache vs resident (the next proof's wait).
 //! * `phases`: proof time split by phase for three circuit sizes, peak RSS.

@@ -18,13 +18,13 @@ use serde::{Deserialize, Serialize};
 /// `requeued_as` to `proof_finished`).
 pub const PROTOCOL_VERSION: &str = "1.1";
 
+/// Major part of [`PROTOCOL_VERSION`]; a peer with a higher major is refused.
+pub const PROTOCOL_MAJOR: u32 = 1;
+
 /// Serde: a `false` flag is left out of the line (older peers never see it).
 fn is_false(b: &bool) -> bool {
     !*b
 }
-
-/// Major part of [`PROTOCOL_VERSION`]; a peer with a higher major is refused.
-pub const PROTOCOL_MAJOR: u32 = 1;
 
 /// Which proving backend a prover runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
