@@ -8,8 +8,7 @@ Runs `provetop run` on the prover `BIN_DIR/provetop-prover-BACKEND` (cpu, cuda, 
 queue deep enough never to run dry, and presses 2, 3, 4, 1 (batch:2, sps, pipelined:2,
 single) SECS_PER_MODE apart, then q. The SRS is generated beforehand (SRS_DIR, default
 /tmp/provetop-srs; by BIN_DIR/provetop-prover-cpu when present), so the session starts with
-a load from disk. Environment is passed on
-(RAYON_NUM_THREADS sizes synthesis).
+a load from disk. The environment is passed on (RAYON_NUM_THREADS sizes synthesis).
 """
 import fcntl
 import os
