@@ -92,6 +92,8 @@ fn missing_command_is_one_line_and_no_session() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("/nonexistent/prover"), "{err}");
+    // Named once: the supervisor's error already says what could not start.
+    assert_eq!(err.matches("/nonexistent/prover").count(), 1, "{err}");
     assert!(!s.exists());
 }
 

@@ -57,9 +57,7 @@ pub fn run(s: Setup, spec: ChildSpec) -> anyhow::Result<i32> {
     let mut m = model(s.thresholds);
     let code = rt.block_on(async {
         let (tx, rx) = mpsc::channel(16_384);
-        let mut sup = supervisor::spawn(spec, tx)
-            .await
-            .with_context(|| format!("cannot start {}", argv[0]))?;
+        let mut sup = supervisor::spawn(spec, tx).await?;
         start_recording(s.record.as_deref(), argv.clone(), s.sampler.hz)?;
         let pid = sup.pid().unwrap_or(0);
         let sampler = sampler::spawn(s.sampler.clone(), pid).context("cannot start the sampler")?;

@@ -695,9 +695,7 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
     let rt = runtime()?;
     let result = rt.block_on(async {
         let (tx, rx) = mpsc::channel(16_384);
-        let sup = supervisor::spawn(spec, tx)
-            .await
-            .with_context(|| format!("cannot start {}", argv[0]))?;
+        let sup = supervisor::spawn(spec, tx).await?;
         // Only now: a command that cannot start leaves no empty session behind. The child's
         // first records wait in the channel.
         start_recording(s.record.as_deref(), argv.clone(), s.sampler.hz)?;
