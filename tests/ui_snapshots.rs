@@ -214,6 +214,119 @@ fn header_counts_sectors_failures_and_cancellations_in_one_parenthesis() {
     }
 }
 
+/// Words of a screen line, without the rule characters that fill title lines.
+/// (The parenthesis of the proof count may hold fewer notes on a narrow screen, so its
+/// brackets and commas do not count.)
+fn words(line: &str) -> Vec<String> {
+    line.split(|c: char| c.is_whitespace() || c == '─' || c == '│')
+        .map(|w| w.trim_matches(|c| c == '(' || c == ')' || c == ','))
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// On any width, the header lines, the memory legend and the modes overlay leave items out
+/// whole: every word on a narrow screen is a word of the wide one (a cut value such as
+/// "gpu 6" for "gpu 6.41G", or "cancell", would not be).
+#[test]
+fn narrow_screens_leave_items_out_whole_never_cut() {
+    use provetop_shared::{BatchMode, Event};
+    let mut app = live_app(true);
+    let mut t = app.clock;
+    let mut ev = |app: &mut App, body: RecordBody| {
+        t += NS / 10;
+        app.clock = t;
+        app.model.apply(&Record::new(t, body));
+    };
+    let end = |id, ok, error: Option<&str>, cancelled| Event::ProofFinished {
+        proof_id: id,
+        ok,
+        verified: ok,
+        duration_s: if ok { 4.0 } else { 0.0 },
+        mode: BatchMode::Batch(2),
+        phases: vec![],
+        error: error.map(Into::into),
+        cancelled,
+        requeued_as: vec![],
+    };
+    ev(
+        &mut app,
+        RecordBody::Event(Event::ProofStarted {
+            proof_id: 900,
+            mode: BatchMode::Batch(2),
+            sectors: 2,
+            partitions: 2,
+            constraints: 4000,
+        }),
+    );
+    ev(&mut app, RecordBody::Event(end(900, true, None, false)));
+    ev(
+        &mut app,
+        RecordBody::Event(end(901, false, Some("out of memory"), false)),
+    );
+    ev(
+        &mut app,
+        RecordBody::Event(end(902, false, Some("cancelled (signal)"), true)),
+    );
+    ev(
+        &mut app,
+        RecordBody::Mark(Mark::ChildExited {
+            pid: 4242,
+            code: Some(0),
+            signal: None,
+            oom_kill: false,
+            reason: "exited 0".into(),
+        }),
+    );
+    app.act(Action::Modes);
+    let wide = screen_text(&app, 250, 60);
+    // The short forms are words too: the rate's ("500/h") and the overlay's note.
+    let known: std::collections::HashSet<String> = wide
+        .lines()
+        .chain(wide.replace(" sectors/h", "/h").lines())
+        .chain(["busy time: overlaps count once"])
+        .flat_map(words)
+        .collect();
+    let wide_head: Vec<&str> = wide.lines().take(3).collect();
+    assert!(wide_head[0].contains("cancelled)"), "{}", wide_head[0]);
+    assert!(wide_head[2].contains("gpu"), "{}", wide_head[2]);
+    for w in 40..=160 {
+        let text = screen_text(&app, w, 40);
+        let lines: Vec<Vec<char>> = text.lines().map(|l| l.chars().collect()).collect();
+        // Header (2 lines), memory legend, and the inside of the overlay's box.
+        let mut checked: Vec<String> = lines[..3].iter().map(|l| l.iter().collect()).collect();
+        let top = lines.iter().position(|l| {
+            let l: String = l.iter().collect();
+            l.contains("batch modes")
+        });
+        if let Some(top) = top {
+            let x0 = lines[top].iter().position(|c| *c == '┌').unwrap();
+            let x1 = lines[top].iter().position(|c| *c == '┐').unwrap();
+            for l in &lines[top + 1..] {
+                if l.get(x0) == Some(&'└') {
+                    break;
+                }
+                checked.push(l[x0 + 1..x1.min(l.len())].iter().collect());
+            }
+        }
+        for line in &checked {
+            for word in words(line) {
+                assert!(
+                    known.contains(&word),
+                    "{w} columns: {word:?} cut in {line:?}"
+                );
+            }
+        }
+        // The overlay keeps what defines it at 80 columns and up.
+        if w >= 80 {
+            assert!(
+                text.contains("s/sector") && text.contains("vs single"),
+                "{w}:\n{text}"
+            );
+        }
+    }
+}
+
 /// `m` shows the batch modes side by side, from the proofs the model kept; Esc closes it.
 #[test]
 fn modes_overlay_compares_what_each_mode_did() {

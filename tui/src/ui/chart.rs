@@ -15,7 +15,7 @@ use provetop_shared::units::{fmt_bytes, GIB, KIB, MIB};
 
 use crate::app::{App, Screen, NS};
 use crate::series::{Bucket, Metric, Reading};
-use crate::ui::{fmt_clock, short_bytes, title_line};
+use crate::ui::{fmt_clock, short_bytes, title_line, Item};
 
 /// A grid of braille cells; dot (x, y) with y = 0 at the bottom.
 pub struct Braille {
@@ -163,29 +163,36 @@ fn lines(app: &App) -> Vec<(String, u64)> {
     v
 }
 
-/// Legend spans: values of a reading.
-fn legend(app: &App, r: Option<&Reading>) -> Vec<Span<'static>> {
+/// Legend items: values of a reading. On a narrow screen the least telling go first (file,
+/// shmem, the prover's own pinned report), RSS and its peak last.
+fn legend(app: &App, r: Option<&Reading>) -> Vec<Item<'static>> {
     let t = &app.theme;
-    let mut out = Vec::new();
     let Some(r) = r else {
-        out.push(Span::styled("no samples yet", t.dim()));
-        return out;
+        return vec![Item::new(0, vec![Span::styled("no samples yet", t.dim())])];
     };
     let show = [
-        (Metric::Rss, "rss"),
-        (Metric::Peak, "▲"),
-        (Metric::Anon, "anon"),
-        (Metric::File, "file"),
-        (Metric::Shmem, "shm"),
-        (Metric::Pinned, "pin"),
-        (Metric::PinnedReported, "pin*"),
-        (Metric::Gpu, "gpu"),
+        (Metric::Rss, "rss", 0),
+        (Metric::Peak, "▲", 1),
+        (Metric::Anon, "anon", 4),
+        (Metric::File, "file", 7),
+        (Metric::Shmem, "shm", 6),
+        (Metric::Pinned, "pin", 3),
+        (Metric::PinnedReported, "pin*", 5),
+        (Metric::Gpu, "gpu", 2),
     ];
-    for (m, name) in show {
+    let mut out = Vec::new();
+    for (m, name, rank) in show {
         if let Some((_, hi)) = r.range(m) {
+            // Spaces lead (none before the first): the last value may end at the edge.
+            let lead = if out.is_empty() { "" } else { " " };
             let sep = if m == Metric::Peak { "" } else { " " };
-            out.push(Span::styled(format!("{name}{sep}"), t.metric(m)));
-            out.push(Span::raw(format!("{} ", short_bytes(hi))));
+            out.push(Item::new(
+                rank,
+                vec![
+                    Span::styled(format!("{lead}{name}{sep}"), t.metric(m)),
+                    Span::raw(short_bytes(hi)),
+                ],
+            ));
         }
     }
     out

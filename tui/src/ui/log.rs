@@ -5,7 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use crate::app::App;
-use crate::ui::{fmt_clock, title_line};
+use crate::ui::{fmt_clock, title_line, Item};
 
 /// Draw the title row and as many log lines as fit.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
@@ -14,11 +14,14 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     }
     let t = &app.theme;
     let log = &app.model.log;
-    let mut extra = Vec::new();
+    let mut items = Vec::new();
     if app.view.log_back > 0 {
-        extra.push(Span::styled(
-            format!("{} lines back (↓ for newer)", app.view.log_back),
-            t.warn(),
+        items.push(Item::new(
+            0,
+            vec![Span::styled(
+                format!("{} lines back (↓ for newer)", app.view.log_back),
+                t.warn(),
+            )],
         ));
     }
     title_line(
@@ -26,7 +29,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         Rect::new(area.x, area.y, area.width, 1),
         app,
         "log",
-        extra,
+        items,
     );
     let h = (area.height - 1) as usize;
     let end = log.len().saturating_sub(app.view.log_back);

@@ -171,8 +171,63 @@ pub fn overlay(buf: &mut Buffer, area: Rect, w: u16, h: u16, title: &str, app: &
     rect
 }
 
-/// A section title: `─ name ─ extra spans ───────`.
-pub fn title_line(buf: &mut Buffer, area: Rect, app: &App, name: &str, extra: Vec<Span<'_>>) {
+/// One item of a header or title line: shown whole or left out whole (a cut value reads as
+/// another value: "gpu 6" for 6.41G), possibly in a narrower form first. Each form has a
+/// rank: while the line is too wide, the shown form of highest rank gives way (to the item's
+/// next form, or out); among equal ranks, the later item.
+pub struct Item<'a> {
+    forms: Vec<(u8, Vec<Span<'a>>)>,
+}
+
+impl<'a> Item<'a> {
+    pub fn new(rank: u8, spans: Vec<Span<'a>>) -> Self {
+        Self {
+            forms: vec![(rank, spans)],
+        }
+    }
+
+    /// A narrower form, used when the wider one has to give way.
+    pub fn or(mut self, rank: u8, spans: Vec<Span<'a>>) -> Self {
+        self.forms.push((rank, spans));
+        self
+    }
+}
+
+fn spans_width(spans: &[Span<'_>]) -> usize {
+    spans.iter().map(|s| s.width()).sum()
+}
+
+/// The spans of `items` that fit in `room` columns, in order.
+pub fn fit(items: Vec<Item<'_>>, room: usize) -> Vec<Span<'_>> {
+    // Per item: index of the form shown, or None once left out.
+    let mut shown: Vec<Option<usize>> = vec![Some(0); items.len()];
+    let width = |shown: &[Option<usize>]| -> usize {
+        items
+            .iter()
+            .zip(shown)
+            .filter_map(|(it, f)| f.map(|f| spans_width(&it.forms[f].1)))
+            .sum()
+    };
+    while width(&shown) > room {
+        let Some(i) = (0..items.len())
+            .filter(|&i| shown[i].is_some())
+            .max_by_key(|&i| (items[i].forms[shown[i].unwrap_or(0)].0, i))
+        else {
+            break;
+        };
+        let next = shown[i].map_or(0, |f| f + 1);
+        shown[i] = (next < items[i].forms.len()).then_some(next);
+    }
+    items
+        .into_iter()
+        .zip(shown)
+        .filter_map(|(mut it, f)| f.map(|f| it.forms.swap_remove(f).1))
+        .flatten()
+        .collect()
+}
+
+/// A section title: `─ name ─ items … ───`, items that do not fit left out whole.
+pub fn title_line(buf: &mut Buffer, area: Rect, app: &App, name: &str, items: Vec<Item<'_>>) {
     if area.height == 0 {
         return;
     }
@@ -181,9 +236,13 @@ pub fn title_line(buf: &mut Buffer, area: Rect, app: &App, name: &str, extra: Ve
         Span::styled("─ ", dim),
         Span::styled(name.to_string(), app.theme.bold()),
     ];
-    if !extra.is_empty() {
-        spans.push(Span::styled(" ─ ", dim));
-        spans.extend(extra);
+    let sep = Span::styled(" ─ ", dim);
+    // The space before the fill may fall off the edge: items end at the last column.
+    let fixed: usize = spans_width(&spans) + sep.width();
+    let kept = fit(items, (area.width as usize).saturating_sub(fixed));
+    if !kept.is_empty() {
+        spans.push(sep);
+        spans.extend(kept);
     }
     spans.push(Span::raw(" "));
     let used: usize = spans.iter().map(|s| s.width()).sum();
@@ -288,6 +347,31 @@ pub fn fmt_clock(ns: u64, fine: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn text(spans: &[Span<'_>]) -> String {
+        spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    /// Items give way by rank (later first among equals), narrower forms before leaving out,
+    /// and nothing is ever cut.
+    #[test]
+    fn fit_leaves_items_out_whole_by_rank() {
+        let items = || {
+            vec![
+                Item::new(0, vec![Span::raw("state")]),
+                Item::new(3, vec![Span::raw(" aaaa")]),
+                Item::new(8, vec![Span::raw(" rate long")]).or(5, vec![Span::raw(" r")]),
+                Item::new(3, vec![Span::raw(" bbbb")]),
+            ]
+        };
+        assert_eq!(text(&fit(items(), 100)), "state aaaa rate long bbbb");
+        assert_eq!(text(&fit(items(), 24)), "state aaaa r bbbb");
+        assert_eq!(text(&fit(items(), 15)), "state aaaa bbbb");
+        assert_eq!(text(&fit(items(), 14)), "state aaaa");
+        assert_eq!(text(&fit(items(), 5)), "state");
+        // At worst nothing is shown, never a cut item.
+        assert_eq!(text(&fit(items(), 2)), "");
+    }
 
     #[test]
     fn formats() {

@@ -13,7 +13,7 @@ use provetop_shared::classify::ThresholdPhase;
 use provetop_shared::Phase;
 
 use crate::app::App;
-use crate::ui::title_line;
+use crate::ui::{title_line, Item};
 
 /// What a Gantt row shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,30 +201,47 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
     let single_threshold_row = !m.has_events() && rows.len() > h;
     rows.truncate(h);
 
-    let mut extra: Vec<Span> = Vec::new();
+    let mut items: Vec<Item> = Vec::new();
     if m.has_events() {
         if let Some(p) = m.running.last() {
-            extra.push(Span::styled(format!("proof {} ", p.proof_id), t.dim()));
-            extra.push(Span::styled(m.current_phase_text(), t.bold()));
+            items.push(Item::new(
+                0,
+                vec![
+                    Span::styled(format!("proof {} ", p.proof_id), t.dim()),
+                    Span::styled(m.current_phase_text(), t.bold()),
+                ],
+            ));
         } else if let Some(p) = m.proofs.back() {
-            extra.push(Span::styled(format!("last proof {} ", p.proof_id), t.dim()));
+            items.push(Item::new(
+                0,
+                vec![Span::styled(format!("last proof {} ", p.proof_id), t.dim())],
+            ));
         }
         if compact_rows {
-            extra.push(Span::styled(
-                "  s synth f fft h/l/a/b msm v verify",
-                t.dim(),
+            items.push(Item::new(
+                1,
+                vec![Span::styled(
+                    "  s synth f fft h/l/a/b msm v verify",
+                    t.dim(),
+                )],
             ));
         } else if hidden > 0 {
-            extra.push(Span::styled(format!("  +{hidden} rows"), t.dim()));
+            items.push(Item::new(
+                1,
+                vec![Span::styled(format!("  +{hidden} rows"), t.dim())],
+            ));
         }
     } else {
         let th = m.thresholds();
-        extra.push(Span::styled(
-            format!(
-                "by RSS thresholds {}/{}/{}/{} GiB",
-                th.idle, th.gpu, th.synth, th.peak
-            ),
-            t.dim(),
+        items.push(Item::new(
+            0,
+            vec![Span::styled(
+                format!(
+                    "by RSS thresholds {}/{}/{}/{} GiB",
+                    th.idle, th.gpu, th.synth, th.peak
+                ),
+                t.dim(),
+            )],
         ));
     }
     title_line(
@@ -232,7 +249,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
         Rect::new(area.x, area.y, area.width, 1),
         app,
         "phases",
-        extra,
+        items,
     );
 
     let plot_x = area.x + gutter;
