@@ -149,21 +149,19 @@ fn header_rate_gives_way_on_narrow_screens() {
     assert!(!tiny.contains("/h") && !tiny.contains("│ 50"), "{tiny}");
 }
 
-/// What the proof count hides goes in one parenthesis (sectors of batch proofs, failures,
-/// cancellations), and items that do not fit are left out whole, never cut.
-#[test]
-fn header_counts_sectors_failures_and_cancellations_in_one_parenthesis() {
+/// One batch:2 proof of two sectors done, one failed, one cancelled: what the header's
+/// parenthesis is about. Returns the proof count before.
+fn add_batch_outcomes(app: &mut App) -> u64 {
     use provetop_shared::{BatchMode, Event};
-    let mut app = live_app(true);
+    let before = app.model.prover.proofs_done;
     let mut t = app.clock;
     let mut ev = |app: &mut App, e: Event| {
         t += NS / 10;
         app.clock = t;
         app.model.apply(&Record::new(t, RecordBody::Event(e)));
     };
-    let before = app.model.prover.proofs_done;
     ev(
-        &mut app,
+        app,
         Event::ProofStarted {
             proof_id: 900,
             mode: BatchMode::Batch(2),
@@ -183,10 +181,10 @@ fn header_counts_sectors_failures_and_cancellations_in_one_parenthesis() {
         cancelled,
         requeued_as: vec![],
     };
-    ev(&mut app, end(900, true, None, false));
-    ev(&mut app, end(901, false, Some("out of memory"), false));
+    ev(app, end(900, true, None, false));
+    ev(app, end(901, false, Some("out of memory"), false));
     ev(
-        &mut app,
+        app,
         end(
             902,
             false,
@@ -194,6 +192,15 @@ fn header_counts_sectors_failures_and_cancellations_in_one_parenthesis() {
             true,
         ),
     );
+    before
+}
+
+/// What the proof count hides goes in one parenthesis (sectors of batch proofs, failures,
+/// cancellations), and items that do not fit are left out whole, never cut.
+#[test]
+fn header_counts_sectors_failures_and_cancellations_in_one_parenthesis() {
+    let mut app = live_app(true);
+    let before = add_batch_outcomes(&mut app);
     let header = |w| screen_text(&app, w, 24).lines().next().unwrap().to_string();
     let done = before + 1;
     let wide = header(200);
@@ -230,54 +237,18 @@ fn words(line: &str) -> Vec<String> {
 /// "gpu 6" for "gpu 6.41G", or "cancell", would not be).
 #[test]
 fn narrow_screens_leave_items_out_whole_never_cut() {
-    use provetop_shared::{BatchMode, Event};
     let mut app = live_app(true);
-    let mut t = app.clock;
-    let mut ev = |app: &mut App, body: RecordBody| {
-        t += NS / 10;
-        app.clock = t;
-        app.model.apply(&Record::new(t, body));
+    add_batch_outcomes(&mut app);
+    app.clock += NS / 10;
+    let exited = Mark::ChildExited {
+        pid: 4242,
+        code: Some(0),
+        signal: None,
+        oom_kill: false,
+        reason: "exited 0".into(),
     };
-    let end = |id, ok, error: Option<&str>, cancelled| Event::ProofFinished {
-        proof_id: id,
-        ok,
-        verified: ok,
-        duration_s: if ok { 4.0 } else { 0.0 },
-        mode: BatchMode::Batch(2),
-        phases: vec![],
-        error: error.map(Into::into),
-        cancelled,
-        requeued_as: vec![],
-    };
-    ev(
-        &mut app,
-        RecordBody::Event(Event::ProofStarted {
-            proof_id: 900,
-            mode: BatchMode::Batch(2),
-            sectors: 2,
-            partitions: 2,
-            constraints: 4000,
-        }),
-    );
-    ev(&mut app, RecordBody::Event(end(900, true, None, false)));
-    ev(
-        &mut app,
-        RecordBody::Event(end(901, false, Some("out of memory"), false)),
-    );
-    ev(
-        &mut app,
-        RecordBody::Event(end(902, false, Some("cancelled (signal)"), true)),
-    );
-    ev(
-        &mut app,
-        RecordBody::Mark(Mark::ChildExited {
-            pid: 4242,
-            code: Some(0),
-            signal: None,
-            oom_kill: false,
-            reason: "exited 0".into(),
-        }),
-    );
+    app.model
+        .apply(&Record::new(app.clock, RecordBody::Mark(exited)));
     app.act(Action::Modes);
     let wide = screen_text(&app, 250, 60);
     // The short forms are words too: the rate's ("500/h") and the overlay's note.
