@@ -298,6 +298,62 @@ fn narrow_screens_leave_items_out_whole_never_cut() {
     }
 }
 
+/// On a small screen the help wraps its texts and scrolls: every word of every key's text
+/// can be read, none is cut.
+#[test]
+fn help_on_small_screens_wraps_and_scrolls_never_cuts() {
+    let mut app = live_app(true);
+    app.act(Action::Help);
+    let mut expected: std::collections::HashSet<String> = std::collections::HashSet::new();
+    for s in app.sections() {
+        expected.insert(s.title.to_string());
+        for b in s.bindings {
+            expected.extend(b.label.split_whitespace().map(str::to_string));
+            expected.extend(b.help.split_whitespace().map(str::to_string));
+        }
+    }
+    for (w, h) in [(80, 24), (60, 24), (50, 16), (40, 12)] {
+        app.view.help_scroll = 0;
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..40 {
+            let text = screen_text(&app, w, h);
+            let lines: Vec<Vec<char>> = text.lines().map(|l| l.chars().collect()).collect();
+            let top = lines
+                .iter()
+                .position(|l| l.iter().collect::<String>().contains("keys (? or Esc"))
+                .unwrap_or_else(|| panic!("{w}x{h}: no help box\n{text}"));
+            let x0 = lines[top].iter().position(|c| *c == '┌').unwrap();
+            let x1 = lines[top].iter().position(|c| *c == '┐').unwrap();
+            for l in &lines[top + 1..] {
+                if l.get(x0) == Some(&'└') {
+                    break;
+                }
+                let inner: String = l[x0 + 1..x1].iter().collect();
+                if inner.contains("more below")
+                    || inner.contains("more above")
+                    || inner.contains(" below: ")
+                {
+                    continue;
+                }
+                for word in inner.split_whitespace() {
+                    assert!(
+                        expected.contains(word),
+                        "{w}x{h}: {word:?} cut in {inner:?}"
+                    );
+                    seen.insert(word.to_string());
+                }
+            }
+            let before = app.view.help_scroll;
+            app.act(Action::LogNewer);
+            if app.view.help_scroll == before {
+                break;
+            }
+        }
+        let missing: Vec<&String> = expected.iter().filter(|e| !seen.contains(*e)).collect();
+        assert!(missing.is_empty(), "{w}x{h}: never shown: {missing:?}");
+    }
+}
+
 /// `m` shows the batch modes side by side, from the proofs the model kept; Esc closes it.
 #[test]
 fn modes_overlay_compares_what_each_mode_did() {

@@ -87,6 +87,10 @@ pub struct View {
     pub modes: bool,
     /// Log lines scrolled back from the newest.
     pub log_back: usize,
+    /// Rows the help is scrolled down (on a screen too small for all of it).
+    pub help_scroll: usize,
+    /// How far the help could scroll at the last draw.
+    pub help_scroll_max: Cell<usize>,
     /// Width of the plot in columns at the last draw (cursor steps are columns).
     pub plot_cols: Cell<u16>,
 }
@@ -157,6 +161,8 @@ impl App {
                 help: false,
                 modes: false,
                 log_back: 0,
+                help_scroll: 0,
+                help_scroll_max: Cell::new(0),
                 plot_cols: Cell::new(60),
             },
             screen,
@@ -209,7 +215,10 @@ impl App {
     pub fn act(&mut self, a: Action) -> Option<Action> {
         match a {
             Action::Quit => self.quit = true,
-            Action::Help => self.view.help = !self.view.help,
+            Action::Help => {
+                self.view.help = !self.view.help;
+                self.view.help_scroll = 0;
+            }
             Action::Modes => self.view.modes = !self.view.modes,
             Action::Escape => {
                 if self.view.help || self.view.modes {
@@ -253,6 +262,15 @@ impl App {
                     cur.saturating_add(step * d as u64)
                 };
                 self.view.cursor = Some(next.clamp(t0, t1));
+            }
+            // While the help is open, the scroll keys move it (on a small screen it may not
+            // show every key at once).
+            Action::LogOlder if self.view.help => {
+                self.view.help_scroll = self.view.help_scroll.saturating_sub(3)
+            }
+            Action::LogNewer if self.view.help => {
+                self.view.help_scroll =
+                    (self.view.help_scroll + 3).min(self.view.help_scroll_max.get())
             }
             Action::LogOlder => {
                 self.view.log_back =
