@@ -232,8 +232,8 @@ fn words(line: &str) -> Vec<String> {
         .collect()
 }
 
-/// On any width, the header lines, the memory legend and the modes overlay leave items out
-/// whole: every word on a narrow screen is a word of the wide one (a cut value such as
+/// On any width, the header lines, the memory legend, the footer's key hints and the modes
+/// overlay leave items out whole: every word on a narrow screen is a word of the wide one (a cut value such as
 /// "gpu 6" for "gpu 6.41G", or "cancell", would not be).
 #[test]
 fn narrow_screens_leave_items_out_whole_never_cut() {
@@ -264,8 +264,12 @@ fn narrow_screens_leave_items_out_whole_never_cut() {
     for w in 40..=160 {
         let text = screen_text(&app, w, 40);
         let lines: Vec<Vec<char>> = text.lines().map(|l| l.chars().collect()).collect();
-        // Header (2 lines), memory legend, and the inside of the overlay's box.
-        let mut checked: Vec<String> = lines[..3].iter().map(|l| l.iter().collect()).collect();
+        // Header (2 lines), memory legend, footer, and the inside of the overlay's box.
+        let mut checked: Vec<String> = lines[..3]
+            .iter()
+            .chain(lines.last())
+            .map(|l| l.iter().collect())
+            .collect();
         let top = lines.iter().position(|l| {
             let l: String = l.iter().collect();
             l.contains("batch modes")

@@ -298,10 +298,23 @@ fn footer(buf: &mut Buffer, area: Rect, app: &App) {
             ("m", "modes"),
         ],
     };
-    for (k, what) in hints {
-        spans.push(Span::styled(k.to_string(), t.bold()));
-        spans.push(Span::styled(format!(":{what} "), t.dim()));
-    }
+    // Hints whole or not at all, the later ones first (`?` lists them all); each one's
+    // trailing space may fall off the edge.
+    let items = hints
+        .iter()
+        .enumerate()
+        .map(|(i, (k, what))| {
+            Item::new(
+                i.min(u8::MAX as usize) as u8,
+                vec![
+                    Span::styled(k.to_string(), t.bold()),
+                    Span::styled(format!(":{what} "), t.dim()),
+                ],
+            )
+        })
+        .collect();
+    let room = (area.width as usize + 1).saturating_sub(spans_width(&spans));
+    spans.extend(fit(items, room));
     buf.set_line(area.x, area.y, &Line::from(spans), area.width);
 }
 
