@@ -141,11 +141,25 @@ fn watch_errors_are_one_line() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.trim(), "provetop: --pid 0: not a process id");
+    assert_eq!(err.trim(), "provetop: pid 0: not a process id");
+    // The pid as an argument or as --pid: the same check.
+    for args in [
+        ["watch", "--pid", "4000000"],
+        ["watch", "4000000", "--no-record"],
+    ] {
+        let out = Command::new(provetop()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.trim(),
+            "provetop: no process with pid 4000000",
+            "{args:?}"
+        );
+    }
+    // Both at once is a usage error (clap's, exit 2).
     let out = Command::new(provetop())
-        .args(["watch", "--pid", "4000000"])
+        .args(["watch", "1", "--pid", "1"])
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.trim(), "provetop: no process with pid 4000000");
+    assert_eq!(out.status.code(), Some(2));
 }

@@ -124,12 +124,24 @@ pub enum RestartPolicy {
 /// `provetop watch`.
 #[derive(Debug, Clone, Args)]
 pub struct WatchArgs {
-    /// Process to watch (with its descendants).
-    #[arg(long, value_name = "PID")]
-    pub pid: u32,
+    /// Process to watch (with its descendants): `provetop watch 1234` or `--pid 1234`.
+    #[arg(value_name = "PID", required_unless_present = "pid_flag")]
+    pid_arg: Option<u32>,
+    /// The same, as an option.
+    #[arg(long = "pid", value_name = "PID", conflicts_with = "pid_arg")]
+    pid_flag: Option<u32>,
     /// Monitoring options.
     #[command(flatten)]
     pub monitor: MonitorOpts,
+}
+
+impl WatchArgs {
+    /// The process to watch, however it was given.
+    pub fn pid(&self) -> u32 {
+        self.pid_arg
+            .or(self.pid_flag)
+            .expect("clap requires one of PID and --pid")
+    }
 }
 
 /// `provetop replay`.

@@ -495,7 +495,7 @@ pub fn child_argv(args: &RunArgs) -> anyhow::Result<Vec<String>> {
 pub fn check_watch_pid(pid: u32) -> anyhow::Result<()> {
     use std::os::unix::fs::MetadataExt;
     if pid == 0 || pid > i32::MAX as u32 {
-        anyhow::bail!("--pid {pid}: not a process id");
+        anyhow::bail!("pid {pid}: not a process id");
     }
     let meta = match std::fs::metadata(format!("/proc/{pid}")) {
         Ok(m) => m,
@@ -792,24 +792,24 @@ fn report_recording() {
 
 /// `provetop watch --pid PID`.
 pub fn main_watch(args: &WatchArgs) -> anyhow::Result<i32> {
-    check_watch_pid(args.pid)?;
+    check_watch_pid(args.pid())?;
     let s = setup(&args.monitor)?;
-    let command = vec!["watch".to_string(), args.pid.to_string()];
+    let command = vec!["watch".to_string(), args.pid().to_string()];
     if args.monitor.headless {
-        return crate::headless::watch(s, args.pid, command);
+        return crate::headless::watch(s, args.pid(), command);
     }
     crate::terminal::install_panic_hook();
     let rt = runtime()?;
     let result = rt.block_on(async {
         start_recording(s.record.as_deref(), command, s.sampler.hz)?;
         let sampler =
-            sampler::spawn(s.sampler.clone(), args.pid).context("cannot start the sampler")?;
+            sampler::spawn(s.sampler.clone(), args.pid()).context("cannot start the sampler")?;
         let mut collector =
             Collector::new(Some(sampler), None, None, s.rules.clone(), s.hook.clone());
-        collector.watch_pid(args.pid);
+        collector.watch_pid(args.pid());
         let mut driver = LiveDriver::new(collector, None);
         let mut app = App::new(
-            Screen::Watch { pid: args.pid },
+            Screen::Watch { pid: args.pid() },
             s.thresholds,
             Theme::from_env(),
             mono_ns(),
@@ -819,7 +819,7 @@ pub fn main_watch(args: &WatchArgs) -> anyhow::Result<i32> {
         let note = Record::new(
             mono_ns(),
             RecordBody::Mark(Mark::Note {
-                text: format!("watching pid {} ({})", args.pid, cmdline(args.pid)),
+                text: format!("watching pid {} ({})", args.pid(), cmdline(args.pid())),
             }),
         );
         driver.collector.push(&mut app.model, note);
