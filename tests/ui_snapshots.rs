@@ -358,6 +358,59 @@ fn help_on_small_screens_wraps_and_scrolls_never_cuts() {
     }
 }
 
+/// A pause lets the proof in flight finish: the header says "pausing" until it has.
+#[test]
+fn header_says_pausing_until_the_proof_in_flight_finishes() {
+    use provetop_shared::protocol::ProverState;
+    use provetop_shared::{BatchMode, Event};
+    let mut app = live_app(true);
+    let mut t = app.clock;
+    let mut ev = |app: &mut App, e: Event| {
+        t += NS / 10;
+        app.clock = t;
+        app.model.apply(&Record::new(t, RecordBody::Event(e)));
+    };
+    let header = |app: &App| {
+        let text = screen_text(app, 120, 24);
+        text.lines().next().unwrap().to_string()
+    };
+    let done = |id| Event::ProofFinished {
+        proof_id: id,
+        ok: true,
+        verified: true,
+        duration_s: 1.0,
+        mode: BatchMode::Single,
+        phases: vec![],
+        error: None,
+        cancelled: false,
+        requeued_as: vec![],
+    };
+    // Whatever the synthetic session left in flight ends first.
+    let open: Vec<u64> = app.model.running.iter().map(|p| p.proof_id).collect();
+    for id in open {
+        ev(&mut app, done(id));
+    }
+    ev(
+        &mut app,
+        Event::ProofStarted {
+            proof_id: 900,
+            mode: BatchMode::Single,
+            sectors: 1,
+            partitions: 2,
+            constraints: 4000,
+        },
+    );
+    let paused = Event::State {
+        state: ProverState::Paused,
+    };
+    ev(&mut app, paused);
+    let h = header(&app);
+    assert!(h.contains("‖ pausing pid 4242"), "{h}");
+    ev(&mut app, done(900));
+    let h = header(&app);
+    assert!(h.contains("‖ paused pid 4242"), "{h}");
+}
+
 /// `m` shows the batch modes side by side, from the proofs the model kept; Esc closes it.
 #[test]
 fn modes_overlay_compares_what_each_mode_did() {

@@ -38,7 +38,13 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         (_, ChildStatus::None) => Span::styled("○ starting", t.dim()),
         (_, ChildStatus::Running { pid, .. }) => {
             if m.prover.state == Some(ProverState::Paused) {
-                Span::styled(format!("‖ paused pid {pid}"), t.warn())
+                // A pause lets the proofs in flight finish: say so until they have.
+                let word = if m.running.is_empty() {
+                    "paused"
+                } else {
+                    "pausing"
+                };
+                Span::styled(format!("‖ {word} pid {pid}"), t.warn())
             } else {
                 Span::styled(format!("▶ running pid {pid}"), t.ok())
             }
