@@ -133,6 +133,83 @@ fn real_prover_events_recorded() {
     assert!(ev(&|e| matches!(e, Event::ProofFinished { ok: true, .. })));
 }
 
+/// The memory forecast on the real prover: once a proof of a shape has finished, the next one
+/// of that shape gets a `predicted_free` reading (here caught by a rule that always holds
+/// then), and none before.
+#[test]
+fn predicted_free_starts_once_a_proof_of_the_shape_has_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("forecast.ptop");
+    let p = prover().display().to_string();
+    let out = headless(
+        dir.path(),
+        &s,
+        &[
+            "--alert",
+            "info: predicted_free < 1000TiB",
+            "--",
+            &p,
+            "--proofs",
+            "3",
+            "--partitions",
+            "2",
+            "--constraints",
+            "8192",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let l = load(&s).unwrap();
+    let first_done = l
+        .records
+        .iter()
+        .find(|r| {
+            matches!(
+                &r.body,
+                RecordBody::Event(Event::ProofFinished {
+                    proof_id: 1,
+                    ok: true,
+                    ..
+                })
+            )
+        })
+        .expect("proof 1 finished")
+        .t;
+    let fired: Vec<_> = l
+        .records
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Alert(a)
+                if a.metric == "predicted_free"
+                    && a.state == provetop_shared::AlertState::Firing =>
+            {
+                Some((r.t, a))
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!fired.is_empty(), "no predicted_free alert: {err}");
+    let (t, a) = fired[0];
+    assert!(
+        t > first_done,
+        "a forecast before any proof of the shape finished"
+    );
+    assert!(
+        a.message.contains("predicted to peak at")
+            && a.message.contains("like the last single proofs"),
+        "{}",
+        a.message
+    );
+    assert!(
+        a.message.starts_with("predicted_free (proof 2 ")
+            || a.message.starts_with("predicted_free (proof 3 "),
+        "{}",
+        a.message
+    );
+    // What it predicts from: MemAvailable less a need no larger than proof 1's peak.
+    assert!(a.value > 0.0 && a.value.is_finite(), "{}", a.value);
+}
+
 #[test]
 fn watch_errors_are_one_line() {
     let out = Command::new(provetop())

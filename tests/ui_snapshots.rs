@@ -411,6 +411,35 @@ fn header_says_pausing_until_the_proof_in_flight_finishes() {
     assert!(h.contains("‖ paused pid 4242"), "{h}");
 }
 
+/// An alert stays on the header of a narrow screen, its rule without the explanation.
+#[test]
+fn header_keeps_the_alert_on_narrow_screens() {
+    use provetop_shared::{Alert, AlertLevel, AlertState};
+    let mut app = live_app(true);
+    app.clock += NS / 10;
+    let alert = Alert {
+        rule: "predicted_free < 0 (the proof running is expected to run out of memory)".into(),
+        level: AlertLevel::Warn,
+        state: AlertState::Firing,
+        metric: "predicted_free".into(),
+        value: -1e9,
+        threshold: 0.0,
+        message: "predicted_free (proof 7 …) -1.0 GiB < 0B".into(),
+    };
+    app.model
+        .apply(&Record::new(app.clock, RecordBody::Alert(alert)));
+    let line2 = |w| screen_text(&app, w, 24).lines().nth(1).unwrap().to_string();
+    let wide = line2(200);
+    assert!(
+        wide.contains("⚠ predicted_free < 0 (the proof running is expected to run out of memory)"),
+        "{wide}"
+    );
+    for w in [40, 60, 80] {
+        let l = line2(w);
+        assert!(l.contains("⚠ predicted_free < 0"), "{w}: {l}");
+    }
+}
+
 /// `m` shows the batch modes side by side, from the proofs the model kept; Esc closes it.
 #[test]
 fn modes_overlay_compares_what_each_mode_did() {

@@ -188,12 +188,15 @@ pub fn utc_stamp(secs: u64) -> String {
     )
 }
 
-/// Lines for the chart from rules on memory metrics with absolute thresholds.
+/// Lines for the chart from rules on memory metrics with absolute thresholds (not on what is
+/// free: MemAvailable and `predicted_free` are no level of the tree's memory).
 pub fn rule_lines(rules: &[Rule]) -> Vec<(String, u64)> {
+    use provetop_collect::alerts::Metric;
     rules
         .iter()
         .filter(|r| {
-            !r.metric.is_duration() && r.metric != provetop_collect::alerts::Metric::MemAvailable
+            !r.metric.is_duration()
+                && !matches!(r.metric, Metric::MemAvailable | Metric::PredictedFree)
         })
         .filter_map(|r| match r.threshold {
             Threshold::Abs(v) if v > 0.0 => Some((r.level_name(), v as u64)),

@@ -15,9 +15,9 @@ use crate::ui::{fit, short_bytes, Item};
 /// narrow screen the least needed give way first (see [`Item`]). Line 1: the name, the rate
 /// (its short form first) and the average, the process count, the cancellations and then the
 /// sectors of the proof count, the backend, seconds per proof, the failures, the mode. Line 2:
-/// MemAvailable, a zero drop count, the uptime, the SRS, the recording dot, then dropped
-/// samples or events. Never the state, the proof count, the phase, an alert or a failing
-/// recording.
+/// MemAvailable, a zero drop count, an alert's explanation, the uptime, the SRS, the
+/// recording dot, then dropped samples or events, then the phase. Never the state, the proof
+/// count, an alert's rule or a failing recording.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let t = &app.theme;
     let m = &app.model;
@@ -162,7 +162,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
 
     // Line 2: phase, SRS, uptime, drops, alerts.
     let mut l2: Vec<Item> = vec![Item::new(
-        0,
+        1,
         vec![
             Span::styled("phase ", t.dim()),
             Span::styled(m.header_phase_text(), t.bold()),
@@ -230,13 +230,21 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         } else {
             String::new()
         };
-        l2.push(Item::new(
-            0,
-            vec![
-                sep(),
-                Span::styled(format!("⚠ {}{more}", a.alert.rule), t.alert(a.alert.level)),
-            ],
-        ));
+        // The rule as written, or on a narrow screen without its explanation: "⚠ rss >
+        // 90GiB" rather than no alert at all.
+        let rule = &a.alert.rule;
+        let short = rule.split_once(" (").map_or(rule.as_str(), |(r, _)| r);
+        let style = t.alert(a.alert.level);
+        l2.push(
+            Item::new(
+                5,
+                vec![sep(), Span::styled(format!("⚠ {rule}{more}"), style)],
+            )
+            .or(
+                0,
+                vec![sep(), Span::styled(format!("⚠ {short}{more}"), style)],
+            ),
+        );
     } else if app.recording.is_some() {
         l2.push(Item::new(
             3,

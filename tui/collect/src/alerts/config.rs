@@ -8,7 +8,7 @@
 //! rules = ["rss > 180GiB for 5s", "crit: shmem > 40GiB", "warn: phase_duration > 30m"]
 //! thresholds = ["10GiB", "50GiB", "100GiB", "180GiB"]   # threshold lines on the chart
 //! on_alert = ["/usr/local/bin/page-oncall", "--team", "provers"]   # argv, no shell
-//! default_rule = true     # keep the built-in "RSS > 90 % of the memory limit" rule
+//! default_rule = true     # keep the built-in rules: RSS > 90 % of the limit, predicted_free < 0
 //! ```
 //! Unknown keys are errors (a typo must not silently disable an alert).
 
@@ -44,7 +44,7 @@ pub struct FileConfig {
     pub smaps_duty: Option<f64>,
     /// Threshold lines for the chart and classifier, bytes.
     pub thresholds: Vec<u64>,
-    /// Whether the built-in default rule applies (default true).
+    /// Whether the built-in default rules apply (default true).
     pub default_rule: Option<bool>,
     /// The file it was read from (None when no file was found).
     pub source: Option<PathBuf>,

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use provetop_shared::protocol::{Event, Phase};
 use provetop_shared::{Alert, AlertState, Mark, Record, RecordBody, Sample};
 
+use super::forecast::Forecast;
 use super::rule::{Metric, Rule};
 
 #[derive(Debug, Clone, Default)]
@@ -32,6 +33,8 @@ pub struct AlertEngine {
     reported_pinned: Option<u64>,
     /// Time of the current child's last event.
     last_event: Option<u64>,
+    /// Peaks of finished proofs, for `predicted_free`.
+    forecast: Forecast,
 }
 
 impl AlertEngine {
@@ -44,6 +47,7 @@ impl AlertEngine {
             phases: BTreeMap::new(),
             reported_pinned: None,
             last_event: None,
+            forecast: Forecast::default(),
         }
     }
 
@@ -65,16 +69,22 @@ impl AlertEngine {
     pub fn observe(&mut self, rec: &Record) -> Vec<Alert> {
         let t = rec.t;
         match &rec.body {
-            RecordBody::Sample(s) => self.eval(t, Some(s)),
+            RecordBody::Sample(s) => {
+                self.forecast.sample(s);
+                self.eval(t, Some(s))
+            }
             RecordBody::Event(e) => {
                 self.last_event = Some(self.last_event.map_or(t, |l| l.max(t)));
                 self.track_event(t, e);
+                self.forecast.event(e);
                 self.eval(t, None)
             }
             RecordBody::Mark(Mark::ChildExited { .. } | Mark::ChildStarted { .. }) => {
-                // A new or dead child has no open phases and has said nothing yet.
+                // A new or dead child has no open phases, no proof in flight and has said
+                // nothing yet.
                 self.phases.clear();
                 self.last_event = None;
+                self.forecast.reset();
                 self.eval(t, None)
             }
             _ => Vec::new(),
@@ -132,6 +142,9 @@ impl AlertEngine {
                 .map(|l| (t.saturating_sub(l) as f64 / 1e9, None));
         }
         let s = s?;
+        if m == Metric::PredictedFree {
+            return self.forecast.predicted_free(s).map(|(v, w)| (v, Some(w)));
+        }
         let v = match m {
             Metric::Rss => Some(s.rss),
             Metric::Peak => s.peak,
@@ -144,7 +157,9 @@ impl AlertEngine {
             },
             Metric::Gpu => s.gpu_used,
             Metric::MemAvailable => s.mem_available,
-            Metric::PhaseDuration | Metric::EventAge => unreachable!("handled above"),
+            Metric::PhaseDuration | Metric::EventAge | Metric::PredictedFree => {
+                unreachable!("handled above")
+            }
         }?;
         Some((v as f64, None))
     }

@@ -1,7 +1,8 @@
-//! Alerts: rules, the config file, the engine, and the alert hook.
+//! Alerts: rules, the config file, the engine (with its memory forecast), and the alert hook.
 
 mod config;
 mod engine;
+mod forecast;
 mod hook;
 mod rule;
 

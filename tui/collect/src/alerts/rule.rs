@@ -7,6 +7,7 @@
 //! info: mem_available < 2GiB for 10s
 //! crit: event_age > 5m    (no event from the prover for 5 minutes: hung?)
 //! rss > 90%              (of the memory limit: cgroup memory.max, else MemTotal)
+//! predicted_free < 2GiB  (the running proof is expected to leave less than 2 GiB free)
 //! ```
 
 use std::fmt;
@@ -39,6 +40,9 @@ pub enum Metric {
     /// Seconds since the child's last protocol event (a watchdog for a hung prover); known
     /// only once the current child has sent an event.
     EventAge,
+    /// Memory predicted to be left when the proof now running peaks (negative: short by
+    /// that much); known once a proof of the same shape has finished (see `forecast`).
+    PredictedFree,
 }
 
 /// Every metric with its rule name.
@@ -53,6 +57,7 @@ pub const METRICS: &[(&str, Metric)] = &[
     ("mem_available", Metric::MemAvailable),
     ("phase_duration", Metric::PhaseDuration),
     ("event_age", Metric::EventAge),
+    ("predicted_free", Metric::PredictedFree),
 ];
 
 impl Metric {
@@ -74,8 +79,11 @@ impl Metric {
     pub fn fmt_value(self, v: f64) -> String {
         if self.is_duration() {
             fmt_secs(v)
+        } else if v < 0.0 {
+            // Only predicted_free goes below zero: short by that much.
+            format!("-{}", fmt_bytes(-v as u64))
         } else {
-            fmt_bytes(v.max(0.0) as u64)
+            fmt_bytes(v as u64)
         }
     }
 }
@@ -316,24 +324,39 @@ impl Rule {
     }
 }
 
-/// The default rule: RSS above 90 % of the cgroup limit, or of MemTotal without one.
+/// The default rules: RSS above 90 % of the cgroup limit, or of MemTotal without one; and the
+/// proof running is predicted to run out of memory (`predicted_free < 0`).
 pub fn default_rules(mem_total: u64, cgroup_max: Option<u64>) -> Vec<Rule> {
+    let mut rules: Vec<Rule> = rss_rule(mem_total, cgroup_max).into_iter().collect();
+    rules.push(Rule {
+        level: AlertLevel::Warn,
+        metric: Metric::PredictedFree,
+        op: Op::Lt,
+        threshold: Threshold::Abs(0.0),
+        hold_s: 0.0,
+        text: "predicted_free < 0 (the proof running is expected to run out of memory)".into(),
+    });
+    rules
+}
+
+/// RSS above 90 % of the cgroup limit, or of MemTotal without one.
+fn rss_rule(mem_total: u64, cgroup_max: Option<u64>) -> Option<Rule> {
     let (limit, of) = match cgroup_max {
         Some(m) if m > 0 => (m, "cgroup memory limit"),
         _ => (mem_total, "MemTotal"),
     };
     if limit == 0 {
-        return Vec::new();
+        return None;
     }
     let t = limit as f64 * 0.9;
-    vec![Rule {
+    Some(Rule {
         level: AlertLevel::Warn,
         metric: Metric::Rss,
         op: Op::Gt,
         threshold: Threshold::Abs(t),
         hold_s: 0.0,
         text: format!("rss > {} (90% of {of})", fmt_bytes(t as u64)),
-    }]
+    })
 }
 
 #[cfg(test)]
