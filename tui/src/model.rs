@@ -1005,7 +1005,11 @@ impl Model {
         };
         let text = match a.state {
             AlertState::Firing => format!("{lvl} {}: {}", a.rule, a.message),
-            AlertState::Cleared => format!("cleared {}: {}", a.rule, a.message),
+            AlertState::Cleared => format!(
+                "cleared {}: {}",
+                a.rule,
+                a.message.strip_prefix("cleared: ").unwrap_or(&a.message)
+            ),
         };
         self.push_log(t, level, text);
     }

@@ -242,6 +242,11 @@ fn alert(
             }
             s
         }
+        // Unknown when what it measured is gone: the child exited, or no proof with a
+        // forecast is running any more.
+        AlertState::Cleared if !value.is_finite() => {
+            format!("cleared: {subject}: no longer measured")
+        }
         AlertState::Cleared => format!("cleared: {subject} {}", fmt(value)),
     };
     Alert {
@@ -296,6 +301,65 @@ mod tests {
         assert_eq!(a.len(), 1);
         assert_eq!(a[0].state, AlertState::Cleared);
         assert_eq!(e.firing().count(), 0);
+    }
+
+    /// The default forecast rule over a proof that would not fit: it fires while the second
+    /// proof of the shape runs with too little free, and clears, "no longer measured", when
+    /// that proof ends.
+    #[test]
+    fn predicted_free_fires_for_a_proof_that_will_not_fit() {
+        use provetop_shared::protocol::BatchMode;
+        let mut e = AlertEngine::new(vec!["predicted_free < 0".parse().unwrap()]);
+        let ev = |t, e: Event| Record::new(t, RecordBody::Event(e));
+        let mem = |t, rss, avail| {
+            Record::new(
+                t,
+                RecordBody::Sample(Sample {
+                    rss,
+                    mem_available: Some(avail),
+                    ..Sample::default()
+                }),
+            )
+        };
+        let started = |id| Event::ProofStarted {
+            proof_id: id,
+            mode: BatchMode::Single,
+            sectors: 1,
+            partitions: 2,
+            constraints: 4096,
+        };
+        let finished = |id| Event::ProofFinished {
+            proof_id: id,
+            ok: true,
+            verified: true,
+            duration_s: 1.0,
+            mode: BatchMode::Single,
+            phases: vec![],
+            error: None,
+            cancelled: false,
+            requeued_as: vec![],
+        };
+        // Proof 1 peaks at 900 with plenty free: no forecast yet, nothing fires.
+        e.observe(&ev(0, started(1)));
+        assert!(e.observe(&mem(S, 900, 1000)).is_empty());
+        e.observe(&ev(2 * S, finished(1)));
+        // Proof 2 starts at 100 with 500 free: it needs 800 more, 300 short.
+        e.observe(&ev(3 * S, started(2)));
+        let a = e.observe(&mem(4 * S, 100, 500));
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].state, AlertState::Firing);
+        assert_eq!(a[0].value, -300.0);
+        assert!(
+            a[0].message.contains("proof 2 predicted to peak at 900 B"),
+            "{}",
+            a[0].message
+        );
+        assert!(a[0].message.contains("-300 B < 0 B"), "{}", a[0].message);
+        e.observe(&ev(5 * S, finished(2)));
+        let a = e.observe(&mem(6 * S, 100, 500));
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].state, AlertState::Cleared);
+        assert_eq!(a[0].message, "cleared: predicted_free: no longer measured");
     }
 
     #[test]
