@@ -438,6 +438,20 @@ fn header_keeps_the_alert_on_narrow_screens() {
         let l = line2(w);
         assert!(l.contains("⚠ predicted_free < 0"), "{w}: {l}");
     }
+    // The log names the level once, also for a rule written with its level.
+    let crit = Alert {
+        rule: "crit: rss > 1GiB".into(),
+        level: AlertLevel::Crit,
+        state: AlertState::Firing,
+        metric: "rss".into(),
+        value: 2e9,
+        threshold: 1e9,
+        message: "rss 1.9 GiB > 1.0 GiB".into(),
+    };
+    app.model
+        .apply(&Record::new(app.clock, RecordBody::Alert(crit)));
+    let last = &app.model.log.back().unwrap().text;
+    assert_eq!(last, "CRIT rss > 1GiB: rss 1.9 GiB > 1.0 GiB");
 }
 
 /// `m` shows the batch modes side by side, from the proofs the model kept; Esc closes it.

@@ -1003,11 +1003,16 @@ impl Model {
             AlertLevel::Warn => "WARN",
             AlertLevel::Crit => "CRIT",
         };
+        // The level once: "CRIT rss > 1GiB", not "CRIT crit: rss > 1GiB".
+        let rule = a
+            .rule
+            .strip_prefix(&format!("{}:", lvl.to_lowercase()))
+            .unwrap_or(&a.rule)
+            .trim();
         let text = match a.state {
-            AlertState::Firing => format!("{lvl} {}: {}", a.rule, a.message),
+            AlertState::Firing => format!("{lvl} {rule}: {}", a.message),
             AlertState::Cleared => format!(
-                "cleared {}: {}",
-                a.rule,
+                "cleared {rule}: {}",
                 a.message.strip_prefix("cleared: ").unwrap_or(&a.message)
             ),
         };
