@@ -454,6 +454,80 @@ fn header_keeps_the_alert_on_narrow_screens() {
     assert_eq!(last, "CRIT rss > 1GiB: rss 1.9 GiB > 1.0 GiB");
 }
 
+/// The header says what the running proof is predicted to leave free at its peak, from the
+/// last proof of its shape, and turns to the shortage when it will not fit.
+#[test]
+fn header_shows_the_memory_left_at_the_running_proofs_peak() {
+    use provetop_shared::units::GIB;
+    use provetop_shared::{BatchMode, Event, Sample};
+    let mut app = live_app(true);
+    let mut t = app.clock;
+    let mut rec = |app: &mut App, body: RecordBody| {
+        t += NS / 10;
+        app.clock = t;
+        app.model.apply(&Record::new(t, body));
+    };
+    let done = |id| Event::ProofFinished {
+        proof_id: id,
+        ok: true,
+        verified: true,
+        duration_s: 1.0,
+        mode: BatchMode::Single,
+        phases: vec![],
+        error: None,
+        cancelled: false,
+        requeued_as: vec![],
+    };
+    let started = |id| Event::ProofStarted {
+        proof_id: id,
+        mode: BatchMode::Single,
+        sectors: 1,
+        partitions: 2,
+        constraints: 4000,
+    };
+    let mem = |rss: u64, avail: u64| {
+        RecordBody::Sample(Sample {
+            rss,
+            peak: Some(rss),
+            mem_available: Some(avail),
+            ..Sample::default()
+        })
+    };
+    let open: Vec<u64> = app.model.running.iter().map(|p| p.proof_id).collect();
+    for id in open {
+        rec(&mut app, RecordBody::Event(done(id)));
+    }
+    let line2 = |app: &App| {
+        screen_text(app, 200, 24)
+            .lines()
+            .nth(1)
+            .unwrap()
+            .to_string()
+    };
+    rec(&mut app, RecordBody::Event(started(901)));
+    rec(&mut app, mem(10 * GIB, 100 * GIB));
+    assert!(!line2(&app).contains("at peak"), "{}", line2(&app));
+    rec(&mut app, RecordBody::Event(done(901)));
+    rec(&mut app, RecordBody::Event(started(902)));
+    // 1 GiB now, 10 GiB at the last peak, 20 GiB available: 11 GiB left at the peak.
+    rec(&mut app, mem(GIB, 20 * GIB));
+    assert!(
+        line2(&app).contains("│ 11.0G free at peak"),
+        "{}",
+        line2(&app)
+    );
+    // Only 5 GiB available: 4 GiB short.
+    rec(&mut app, mem(GIB, 5 * GIB));
+    assert!(
+        line2(&app).contains("│ 4.00G short at peak"),
+        "{}",
+        line2(&app)
+    );
+    rec(&mut app, RecordBody::Event(done(902)));
+    rec(&mut app, mem(GIB, 5 * GIB));
+    assert!(!line2(&app).contains("at peak"), "{}", line2(&app));
+}
+
 /// `m` shows the batch modes side by side, from the proofs the model kept; Esc closes it.
 #[test]
 fn modes_overlay_compares_what_each_mode_did() {

@@ -9,6 +9,7 @@
 
 use std::collections::VecDeque;
 
+use provetop_collect::alerts::Forecast;
 use provetop_shared::classify::{Classifier, Run, ThresholdPhase, Thresholds};
 use provetop_shared::protocol::{GpuInfo, ProverConfig, ProverState};
 use provetop_shared::units::{fmt_bytes, fmt_secs};
@@ -428,6 +429,8 @@ pub struct Model {
     pub series: Series,
     /// Latest full sample (per-GPU readings, cgroup, mem_total…).
     pub last_sample: Option<Sample>,
+    /// The same memory forecast the alert engine keeps (`predicted_free`), for the header.
+    forecast: Forecast,
     /// Prover state from events.
     pub prover: ProverView,
     /// Child lifecycle.
@@ -484,6 +487,7 @@ impl Model {
             thresholds,
             series: Series::new(limits),
             last_sample: None,
+            forecast: Forecast::default(),
             prover: ProverView::default(),
             child: ChildStatus::None,
             spans: VecDeque::new(),
@@ -565,6 +569,13 @@ impl Model {
             .map(|r| r.sectors_per_hour())
     }
 
+    /// Memory predicted to be left when the proof now running peaks (negative: short), once
+    /// a proof of its shape has finished; what the `predicted_free` alert metric reads.
+    pub fn predicted_free(&self) -> Option<f64> {
+        let s = self.last_sample.as_ref()?;
+        self.forecast.predicted_free(s).map(|(v, _)| v)
+    }
+
     /// Apply one record.
     pub fn apply(&mut self, rec: &Record) {
         let t = rec.t;
@@ -573,6 +584,7 @@ impl Model {
             self.first_t = Some(t);
         }
         self.last_t = self.last_t.max(t);
+        self.forecast.observe(rec);
         match &rec.body {
             RecordBody::Sample(s) => self.on_sample(t, s),
             RecordBody::Event(e) => {

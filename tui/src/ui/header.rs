@@ -16,8 +16,9 @@ use crate::ui::{fit, short_bytes, Item};
 /// (its short form first) and the average, the process count, the cancellations and then the
 /// sectors of the proof count, the backend, seconds per proof, the failures, the mode. Line 2:
 /// MemAvailable, a zero drop count, an alert's explanation, the uptime, the SRS, the
-/// recording dot, then dropped samples or events, then the phase. Never the state, the proof
-/// count, an alert's rule or a failing recording.
+/// recording dot, the memory predicted free at the running proof's peak, then dropped samples
+/// or events, then the phase. Never the state, the proof count, an alert's rule, a predicted
+/// shortage or a failing recording.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let t = &app.theme;
     let m = &app.model;
@@ -177,6 +178,32 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 Span::raw(m.prover.srs.describe()),
             ],
         ));
+    }
+    // Will the proof running fit? What is predicted to be left at its peak, once a proof of
+    // its shape has finished (the `predicted_free` forecast); short of memory, in red and kept.
+    if let Some(free) = m.predicted_free() {
+        let item = if free < 0.0 {
+            Item::new(
+                0,
+                vec![
+                    sep(),
+                    Span::styled(
+                        format!("{} short at peak", short_bytes(-free as u64)),
+                        t.bad(),
+                    ),
+                ],
+            )
+        } else {
+            Item::new(
+                3,
+                vec![
+                    sep(),
+                    Span::raw(short_bytes(free as u64)),
+                    Span::styled(" free at peak", t.dim()),
+                ],
+            )
+        };
+        l2.push(item);
     }
     let up = match &m.child {
         ChildStatus::Running { since, .. } => Some(app.clock.saturating_sub(*since)),

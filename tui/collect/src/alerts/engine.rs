@@ -68,23 +68,18 @@ impl AlertEngine {
     /// Feed one record; returns the alerts that changed state because of it.
     pub fn observe(&mut self, rec: &Record) -> Vec<Alert> {
         let t = rec.t;
+        self.forecast.observe(rec);
         match &rec.body {
-            RecordBody::Sample(s) => {
-                self.forecast.sample(s);
-                self.eval(t, Some(s))
-            }
+            RecordBody::Sample(s) => self.eval(t, Some(s)),
             RecordBody::Event(e) => {
                 self.last_event = Some(self.last_event.map_or(t, |l| l.max(t)));
                 self.track_event(t, e);
-                self.forecast.event(e);
                 self.eval(t, None)
             }
             RecordBody::Mark(Mark::ChildExited { .. } | Mark::ChildStarted { .. }) => {
-                // A new or dead child has no open phases, no proof in flight and has said
-                // nothing yet.
+                // A new or dead child has no open phases and has said nothing yet.
                 self.phases.clear();
                 self.last_event = None;
-                self.forecast.reset();
                 self.eval(t, None)
             }
             _ => Vec::new(),

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use provetop_shared::protocol::{BatchMode, Event};
 use provetop_shared::units::fmt_bytes;
-use provetop_shared::Sample;
+use provetop_shared::{Mark, Record, RecordBody, Sample};
 
 /// Finished proofs kept per shape.
 pub const KEPT: usize = 3;
@@ -40,6 +40,16 @@ pub struct Forecast {
 }
 
 impl Forecast {
+    /// Follow one record of the stream (the alert engine and the screen's model both do).
+    pub fn observe(&mut self, rec: &Record) {
+        match &rec.body {
+            RecordBody::Sample(s) => self.sample(s),
+            RecordBody::Event(e) => self.event(e),
+            RecordBody::Mark(Mark::ChildExited { .. } | Mark::ChildStarted { .. }) => self.reset(),
+            _ => {}
+        }
+    }
+
     /// Follow the prover's events.
     pub fn event(&mut self, e: &Event) {
         match e {
