@@ -124,9 +124,9 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     // Scrolled when one column is still taller than the screen: the last row says so.
     let hidden = rows_h.saturating_sub(inner_h);
     let (shown_h, scroll) = if hidden > 0 {
-        let max = rows_h - (inner_h - 1);
+        let max = rows_h - inner_h.saturating_sub(1);
         app.view.help_scroll_max.set(max);
-        (inner_h - 1, app.view.help_scroll.min(max))
+        (inner_h.saturating_sub(1), app.view.help_scroll.min(max))
     } else {
         app.view.help_scroll_max.set(0);
         (rows_h, 0)
