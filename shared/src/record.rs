@@ -105,6 +105,17 @@ pub enum AlertLevel {
     Crit,
 }
 
+impl AlertLevel {
+    /// The level as rules and files write it: "info", "warn", "crit".
+    pub fn name(self) -> &'static str {
+        match self {
+            AlertLevel::Info => "info",
+            AlertLevel::Warn => "warn",
+            AlertLevel::Crit => "crit",
+        }
+    }
+}
+
 /// Whether an alert started or ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

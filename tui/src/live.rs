@@ -199,20 +199,10 @@ pub fn rule_lines(rules: &[Rule]) -> Vec<(String, u64)> {
                 && !matches!(r.metric, Metric::MemAvailable | Metric::PredictedFree)
         })
         .filter_map(|r| match r.threshold {
-            Threshold::Abs(v) if v > 0.0 => Some((r.level_name(), v as u64)),
+            Threshold::Abs(v) if v > 0.0 => Some((r.level.name().to_string(), v as u64)),
             _ => None,
         })
         .collect()
-}
-
-trait LevelName {
-    fn level_name(&self) -> String;
-}
-
-impl LevelName for Rule {
-    fn level_name(&self) -> String {
-        format!("{:?}", self.level).to_lowercase()
-    }
 }
 
 /// Gathers live records and sends each to alerts, model and recorder.
@@ -387,18 +377,10 @@ impl Collector {
 
 /// "ALERT warn rss > 1GiB: rss 1.2 GiB > 1.0 GiB" / "cleared …".
 pub fn alert_line(a: &Alert) -> String {
-    let lvl = format!("{:?}", a.level).to_lowercase();
-    let rule = a
-        .rule
-        .strip_prefix(&format!("{lvl}:"))
-        .unwrap_or(&a.rule)
-        .trim();
+    let (rule, detail) = crate::model::alert_parts(a);
     match a.state {
-        AlertState::Firing => format!("ALERT {lvl}: {rule}: {}", a.message),
-        AlertState::Cleared => format!(
-            "alert cleared: {rule}: {}",
-            a.message.strip_prefix("cleared: ").unwrap_or(&a.message)
-        ),
+        AlertState::Firing => format!("ALERT {}: {rule}: {detail}", a.level.name()),
+        AlertState::Cleared => format!("alert cleared: {rule}: {detail}"),
     }
 }
 

@@ -1010,23 +1010,11 @@ impl Model {
             (_, AlertLevel::Warn) => LogLevel::Warn,
             (_, AlertLevel::Info) => LogLevel::Info,
         };
-        let lvl = match a.level {
-            AlertLevel::Info => "INFO",
-            AlertLevel::Warn => "WARN",
-            AlertLevel::Crit => "CRIT",
-        };
         // The level once: "CRIT rss > 1GiB", not "CRIT crit: rss > 1GiB".
-        let rule = a
-            .rule
-            .strip_prefix(&format!("{}:", lvl.to_lowercase()))
-            .unwrap_or(&a.rule)
-            .trim();
+        let (rule, detail) = alert_parts(a);
         let text = match a.state {
-            AlertState::Firing => format!("{lvl} {rule}: {}", a.message),
-            AlertState::Cleared => format!(
-                "cleared {rule}: {}",
-                a.message.strip_prefix("cleared: ").unwrap_or(&a.message)
-            ),
+            AlertState::Firing => format!("{} {rule}: {detail}", a.level.name().to_uppercase()),
+            AlertState::Cleared => format!("cleared {rule}: {detail}"),
         };
         self.push_log(t, level, text);
     }
@@ -1265,6 +1253,20 @@ impl Model {
             .filter(|(_, a)| a.state == AlertState::Firing)
             .map(|(t, _)| *t)
     }
+}
+
+/// An alert's rule without its level prefix ("rss > 1GiB" for "crit: rss > 1GiB") and its
+/// message without the "cleared: " the engine starts a cleared one with: what the log and the
+/// headless line print.
+pub fn alert_parts(a: &Alert) -> (&str, &str) {
+    let rule = a
+        .rule
+        .strip_prefix(a.level.name())
+        .and_then(|r| r.strip_prefix(':'))
+        .unwrap_or(&a.rule)
+        .trim();
+    let detail = a.message.strip_prefix("cleared: ").unwrap_or(&a.message);
+    (rule, detail)
 }
 
 fn push_bounded<T>(q: &mut VecDeque<T>, x: T, max: usize) {
