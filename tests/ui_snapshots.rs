@@ -4,7 +4,7 @@
 use provetop::app::{Action, App, Playback, Screen, NS};
 use provetop::synth::{records, SynthConfig};
 use provetop::ui::theme::Theme;
-use provetop_shared::{Mark, Record, RecordBody};
+use provetop_shared::{BatchMode, Event, Mark, Record, RecordBody};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
@@ -45,6 +45,52 @@ fn live_app(events: bool) -> App {
     }
     app.recording = Some("/tmp/x.ptop".into());
     app
+}
+
+/// Apply `body` a tenth of a second after the app's clock, and move the clock there.
+fn feed(app: &mut App, body: RecordBody) {
+    app.clock += NS / 10;
+    app.model.apply(&Record::new(app.clock, body));
+}
+
+/// A proof of 2 partitions × 4000 constraints started.
+fn proof_started(id: u64, mode: BatchMode, sectors: u32) -> RecordBody {
+    RecordBody::Event(Event::ProofStarted {
+        proof_id: id,
+        mode,
+        sectors,
+        partitions: 2,
+        constraints: 4000,
+    })
+}
+
+/// A proof finished: verified unless `error` says why not.
+fn proof_finished(
+    id: u64,
+    mode: BatchMode,
+    duration_s: f64,
+    error: Option<&str>,
+    cancelled: bool,
+) -> RecordBody {
+    RecordBody::Event(Event::ProofFinished {
+        proof_id: id,
+        ok: error.is_none(),
+        verified: error.is_none(),
+        duration_s,
+        mode,
+        phases: vec![],
+        error: error.map(Into::into),
+        cancelled,
+        requeued_as: vec![],
+    })
+}
+
+/// End what the synthetic session left in flight, so a test starts with no proof running.
+fn finish_running(app: &mut App) {
+    let open: Vec<u64> = app.model.running.iter().map(|p| p.proof_id).collect();
+    for id in open {
+        feed(app, proof_finished(id, BatchMode::Single, 1.0, None, false));
+    }
 }
 
 #[test]
@@ -115,7 +161,6 @@ fn replay_200x60() {
 
 #[test]
 fn mode_switch_is_marked_on_the_timeline() {
-    use provetop_shared::{BatchMode, Event};
     let mut app = live_app(true);
     let t = app.clock - 30 * NS;
     app.model.apply(&Record::new(
@@ -152,46 +197,16 @@ fn header_rate_gives_way_on_narrow_screens() {
 /// One batch:2 proof of two sectors done, one failed, one cancelled: what the header's
 /// parenthesis is about. Returns the proof count before.
 fn add_batch_outcomes(app: &mut App) -> u64 {
-    use provetop_shared::{BatchMode, Event};
     let before = app.model.prover.proofs_done;
-    let mut t = app.clock;
-    let mut ev = |app: &mut App, e: Event| {
-        t += NS / 10;
-        app.clock = t;
-        app.model.apply(&Record::new(t, RecordBody::Event(e)));
-    };
-    ev(
+    let batch = BatchMode::Batch(2);
+    feed(app, proof_started(900, batch, 2));
+    feed(app, proof_finished(900, batch, 4.0, None, false));
+    feed(
         app,
-        Event::ProofStarted {
-            proof_id: 900,
-            mode: BatchMode::Batch(2),
-            sectors: 2,
-            partitions: 2,
-            constraints: 4000,
-        },
+        proof_finished(901, batch, 0.0, Some("out of memory"), false),
     );
-    let end = |id, ok, error: Option<&str>, cancelled| Event::ProofFinished {
-        proof_id: id,
-        ok,
-        verified: ok,
-        duration_s: if ok { 4.0 } else { 0.0 },
-        mode: BatchMode::Batch(2),
-        phases: vec![],
-        error: error.map(Into::into),
-        cancelled,
-        requeued_as: vec![],
-    };
-    ev(app, end(900, true, None, false));
-    ev(app, end(901, false, Some("out of memory"), false));
-    ev(
-        app,
-        end(
-            902,
-            false,
-            Some("cancelled before it started (signal)"),
-            true,
-        ),
-    );
+    let cancelled = Some("cancelled before it started (signal)");
+    feed(app, proof_finished(902, batch, 0.0, cancelled, true));
     before
 }
 
@@ -239,7 +254,6 @@ fn words(line: &str) -> Vec<String> {
 fn narrow_screens_leave_items_out_whole_never_cut() {
     let mut app = live_app(true);
     add_batch_outcomes(&mut app);
-    app.clock += NS / 10;
     let exited = Mark::ChildExited {
         pid: 4242,
         code: Some(0),
@@ -247,8 +261,7 @@ fn narrow_screens_leave_items_out_whole_never_cut() {
         oom_kill: false,
         reason: "exited 0".into(),
     };
-    app.model
-        .apply(&Record::new(app.clock, RecordBody::Mark(exited)));
+    feed(&mut app, RecordBody::Mark(exited));
     app.act(Action::Modes);
     let wide = screen_text(&app, 250, 60);
     // The short forms are words too: the rate's ("500/h") and the overlay's note.
@@ -362,51 +375,23 @@ fn help_on_small_screens_wraps_and_scrolls_never_cuts() {
 #[test]
 fn header_says_pausing_until_the_proof_in_flight_finishes() {
     use provetop_shared::protocol::ProverState;
-    use provetop_shared::{BatchMode, Event};
     let mut app = live_app(true);
-    let mut t = app.clock;
-    let mut ev = |app: &mut App, e: Event| {
-        t += NS / 10;
-        app.clock = t;
-        app.model.apply(&Record::new(t, RecordBody::Event(e)));
-    };
     let header = |app: &App| {
         let text = screen_text(app, 120, 24);
         text.lines().next().unwrap().to_string()
     };
-    let done = |id| Event::ProofFinished {
-        proof_id: id,
-        ok: true,
-        verified: true,
-        duration_s: 1.0,
-        mode: BatchMode::Single,
-        phases: vec![],
-        error: None,
-        cancelled: false,
-        requeued_as: vec![],
-    };
-    // Whatever the synthetic session left in flight ends first.
-    let open: Vec<u64> = app.model.running.iter().map(|p| p.proof_id).collect();
-    for id in open {
-        ev(&mut app, done(id));
-    }
-    ev(
-        &mut app,
-        Event::ProofStarted {
-            proof_id: 900,
-            mode: BatchMode::Single,
-            sectors: 1,
-            partitions: 2,
-            constraints: 4000,
-        },
-    );
+    finish_running(&mut app);
+    feed(&mut app, proof_started(900, BatchMode::Single, 1));
     let paused = Event::State {
         state: ProverState::Paused,
     };
-    ev(&mut app, paused);
+    feed(&mut app, RecordBody::Event(paused));
     let h = header(&app);
     assert!(h.contains("‖ pausing pid 4242"), "{h}");
-    ev(&mut app, done(900));
+    feed(
+        &mut app,
+        proof_finished(900, BatchMode::Single, 1.0, None, false),
+    );
     let h = header(&app);
     assert!(h.contains("‖ paused pid 4242"), "{h}");
 }
@@ -416,7 +401,6 @@ fn header_says_pausing_until_the_proof_in_flight_finishes() {
 fn header_keeps_the_alert_on_narrow_screens() {
     use provetop_shared::{Alert, AlertLevel, AlertState};
     let mut app = live_app(true);
-    app.clock += NS / 10;
     let alert = Alert {
         rule: "predicted_free < 0 (the proof running is expected to run out of memory)".into(),
         level: AlertLevel::Warn,
@@ -426,8 +410,7 @@ fn header_keeps_the_alert_on_narrow_screens() {
         threshold: 0.0,
         message: "predicted_free (proof 7 …) -1.0 GiB < 0B".into(),
     };
-    app.model
-        .apply(&Record::new(app.clock, RecordBody::Alert(alert)));
+    feed(&mut app, RecordBody::Alert(alert));
     let line2 = |w| screen_text(&app, w, 24).lines().nth(1).unwrap().to_string();
     let wide = line2(200);
     assert!(
@@ -448,8 +431,7 @@ fn header_keeps_the_alert_on_narrow_screens() {
         threshold: 1e9,
         message: "rss 1.9 GiB > 1.0 GiB".into(),
     };
-    app.model
-        .apply(&Record::new(app.clock, RecordBody::Alert(crit)));
+    feed(&mut app, RecordBody::Alert(crit));
     let last = &app.model.log.back().unwrap().text;
     assert_eq!(last, "CRIT rss > 1GiB: rss 1.9 GiB > 1.0 GiB");
 }
@@ -459,32 +441,9 @@ fn header_keeps_the_alert_on_narrow_screens() {
 #[test]
 fn header_shows_the_memory_left_at_the_running_proofs_peak() {
     use provetop_shared::units::GIB;
-    use provetop_shared::{BatchMode, Event, Sample};
+    use provetop_shared::Sample;
     let mut app = live_app(true);
-    let mut t = app.clock;
-    let mut rec = |app: &mut App, body: RecordBody| {
-        t += NS / 10;
-        app.clock = t;
-        app.model.apply(&Record::new(t, body));
-    };
-    let done = |id| Event::ProofFinished {
-        proof_id: id,
-        ok: true,
-        verified: true,
-        duration_s: 1.0,
-        mode: BatchMode::Single,
-        phases: vec![],
-        error: None,
-        cancelled: false,
-        requeued_as: vec![],
-    };
-    let started = |id| Event::ProofStarted {
-        proof_id: id,
-        mode: BatchMode::Single,
-        sectors: 1,
-        partitions: 2,
-        constraints: 4000,
-    };
+    let single = BatchMode::Single;
     let mem = |rss: u64, avail: u64| {
         RecordBody::Sample(Sample {
             rss,
@@ -493,10 +452,7 @@ fn header_shows_the_memory_left_at_the_running_proofs_peak() {
             ..Sample::default()
         })
     };
-    let open: Vec<u64> = app.model.running.iter().map(|p| p.proof_id).collect();
-    for id in open {
-        rec(&mut app, RecordBody::Event(done(id)));
-    }
+    finish_running(&mut app);
     let line2 = |app: &App| {
         screen_text(app, 200, 24)
             .lines()
@@ -504,60 +460,44 @@ fn header_shows_the_memory_left_at_the_running_proofs_peak() {
             .unwrap()
             .to_string()
     };
-    rec(&mut app, RecordBody::Event(started(901)));
-    rec(&mut app, mem(10 * GIB, 100 * GIB));
+    feed(&mut app, proof_started(901, single, 1));
+    feed(&mut app, mem(10 * GIB, 100 * GIB));
     assert!(!line2(&app).contains("at peak"), "{}", line2(&app));
-    rec(&mut app, RecordBody::Event(done(901)));
-    rec(&mut app, RecordBody::Event(started(902)));
+    feed(&mut app, proof_finished(901, single, 1.0, None, false));
+    feed(&mut app, proof_started(902, single, 1));
     // 1 GiB now, 10 GiB at the last peak, 20 GiB available: 11 GiB left at the peak.
-    rec(&mut app, mem(GIB, 20 * GIB));
+    feed(&mut app, mem(GIB, 20 * GIB));
     assert!(
         line2(&app).contains("│ 11.0G free at peak"),
         "{}",
         line2(&app)
     );
     // Only 5 GiB available: 4 GiB short.
-    rec(&mut app, mem(GIB, 5 * GIB));
+    feed(&mut app, mem(GIB, 5 * GIB));
     assert!(
         line2(&app).contains("│ 4.00G short at peak"),
         "{}",
         line2(&app)
     );
-    rec(&mut app, RecordBody::Event(done(902)));
-    rec(&mut app, mem(GIB, 5 * GIB));
+    feed(&mut app, proof_finished(902, single, 1.0, None, false));
+    feed(&mut app, mem(GIB, 5 * GIB));
     assert!(!line2(&app).contains("at peak"), "{}", line2(&app));
 }
 
 /// `m` shows the batch modes side by side, from the proofs the model kept; Esc closes it.
 #[test]
 fn modes_overlay_compares_what_each_mode_did() {
-    use provetop_shared::{BatchMode, Event};
     let mut app = live_app(true);
     let mut t = app.clock;
-    for (id, sectors) in [(900u64, 2u32), (901, 2)] {
-        for e in [
-            Event::ProofStarted {
-                proof_id: id,
-                mode: BatchMode::Batch(2),
-                sectors,
-                partitions: 2,
-                constraints: 4000,
-            },
-            Event::ProofFinished {
-                proof_id: id,
-                ok: true,
-                verified: true,
-                duration_s: 4.0,
-                mode: BatchMode::Batch(2),
-                phases: vec![],
-                error: None,
-                cancelled: false,
-                requeued_as: vec![],
-            },
+    let batch = BatchMode::Batch(2);
+    for id in [900u64, 901] {
+        for body in [
+            proof_started(id, batch, 2),
+            proof_finished(id, batch, 4.0, None, false),
         ] {
             t += 4 * NS;
             app.clock = t;
-            app.model.apply(&Record::new(t, RecordBody::Event(e)));
+            app.model.apply(&Record::new(t, body));
         }
     }
     assert!(!screen_text(&app, 120, 40).contains("batch modes"));
