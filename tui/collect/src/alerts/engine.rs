@@ -303,6 +303,7 @@ mod tests {
     /// that proof ends.
     #[test]
     fn predicted_free_fires_for_a_proof_that_will_not_fit() {
+        use crate::alerts::forecast::tests::{finished, started};
         use provetop_shared::protocol::BatchMode;
         let mut e = AlertEngine::new(vec!["predicted_free < 0".parse().unwrap()]);
         let ev = |t, e: Event| Record::new(t, RecordBody::Event(e));
@@ -316,30 +317,12 @@ mod tests {
                 }),
             )
         };
-        let started = |id| Event::ProofStarted {
-            proof_id: id,
-            mode: BatchMode::Single,
-            sectors: 1,
-            partitions: 2,
-            constraints: 4096,
-        };
-        let finished = |id| Event::ProofFinished {
-            proof_id: id,
-            ok: true,
-            verified: true,
-            duration_s: 1.0,
-            mode: BatchMode::Single,
-            phases: vec![],
-            error: None,
-            cancelled: false,
-            requeued_as: vec![],
-        };
         // Proof 1 peaks at 900 with plenty free: no forecast yet, nothing fires.
-        e.observe(&ev(0, started(1)));
+        e.observe(&ev(0, started(1, BatchMode::Single)));
         assert!(e.observe(&mem(S, 900, 1000)).is_empty());
-        e.observe(&ev(2 * S, finished(1)));
+        e.observe(&ev(2 * S, finished(1, true)));
         // Proof 2 starts at 100 with 500 free: it needs 800 more, 300 short.
-        e.observe(&ev(3 * S, started(2)));
+        e.observe(&ev(3 * S, started(2, BatchMode::Single)));
         let a = e.observe(&mem(4 * S, 100, 500));
         assert_eq!(a.len(), 1);
         assert_eq!(a[0].state, AlertState::Firing);
@@ -350,7 +333,7 @@ mod tests {
             a[0].message
         );
         assert!(a[0].message.contains("-300 B < 0 B"), "{}", a[0].message);
-        e.observe(&ev(5 * S, finished(2)));
+        e.observe(&ev(5 * S, finished(2, true)));
         let a = e.observe(&mem(6 * S, 100, 500));
         assert_eq!(a.len(), 1);
         assert_eq!(a[0].state, AlertState::Cleared);

@@ -127,11 +127,12 @@ impl Forecast {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use provetop_shared::units::GIB;
 
-    fn started(id: u64, mode: BatchMode) -> Event {
+    /// A proof of one sector, 10 × 2^20, started (the engine's tests use it too).
+    pub(in crate::alerts) fn started(id: u64, mode: BatchMode) -> Event {
         Event::ProofStarted {
             proof_id: id,
             mode,
@@ -141,7 +142,8 @@ mod tests {
         }
     }
 
-    fn finished(id: u64, ok: bool) -> Event {
+    /// A proof finished, verified when `ok`.
+    pub(in crate::alerts) fn finished(id: u64, ok: bool) -> Event {
         Event::ProofFinished {
             proof_id: id,
             ok,
