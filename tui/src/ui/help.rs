@@ -105,19 +105,21 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     // Inside the box: a column of padding on the left, one between columns.
     let room = (area.width as usize).saturating_sub(3);
 
-    let (cols, col_w) = {
-        let one = columns(blocks(app, text_w), 1);
+    let one = columns(blocks(app, text_w), 1);
+    let (cols, col_w) = if one[0].len() <= inner_h && natural <= room {
+        (one, natural)
+    } else {
+        // Two columns (texts wrapped to fit) if they hold everything, else one, scrolled.
         let two_w = natural.min(room.saturating_sub(1) / 2);
         let two = (two_w >= key_w + 2 + 16)
             .then(|| columns(blocks(app, two_w - key_w - 2), 2))
             .filter(|two| two.iter().all(|c| c.len() <= inner_h));
-        if one[0].len() <= inner_h && natural <= room {
-            (one, natural)
-        } else if let Some(two) = two {
-            (two, two_w)
-        } else {
-            let w = natural.min(room);
-            (columns(blocks(app, w.saturating_sub(key_w + 2)), 1), w)
+        match two {
+            Some(two) => (two, two_w),
+            None => {
+                let w = natural.min(room);
+                (columns(blocks(app, w.saturating_sub(key_w + 2)), 1), w)
+            }
         }
     };
     let rows_h = cols.iter().map(Vec::len).max().unwrap_or(0);
