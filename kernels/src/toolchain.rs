@@ -38,4 +38,4 @@ pub fn find_nvcc() -> Option<Nvcc> {
 pub const NO_NVCC: &str = "provetop-kernels: the `cuda`/`supraseal` features need nvcc (CUDA 12+), \
 found neither $CUDA_HOME/bin/nvcc, $CUDA_PATH/bin/nvcc nor nvcc on PATH. On a machine without CUDA run \
 `bash kernels/setup-cuda-toolchain.sh` and `source ~/.cache/provetop-cuda/env.sh`, then build again \
-(see README, \"GPU builds\").";
+(see docs/gpu.md).";

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU benchmark and recordings on a GPU machine, with binaries built elsewhere.
 #
-#   bash kernels/gpu-bench.sh BIN_DIR OUT_DIR [SIZES] [PARTITIONS] [RUNS]
+#   bash kernels/lab/gpu-bench.sh BIN_DIR OUT_DIR [SIZES] [PARTITIONS] [RUNS]
 #
 # RUNS (default: all) lists runs as BACKEND:LOG2:PROOFS[:nopin|:1thread], e.g.
 # "cpu:18:2 cuda:20:3:nopin supraseal:18:1:1thread" (nopin: SRS not page-locked; 1thread:
@@ -9,7 +9,7 @@
 # Every run is bounded by RUN_TIMEOUT seconds (default 240).
 #
 # BIN_DIR holds: provetop, provetop-prover-cpu, provetop-prover-cuda, provetop-prover-supraseal
-# (release builds; see README "GPU builds"). Every run is supervised by `provetop run
+# (release builds; see docs/gpu.md, "Building"). Every run is supervised by `provetop run
 # --headless`, so each one leaves a session file (memory at 20 Hz incl. the interval peak,
 # pinned = Rss of /dev/nvidia* mappings, per-process GPU memory from NVML, every prover event).
 # nvidia-smi is sampled beside the cuda runs to check provetop's NVML numbers.

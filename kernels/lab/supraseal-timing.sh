@@ -2,17 +2,17 @@
 # Build the supraseal prover against a copy of supraseal-c2 0.1.2 that prints, on stderr, a
 # timestamp at each stage of its proving call (the NTT and MSM of H per partition, the batch
 # additions, each tail MSM, the CPU pre-processing and the B-in-G2 tail): where SupraSeal's
-# prove step goes, measured (README, "Where SupraSeal's prove step goes"). A diagnostic only:
+# prove step goes, measured (docs/gpu.md, "Where SupraSeal's prove step goes"). A diagnostic only:
 # the project never ships this copy; the workspace's Cargo.toml is left untouched (the patch
 # goes in through `cargo --config`).
 #
-#   bash kernels/supraseal-timing.sh OUT_BINARY
+#   bash kernels/lab/supraseal-timing.sh OUT_BINARY
 #
 # Needs the CUDA toolchain of a `--features supraseal` build (kernels/setup-cuda-toolchain.sh).
 set -euo pipefail
 out=${1:?OUT_BINARY}
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(dirname "$here")
+root=$(cd "$here/../.." && pwd)   # the workspace: this script is in kernels/lab/
 cd "$root"
 cargo fetch --quiet
 src=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/supraseal-c2-0.1.2 | head -1)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Record a session that goes through every batch mode, switched live from provetop's screen.
 
-    python3 kernels/drive-modes.py BIN_DIR SESSION.ptop [BACKEND] [PARTITIONS] [LOG2_CONSTRAINTS] [SECS_PER_MODE]
+    python3 kernels/lab/drive-modes.py BIN_DIR SESSION.ptop [BACKEND] [PARTITIONS] [LOG2_CONSTRAINTS] [SECS_PER_MODE]
 
 Runs `provetop run` on the prover `BIN_DIR/provetop-prover-BACKEND` (cpu, cuda, supraseal;
 `BIN_DIR/provetop-prover` when BACKEND is omitted) in a pseudo-terminal of 120x36, with a

@@ -6,7 +6,7 @@
 #     constraints on supraseal, two proofs 8 s of idle apart (the second is queued by
 #     --repeat-every): SRS floor between proofs, the synthesis peak, the fall after proving.
 #
-#   bash kernels/gpu-record.sh BIN_DIR OUT_DIR [STEPS]
+#   bash kernels/lab/gpu-record.sh BIN_DIR OUT_DIR [STEPS]
 #
 # STEPS: "resident wave" (default), or one of them.
 set -uo pipefail
