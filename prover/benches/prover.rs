@@ -21,14 +21,16 @@
 //! daemon (freed heap kept by the allocator would otherwise leak into the next one's floor).
 //! Output: markdown tables on stdout.
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use provetop_shared::protocol::{parse_event, BatchMode, Event, EventMsg, Phase, SrsSource};
+use common::{workload, Daemon};
+use provetop_shared::protocol::{BatchMode, Event, EventMsg, Phase, SrsSource};
 use provetop_shared::units::fmt_bytes;
 
 const BUILT_BIN: &str = env!("CARGO_BIN_EXE_provetop-prover");
@@ -37,84 +39,28 @@ fn bin() -> String {
     std::env::var("PROVETOP_PROVER_BIN").unwrap_or_else(|_| BUILT_BIN.to_string())
 }
 
-struct Daemon {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    rx: mpsc::Receiver<EventMsg>,
-    seen: Vec<EventMsg>,
-}
-
-fn status_kb(pid: u32, key: &str) -> u64 {
-    provetop_prover::heap::status_kb(Some(pid), key).unwrap_or(0)
-}
-
+/// What the bench reads of a daemon beyond its events.
 impl Daemon {
     fn start(args: &[String], cache: &Path) -> Daemon {
-        let mut child = Command::new(bin())
-            .arg("--daemon")
-            .args(args)
-            .arg("--srs-cache")
-            .arg(cache)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start provetop-prover");
-        let out = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                match parse_event(&line) {
-                    Ok(m) => {
-                        if tx.send(m).is_err() {
-                            break;
-                        }
-                    }
-                    Err(e) => panic!("bad event line {line:?}: {e}"),
-                }
-            }
-        });
-        Daemon {
-            stdin: child.stdin.take(),
-            child,
-            rx,
-            seen: Vec::new(),
-        }
+        Daemon::spawn_from(Command::new(bin()), args, cache, Duration::from_secs(1800))
     }
 
-    fn send(&mut self, line: &str) {
-        let s = self.stdin.as_mut().expect("stdin");
-        writeln!(s, "{line}").expect("write control");
-        s.flush().expect("flush");
-    }
-
-    fn wait_for(&mut self, f: impl Fn(&Event) -> bool) -> EventMsg {
-        loop {
-            let m = self
-                .rx
-                .recv_timeout(Duration::from_secs(1800))
-                .expect("prover went silent");
-            self.seen.push(m.clone());
-            if let Event::Error { message, .. } = &m.event {
+    /// The next event matching `f`, telling on stderr every error the prover reports.
+    fn next_event(&mut self, f: impl Fn(&Event) -> bool) -> EventMsg {
+        self.wait_for("the next prover event", |e| {
+            if let Event::Error { message, .. } = e {
                 eprintln!("prover error: {message}");
             }
-            if f(&m.event) {
-                return m;
-            }
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
+            f(e)
+        })
     }
 
     fn rss(&self) -> u64 {
-        status_kb(self.pid(), "VmRSS:") * 1024
+        self.status_kb("VmRSS:").unwrap_or(0) * 1024
     }
 
     fn hwm(&self) -> u64 {
-        status_kb(self.pid(), "VmHWM:") * 1024
+        self.status_kb("VmHWM:").unwrap_or(0) * 1024
     }
 
     /// CPU seconds (user + system, all threads) the process has used so far.
@@ -137,8 +83,7 @@ impl Daemon {
 
     fn stop(mut self) {
         self.send(r#"{"ts":0,"type":"shutdown"}"#);
-        self.stdin = None;
-        let _ = self.child.wait();
+        let _ = self.finish();
     }
 }
 
@@ -153,7 +98,7 @@ struct Ready {
 
 fn ready(args: &[String], cache: &Path) -> Ready {
     let mut d = Daemon::start(args, cache);
-    let r = d.wait_for(|e| matches!(e, Event::SrsReady { .. }));
+    let r = d.next_event(|e| matches!(e, Event::SrsReady { .. }));
     let Event::SrsReady {
         source,
         duration_s,
@@ -163,7 +108,7 @@ fn ready(args: &[String], cache: &Path) -> Ready {
     else {
         unreachable!()
     };
-    d.wait_for(|e| matches!(e, Event::State { .. }));
+    d.next_event(|e| matches!(e, Event::State { .. }));
     std::thread::sleep(Duration::from_millis(200));
     d.reset_hwm();
     let floor = d.rss();
@@ -210,7 +155,7 @@ fn prove(d: &mut Daemon, sectors: u32) -> Proved {
     let mut p = Proved::default();
     let mut first_start = None;
     while queued == 0 || finished < queued {
-        let m = d.wait_for(|_| true);
+        let m = d.next_event(|_| true);
         match m.event {
             Event::ProofQueued { .. } => queued += 1,
             Event::ProofStarted { .. } if first_start.is_none() => {
@@ -287,23 +232,12 @@ fn s(v: f64) -> String {
     format!("{v:.2}")
 }
 
-fn args(p: u32, n: u64, extra: &[&str]) -> Vec<String> {
-    let mut a = vec![
-        "--partitions".to_string(),
-        p.to_string(),
-        "--constraints".into(),
-        n.to_string(),
-    ];
-    a.extend(extra.iter().map(|s| s.to_string()));
-    a
-}
-
 fn srs_section(cache: &Path, sizes: &[u64]) {
     println!("\n### SRS: generate vs load from disk vs resident\n");
     println!("| constraints/partition | SRS resident | generate | load from disk | resident: next proof waits | SRS events after the first proof |");
     println!("|---|---|---|---|---|---|");
     for &n in sizes {
-        let a = args(1, n, &[]);
+        let a = workload(1, n, &[]);
         let mut g = ready(&a, cache);
         assert_eq!(g.srs_source, SrsSource::Generated);
         prove(&mut g.d, 1);
@@ -347,7 +281,7 @@ fn phases_section(cache: &Path, p: u32, sizes: &[u64], reps: u32) {
         "---|".repeat(SUB.len())
     );
     for &n in sizes {
-        let mut r = ready(&args(p, n, &[]), cache);
+        let mut r = ready(&workload(p, n, &[]), cache);
         let pr = prove(&mut r.d, reps);
         let hwm = r.d.hwm();
         r.d.stop();
@@ -392,12 +326,12 @@ fn modes_section(cache: &Path, p: u32, n: u64, sectors: u32, rounds: u32, modes:
         "\n### Batch modes: {sectors} sectors × {p} partitions × {n} constraints per mode, best of {rounds} interleaved rounds\n"
     );
     // Generate the SRS once; every mode then loads it from disk.
-    ready(&args(p, n, &[]), cache).d.stop();
+    ready(&workload(p, n, &[]), cache).d.stop();
     let mut rows: Vec<ModeRow> = vec![ModeRow::default(); modes.len()];
     for _ in 0..rounds {
         for (i, &mode) in modes.iter().enumerate() {
             let mode_s = mode.to_string();
-            let mut r = ready(&args(p, n, &["--mode", &mode_s]), cache);
+            let mut r = ready(&workload(p, n, &["--mode", &mode_s]), cache);
             let cpu0 = r.d.cpu_s();
             let pr = prove(&mut r.d, sectors);
             let cpu = r.d.cpu_s() - cpu0;

@@ -34,7 +34,6 @@
 //! ~128 B per constraint per partition.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -48,6 +47,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
+use crate::cs::{Flat, Record, Terms, Value};
 use crate::mimc::{compress_gadget, Term, CONSTRAINTS_PER_COMPRESS, ROUNDS};
 use crate::sector::{leaf_tag, Sector};
 
@@ -87,7 +87,7 @@ pub struct Layout {
 pub struct TooSmall {
     /// Requested constraints.
     pub requested: u64,
-    /// Smallest possible.
+    /// Smallest count that holds one challenge.
     pub minimum: u64,
 }
 
@@ -186,7 +186,6 @@ pub trait SynthesisHooks: Send + Sync {
 /// The witness of one partition.
 #[derive(Clone)]
 pub struct PartitionWitness {
-    /// The sector.
     pub sector: Arc<Sector>,
     /// Partition index within the sector.
     pub partition: u32,
@@ -399,15 +398,16 @@ impl PartitionCircuit {
             let done = wave
                 .par_iter()
                 .map(|&k| {
-                    let mut cs = Counted {
+                    let mut cs = Flat(Counted {
                         cs: R::new(),
                         aux: 0,
-                    };
+                    });
                     // bellperson's own convention for a fresh part: ONE first; `extend`
                     // merges it into the root's ONE.
                     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
                     let o = self.open(&mut cs.namespace(|| format!("challenge {k}")), k)?;
-                    Ok(Part((cs.cs, cs.aux, o)))
+                    let Flat(Counted { cs, aux }) = cs;
+                    Ok(Part((cs, aux, o)))
                 })
                 .collect::<Result<Vec<_>, SynthesisError>>()?;
             for Part((cs, n, o)) in done {
@@ -415,7 +415,9 @@ impl PartitionCircuit {
                 opened.push(o.shifted(aux));
                 aux += n;
             }
-            PARALLEL_OPENINGS.fetch_add(wave.len() as u64, Relaxed);
+            #[cfg(test)]
+            tests::PARALLEL_OPENINGS
+                .fetch_add(wave.len() as u64, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(opened)
     }
@@ -482,14 +484,6 @@ impl PartitionCircuit {
     }
 }
 
-/// Challenges synthesized on the parallel path since the process started (tests, logs).
-static PARALLEL_OPENINGS: AtomicU64 = AtomicU64::new(0);
-
-/// How many challenges were opened on the parallel path so far.
-pub fn parallel_openings() -> u64 {
-    PARALLEL_OPENINGS.load(Relaxed)
-}
-
 /// What one opened challenge leaves for the partition to tie together.
 struct Opened {
     /// Index bits (variable, value), packed into public inputs.
@@ -536,60 +530,27 @@ struct Part<R>((R, usize, Opened));
 unsafe impl<R> Send for Part<R> {}
 
 /// A constraint system that counts the auxiliary variables allocated through it (where a
-/// part's variables land once appended).
+/// part's variables land once appended). Annotations and namespaces are dropped on the way,
+/// as the proving assignment (the only system parts are synthesized into, see
+/// [`parallel_root`]) drops them itself.
 struct Counted<R> {
     cs: R,
     aux: usize,
 }
 
-impl<R: ConstraintSystem<Fr>> ConstraintSystem<Fr> for Counted<R> {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, a: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        let v = self.cs.alloc(a, f)?;
+impl<R: ConstraintSystem<Fr>> Record for Counted<R> {
+    fn alloc(&mut self, value: impl Value) -> Result<Variable, SynthesisError> {
+        let v = self.cs.alloc(|| "", value)?;
         self.aux += 1;
         Ok(v)
     }
 
-    fn alloc_input<F, A, AR>(&mut self, a: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.cs.alloc_input(a, f)
+    fn alloc_input(&mut self, value: impl Value) -> Result<Variable, SynthesisError> {
+        self.cs.alloc_input(|| "", value)
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, a: A, la: LA, lb: LB, lc: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-    {
-        self.cs.enforce(a, la, lb, lc)
-    }
-
-    fn push_namespace<NR, N>(&mut self, name: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-        self.cs.get_root().push_namespace(name)
-    }
-
-    fn pop_namespace(&mut self) {
-        self.cs.get_root().pop_namespace()
-    }
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
+    fn enforce(&mut self, a: impl Terms, b: impl Terms, c: impl Terms) {
+        self.cs.enforce(|| "", a, b, c)
     }
 }
 
@@ -655,66 +616,34 @@ pub struct ShapeCount {
 
 struct CountCs(ShapeCount);
 
-impl ConstraintSystem<Fr> for CountCs {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
+impl Record for CountCs {
+    fn alloc(&mut self, _: impl Value) -> Result<Variable, SynthesisError> {
         self.0.aux += 1;
         Ok(Variable::new_unchecked(Index::Aux(self.0.aux as usize - 1)))
     }
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
+    fn alloc_input(&mut self, _: impl Value) -> Result<Variable, SynthesisError> {
         self.0.inputs += 1;
         Ok(Variable::new_unchecked(Index::Input(
             self.0.inputs as usize - 1,
         )))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-    {
+    fn enforce(&mut self, _: impl Terms, _: impl Terms, _: impl Terms) {
         self.0.constraints += 1;
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
     }
 }
 
 /// Count a layout's circuit by synthesizing its shape.
 pub fn count(layout: Layout) -> ShapeCount {
-    let mut cs = CountCs(ShapeCount {
+    let mut cs = Flat(CountCs(ShapeCount {
         inputs: 1, // ONE
         ..Default::default()
-    });
+    }));
     PartitionCircuit::shape(layout)
         .synthesize(&mut cs)
         .expect("shape synthesis needs no witness");
-    let mut c = cs.0;
+    let Flat(CountCs(mut c)) = cs;
     c.constraints += c.inputs;
     c
 }
@@ -724,6 +653,10 @@ mod tests {
     use super::*;
     use bellperson::util_cs::test_cs::TestConstraintSystem;
     use ff::Field;
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+    /// Challenges synthesized on the parallel path so far (a test checks that path ran).
+    pub(super) static PARALLEL_OPENINGS: AtomicU64 = AtomicU64::new(0);
 
     #[test]
     fn exact_counts() {
@@ -754,40 +687,21 @@ mod tests {
         constraints: usize,
     }
 
-    impl ConstraintSystem<Fr> for Placement {
-        type Root = Self;
-
-        fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-        where
-            F: FnOnce() -> Result<Fr, SynthesisError>,
-            A: FnOnce() -> AR,
-            AR: Into<String>,
-        {
-            self.values.push(f()?);
+    impl Record for Placement {
+        fn alloc(&mut self, value: impl Value) -> Result<Variable, SynthesisError> {
+            self.values.push(value()?);
             self.in_a.push(false);
             self.in_b.push(false);
             Ok(Variable::new_unchecked(Index::Aux(self.values.len() - 1)))
         }
 
-        fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-        where
-            F: FnOnce() -> Result<Fr, SynthesisError>,
-            A: FnOnce() -> AR,
-            AR: Into<String>,
-        {
-            f()?;
+        fn alloc_input(&mut self, value: impl Value) -> Result<Variable, SynthesisError> {
+            value()?;
             self.constraints += 1;
             Ok(Variable::new_unchecked(Index::Input(self.constraints)))
         }
 
-        fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, _: LC)
-        where
-            A: FnOnce() -> AR,
-            AR: Into<String>,
-            LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-            LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-            LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        {
+        fn enforce(&mut self, a: impl Terms, b: impl Terms, _: impl Terms) {
             self.constraints += 1;
             for (v, _) in a(LinearCombination::zero()).iter() {
                 if let Index::Aux(i) = v.get_unchecked() {
@@ -800,19 +714,6 @@ mod tests {
                 }
             }
         }
-
-        fn push_namespace<NR, N>(&mut self, _: N)
-        where
-            NR: Into<String>,
-            N: FnOnce() -> NR,
-        {
-        }
-
-        fn pop_namespace(&mut self) {}
-
-        fn get_root(&mut self) -> &mut Self::Root {
-            self
-        }
     }
 
     /// The profile GPU provers see (the module docs say why it matters): B holds few
@@ -824,13 +725,14 @@ mod tests {
         let l = Layout::for_constraints(1 << 16).unwrap();
         assert_eq!(l.label_rounds, LABEL_ROUNDS);
         let sector = Arc::new(Sector::generate(1, 0, l.depth));
-        let mut cs = Placement {
+        let mut cs = Flat(Placement {
             constraints: 1, // ONE
             ..Default::default()
-        };
+        });
         PartitionCircuit::new(l, PartitionWitness::new(&l, sector, 1, 0), None)
             .synthesize(&mut cs)
             .unwrap();
+        let Flat(cs) = cs;
         assert_eq!(cs.constraints as u64, l.constraints);
         let n = l.constraints as f64;
         let is_bit = |v: &Fr| *v == Fr::ZERO || *v == Fr::ONE;
@@ -894,10 +796,13 @@ mod tests {
         let sector = Arc::new(Sector::generate(1, 0, l.depth));
         let w = PartitionWitness::new(&l, sector, 1, 0);
         let inputs = w.public_inputs(&l);
-        let before = parallel_openings();
+        let before = PARALLEL_OPENINGS.load(Relaxed);
         let proof =
             create_random_proof(PartitionCircuit::new(l, w, None), &params, &mut rng).unwrap();
-        assert!(parallel_openings() >= before + 2, "the parallel path ran");
+        assert!(
+            PARALLEL_OPENINGS.load(Relaxed) >= before + 2,
+            "the parallel path ran"
+        );
         assert!(verify_proof(&pvk, &proof, &inputs).unwrap());
         let mut wrong = inputs.clone();
         wrong[1] += Fr::ONE; // another set of challenged leaves

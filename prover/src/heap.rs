@@ -131,11 +131,6 @@ pub fn reset_peak() {
     PEAK.store(LIVE.load(Relaxed), Relaxed);
 }
 
-/// Peak resident set size of this process (`VmHWM`), in bytes, when readable.
-pub fn vm_hwm() -> Option<u64> {
-    status_kb(None, "VmHWM:").map(|k| k * 1024)
-}
-
 /// Resident set size of this process (`VmRSS`), in bytes, when readable.
 pub fn vm_rss() -> Option<u64> {
     status_kb(None, "VmRSS:").map(|k| k * 1024)
@@ -156,11 +151,6 @@ pub fn status_kb(pid: Option<u32>, key: &str) -> Option<u64> {
         .trim()
         .parse()
         .ok()
-}
-
-/// Reset this process's `VmHWM` to the current RSS (`5` → `/proc/self/clear_refs`).
-pub fn reset_vm_hwm() -> bool {
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
 /// Give freed heap back to the kernel (glibc keeps it otherwise): between proofs a prover's

@@ -16,7 +16,7 @@ use crate::circuit::{is_abort, Layout, PartitionCircuit, PartitionWitness};
 use crate::events::Emitter;
 use crate::heap;
 use crate::modes::{self, Unit};
-use crate::phases::{CallTracker, Latch};
+use crate::phases::{Call, CallTracker, Latch};
 use crate::sector::Sector;
 
 /// The circuit workload every proof uses.
@@ -33,11 +33,9 @@ pub struct Workload {
 /// One queued proof.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProofSpec {
-    /// Proof id.
     pub proof_id: u64,
     /// Run-wide index of its first sector (sector data derive from it).
     pub first_sector: u64,
-    /// Sectors in the proof.
     pub sectors: u32,
 }
 
@@ -123,15 +121,14 @@ struct Ctx<'a> {
 }
 
 fn tracker_for(ctx: &Ctx<'_>, unit: &Unit) -> Arc<CallTracker> {
-    let single = (unit.parts.len() == 1).then(|| unit.parts[0].label(ctx.w.partitions));
-    CallTracker::new(
-        ctx.emitter.clone(),
-        ctx.proof_id,
-        single,
-        unit.parts.len() as u32,
-        ctx.backend.substeps(),
-        ctx.abort.clone(),
-    )
+    CallTracker::new(Call {
+        emitter: ctx.emitter.clone(),
+        proof_id: ctx.proof_id,
+        partition: (unit.parts.len() == 1).then(|| unit.parts[0].label(ctx.w.partitions)),
+        circuits: unit.parts.len() as u32,
+        steps: ctx.backend.substeps(),
+        abort: ctx.abort.clone(),
+    })
 }
 
 fn run_unit(ctx: &Ctx<'_>, unit: &Unit, tracker: &Arc<CallTracker>) -> UnitResult {

@@ -2,7 +2,8 @@
 //! synthetic "PoRep-shaped" circuit, speaking the provetop event protocol.
 //!
 //! * [`circuit`], [`mimc`], [`sector`]: the partition circuit (Merkle openings with an
-//!   algebraic hash and boolean decompositions), exact constraint counts.
+//!   algebraic hash and boolean decompositions), exact constraint counts. `cs`: the crate's
+//!   own constraint systems (shape counter, parameter assembly) without namespaces.
 //! * [`srs`]: Groth16 parameters per circuit shape: generation with progress, the checksummed
 //!   on-disk cache, residency.
 //! * [`backend`]: the seam between "parameters resident in memory" + "prove these circuits"
@@ -16,6 +17,7 @@
 pub mod backend;
 pub mod circuit;
 pub mod cli;
+mod cs;
 pub mod daemon;
 pub mod events;
 pub mod gpu;

@@ -138,47 +138,45 @@ impl Latch {
     }
 }
 
+/// What one proving call is, as its [`CallTracker`] needs to know it.
+pub struct Call {
+    /// Where the call's events go (the log bridge forwards its log lines there too).
+    pub emitter: Emitter,
+    /// The proof the call belongs to.
+    pub proof_id: u64,
+    /// Partition label for prove sub-phases (a call over one partition), else `None`.
+    pub partition: Option<u32>,
+    /// Circuits the call synthesizes and proves.
+    pub circuits: u32,
+    /// What the backend shows of the steps inside its proving call.
+    pub steps: SubSteps,
+    /// The abort flag the call honours.
+    pub abort: Arc<AtomicBool>,
+}
+
 /// Phase bookkeeping and event emission for one proving call.
 pub struct CallTracker {
-    emitter: Emitter,
-    proof_id: u64,
-    /// Partition label for prove sub-phases (a call over one partition), else `None`.
-    partition: Option<u32>,
-    circuits: u32,
-    steps: SubSteps,
-    abort: Arc<AtomicBool>,
+    call: Call,
     st: Mutex<State>,
 }
 
 impl CallTracker {
-    /// A tracker for a call over `circuits` circuits of proof `proof_id`.
-    pub fn new(
-        emitter: Emitter,
-        proof_id: u64,
-        partition: Option<u32>,
-        circuits: u32,
-        steps: SubSteps,
-        abort: Arc<AtomicBool>,
-    ) -> Arc<Self> {
+    /// A tracker for `call`.
+    pub fn new(call: Call) -> Arc<Self> {
         Arc::new(CallTracker {
-            emitter,
-            proof_id,
-            partition,
-            circuits,
-            steps,
-            abort,
+            call,
             st: Mutex::new(State::default()),
         })
     }
 
     /// The emitter (the log bridge forwards log lines of this call through it).
     pub fn emitter(&self) -> &Emitter {
-        &self.emitter
+        &self.call.emitter
     }
 
     /// The abort flag the call honours.
     pub fn abort_flag(&self) -> Arc<AtomicBool> {
-        self.abort.clone()
+        self.call.abort.clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -191,8 +189,8 @@ impl CallTracker {
         }
         // Stamp under the state lock so a phase's start and end are ordered with its events.
         st.open.insert((phase.clone(), partition), mono_ns());
-        self.emitter.emit(Event::PhaseStarted {
-            proof_id: self.proof_id,
+        self.call.emitter.emit(Event::PhaseStarted {
+            proof_id: self.call.proof_id,
             phase,
             partition,
         });
@@ -202,8 +200,8 @@ impl CallTracker {
         if let Some(t0) = st.open.remove(&(phase.clone(), partition)) {
             let secs = mono_ns().saturating_sub(t0) as f64 / 1e9;
             *st.totals.entry(phase.clone()).or_default() += secs;
-            self.emitter.emit(Event::PhaseEnded {
-                proof_id: self.proof_id,
+            self.call.emitter.emit(Event::PhaseEnded {
+                proof_id: self.call.proof_id,
                 phase,
                 partition,
                 duration_s: secs,
@@ -214,24 +212,24 @@ impl CallTracker {
     /// Open a phase of this call (prove sub-phase label).
     pub fn start(&self, phase: Phase) {
         let mut st = self.lock();
-        self.start_locked(&mut st, phase, self.partition);
+        self.start_locked(&mut st, phase, self.call.partition);
     }
 
     /// Close a phase of this call.
     pub fn end(&self, phase: Phase) {
         let mut st = self.lock();
-        self.end_locked(&mut st, phase, self.partition);
+        self.end_locked(&mut st, phase, self.call.partition);
     }
 
     /// A bellperson marker seen on this call's thread.
     pub fn marker(&self, m: Marker) {
         let mut st = self.lock();
-        let p = self.partition;
-        let seq = self.steps == SubSteps::Markers;
+        let p = self.call.partition;
+        let seq = self.call.steps == SubSteps::Markers;
         match m {
             Marker::ProofTimer => {
                 self.start_locked(&mut st, Phase::Prove, p);
-                if self.steps != SubSteps::None {
+                if self.call.steps != SubSteps::None {
                     self.start_locked(&mut st, Phase::FftH, p);
                 }
             }
@@ -266,7 +264,7 @@ impl CallTracker {
         open.sort_by_key(|(ph, _)| (*ph == Phase::Prove, ph.clone()));
         for (ph, part) in open {
             let msm = matches!(ph, Phase::MsmH | Phase::MsmL | Phase::MsmAB1 | Phase::MsmB2);
-            if self.steps == SubSteps::Measured && msm {
+            if self.call.steps == SubSteps::Measured && msm {
                 log::debug!(target: "provetop_prover::phases", "{ph} still open at the end of the call; closed there");
                 st.forced.push(ph.clone());
             }
@@ -286,7 +284,7 @@ impl CallTracker {
     /// Raise `latch` once every circuit of this call is synthesized (or the call ends).
     pub fn signal_synthesized(&self, latch: Arc<Latch>) {
         let mut st = self.lock();
-        if st.synth_finished >= self.circuits as usize {
+        if st.synth_finished >= self.call.circuits as usize {
             latch.set();
         }
         st.synthesized = Some(latch);
@@ -305,7 +303,7 @@ impl CallTracker {
 
     fn expected_tasks(&self, phase: &Phase) -> u32 {
         // Multiexps per circuit in bellperson's native prover: h 1, l 1, a 2 + b_g1 2, b_g2 2.
-        self.circuits
+        self.call.circuits
             * match phase {
                 Phase::MsmAB1 => 4,
                 Phase::MsmB2 => 2,
@@ -324,7 +322,7 @@ impl SynthesisHooks for CallTracker {
         let mut st = self.lock();
         st.synth_finished += 1;
         self.end_locked(&mut st, Phase::Synthesis, Some(partition));
-        if st.synth_finished >= self.circuits as usize {
+        if st.synth_finished >= self.call.circuits as usize {
             if let Some(l) = &st.synthesized {
                 l.set();
             }
@@ -332,7 +330,7 @@ impl SynthesisHooks for CallTracker {
     }
 
     fn should_abort(&self) -> bool {
-        self.abort.load(Relaxed)
+        self.call.abort.load(Relaxed)
     }
 }
 
@@ -341,8 +339,8 @@ impl MsmObserver for CallTracker {
         let ph = msm_phase(kind);
         let mut st = self.lock();
         *st.tasks_started.entry(ph.clone()).or_default() += 1;
-        if self.steps == SubSteps::Measured {
-            self.start_locked(&mut st, ph, self.partition);
+        if self.call.steps == SubSteps::Measured {
+            self.start_locked(&mut st, ph, self.call.partition);
         }
     }
 
@@ -354,8 +352,8 @@ impl MsmObserver for CallTracker {
             *d += 1;
             *d
         };
-        if self.steps == SubSteps::Measured && done >= self.expected_tasks(&ph) {
-            self.end_locked(&mut st, ph, self.partition);
+        if self.call.steps == SubSteps::Measured && done >= self.expected_tasks(&ph) {
+            self.end_locked(&mut st, ph, self.call.partition);
         }
     }
 }
@@ -378,14 +376,14 @@ mod tests {
     #[test]
     fn sequential_markers_nest() {
         let e = Emitter::memory();
-        let t = CallTracker::new(
-            e.clone(),
-            7,
-            Some(1),
-            1,
-            SubSteps::Markers,
-            Arc::new(AtomicBool::new(false)),
-        );
+        let t = CallTracker::new(Call {
+            emitter: e.clone(),
+            proof_id: 7,
+            partition: Some(1),
+            circuits: 1,
+            steps: SubSteps::Markers,
+            abort: Arc::new(AtomicBool::new(false)),
+        });
         for m in [
             Marker::ProofTimer,
             Marker::MultiexpH,

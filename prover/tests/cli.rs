@@ -83,19 +83,7 @@ fn check_proof_phases(ev: &[provetop_shared::protocol::EventMsg], id: u64, parti
 #[test]
 fn standalone_two_proofs_verify_and_the_second_loads_nothing() {
     let cache = tempfile::tempdir().unwrap();
-    let out = bin()
-        .args(["--proofs", "2"])
-        .args(TINY)
-        .arg("--srs-cache")
-        .arg(cache.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ev = parse_all(&out.stdout);
+    let ev = events_of(tiny(cache.path()).args(["--proofs", "2"]));
     let k = kinds(&ev);
     assert_eq!(k[0], "hello", "{k:?}");
     assert_eq!(*k.last().unwrap(), "bye");
@@ -179,21 +167,11 @@ fn standalone_two_proofs_verify_and_the_second_loads_nothing() {
             assert!(names.contains(&p), "breakdown has {p}: {names:?}");
         }
     }
-    assert!(matches!(
-        ev.last().unwrap().event,
-        Event::Bye { proofs_done: 2, ref reason } if reason == "done"
-    ));
+    assert_eq!(bye(&ev), ("done", 2));
     assert!(k.contains(&"memory_report"));
 
     // A second run finds the cache.
-    let out = bin()
-        .args(TINY)
-        .arg("--srs-cache")
-        .arg(cache.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let ev = parse_all(&out.stdout);
+    let ev = events_of(&mut tiny(cache.path()));
     assert!(pos(&ev, |e| matches!(
         e,
         Event::SrsReady {
@@ -300,46 +278,24 @@ fn malformed_control_lines_are_reported_and_the_daemon_keeps_running() {
     d.close_stdin();
     let (status, ev) = d.finish();
     assert!(status.success());
-    assert!(
-        matches!(&ev.last().unwrap().event, Event::Bye { reason, proofs_done: 1 } if reason == "stdin closed")
-    );
+    assert_eq!(bye(&ev), ("stdin closed", 1));
 }
 
 #[test]
 fn stdin_closed_at_once_says_bye() {
     let cache = tempfile::tempdir().unwrap();
-    let out = bin()
-        .arg("--daemon")
-        .args(TINY)
-        .arg("--srs-cache")
-        .arg(cache.path())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let ev = parse_all(&out.stdout);
-    assert_eq!(kinds(&ev)[0], "hello");
-    assert!(
-        matches!(&ev.last().unwrap().event, Event::Bye { reason, .. } if reason == "stdin closed")
+    let ev = events_of(
+        tiny(cache.path())
+            .arg("--daemon")
+            .stdin(std::process::Stdio::null()),
     );
+    assert_eq!(kinds(&ev)[0], "hello");
+    assert_eq!(bye(&ev).0, "stdin closed");
 }
 
 fn corrupt_then_check(damage: impl Fn(&std::path::Path), what: &str) {
     let cache = tempfile::tempdir().unwrap();
-    let run = || {
-        let out = bin()
-            .args(TINY)
-            .arg("--srs-cache")
-            .arg(cache.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        parse_all(&out.stdout)
-    };
+    let run = || events_of(&mut tiny(cache.path()));
     run();
     let file = std::fs::read_dir(cache.path())
         .unwrap()
@@ -412,17 +368,8 @@ fn sigterm_finishes_or_aborts_the_proof_then_bye() {
     // Proofs long enough to be caught in flight (about a second each in a debug build); three
     // queued, so one is still in flight even if this test reads the events late on a loaded
     // machine.
-    let args = [
-        "--partitions",
-        "2",
-        "--constraints",
-        "8192",
-        "--proofs",
-        "3",
-    ];
     for (policy, want_verified) in [("finish", true), ("abort", false)] {
-        let mut a = args.to_vec();
-        a.extend(["--on-sigterm", policy]);
+        let a = workload(2, 8192, &["--proofs", "3", "--on-sigterm", policy]);
         let mut d = Daemon::spawn(&a, cache.path());
         d.wait_for("proof started", |e| {
             matches!(
@@ -478,15 +425,7 @@ fn sigterm_finishes_or_aborts_the_proof_then_bye() {
                 "{policy}: the proof in flight was aborted: {fins:?}"
             );
         }
-        assert!(
-            matches!(&ev.last().unwrap().event, Event::Bye { reason, .. } if reason == "signal"),
-            "{policy}: {:?}",
-            ev.iter()
-                .rev()
-                .take(6)
-                .map(|m| &m.event)
-                .collect::<Vec<_>>()
-        );
+        assert_eq!(bye(&ev).0, "signal", "{policy}");
     }
     // Idle daemon: SIGTERM → bye at once.
     let mut d = Daemon::spawn(&TINY, cache.path());
@@ -494,9 +433,7 @@ fn sigterm_finishes_or_aborts_the_proof_then_bye() {
     sigterm(d.pid());
     let (status, ev) = d.wait();
     assert!(status.success());
-    assert!(
-        matches!(&ev.last().unwrap().event, Event::Bye { reason, proofs_done: 0 } if reason == "signal")
-    );
+    assert_eq!(bye(&ev), ("signal", 0));
 }
 
 #[test]
@@ -529,22 +466,10 @@ fn pause_resume_repeat_and_shutdown() {
     d.send(r#"{"ts":1,"type":"shutdown"}"#);
     let (status, ev) = d.finish();
     assert!(status.success());
-    assert!(
-        matches!(&ev.last().unwrap().event, Event::Bye { reason, proofs_done: 1 } if reason == "shutdown")
-    );
+    assert_eq!(bye(&ev), ("shutdown", 1));
 
     // --repeat-every queues work on its own when idle.
-    let mut d = Daemon::spawn(
-        &[
-            "--partitions",
-            "2",
-            "--constraints",
-            "1024",
-            "--repeat-every",
-            "0.2",
-        ],
-        cache.path(),
-    );
+    let mut d = Daemon::spawn(&workload(2, 1024, &["--repeat-every", "0.2"]), cache.path());
     d.wait_for("first", |e| {
         matches!(
             e,
@@ -568,16 +493,13 @@ fn pause_resume_repeat_and_shutdown() {
     d.send(r#"{"ts":1,"type":"shutdown","abort":true}"#);
     let (status, ev) = d.finish();
     assert!(status.success());
-    assert!(matches!(&ev.last().unwrap().event, Event::Bye { .. }));
+    bye(&ev);
 }
 
 #[test]
 fn events_go_to_the_fd_from_the_environment() {
     let cache = tempfile::tempdir().unwrap();
-    let out = bin()
-        .args(TINY)
-        .arg("--srs-cache")
-        .arg(cache.path())
+    let out = tiny(cache.path())
         .env("PROVETOP_EVENTS_FD", "2")
         .env("RUST_LOG", "off")
         .output()

@@ -185,10 +185,7 @@ fn modes_switch_at_proof_boundaries_and_every_proof_verifies() {
         })
         .collect();
     assert_eq!(verified_parts, [0, 1, 2, 3]);
-    assert!(matches!(
-        &ev.last().unwrap().event,
-        Event::Bye { proofs_done: 5, .. }
-    ));
+    assert_eq!(bye(&ev).1, 5);
 }
 
 /// Sectors queued under one mode and still waiting when a switch lands are cut again for
@@ -298,16 +295,7 @@ fn a_switch_cuts_the_waiting_queue_to_the_new_mode() {
 #[test]
 fn pipelined_overlaps_synthesis_of_the_next_proof_with_proving() {
     let cache = tempfile::tempdir().unwrap();
-    let args = [
-        "--partitions",
-        "4",
-        "--constraints",
-        "2048",
-        "--mode",
-        "pipelined:2",
-        "--proofs",
-        "4",
-    ];
+    let args = workload(4, 2048, &["--mode", "pipelined:2", "--proofs", "4"]);
     let mut d = Daemon::spawn(&args, cache.path());
     finished(&mut d, 4);
     d.close_stdin();
@@ -360,17 +348,17 @@ fn pipelined_overlaps_synthesis_of_the_next_proof_with_proving() {
         })
         .collect();
     assert_eq!(order, [1, 2, 3, 4]);
-    assert!(matches!(
-        &ev.last().unwrap().event,
-        Event::Bye { proofs_done: 4, .. }
-    ));
+    assert_eq!(bye(&ev).1, 4);
 }
 
 #[test]
 fn mem_budget_refuses_a_mode_predicted_to_exceed_it() {
     let cache = tempfile::tempdir().unwrap();
-    let mut a: Vec<&str> = TINY.to_vec();
-    a.extend(["--mode", "sps", "--mem-budget", "1MiB", "--proofs", "1"]);
+    let a = workload(
+        2,
+        1024,
+        &["--mode", "sps", "--mem-budget", "1MiB", "--proofs", "1"],
+    );
     let mut d = Daemon::spawn(&a, cache.path());
     finished(&mut d, 1);
     set_mode(&mut d, "batch:64");
@@ -401,8 +389,7 @@ fn mem_budget_refuses_a_mode_predicted_to_exceed_it() {
         .any(|m| matches!(m.event, Event::ModeChanged { .. })));
 
     // A generous budget lets the switch through.
-    let mut a: Vec<&str> = TINY.to_vec();
-    a.extend(["--mem-budget", "4GiB"]);
+    let a = workload(2, 1024, &["--mem-budget", "4GiB"]);
     let mut d = Daemon::spawn(&a, cache.path());
     d.wait_for("idle", |e| matches!(e, Event::State { .. }));
     set_mode(&mut d, "batch:2");
@@ -419,24 +406,12 @@ fn mem_budget_refuses_a_mode_predicted_to_exceed_it() {
     d.finish();
 }
 
-fn status_kb(pid: i32, key: &str) -> u64 {
-    provetop_prover::heap::status_kb(Some(pid as u32), key).unwrap()
-}
-
 /// The floor of the memory wave: once a proof is over and the prover idle, its RSS falls back
 /// towards the floor it had before the proof (freed heap goes back to the kernel).
 #[test]
 fn rss_falls_back_to_the_floor_between_proofs() {
     let cache = tempfile::tempdir().unwrap();
-    let args = [
-        "--partitions",
-        "4",
-        "--constraints",
-        "32768",
-        "--proofs",
-        "0",
-    ];
-    let mut d = Daemon::spawn(&args, cache.path());
+    let mut d = Daemon::spawn(&workload(4, 32768, &["--proofs", "0"]), cache.path());
     let idle = |e: &Event| {
         matches!(
             e,
@@ -446,11 +421,14 @@ fn rss_falls_back_to_the_floor_between_proofs() {
         )
     };
     d.wait_for("idle with the SRS", idle);
-    let floor = status_kb(d.pid(), "VmRSS:");
+    let floor = d.status_kb("VmRSS:").unwrap();
     prove(&mut d, 1);
     finished(&mut d, 1);
     d.wait_for("idle after the proof", idle);
-    let (rss, hwm) = (status_kb(d.pid(), "VmRSS:"), status_kb(d.pid(), "VmHWM:"));
+    let (rss, hwm) = (
+        d.status_kb("VmRSS:").unwrap(),
+        d.status_kb("VmHWM:").unwrap(),
+    );
     d.close_stdin();
     d.finish();
     // Most of what the proof took above the floor went back. Malloc's arenas keep a few MiB

@@ -8,7 +8,7 @@ use blstrs::Scalar as Fr;
 use provetop_prover::backend::Backend;
 use provetop_prover::circuit::{Layout, PartitionCircuit, PartitionWitness};
 use provetop_prover::events::Emitter;
-use provetop_prover::phases::CallTracker;
+use provetop_prover::phases::{Call, CallTracker};
 use provetop_prover::sector::Sector;
 use provetop_prover::srs::{self, cache, SrsOptions};
 use provetop_shared::protocol::{Event, SrsSource};
@@ -38,14 +38,14 @@ fn proofs_verify_and_wrong_public_inputs_are_rejected() {
     let witnesses: Vec<PartitionWitness> = (0..2)
         .map(|p| PartitionWitness::new(&layout, sector.clone(), 9, p))
         .collect();
-    let tracker = CallTracker::new(
-        e.clone(),
-        1,
-        None,
-        2,
-        b.substeps(),
-        Arc::new(AtomicBool::new(false)),
-    );
+    let tracker = CallTracker::new(Call {
+        emitter: e.clone(),
+        proof_id: 1,
+        partition: None,
+        circuits: 2,
+        steps: b.substeps(),
+        abort: Arc::new(AtomicBool::new(false)),
+    });
     let circuits = witnesses
         .iter()
         .map(|w| PartitionCircuit::new(layout, w.clone(), Some(tracker.clone())))

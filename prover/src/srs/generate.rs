@@ -20,6 +20,8 @@ use group::{Curve, Group, Wnaf};
 use rand::RngCore;
 use rayon::prelude::*;
 
+use crate::cs::{Flat, Record, Terms, Value};
+
 /// Elements per parallel chunk (progress and abort granularity).
 const CHUNK: usize = 256;
 /// Relative cost of one H element (one G1 exponentiation).
@@ -34,15 +36,10 @@ pub struct Toxic {
     pub g1: G1Projective,
     /// G2 generator.
     pub g2: G2Projective,
-    /// α.
     pub alpha: Fr,
-    /// β.
     pub beta: Fr,
-    /// γ.
     pub gamma: Fr,
-    /// δ.
     pub delta: Fr,
-    /// τ.
     pub tau: Fr,
 }
 
@@ -64,7 +61,6 @@ impl Toxic {
 /// Work done / work in all, in abstract units proportional to time.
 #[derive(Debug, Default)]
 pub struct Progress {
-    /// Units done.
     pub done: AtomicU64,
     /// Units in all (set once the circuit is synthesized).
     pub total: AtomicU64,
@@ -81,104 +77,63 @@ pub enum GenError {
     Aborted,
 }
 
-/// Records, per variable, in which constraints it appears with which coefficient.
-struct Assembly {
-    num_inputs: usize,
-    num_aux: usize,
-    num_constraints: usize,
-    at_inputs: Vec<Vec<(Fr, usize)>>,
-    bt_inputs: Vec<Vec<(Fr, usize)>>,
-    ct_inputs: Vec<Vec<(Fr, usize)>>,
-    at_aux: Vec<Vec<(Fr, usize)>>,
-    bt_aux: Vec<Vec<(Fr, usize)>>,
-    ct_aux: Vec<Vec<(Fr, usize)>>,
+/// Per variable, the constraints of one matrix it appears in, with its coefficient.
+type Column = Vec<Vec<(Fr, usize)>>;
+
+/// The columns of one kind of variable (public inputs or auxiliaries) in A, B and C.
+#[derive(Default)]
+struct Columns {
+    at: Column,
+    bt: Column,
+    ct: Column,
 }
 
-impl ConstraintSystem<Fr> for Assembly {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        let index = self.num_aux;
-        self.num_aux += 1;
-        self.at_aux.push(vec![]);
-        self.bt_aux.push(vec![]);
-        self.ct_aux.push(vec![]);
-        Ok(Variable::new_unchecked(Index::Aux(index)))
+impl Columns {
+    fn len(&self) -> usize {
+        self.at.len()
     }
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        let index = self.num_inputs;
-        self.num_inputs += 1;
-        self.at_inputs.push(vec![]);
-        self.bt_inputs.push(vec![]);
-        self.ct_inputs.push(vec![]);
-        Ok(Variable::new_unchecked(Index::Input(index)))
+    /// A new variable, in no constraint yet.
+    fn push(&mut self) -> usize {
+        self.at.push(vec![]);
+        self.bt.push(vec![]);
+        self.ct.push(vec![]);
+        self.len() - 1
+    }
+}
+
+/// Records, per variable, in which constraints it appears with which coefficient.
+#[derive(Default)]
+struct Assembly {
+    inputs: Columns,
+    aux: Columns,
+    num_constraints: usize,
+}
+
+impl Record for Assembly {
+    fn alloc(&mut self, _: impl Value) -> Result<Variable, SynthesisError> {
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.push())))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-    {
-        fn eval(
-            l: LinearCombination<Fr>,
-            inputs: &mut [Vec<(Fr, usize)>],
-            aux: &mut [Vec<(Fr, usize)>],
-            this: usize,
-        ) {
-            for (index, coeff) in l.iter() {
-                match index.get_unchecked() {
-                    Index::Input(id) => inputs[id].push((*coeff, this)),
-                    Index::Aux(id) => aux[id].push((*coeff, this)),
-                }
-            }
-        }
+    fn alloc_input(&mut self, _: impl Value) -> Result<Variable, SynthesisError> {
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.push())))
+    }
+
+    fn enforce(&mut self, a: impl Terms, b: impl Terms, c: impl Terms) {
         let n = self.num_constraints;
-        eval(
-            a(LinearCombination::zero()),
-            &mut self.at_inputs,
-            &mut self.at_aux,
-            n,
-        );
-        eval(
-            b(LinearCombination::zero()),
-            &mut self.bt_inputs,
-            &mut self.bt_aux,
-            n,
-        );
-        eval(
-            c(LinearCombination::zero()),
-            &mut self.ct_inputs,
-            &mut self.ct_aux,
-            n,
-        );
+        let mut record = |l: LinearCombination<Fr>, matrix: fn(&mut Columns) -> &mut Column| {
+            for (index, coeff) in l.iter() {
+                let (columns, id) = match index.get_unchecked() {
+                    Index::Input(id) => (&mut self.inputs, id),
+                    Index::Aux(id) => (&mut self.aux, id),
+                };
+                matrix(columns)[id].push((*coeff, n));
+            }
+        };
+        record(a(LinearCombination::zero()), |m| &mut m.at);
+        record(b(LinearCombination::zero()), |m| &mut m.bt);
+        record(c(LinearCombination::zero()), |m| &mut m.ct);
         self.num_constraints += 1;
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
     }
 }
 
@@ -207,9 +162,7 @@ fn eval(
     g1_wnaf: &G1Wnaf<'_>,
     g2_wnaf: &G2Wnaf<'_>,
     lagrange: &[Fr],
-    at: &[Vec<(Fr, usize)>],
-    bt: &[Vec<(Fr, usize)>],
-    ct: &[Vec<(Fr, usize)>],
+    columns: &Columns,
     out: EvalOut<'_>,
     inv: &Fr,
     toxic: &Toxic,
@@ -240,9 +193,9 @@ fn eval(
             let mut ext = vec![G1Projective::identity(); n];
             for j in 0..n {
                 let i = ci * CHUNK + j;
-                let mut at_v = eval_at_tau(&at[i]);
-                let mut bt_v = eval_at_tau(&bt[i]);
-                let ct_v = eval_at_tau(&ct[i]);
+                let mut at_v = eval_at_tau(&columns.at[i]);
+                let mut bt_v = eval_at_tau(&columns.bt[i]);
+                let ct_v = eval_at_tau(&columns.ct[i]);
                 if !bool::from(at_v.is_zero()) {
                     a[j] = g1.scalar(&at_v);
                 }
@@ -271,23 +224,13 @@ pub fn generate<C: Circuit<Fr>>(
     progress: &Progress,
     abort: &AtomicBool,
 ) -> Result<Parameters<Bls12>, GenError> {
-    let mut asm = Assembly {
-        num_inputs: 0,
-        num_aux: 0,
-        num_constraints: 0,
-        at_inputs: vec![],
-        bt_inputs: vec![],
-        ct_inputs: vec![],
-        at_aux: vec![],
-        bt_aux: vec![],
-        ct_aux: vec![],
-    };
-    asm.alloc_input(|| "", || Ok(Fr::ONE))?;
-    circuit.synthesize(&mut asm)?;
+    let mut cs = Flat(Assembly::default());
+    cs.alloc_input(|| "", || Ok(Fr::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    let Flat(mut asm) = cs;
     // Input constraints x · 0 = 0 give the IC query full density (as bellperson does).
-    for i in 0..asm.num_inputs {
+    for i in 0..asm.inputs.len() {
         asm.enforce(
-            || "",
             |lc| lc + Variable::new_unchecked(Index::Input(i)),
             |lc| lc,
             |lc| lc,
@@ -296,7 +239,7 @@ pub fn generate<C: Circuit<Fr>>(
 
     let mut powers = EvaluationDomain::<Fr>::from_coeffs(vec![Fr::ZERO; asm.num_constraints])?;
     let m = powers.as_ref().len();
-    let vars = asm.num_inputs + asm.num_aux;
+    let vars = asm.inputs.len() + asm.aux.len();
     progress.total.store(
         (m as u64 - 1) * H_WEIGHT + vars as u64 * VAR_WEIGHT,
         Relaxed,
@@ -353,17 +296,15 @@ pub fn generate<C: Circuit<Fr>>(
     let mut a = vec![G1Affine::identity(); vars];
     let mut b_g1 = vec![G1Affine::identity(); vars];
     let mut b_g2 = vec![G2Affine::identity(); vars];
-    let mut ic = vec![G1Affine::identity(); asm.num_inputs];
-    let mut l = vec![G1Affine::identity(); asm.num_aux];
-    let ni = asm.num_inputs;
+    let mut ic = vec![G1Affine::identity(); asm.inputs.len()];
+    let mut l = vec![G1Affine::identity(); asm.aux.len()];
+    let ni = asm.inputs.len();
 
     eval(
         &g1_wnaf,
         &g2_wnaf,
         &lagrange,
-        &asm.at_inputs,
-        &asm.bt_inputs,
-        &asm.ct_inputs,
+        &asm.inputs,
         EvalOut {
             a: &mut a[..ni],
             b_g1: &mut b_g1[..ni],
@@ -379,9 +320,7 @@ pub fn generate<C: Circuit<Fr>>(
         &g1_wnaf,
         &g2_wnaf,
         &lagrange,
-        &asm.at_aux,
-        &asm.bt_aux,
-        &asm.ct_aux,
+        &asm.aux,
         EvalOut {
             a: &mut a[ni..],
             b_g1: &mut b_g1[ni..],

@@ -1,6 +1,8 @@
-//! Helpers for driving the real `provetop-prover` binary.
+//! Helpers for driving the real `provetop-prover` binary, shared by the integration tests
+//! and the bench (which includes this file as its `common` module).
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
@@ -13,8 +15,39 @@ use provetop_shared::protocol::{parse_event, Event, EventMsg};
 /// Tiny workload: proofs take well under a second even in a debug build.
 pub const TINY: [&str; 4] = ["--partitions", "2", "--constraints", "1024"];
 
+/// The flags of a workload of `partitions` partitions of `constraints` constraints, then
+/// `extra`.
+pub fn workload(partitions: u32, constraints: u64, extra: &[&str]) -> Vec<String> {
+    let mut a = vec![
+        "--partitions".to_string(),
+        partitions.to_string(),
+        "--constraints".into(),
+        constraints.to_string(),
+    ];
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
 pub fn bin() -> Command {
     Command::cargo_bin("provetop-prover").expect("binary built")
+}
+
+/// The built prover, not a daemon, on the tiny workload with its SRS cache in `cache`.
+pub fn tiny(cache: &Path) -> Command {
+    let mut c = bin();
+    c.args(TINY).arg("--srs-cache").arg(cache);
+    c
+}
+
+/// The events `prover` prints in a run that must succeed.
+pub fn events_of(prover: &mut Command) -> Vec<EventMsg> {
+    let out = prover.output().expect("run prover");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_all(&out.stdout)
 }
 
 pub fn parse_all(out: &[u8]) -> Vec<EventMsg> {
@@ -33,17 +66,49 @@ pub fn pos(ev: &[EventMsg], f: impl Fn(&Event) -> bool) -> Option<usize> {
     ev.iter().position(|m| f(&m.event))
 }
 
+/// The `bye` that ends a stream: why the prover exited and how many proofs it completed.
+pub fn bye(ev: &[EventMsg]) -> (&str, u64) {
+    match ev.last().map(|m| &m.event) {
+        Some(Event::Bye {
+            reason,
+            proofs_done,
+        }) => (reason, *proofs_done),
+        _ => panic!(
+            "the stream does not end with bye: {:?}",
+            ev.iter()
+                .rev()
+                .take(6)
+                .map(|m| &m.event)
+                .collect::<Vec<_>>()
+        ),
+    }
+}
+
 /// A daemon with piped stdin/stdout; events are parsed as they arrive.
 pub struct Daemon {
     pub child: Child,
     stdin: Option<ChildStdin>,
     rx: mpsc::Receiver<EventMsg>,
     pub seen: Vec<EventMsg>,
+    /// How long [`Daemon::wait_for`] waits for its event, and the waits for exit for it.
+    patience: Duration,
 }
 
 impl Daemon {
-    pub fn spawn(args: &[&str], cache: &Path) -> Daemon {
-        let mut child = bin()
+    /// The built prover as a daemon with `args`, its SRS cache in `cache`.
+    pub fn spawn<S: AsRef<OsStr>>(args: &[S], cache: &Path) -> Daemon {
+        Daemon::spawn_from(bin(), args, cache, Duration::from_secs(120))
+    }
+
+    /// `prover` (a command naming a prover binary) as a daemon with `args`, its SRS cache in
+    /// `cache`, waited for up to `patience` at a time.
+    pub fn spawn_from<S: AsRef<OsStr>>(
+        mut prover: Command,
+        args: &[S],
+        cache: &Path,
+        patience: Duration,
+    ) -> Daemon {
+        let mut child = prover
             .arg("--daemon")
             .args(args)
             .arg("--srs-cache")
@@ -69,6 +134,7 @@ impl Daemon {
             child,
             rx,
             seen: Vec::new(),
+            patience,
         }
     }
 
@@ -84,7 +150,7 @@ impl Daemon {
 
     /// Wait for the first event (after those already seen) matching `f`.
     pub fn wait_for(&mut self, what: &str, f: impl Fn(&Event) -> bool) -> EventMsg {
-        let deadline = Instant::now() + Duration::from_secs(120);
+        let deadline = Instant::now() + self.patience;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {
@@ -119,6 +185,11 @@ impl Daemon {
         self.child.id() as i32
     }
 
+    /// A `kB` field of the daemon's `/proc/PID/status` (`key` with its colon: `"VmRSS:"`).
+    pub fn status_kb(&self, key: &str) -> Option<u64> {
+        provetop_prover::heap::status_kb(Some(self.child.id()), key)
+    }
+
     /// Close stdin, wait for exit; returns the status and every event.
     pub fn finish(mut self) -> (ExitStatus, Vec<EventMsg>) {
         self.stdin = None;
@@ -127,7 +198,7 @@ impl Daemon {
 
     /// Wait for exit with stdin still open; returns the status and every event.
     pub fn wait(mut self) -> (ExitStatus, Vec<EventMsg>) {
-        let deadline = Instant::now() + Duration::from_secs(120);
+        let deadline = Instant::now() + self.patience;
         let status = loop {
             if let Some(s) = self.child.try_wait().expect("wait") {
                 break s;
