@@ -653,7 +653,7 @@ mod tests {
     use super::*;
     use bellperson::util_cs::test_cs::TestConstraintSystem;
     use ff::Field;
-    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    use std::sync::atomic::AtomicU64;
 
     /// Challenges synthesized on the parallel path so far (a test checks that path ran).
     pub(super) static PARALLEL_OPENINGS: AtomicU64 = AtomicU64::new(0);
@@ -785,6 +785,7 @@ mod tests {
             create_random_proof, generate_random_parameters, prepare_verifying_key, verify_proof,
         };
         use blstrs::Bls12;
+        use std::sync::atomic::Ordering::Relaxed;
 
         let l = Layout::for_constraints(1 << 16).unwrap();
         assert_eq!(l.challenges, 2);
