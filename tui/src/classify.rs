@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use provetop_shared::classify::{classify_series, summarize, Run, ThresholdPhase, Thresholds};
+use provetop_shared::clock::civil_from_days;
 use provetop_shared::session::SessionHeader;
 use provetop_shared::units::{fmt_bytes, fmt_secs};
 use provetop_shared::RecordBody;
@@ -203,20 +204,6 @@ pub fn fmt_utc(secs: i64) -> String {
         rem % 3600 / 60,
         rem % 60
     )
-}
-
-/// Days since 1970-01-01 → (year, month, day); Howard Hinnant's `civil_from_days`.
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]

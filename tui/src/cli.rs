@@ -3,6 +3,10 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use provetop_collect::sampler::{
+    Bounds, DEFAULT_GPU_HZ, DEFAULT_HZ, DEFAULT_SMAPS_DUTY, GPU_HZ_BOUNDS, HZ_BOUNDS,
+    SMAPS_DUTY_BOUNDS,
+};
 use provetop_shared::classify::Thresholds;
 use provetop_shared::BatchMode;
 
@@ -34,32 +38,76 @@ pub enum Command {
     Export(ExportArgs),
 }
 
+/// Seconds between SIGTERM and SIGKILL when stopping the child, unless `--grace` says.
+pub const DEFAULT_GRACE_S: f64 = 5.0;
+/// `--grace` values: at most an hour (a `Duration` holds it, and the stop sequence's own
+/// timeouts added to it cannot overflow).
+pub const GRACE_BOUNDS: Bounds = Bounds {
+    lo: 0.0,
+    hi: 3600.0,
+    zero_is_off: false,
+};
+
+fn hz_arg(s: &str) -> Result<f64, String> {
+    HZ_BOUNDS.parse(s)
+}
+
+fn gpu_hz_arg(s: &str) -> Result<f64, String> {
+    GPU_HZ_BOUNDS.parse(s)
+}
+
+fn smaps_duty_arg(s: &str) -> Result<f64, String> {
+    SMAPS_DUTY_BOUNDS.parse(s)
+}
+
+fn grace_arg(s: &str) -> Result<f64, String> {
+    GRACE_BOUNDS.parse(s)
+}
+
+/// `10,50,100,180`: the default thresholds as the flag spells them.
+fn default_thresholds() -> String {
+    let t = Thresholds::default();
+    format!("{},{},{},{}", t.idle, t.gpu, t.synth, t.peak)
+}
+
 /// Options shared by `run` and `watch`: sampling, alerts, recording, display.
+///
+/// A value the config file can also set is an `Option`: `None` when the flag is not given,
+/// so the file (then the default) decides ([`crate::settings::layer`]). The defaults shown
+/// in `--help` are the constants the settings use.
 #[derive(Debug, Clone, Args)]
 pub struct MonitorOpts {
-    /// Memory samples per second (status of every process in the tree + interval peak).
-    #[arg(long, default_value_t = 20.0, value_name = "HZ")]
-    pub hz: f64,
-    /// Largest share of one core that reading smaps (pinned memory) may cost; with the
-    /// 0.3 % of status sampling this keeps the whole sampler under 1 % of a core.
-    #[arg(long, default_value_t = 0.005, value_name = "FRACTION")]
-    pub smaps_duty: f64,
-    /// GPU (NVML) readings per second.
-    #[arg(long, default_value_t = 2.0, value_name = "HZ")]
-    pub gpu_hz: f64,
+    /// `--hz`; `None`: the file's `hz`, else [`DEFAULT_HZ`] (help text: `help`).
+    #[arg(long, value_name = "HZ", value_parser = hz_arg,
+          help = format!("Memory samples per second (status of every process in the tree + \
+                          interval peak) [default: {DEFAULT_HZ}]"))]
+    pub hz: Option<f64>,
+    /// `--smaps-duty`; `None`: the file's `smaps_duty`, else [`DEFAULT_SMAPS_DUTY`].
+    #[arg(long, value_name = "FRACTION", value_parser = smaps_duty_arg,
+          help = format!("Largest share of one core that reading smaps (pinned memory) may \
+                          cost; with the 0.3 % of status sampling this keeps the whole \
+                          sampler under 1 % of a core (0 = off) [default: {DEFAULT_SMAPS_DUTY}]"))]
+    pub smaps_duty: Option<f64>,
+    /// `--gpu-hz`; `None`: the file's `gpu_hz`, else [`DEFAULT_GPU_HZ`].
+    #[arg(long, value_name = "HZ", value_parser = gpu_hz_arg,
+          help = format!("GPU (NVML) readings per second (0 = off) [default: {DEFAULT_GPU_HZ}]"))]
+    pub gpu_hz: Option<f64>,
     /// Alert rule, e.g. 'rss > 180GiB for 5s' or 'crit: mem_available < 2GiB' (repeatable).
     #[arg(long = "alert", value_name = "RULE")]
     pub alerts: Vec<String>,
-    /// Config file (TOML). Default: $XDG_CONFIG_HOME/provetop/config.toml when present.
+    /// Config file (TOML): hz, gpu_hz, smaps_duty, rules, thresholds, on_alert, default_rule;
+    /// a flag wins over it. Default: $XDG_CONFIG_HOME/provetop/config.toml when present.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Program run on every alert change; details in PROVETOP_ALERT_* environment variables.
     /// Split on whitespace into program and arguments; never run through a shell.
     #[arg(long, value_name = "CMD")]
     pub on_alert: Option<String>,
-    /// Phase threshold lines in GiB: idle,gpu,synth,peak.
-    #[arg(long, default_value = "10,50,100,180", value_name = "GIB,GIB,GIB,GIB")]
-    pub thresholds: Thresholds,
+    /// `--thresholds`; `None`: the file's `thresholds`, else [`Thresholds::default`].
+    #[arg(long, value_name = "GIB,GIB,GIB,GIB",
+          help = format!("Phase threshold lines in GiB: idle,gpu,synth,peak (ascending) \
+                          [default: {}]", default_thresholds()))]
+    pub thresholds: Option<Thresholds>,
     /// Session file to record to (default: a new file under $XDG_STATE_HOME/provetop/sessions).
     #[arg(long, value_name = "FILE", conflicts_with = "no_record")]
     pub record: Option<PathBuf>,
@@ -83,8 +131,8 @@ pub struct RunArgs {
     /// Most restarts with `--restart on-failure`.
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub max_restarts: u32,
-    /// Seconds between SIGTERM and SIGKILL when stopping the child.
-    #[arg(long, default_value_t = 5.0, value_name = "SECS")]
+    /// Seconds between SIGTERM and SIGKILL when stopping the child (0 to 3600).
+    #[arg(long, default_value_t = DEFAULT_GRACE_S, value_name = "SECS", value_parser = grace_arg)]
     pub grace: f64,
     /// Watchdog: alert when the child has spoken the provetop protocol and then sends no
     /// event for this long while it runs (a hung prover), e.g. 90, 5m. The alert clears when

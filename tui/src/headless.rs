@@ -12,9 +12,10 @@ use provetop_shared::{Mark, Record, RecordBody};
 use tokio::sync::mpsc;
 
 use crate::live::{
-    exit_status, finish_recording, signal_name, start_recording, stop_signal, Collector, Setup,
+    exit_status, finish_recording, signal_name, start_recording, stop_signal, Collector,
 };
 use crate::model::Model;
+use crate::settings::Setup;
 
 /// How often records are drained.
 const TICK: Duration = Duration::from_millis(50);

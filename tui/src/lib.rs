@@ -14,6 +14,7 @@ pub mod model;
 pub mod replay;
 pub mod say;
 pub mod series;
+pub mod settings;
 pub mod store;
 pub mod synth;
 pub mod terminal;

@@ -10,20 +10,19 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::Context;
-use provetop_collect::alerts::{self, AlertEngine, Rule, Threshold};
+use provetop_collect::alerts::{self, AlertEngine, Rule};
 use provetop_collect::recorder::Recorder;
-use provetop_collect::sampler::{self, SamplerConfig, SamplerHandle};
+use provetop_collect::sampler::{self, SamplerHandle};
 use provetop_collect::supervisor::{self, ChildSpec, ExitInfo, Restart, SupervisorHandle};
-use provetop_shared::classify::Thresholds;
 use provetop_shared::clock::mono_ns;
 use provetop_shared::session::SessionHeader;
-use provetop_shared::units::GIB;
 use provetop_shared::{Alert, AlertState, Control, Mark, Record, RecordBody};
 use tokio::sync::{mpsc, watch};
 
 use crate::app::{self, Action, App, Driver, Screen};
-use crate::cli::{MonitorOpts, RestartPolicy, RunArgs, WatchArgs};
+use crate::cli::{RestartPolicy, RunArgs, WatchArgs};
 use crate::model::{control_text, Model};
+use crate::settings::{rule_lines, setup, watchdog_rule};
 use crate::ui::theme::Theme;
 
 /// The recording, reachable from the panic hook so a crash still flushes it.
@@ -43,166 +42,6 @@ pub fn finish_recording_on_panic() {
 fn with_recorder<T>(f: impl FnOnce(&mut Option<Recorder>) -> T) -> T {
     let mut g = RECORDER.lock().unwrap_or_else(|e| e.into_inner());
     f(&mut g)
-}
-
-/// Everything that was configured for a monitoring run.
-pub struct Setup {
-    /// Sampler settings.
-    pub sampler: SamplerConfig,
-    /// Alert rules.
-    pub rules: Vec<Rule>,
-    /// Alert hook argv.
-    pub hook: Option<Vec<String>>,
-    /// Threshold lines.
-    pub thresholds: Thresholds,
-    /// Session file, unless recording is off.
-    pub record: Option<PathBuf>,
-}
-
-/// Read the config file and flags into a [`Setup`]. Flags win over the file.
-pub fn setup(opts: &MonitorOpts) -> anyhow::Result<Setup> {
-    let file = alerts::load_config(opts.config.as_deref())?;
-    // A flag left at its default gives way to the config file.
-    let pick = |flag: f64, default: f64, from_file: Option<f64>| -> f64 {
-        match from_file {
-            Some(f) if flag == default => f,
-            _ => flag,
-        }
-    };
-    let hz = pick(opts.hz, 20.0, file.hz);
-    if !(hz.is_finite() && hz > 0.0 && hz <= 1000.0) {
-        anyhow::bail!("--hz {hz}: must be between 0 and 1000 samples per second");
-    }
-    let sampler = SamplerConfig {
-        hz,
-        smaps_duty: pick(opts.smaps_duty, 0.01, file.smaps_duty),
-        gpu_hz: pick(opts.gpu_hz, 2.0, file.gpu_hz),
-        reset_peak: true,
-    };
-    let mut rules = file.rules.clone();
-    for r in &opts.alerts {
-        rules.push(
-            r.parse::<Rule>()
-                .map_err(|e| anyhow::anyhow!("--alert {r:?}: {e}"))?,
-        );
-    }
-    if file.default_rule != Some(false) {
-        let total = mem_total().unwrap_or(0);
-        let cg =
-            provetop_collect::cgroup::MemCgroup::of_pid(std::process::id()).and_then(|c| c.max());
-        rules.extend(alerts::default_rules(total, cg));
-    }
-    let hook = match &opts.on_alert {
-        Some(cmd) => {
-            let argv: Vec<String> = cmd.split_whitespace().map(String::from).collect();
-            if argv.is_empty() {
-                anyhow::bail!("--on-alert: empty command");
-            }
-            Some(argv)
-        }
-        None => file.on_alert.clone(),
-    };
-    let mut thresholds = opts.thresholds;
-    if thresholds == Thresholds::default() && file.thresholds.len() == 4 {
-        let g: Vec<f64> = file
-            .thresholds
-            .iter()
-            .map(|b| *b as f64 / GIB as f64)
-            .collect();
-        thresholds = Thresholds {
-            idle: g[0],
-            gpu: g[1],
-            synth: g[2],
-            peak: g[3],
-        };
-    }
-    let record = if opts.no_record {
-        None
-    } else {
-        Some(match &opts.record {
-            Some(p) => p.clone(),
-            None => default_session_path()?,
-        })
-    };
-    Ok(Setup {
-        sampler,
-        rules,
-        hook,
-        thresholds,
-        record,
-    })
-}
-
-fn mem_total() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
-/// `$XDG_STATE_HOME/provetop/sessions/provetop-<UTC date>-<pid>.ptop` (directory created).
-pub fn default_session_path() -> anyhow::Result<PathBuf> {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".local/state"))
-        })
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "neither XDG_STATE_HOME nor HOME is set: pass --record FILE or --no-record"
-            )
-        })?;
-    let dir = base.join("provetop").join("sessions");
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create the session directory {}", dir.display()))?;
-    let secs = provetop_shared::clock::wall_ns() / 1_000_000_000;
-    Ok(dir.join(format!(
-        "provetop-{}-{}.ptop",
-        utc_stamp(secs),
-        std::process::id()
-    )))
-}
-
-/// "20250101-120000" (UTC) from unix seconds.
-pub fn utc_stamp(secs: u64) -> String {
-    let days = (secs / 86400) as i64;
-    let rem = secs % 86400;
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        rem / 3600,
-        (rem / 60) % 60,
-        rem % 60
-    )
-}
-
-/// Lines for the chart from rules on memory metrics with absolute thresholds (not on what is
-/// free: MemAvailable and `predicted_free` are no level of the tree's memory).
-pub fn rule_lines(rules: &[Rule]) -> Vec<(String, u64)> {
-    use provetop_collect::alerts::Metric;
-    rules
-        .iter()
-        .filter(|r| {
-            !r.metric.is_duration()
-                && !matches!(r.metric, Metric::MemAvailable | Metric::PredictedFree)
-        })
-        .filter_map(|r| match r.threshold {
-            Threshold::Abs(v) if v > 0.0 => Some((r.level.name().to_string(), v as u64)),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Gathers live records and sends each to alerts, model and recorder.
@@ -630,18 +469,6 @@ pub fn exit_status(e: &ExitInfo) -> i32 {
     }
 }
 
-/// The alert rule behind `--watchdog DURATION`: no protocol event for that long.
-pub fn watchdog_rule(text: &str) -> anyhow::Result<Rule> {
-    let secs = provetop_shared::units::parse_duration_s(text)
-        .map_err(|e| anyhow::anyhow!("--watchdog {text:?}: {e}"))?;
-    if !(secs.is_finite() && secs > 0.0) {
-        anyhow::bail!("--watchdog {text:?}: must be a positive duration");
-    }
-    format!("warn: event_age > {secs}s")
-        .parse()
-        .map_err(|e| anyhow::anyhow!("--watchdog {text:?}: {e}"))
-}
-
 /// `provetop` / `provetop run`.
 pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
     let mut s = setup(&args.monitor)?;
@@ -655,12 +482,7 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
             max: args.max_restarts,
         },
     };
-    if !(args.grace.is_finite() && args.grace >= 0.0) {
-        anyhow::bail!(
-            "--grace {}: must be a non-negative number of seconds",
-            args.grace
-        );
-    }
+    let grace = crate::settings::grace(args.grace)?;
     let spec = ChildSpec {
         argv: argv.clone(),
         env: Vec::new(),
@@ -670,9 +492,8 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
             PathBuf::from(l)
         }),
         restart,
-        grace: Duration::from_secs_f64(args.grace),
+        grace,
     };
-    let grace = spec.grace;
     if args.monitor.headless {
         return crate::headless::run(s, spec);
     }
@@ -837,13 +658,6 @@ pub fn cmdline(pid: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stamps() {
-        assert_eq!(utc_stamp(0), "19700101-000000");
-        assert_eq!(utc_stamp(1_700_000_000), "20231114-221320");
-        assert_eq!(utc_stamp(951_782_400), "20000229-000000");
-    }
 
     #[test]
     fn watch_pid_errors() {

@@ -10,15 +10,20 @@
 //! on_alert = ["/usr/local/bin/page-oncall", "--team", "provers"]   # argv, no shell
 //! default_rule = true     # keep the built-in rules: RSS > 90 % of the limit, predicted_free < 0
 //! ```
-//! Unknown keys are errors (a typo must not silently disable an alert).
+//! Unknown keys are errors (a typo must not silently disable an alert), and so is a value out
+//! of its range ([`crate::sampler::HZ_BOUNDS`] and its neighbours, the same bounds as the
+//! flags') or a thresholds list that is not four ascending sizes: one line naming the line,
+//! the key and the value. A flag given on the command line wins over the file.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use provetop_shared::units::parse_bytes;
 use serde::Deserialize;
+use toml::Spanned;
 
 use super::rule::Rule;
+use crate::sampler::{Bounds, GPU_HZ_BOUNDS, HZ_BOUNDS, SMAPS_DUTY_BOUNDS};
 
 /// The alerting part of the configuration.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -42,7 +47,8 @@ pub struct FileConfig {
     pub gpu_hz: Option<f64>,
     /// smaps duty (share of one core).
     pub smaps_duty: Option<f64>,
-    /// Threshold lines for the chart and classifier, bytes.
+    /// Threshold lines for the chart and classifier, bytes: empty (not set) or exactly four,
+    /// ascending (idle, gpu, synth, peak).
     pub thresholds: Vec<u64>,
     /// Whether the built-in default rules apply (default true).
     pub default_rule: Option<bool>,
@@ -60,32 +66,31 @@ impl FileConfig {
     }
 }
 
+/// Each value keeps its place in the text, so a value that parses but is wrong is still
+/// reported with its line.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Raw {
-    #[serde(default)]
-    rules: Vec<String>,
-    #[serde(default)]
-    on_alert: Option<OneOrMany>,
-    hz: Option<f64>,
-    gpu_hz: Option<f64>,
-    smaps_duty: Option<f64>,
-    #[serde(default)]
-    thresholds: Vec<SizeValue>,
+    rules: Option<Spanned<Vec<Spanned<String>>>>,
+    on_alert: Option<Spanned<OneOrMany>>,
+    hz: Option<Spanned<f64>>,
+    gpu_hz: Option<Spanned<f64>>,
+    smaps_duty: Option<Spanned<f64>>,
+    thresholds: Option<Spanned<Vec<Spanned<SizeValue>>>>,
     default_rule: Option<bool>,
 }
 
 #[derive(Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "a command: a string or a list of strings")]
 enum OneOrMany {
     One(String),
     Many(Vec<String>),
 }
 
 #[derive(Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "a size: bytes, or a string such as \"10GiB\"")]
 enum SizeValue {
-    Bytes(u64),
+    Bytes(i64),
     Text(String),
 }
 
@@ -124,52 +129,65 @@ pub fn load_config(path: Option<&Path>) -> anyhow::Result<FileConfig> {
     Ok(cfg)
 }
 
-/// Parse config text. Errors are one line and name the key or rule at fault.
+/// Parse config text. Errors are one line: `line N: KEY = VALUE: what is wrong` (or toml's
+/// own message for a syntax or type error, with its line and key).
 pub fn parse_config(text: &str) -> Result<FileConfig, String> {
     let raw: Raw = toml::from_str(text).map_err(|e| {
         // toml's messages span several lines (source excerpt); keep the summary and place.
-        let msg = e.message().to_string();
+        let msg = e.message().trim().replace('\n', " ");
         match e.span() {
             Some(sp) => {
-                let line = text[..sp.start.min(text.len())].matches('\n').count() + 1;
-                format!("line {line}: {msg}")
+                let at = Place::new(text, sp);
+                match at.key() {
+                    Some(k) if !msg.contains(&format!("`{k}`")) => {
+                        format!("line {}: {k}: {msg}", at.line)
+                    }
+                    _ => format!("line {}: {msg}", at.line),
+                }
             }
             None => msg,
         }
     })?;
-    let mut rules = Vec::with_capacity(raw.rules.len());
-    for (i, r) in raw.rules.iter().enumerate() {
-        rules.push(r.parse::<Rule>().map_err(|e| format!("rules[{i}]: {e}"))?);
+    let mut rules = Vec::new();
+    if let Some(list) = raw.rules {
+        for (i, r) in list.into_inner().into_iter().enumerate() {
+            let at = Place::new(text, r.span());
+            rules.push(
+                r.get_ref()
+                    .parse::<Rule>()
+                    .map_err(|e| at.error(&format!("rules[{i}]"), &e.to_string()))?,
+            );
+        }
     }
     let on_alert = match raw.on_alert {
         None => None,
-        // A single string is split on whitespace, never given to a shell.
-        Some(OneOrMany::One(s)) => Some(s.split_whitespace().map(str::to_string).collect()),
-        Some(OneOrMany::Many(v)) => Some(v),
-    };
-    if let Some(a) = &on_alert {
-        if a.is_empty() || a[0].is_empty() {
-            return Err("on_alert: empty command".into());
-        }
-    }
-    let rate = |name: &str, v: Option<f64>, lo: f64, hi: f64| -> Result<Option<f64>, String> {
-        match v {
-            Some(x) if !(x.is_finite() && x >= lo && x <= hi) => {
-                Err(format!("{name} = {x} is out of range ({lo} to {hi})"))
+        Some(v) => {
+            let at = Place::new(text, v.span());
+            let argv: Vec<String> = match v.into_inner() {
+                // A single string is split on whitespace, never given to a shell.
+                OneOrMany::One(s) => s.split_whitespace().map(str::to_string).collect(),
+                OneOrMany::Many(v) => v,
+            };
+            if argv.first().is_none_or(|a| a.is_empty()) {
+                return Err(at.error("on_alert", "empty command"));
             }
-            _ => Ok(v),
+            Some(argv)
         }
     };
-    let hz = rate("hz", raw.hz, 0.01, 1000.0)?;
-    let gpu_hz = rate("gpu_hz", raw.gpu_hz, 0.0, 100.0)?;
-    let smaps_duty = rate("smaps_duty", raw.smaps_duty, 0.0, 1.0)?;
-    let mut thresholds = Vec::with_capacity(raw.thresholds.len());
-    for (i, t) in raw.thresholds.into_iter().enumerate() {
-        thresholds.push(match t {
-            SizeValue::Bytes(b) => b,
-            SizeValue::Text(s) => parse_bytes(&s).map_err(|e| format!("thresholds[{i}]: {e}"))?,
-        });
-    }
+    let rate = |name: &str, v: Option<Spanned<f64>>, b: Bounds| -> Result<Option<f64>, String> {
+        v.map(|v| {
+            b.check(*v.get_ref())
+                .map_err(|e| Place::new(text, v.span()).error(name, &e))
+        })
+        .transpose()
+    };
+    let hz = rate("hz", raw.hz, HZ_BOUNDS)?;
+    let gpu_hz = rate("gpu_hz", raw.gpu_hz, GPU_HZ_BOUNDS)?;
+    let smaps_duty = rate("smaps_duty", raw.smaps_duty, SMAPS_DUTY_BOUNDS)?;
+    let thresholds = match raw.thresholds {
+        None => Vec::new(),
+        Some(list) => thresholds(text, list)?,
+    };
     Ok(FileConfig {
         rules,
         on_alert,
@@ -180,4 +198,153 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
         default_rule: raw.default_rule,
         source: None,
     })
+}
+
+/// The threshold lines: exactly four sizes, ascending (idle ≤ gpu ≤ synth ≤ peak), the rule
+/// of the `--thresholds` flag ([`Thresholds`](provetop_shared::classify::Thresholds)).
+fn thresholds(text: &str, list: Spanned<Vec<Spanned<SizeValue>>>) -> Result<Vec<u64>, String> {
+    let whole = Place::new(text, list.span());
+    let mut out = Vec::with_capacity(4);
+    for (i, t) in list.into_inner().into_iter().enumerate() {
+        let at = Place::new(text, t.span());
+        let key = format!("thresholds[{i}]");
+        out.push(match t.into_inner() {
+            SizeValue::Bytes(b) => {
+                u64::try_from(b).map_err(|_| at.error(&key, "a size cannot be negative"))?
+            }
+            SizeValue::Text(s) => parse_bytes(&s).map_err(|e| at.error(&key, &e.to_string()))?,
+        });
+    }
+    if out.len() != 4 {
+        return Err(whole.error(
+            "thresholds",
+            &format!(
+                "expected 4 sizes (idle, gpu, synth, peak), got {}",
+                out.len()
+            ),
+        ));
+    }
+    if !out.windows(2).all(|w| w[0] <= w[1]) {
+        return Err(whole.error(
+            "thresholds",
+            "must be ascending (idle ≤ gpu ≤ synth ≤ peak)",
+        ));
+    }
+    Ok(out)
+}
+
+/// Where a value sits in the config text: its line and (one line of) its text.
+struct Place<'a> {
+    line: usize,
+    /// The text from the start of the value's line on.
+    rest: &'a str,
+    value: &'a str,
+}
+
+impl<'a> Place<'a> {
+    fn new(text: &'a str, span: std::ops::Range<usize>) -> Self {
+        let start = span.start.min(text.len());
+        let end = span.end.clamp(start, text.len());
+        Place {
+            line: text[..start].matches('\n').count() + 1,
+            rest: &text[text[..start].rfind('\n').map_or(0, |i| i + 1)..],
+            value: text.get(start..end).unwrap_or(""),
+        }
+    }
+
+    /// The key a line sets (`hz` of `hz = 0`), when the place is on such a line.
+    fn key(&self) -> Option<&'a str> {
+        let line = self.rest.lines().next()?;
+        let (k, _) = line.split_once('=')?;
+        let k = k.trim();
+        let bare = !k.is_empty()
+            && k.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        bare.then_some(k)
+    }
+
+    /// `line N: KEY = VALUE: what`, the value on one line and cut short when long.
+    fn error(&self, key: &str, what: &str) -> String {
+        let mut v = self
+            .value
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        if v.chars().count() > 60 {
+            v = v.chars().take(57).collect::<String>() + "...";
+        }
+        format!("line {}: {key} = {v}: {what}", self.line)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn semantic_errors_name_line_key_and_value() {
+        let e = parse_config("# rates\ngpu_hz = 1\nhz = 0\n").unwrap_err();
+        assert_eq!(e, "line 3: hz = 0: out of range (0.01 to 1000)");
+        let e = parse_config("\n\ngpu_hz = 1e-300").unwrap_err();
+        assert_eq!(
+            e,
+            "line 3: gpu_hz = 1e-300: out of range (0 = off, or 0.01 to 100)"
+        );
+        let e = parse_config("smaps_duty = 2.5").unwrap_err();
+        assert_eq!(e, "line 1: smaps_duty = 2.5: out of range (0 to 1)");
+        let e = parse_config("hz = nan").unwrap_err();
+        assert!(e.starts_with("line 1: hz = nan: out of range"), "{e}");
+        let e = parse_config("rules = [\n  \"rss > 1GiB\",\n  \"rss >> 2GiB\",\n]").unwrap_err();
+        assert!(e.starts_with("line 3: rules[1] = \"rss >> 2GiB\": "), "{e}");
+        let e = parse_config("hz = 1\non_alert = \"  \"").unwrap_err();
+        assert_eq!(e, "line 2: on_alert = \"  \": empty command");
+        // A type error is toml's, with the key added.
+        let e = parse_config("hz = 1\ngpu_hz = \"fast\"").unwrap_err();
+        assert!(e.starts_with("line 2: gpu_hz: "), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+        let e = parse_config("on_alert = 5").unwrap_err();
+        assert_eq!(
+            e,
+            "line 1: on_alert: a command: a string or a list of strings"
+        );
+        let e = parse_config("thresholds = [1, 2, true, 4]").unwrap_err();
+        assert_eq!(
+            e,
+            "line 1: thresholds: a size: bytes, or a string such as \"10GiB\""
+        );
+    }
+
+    #[test]
+    fn thresholds_are_four_ascending_sizes() {
+        let c =
+            parse_config("thresholds = [\"10GiB\", \"50GiB\", \"100GiB\", 193273528320]").unwrap();
+        let g = provetop_shared::units::GIB;
+        assert_eq!(c.thresholds, [10 * g, 50 * g, 100 * g, 180 * g]);
+        let e =
+            parse_config("hz = 5\nthresholds = [\"10GiB\", \"50GiB\", \"100GiB\"]").unwrap_err();
+        assert_eq!(
+            e,
+            "line 2: thresholds = [\"10GiB\", \"50GiB\", \"100GiB\"]: expected 4 sizes \
+             (idle, gpu, synth, peak), got 3"
+        );
+        let e = parse_config("thresholds = [\"50GiB\", \"10GiB\", \"100GiB\", \"180GiB\"]")
+            .unwrap_err();
+        assert!(e.starts_with("line 1: thresholds = ["), "{e}");
+        assert!(
+            e.ends_with("must be ascending (idle ≤ gpu ≤ synth ≤ peak)"),
+            "{e}"
+        );
+        let e = parse_config("thresholds = [\n  1,\n  -2,\n]").unwrap_err();
+        assert_eq!(e, "line 3: thresholds[1] = -2: a size cannot be negative");
+        // A long list is shown on one line, cut short.
+        let long = format!("thresholds = [\n{}]", "\"1GiB\",\n".repeat(30));
+        let e = parse_config(&long).unwrap_err();
+        assert!(
+            !e.contains('\n') && e.contains("...: expected 4 sizes"),
+            "{e}"
+        );
+        assert!(parse_config("thresholds = []").is_err());
+    }
 }
