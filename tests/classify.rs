@@ -2,19 +2,16 @@
 //! the seed's own awk script), the summary, the prover-phase table, bad input, and a property
 //! test against an independent reference implementation.
 
-#[path = "common/fixtures.rs"]
-mod fixtures;
-
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use assert_cmd::cargo::CommandCargoExt as _;
-use fixtures::*;
 use proptest::prelude::*;
 use provetop::store::Store;
 use provetop_shared::classify::Thresholds;
 use provetop_shared::session::load_bytes;
+use provetop_testkit::bins::{provetop, run_provetop, Out};
+use provetop_testkit::fixtures::*;
 
 /// The table printed in the seed document (its last line is cut off there).
 const SEED_TABLE: &[&str] = &[
@@ -31,7 +28,7 @@ const SEED_TABLE: &[&str] = &[
 ];
 
 fn classify(path: &Path) -> Out {
-    provetop(&["classify", path.to_str().expect("utf-8 path")])
+    run_provetop(&["classify", path.to_str().expect("utf-8 path")])
 }
 
 /// The table part of classify's output (up to the blank line).
@@ -108,7 +105,7 @@ fn seed_baseline_matches_the_seed_awk_script() {
 
 #[test]
 fn table_only_prints_what_the_seed_script_printed() {
-    let out = provetop(&["classify", "--table-only", seed_csv().to_str().unwrap()]);
+    let out = run_provetop(&["classify", "--table-only", seed_csv().to_str().unwrap()]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     // On this file the fixed first-run min also reads 0.0, so the output is the script's,
     // byte for byte.
@@ -180,7 +177,7 @@ fn random_csvs_match_the_seed_awk_script() {
 
 #[test]
 fn thresholds_flag() {
-    let out = provetop(&[
+    let out = run_provetop(&[
         "classify",
         seed_csv().to_str().unwrap(),
         "--thresholds",
@@ -204,7 +201,7 @@ fn thresholds_flag() {
     assert_eq!(ours[0], "idle_pre: samples=13, min=0.0 GiB, max=39.8 GiB");
     assert_eq!(ours[1..], theirs.lines().skip(1).collect::<Vec<_>>()[..]);
     assert!(out.stdout.contains("thresholds 40/60/150/200 GiB"));
-    let bad = provetop(&[
+    let bad = run_provetop(&[
         "classify",
         seed_csv().to_str().unwrap(),
         "--thresholds",
@@ -268,7 +265,7 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> std::path::PathBuf {
 
 #[test]
 fn missing_file() {
-    let out = provetop(&["classify", "/nonexistent/run.ptop"]);
+    let out = run_provetop(&["classify", "/nonexistent/run.ptop"]);
     one_line_error(&out, "/nonexistent/run.ptop: No such file or directory");
     assert_eq!(
         out.stderr,
@@ -515,8 +512,7 @@ fn corruption_in_the_middle_reports_byte_offset() {
 
 #[test]
 fn closed_stdout_is_not_an_error() {
-    let mut child = Command::cargo_bin("provetop")
-        .unwrap()
+    let mut child = Command::new(provetop())
         .args(["classify", seed_csv().to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -2,13 +2,6 @@
 //! file must load, classify, and miss at most the last second of records; session files are
 //! private (0600) however they come to exist.
 
-mod support {
-    #[path = "faults.rs"]
-    pub mod faults;
-    #[path = "tui.rs"]
-    pub mod tui;
-}
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
@@ -17,8 +10,9 @@ use nix::sys::signal::Signal;
 use provetop_shared::clock::mono_ns;
 use provetop_shared::session::load;
 use provetop_shared::{Mark, RecordBody};
-use support::faults::*;
-use support::tui::alive;
+use provetop_testkit::bins::provetop;
+use provetop_testkit::faults::*;
+use provetop_testkit::procs::*;
 
 /// xorshift64*: random delays without a dependency; the seed is printed for a rerun.
 struct Rng(u64);
@@ -182,7 +176,7 @@ fn session_files_and_child_logs_are_created_0600() {
     assert_eq!(mode(&old_log), 0o600, "an appended child log kept 0644");
     assert!(load(&old).is_ok());
     // The default location.
-    let o = std::process::Command::new(support::tui::provetop())
+    let o = std::process::Command::new(provetop())
         .args(["run", "--headless", "--", "true"])
         .env("XDG_STATE_HOME", dir.path().join("state"))
         .env("XDG_CONFIG_HOME", dir.path().join("config"))

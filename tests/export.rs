@@ -1,18 +1,16 @@
 //! `provetop export`: CSV (the seed's awk script runs on it unchanged) and JSON lines, golden
 //! files, round trips and bad input.
 
-#[path = "common/fixtures.rs"]
-mod fixtures;
-
 use std::path::Path;
 
-use fixtures::*;
 use provetop::export::CSV_HEADER;
 use provetop_shared::session::{load, load_bytes};
 use provetop_shared::{Record, RecordBody};
+use provetop_testkit::bins::{run_provetop, Out};
+use provetop_testkit::fixtures::*;
 
 fn export(path: &Path, format: &str) -> Out {
-    let out = provetop(&["export", path.to_str().unwrap(), "--format", format]);
+    let out = run_provetop(&["export", path.to_str().unwrap(), "--format", format]);
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     out
 }
@@ -116,7 +114,7 @@ fn output_file_and_its_errors() {
     let dir = tempfile::tempdir().unwrap();
     let p = demo_session(dir.path());
     let o = dir.path().join("out.jsonl");
-    let out = provetop(&[
+    let out = run_provetop(&[
         "export",
         p.to_str().unwrap(),
         "--format",
@@ -131,7 +129,7 @@ fn output_file_and_its_errors() {
         export(&p, "jsonl").stdout
     );
     let bad = dir.path().join("no/such/dir/out.csv");
-    let out = provetop(&[
+    let out = run_provetop(&[
         "export",
         p.to_str().unwrap(),
         "--format",
@@ -148,14 +146,14 @@ fn output_file_and_its_errors() {
 
 #[test]
 fn bad_input_is_one_line() {
-    let out = provetop(&["export", "/nonexistent.ptop", "--format", "csv"]);
+    let out = run_provetop(&["export", "/nonexistent.ptop", "--format", "csv"]);
     assert_eq!(out.code, 1);
     assert_eq!(out.stdout, "");
     assert_eq!(
         out.stderr,
         "provetop: /nonexistent.ptop: No such file or directory (os error 2)\n"
     );
-    let out = provetop(&["export", seed_csv().to_str().unwrap(), "--format", "xml"]);
+    let out = run_provetop(&["export", seed_csv().to_str().unwrap(), "--format", "xml"]);
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("invalid value 'xml'"));
 }

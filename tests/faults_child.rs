@@ -3,21 +3,16 @@
 //! that closes its events pipe, one that writes garbage or floods, one that leaks memory.
 //! provetop must report each, keep monitoring, and never crash.
 
-mod support {
-    #[path = "faults.rs"]
-    pub mod faults;
-    #[path = "tui.rs"]
-    pub mod tui;
-}
-
 use std::io::Read;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use provetop_shared::clock::mono_ns;
 use provetop_shared::{AlertState, Event, Mark, RecordBody};
-use support::faults::*;
-use support::tui::{alive, have_tmux, prover, provetop, sh_quote, Tmux};
+use provetop_testkit::bins::{memhog, oom_script, prover, provetop};
+use provetop_testkit::faults::*;
+use provetop_testkit::procs::*;
+use provetop_testkit::tmux::{have_tmux, sh_quote, Tmux};
 
 /// The two flood tests each keep both cores of a CI machine busy: one at a time, so each
 /// measures provetop, not the other flood.
@@ -82,25 +77,10 @@ fn child_killed_by_sigsegv_is_shown() {
 }
 
 /// A memory cgroup with a limit under our own (v1 or v2), or None where we may not make one.
-fn limited_cgroup(limit: u64) -> Option<std::path::PathBuf> {
+fn own_limited_cgroup(limit: u64) -> Option<std::path::PathBuf> {
     use provetop_collect::cgroup::{MemCgroup, Version};
     let own = MemCgroup::of_pid(std::process::id())?;
-    let dir = own
-        .dir
-        .join(format!("provetop-faults-{}", std::process::id()));
-    std::fs::create_dir(&dir).ok()?;
-    let f = match own.version {
-        Version::V1 => "memory.limit_in_bytes",
-        Version::V2 => "memory.max",
-    };
-    if std::fs::write(dir.join(f), limit.to_string()).is_err() {
-        let _ = std::fs::remove_dir(&dir);
-        return None;
-    }
-    // No swap to escape to, so the OOM killer acts.
-    let _ = std::fs::write(dir.join("memory.memsw.limit_in_bytes"), limit.to_string());
-    let _ = std::fs::write(dir.join("memory.swap.max"), "0");
-    Some(dir)
+    limited_cgroup(&own.dir, own.version == Version::V1, limit)
 }
 
 #[test]
@@ -130,19 +110,14 @@ fn child_oom_killed_by_its_cgroup_is_shown_as_an_oom_kill() {
     };
     assert_eq!(v1.oom_kills(), Some(7));
 
-    let Some(cg) = limited_cgroup(64 << 20) else {
+    let Some(cg) = own_limited_cgroup(64 << 20) else {
         eprintln!(
             "SKIPPED the real OOM kill: cannot create a memory cgroup with a limit here (needs root and a writable memory controller)"
         );
         return;
     };
-    // The child moves into the limited cgroup, stays long enough for the supervisor's 1 s
-    // cgroup poll to see it there, then allocates 256 MiB against a 64 MiB limit.
-    let script = format!(
-        "echo $$ > {}/cgroup.procs && sleep 1.5 && exec {} --anon 256",
-        sh_quote(&cg.display().to_string()),
-        sh_quote(&memhog().display().to_string())
-    );
+    // 256 MiB against a 64 MiB limit.
+    let script = oom_script(&cg, 256);
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("oom.ptop");
     let out = headless(dir.path(), &s, &["--", "sh", "-c", &script]);

@@ -5,13 +5,6 @@
 //!
 //! SIGTERM on the screen and a panic inside the UI are covered in live_tui.rs.
 
-mod support {
-    #[path = "faults.rs"]
-    pub mod faults;
-    #[path = "tui.rs"]
-    pub mod tui;
-}
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -19,8 +12,10 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use provetop_shared::{Mark, RecordBody};
-use support::faults::*;
-use support::tui::{alive, have_tmux, header_pid, provetop, sh_quote, Tmux};
+use provetop_testkit::bins::provetop;
+use provetop_testkit::faults::*;
+use provetop_testkit::procs::*;
+use provetop_testkit::tmux::{have_tmux, header_pid, sh_quote, Tmux};
 
 /// A tmux screen whose shell outlives a hangup; dropping it ends the shell's process group
 /// (the shell and its trailing `sleep`), then the tmux server.

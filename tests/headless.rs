@@ -1,13 +1,10 @@
 //! `provetop run --headless`: no terminal, exit status passes through, session written.
 
-#[path = "support/tui.rs"]
-mod support;
-
 use std::process::Command;
 
 use provetop_shared::session::load;
 use provetop_shared::{Event, Mark, RecordBody};
-use support::{prover, provetop};
+use provetop_testkit::bins::{prover, provetop};
 
 fn headless(
     dir: &std::path::Path,

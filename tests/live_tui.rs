@@ -2,14 +2,13 @@
 //! prover on a tiny workload. The screen must show phase names and memory numbers from the
 //! run, the prover must obey the keys, `q` must restore the terminal and leave no child.
 
-#[path = "support/tui.rs"]
-mod support;
-
 use std::time::Duration;
 
 use provetop_shared::session::load;
 use provetop_shared::{Control, Event, RecordBody};
-use support::{alive, have_tmux, header_pid, prover, provetop, sh_quote, Tmux};
+use provetop_testkit::bins::{prover, provetop};
+use provetop_testkit::procs::alive;
+use provetop_testkit::tmux::{have_tmux, header_pid, sh_quote, Tmux};
 
 fn proofs_done(screen: &str) -> u64 {
     screen

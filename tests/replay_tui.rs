@@ -1,13 +1,100 @@
-//! Replay end to end in tmux: open a recorded session, seek, pause, jump, quit cleanly.
-
-#[path = "support/tui.rs"]
-mod support;
+//! Replay: the driver in process (seek, jump, speed against the store), and end to end in
+//! tmux (open a recorded session, seek, pause, jump, quit cleanly).
 
 use std::time::Duration;
 
-use provetop::synth::{records, SynthConfig};
-use provetop_shared::session::{SessionHeader, SessionWriter};
-use support::{have_tmux, provetop, sh_quote, Tmux};
+use provetop::app::{Action, Driver as _, Screen, NS};
+use provetop::model::Model;
+use provetop::replay::ReplayDriver;
+use provetop::store::Store;
+use provetop::ui::theme::Theme;
+use provetop_shared::Phase;
+use provetop_testkit::bins::provetop;
+use provetop_testkit::synth::{self, records, SynthConfig};
+use provetop_testkit::tmux::{have_tmux, sh_quote, Tmux};
+
+/// Two minutes of the synthetic prover, recorded under `dir`.
+fn recorded(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("recorded.ptop");
+    synth::write_session(
+        &path,
+        SynthConfig {
+            seconds: 120.0,
+            ..SynthConfig::default()
+        },
+    );
+    path
+}
+
+#[test]
+fn synthetic_session_is_shaped_like_a_prover() {
+    let recs = records(SynthConfig::default());
+    let mut m = Model::new(Default::default());
+    for r in &recs {
+        m.apply(r);
+    }
+    assert_eq!(m.series.total(), 1200);
+    assert!(m.prover.proofs_done >= 6, "{}", m.prover.proofs_done);
+    assert!(m.spans.iter().any(|s| s.phase == Phase::MsmH));
+    assert!(
+        m.spans
+            .iter()
+            .filter(|s| s.phase == Phase::Synthesis)
+            .count()
+            >= 24
+    );
+    // Records are in time order.
+    assert!(recs.windows(2).all(|w| w[0].t <= w[1].t));
+}
+
+#[test]
+fn seek_play_and_jump() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = ReplayDriver::new(Store::open(&recorded(dir.path())).unwrap());
+    let mut app = d.app(1.0, Theme::mono());
+    let start = d.store().start();
+    d.act(&mut app, Action::Seek(60));
+    assert_eq!(app.clock, start + 60 * NS);
+    let done = app.model.prover.proofs_done;
+    assert!(done >= 6, "{done}");
+    d.act(&mut app, Action::Seek(-10));
+    assert_eq!(app.clock, start + 50 * NS);
+    assert!(app.model.prover.proofs_done < done);
+    // Same state as applying the records directly.
+    assert_eq!(
+        app.model.records(),
+        d.store().index_at(start + 50 * NS) as u64
+    );
+    d.act(&mut app, Action::NextPhase);
+    let t = app.clock;
+    assert!(t > start + 50 * NS);
+    d.act(&mut app, Action::PrevPhase);
+    assert!(app.clock < t);
+    d.act(&mut app, Action::End);
+    assert_eq!(app.clock, d.store().end());
+    d.act(&mut app, Action::Start);
+    assert_eq!(app.clock, start);
+    for _ in 0..20 {
+        d.act(&mut app, Action::SpeedUp);
+    }
+    let Screen::Replay(p) = &app.screen else {
+        panic!()
+    };
+    assert_eq!(p.speed, 64.0);
+    for _ in 0..20 {
+        d.act(&mut app, Action::SpeedDown);
+    }
+    let Screen::Replay(p) = &app.screen else {
+        panic!()
+    };
+    assert_eq!(p.speed, 0.25);
+    d.act(&mut app, Action::PlayPause);
+    let Screen::Replay(p) = &app.screen else {
+        panic!()
+    };
+    assert!(!p.playing);
+    assert!(!d.poll(&mut app));
+}
 
 /// "0:12.3" from the position bar ("‖ pause    1× 0:12.3 / 1:59.9 ━━●──").
 fn position(screen: &str) -> Option<f64> {
@@ -26,19 +113,7 @@ fn replay_seek_pause_quit() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("recorded.ptop");
-    let mut w = SessionWriter::create(
-        &path,
-        &SessionHeader::now(vec!["provetop-prover".into()], 20.0),
-    )
-    .unwrap();
-    for r in records(SynthConfig {
-        seconds: 120.0,
-        ..SynthConfig::default()
-    }) {
-        w.append(&r).unwrap();
-    }
-    w.sync().unwrap();
+    let path = recorded(dir.path());
     let cmd = format!(
         "{} replay --speed 1 {}; echo REPLAY-EXIT=$?; sleep 600",
         sh_quote(&provetop().display().to_string()),

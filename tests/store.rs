@@ -2,12 +2,8 @@
 //! session reader under damage — round trips of random records, every cut point, every
 //! flipped byte, and arbitrary bytes fed to both readers.
 
-#[path = "common/fixtures.rs"]
-mod fixtures;
-
 use std::path::Path;
 
-use fixtures::*;
 use proptest::prelude::*;
 use provetop::model::Model;
 use provetop::store::Store;
@@ -18,9 +14,9 @@ use provetop_shared::session::{
     encode_payload, load_bytes, FrameItem, Frames, SessionWriter, MAGIC,
 };
 use provetop_shared::{
-    Alert, AlertLevel, AlertState, BatchMode, Control, Event, Mark, Phase, Record, RecordBody,
-    Sample,
+    Alert, AlertLevel, AlertState, Control, Event, Mark, Phase, Record, RecordBody, Sample,
 };
+use provetop_testkit::fixtures::*;
 
 fn open_records(dir: &Path, recs: &[Record]) -> Store {
     let p = dir.join("s.ptop");
@@ -44,94 +40,15 @@ fn straight(recs: &[Record], t: u64) -> Model {
     m
 }
 
-/// A long session: 20 Hz samples, a proof every 10 s with phases, an alert now and then.
-fn long_records(n_samples: usize) -> Vec<Record> {
-    let mut v = Vec::new();
-    let mut proof = 0;
-    for i in 0..n_samples {
-        let t = 1_000_000_000 + i as u64 * 50_000_000;
-        let wave = ((i % 200) as f64 / 200.0 * std::f64::consts::PI).sin();
-        v.push(Record::new(
-            t,
-            RecordBody::Sample(Sample {
-                rss: ((45.0 + 150.0 * wave) * GIB as f64) as u64,
-                peak: Some(((46.0 + 150.0 * wave) * GIB as f64) as u64),
-                pinned: Some(40 * GIB),
-                gpu_used: (i % 200 > 120).then_some(30 * GIB),
-                ..Sample::default()
-            }),
-        ));
-        let ev = |e: Event| Record::new(t + 1, RecordBody::Event(e));
-        match i % 200 {
-            10 => {
-                proof += 1;
-                v.push(ev(Event::ProofStarted {
-                    proof_id: proof,
-                    mode: BatchMode::Single,
-                    sectors: 1,
-                    partitions: 2,
-                    constraints: 100,
-                }));
-                for p in 0..2 {
-                    v.push(ev(Event::PhaseStarted {
-                        proof_id: proof,
-                        phase: Phase::Synthesis,
-                        partition: Some(p),
-                    }));
-                }
-            }
-            100 | 101 => v.push(ev(Event::PhaseEnded {
-                proof_id: proof,
-                phase: Phase::Synthesis,
-                partition: Some((i % 200 - 100) as u32),
-                duration_s: 4.5,
-            })),
-            120 => v.push(ev(Event::PhaseStarted {
-                proof_id: proof,
-                phase: Phase::MsmH,
-                partition: None,
-            })),
-            90 if proof % 3 == 0 => v.push(Record::new(
-                t + 2,
-                RecordBody::Alert(Alert {
-                    rule: "rss > 180GiB".into(),
-                    level: AlertLevel::Crit,
-                    state: AlertState::Firing,
-                    metric: "rss".into(),
-                    value: 190.0,
-                    threshold: 180.0,
-                    message: "high".into(),
-                }),
-            )),
-            190 => {
-                v.push(ev(Event::PhaseEnded {
-                    proof_id: proof,
-                    phase: Phase::MsmH,
-                    partition: None,
-                    duration_s: 3.5,
-                }));
-                v.push(ev(Event::ProofFinished {
-                    proof_id: proof,
-                    ok: true,
-                    verified: true,
-                    duration_s: 9.0,
-                    mode: BatchMode::Single,
-                    phases: vec![],
-                    error: None,
-                    cancelled: false,
-                    requeued_as: vec![],
-                }));
-            }
-            _ => {}
-        }
-    }
-    v
+/// The first `n` records of the long recording.
+fn long_records(n: usize) -> Vec<Record> {
+    long_session(at(0.0)).take(n).collect()
 }
 
 #[test]
 fn model_at_equals_a_straight_replay() {
     let dir = tempfile::tempdir().unwrap();
-    let recs = long_records(6000);
+    let recs = long_records(7000);
     let st = open_records(dir.path(), &recs);
     assert!(st.snapshots() > 3, "the file spans several snapshots");
     let (s, e) = (st.start(), st.end());
@@ -155,7 +72,7 @@ fn model_at_equals_a_straight_replay() {
 #[test]
 fn scan_has_the_same_answers_without_snapshots() {
     let dir = tempfile::tempdir().unwrap();
-    let recs = long_records(3000);
+    let recs = long_records(3500);
     let p = dir.path().join("s.ptop");
     write_session(&p, &recs);
     let full = Store::open(&p).unwrap();
@@ -314,7 +231,7 @@ fn every_flipped_byte_is_survived() {
 fn parallel_decode_equals_the_sequential_reader_under_damage() {
     // Large enough for the multi-threaded fast path; damage in each thread's share.
     let dir = tempfile::tempdir().unwrap();
-    let recs = long_records(20_000);
+    let recs = long_records(23_000);
     let p = dir.path().join("big.ptop");
     write_session(&p, &recs);
     let full = std::fs::read(&p).unwrap();

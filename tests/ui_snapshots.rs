@@ -2,9 +2,9 @@
 //! `TestBackend` from deterministic synthetic records.
 
 use provetop::app::{Action, App, Playback, Screen, NS};
-use provetop::synth::{records, SynthConfig};
 use provetop::ui::theme::Theme;
 use provetop_shared::{BatchMode, Event, Mark, Record, RecordBody};
+use provetop_testkit::synth::{records, SynthConfig};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 

@@ -1,37 +1,15 @@
 //! Golden NDJSON lines: what a prover writes and a monitor reads, byte for byte.
 //! If one of these breaks, the wire format changed: bump the protocol version.
 
-use provetop_shared::protocol::{
-    parse_control, parse_event, GpuInfo, PhaseTime, ProverConfig, ProverState,
-};
-use provetop_shared::{Backend, BatchMode, Control, ControlMsg, Event, EventMsg, Phase, SrsSource};
+use provetop_shared::protocol::{parse_control, parse_event, PhaseTime, ProverState};
+use provetop_shared::{BatchMode, Control, ControlMsg, Event, EventMsg, Phase, SrsSource};
+use provetop_testkit::fixtures::h200_hello;
 
 fn events() -> Vec<(EventMsg, &'static str)> {
     let e = |ts, event| EventMsg { ts, event };
     vec![
         (
-            e(
-                1,
-                Event::Hello {
-                    protocol: "1.0".into(),
-                    prover_version: "0.1.0".into(),
-                    pid: 4242,
-                    backend: Backend::Cuda,
-                    gpus: vec![GpuInfo {
-                        index: 0,
-                        name: "NVIDIA H200".into(),
-                        compute_capability: Some("9.0".into()),
-                        memory_bytes: Some(150_754_820_096),
-                    }],
-                    config: ProverConfig {
-                        partitions: 10,
-                        constraints: 1_048_576,
-                        circuit: "porep-shaped".into(),
-                        mode: BatchMode::Single,
-                        threads: Some(16),
-                    },
-                },
-            ),
+            e(1, h200_hello(150_754_820_096, 10, 1_048_576, 16)),
             r#"{"ts":1,"type":"hello","protocol":"1.0","prover_version":"0.1.0","pid":4242,"backend":"cuda","gpus":[{"index":0,"name":"NVIDIA H200","compute_capability":"9.0","memory_bytes":150754820096}],"config":{"partitions":10,"constraints":1048576,"circuit":"porep-shaped","mode":"single","threads":16}}"#,
         ),
         (

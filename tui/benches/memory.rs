@@ -7,8 +7,8 @@
 use std::time::Instant;
 
 use provetop::app::{App, Screen, View};
-use provetop::synth::{Synth, SynthConfig};
 use provetop::ui::theme::Theme;
+use provetop_testkit::synth::{Synth, SynthConfig};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 

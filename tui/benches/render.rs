@@ -4,8 +4,8 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use provetop::app::{App, Screen, View};
-use provetop::synth::{Synth, SynthConfig};
 use provetop::ui::theme::Theme;
+use provetop_testkit::synth::{Synth, SynthConfig};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 

@@ -16,6 +16,5 @@ pub mod say;
 pub mod series;
 pub mod settings;
 pub mod store;
-pub mod synth;
 pub mod terminal;
 pub mod ui;

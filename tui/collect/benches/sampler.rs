@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use provetop_collect::procstatus::{PeakResetter, StatusReader};
 use provetop_collect::sampler::{self, read_pinned, tree, SamplerConfig};
 use provetop_shared::RecordBody;
+use provetop_testkit::bins::memhog;
 
 fn env_u64(k: &str, d: u64) -> u64 {
     std::env::var(k)
@@ -60,7 +61,7 @@ fn thread_cpu(tid: u32) -> (u64, u64) {
 fn main() {
     let secs = env_u64("SAMPLER_BENCH_SECS", 10);
     let mib = env_u64("SAMPLER_BENCH_MIB", 2048);
-    let mut hog = Command::new(env!("CARGO_BIN_EXE_provetop-memhog"))
+    let mut hog = Command::new(memhog())
         .args(["--anon", &mib.to_string()])
         .stdout(Stdio::piped())
         .spawn()

@@ -5,29 +5,15 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use provetop_collect::supervisor::{self, ChildSpec};
+use provetop_testkit::procs::{alive, wait_until};
 use tokio::sync::mpsc;
 
-fn dead(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(s) => s
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-    }
-}
-
+/// Whether `pid` is gone (or a zombie) within 3 s.
 fn wait_dead(pid: u32) -> bool {
-    let end = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < end {
-        if dead(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
+    wait_until(Duration::from_secs(3), || !alive(pid))
 }
 
 fn sleeper() -> ChildSpec {
@@ -107,7 +93,7 @@ fn child_dies_with_its_supervisor() {
         }
     }
     let child = child.expect("helper never reported its child");
-    assert!(!dead(child));
+    assert!(alive(child));
     // kill -9: no destructor, no panic hook; only the parent-death signal is left.
     helper.kill().unwrap();
     helper.wait().unwrap();

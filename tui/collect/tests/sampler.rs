@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use provetop_collect::sampler::{self, SamplerConfig, SamplerHandle};
 use provetop_shared::clock::mono_ns;
 use provetop_shared::{Mark, Record, RecordBody, Sample};
+use provetop_testkit::bins::memhog;
 
 const MIB: u64 = 1 << 20;
 
@@ -21,7 +22,7 @@ struct Hog {
 
 impl Hog {
     fn start(args: &[&str]) -> Hog {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_provetop-memhog"))
+        let mut child = Command::new(memhog())
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use provetop_collect::supervisor::{self, ChildSpec, ExitInfo, Restart, SupervisorHandle};
 use provetop_shared::protocol::{parse_control, Control, Event, ProverState};
 use provetop_shared::{Mark, Record, RecordBody};
+use provetop_testkit::bins::oom_script;
+use provetop_testkit::procs::{alive, limited_cgroup};
 use tokio::sync::mpsc;
 
 fn sh(script: &str) -> Vec<String> {
@@ -50,25 +52,16 @@ fn marks(recs: &[Record]) -> Vec<&Mark> {
         .collect()
 }
 
-/// Whether a process is gone (or a zombie nobody has reaped yet).
-fn dead(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(s) => s
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-    }
-}
-
+/// Whether a process is gone (or a zombie nobody has reaped yet) within `within`.
 async fn wait_dead(pid: u32, within: Duration) -> bool {
     let end = Instant::now() + within;
     while Instant::now() < end {
-        if dead(pid) {
+        if !alive(pid) {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    dead(pid)
+    !alive(pid)
 }
 
 async fn read_pid_file(p: &Path) -> u32 {
@@ -156,7 +149,7 @@ async fn stop_terms_then_kills_the_whole_group() {
     let mut h = supervisor::spawn(s, tx).await.unwrap();
     let leader = h.pid().unwrap();
     let grandchild = read_pid_file(&pidf).await;
-    assert!(!dead(grandchild));
+    assert!(alive(grandchild));
     let t0 = Instant::now();
     h.stop().await;
     let took = t0.elapsed();
@@ -455,25 +448,11 @@ head -n 1 > {}"#,
     assert!(!h.send(Control::Resume));
 }
 
-/// cgroup v1 or v2 directory for a test cgroup with a memory limit, under our own cgroup.
+/// A test cgroup with a memory limit under our own (v1 or v2).
 fn make_limited_cgroup(limit: u64) -> Option<std::path::PathBuf> {
-    let own = provetop_collect::cgroup::MemCgroup::of_pid(std::process::id())?;
-    let dir = own
-        .dir
-        .join(format!("provetop-oomtest-{}", std::process::id()));
-    std::fs::create_dir(&dir).ok()?;
-    let f = match own.version {
-        provetop_collect::cgroup::Version::V1 => "memory.limit_in_bytes",
-        provetop_collect::cgroup::Version::V2 => "memory.max",
-    };
-    if std::fs::write(dir.join(f), limit.to_string()).is_err() {
-        let _ = std::fs::remove_dir(&dir);
-        return None;
-    }
-    // v1: no swap to fall back on, so the OOM killer acts.
-    let _ = std::fs::write(dir.join("memory.memsw.limit_in_bytes"), limit.to_string());
-    let _ = std::fs::write(dir.join("memory.swap.max"), "0");
-    Some(dir)
+    use provetop_collect::cgroup::{MemCgroup, Version};
+    let own = MemCgroup::of_pid(std::process::id())?;
+    limited_cgroup(&own.dir, own.version == Version::V1, limit)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -486,11 +465,7 @@ async fn oom_kill_is_reported_as_such() {
     };
     // The child joins the limited cgroup, stays long enough for the supervisor to see it
     // there, then allocates past the limit.
-    let script = format!(
-        "echo $$ > {}/cgroup.procs && sleep 1.5 && exec {} --anon 256",
-        cg.display(),
-        env!("CARGO_BIN_EXE_provetop-memhog")
-    );
+    let script = oom_script(&cg, 256);
     let (info, recs) = run(spec(sh(&script))).await;
     let _ = std::fs::remove_dir(&cg);
     assert_eq!(info.signal, Some(9), "{info:?}");

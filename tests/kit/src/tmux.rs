@@ -1,51 +1,7 @@
-//! Helpers for the end-to-end tests of the `provetop` binary: the bundled prover binary, a
-//! private tmux server, temp dirs.
+//! A private tmux server for the end-to-end tests of the screen, and reading what it shows.
 
-#![allow(dead_code)]
-
-use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-
-/// The `provetop` binary under test.
-pub fn provetop() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_provetop"))
-}
-
-/// `provetop-prover`, built next to `provetop` (where `provetop` looks for it).
-pub fn prover() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = provetop().parent().expect("bin dir").to_path_buf();
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            // Same profile as this test build (the bin dir is target/<profile>).
-            let profile = dir
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("debug")
-                .to_string();
-            let mut cmd = Command::new(cargo);
-            cmd.args([
-                "build",
-                "-q",
-                "-p",
-                "provetop-prover",
-                "--bin",
-                "provetop-prover",
-            ]);
-            if profile == "release" {
-                cmd.arg("--release");
-            }
-            let st = cmd.status().expect("run cargo build -p provetop-prover");
-            assert!(st.success(), "cargo build -p provetop-prover failed");
-            let p = dir.join("provetop-prover");
-            assert!(p.is_file(), "{} missing after the build", p.display());
-            p
-        })
-        .clone()
-}
 
 /// Whether tmux is installed; prints why a test is skipped when it is not.
 pub fn have_tmux(test: &str) -> bool {
@@ -60,7 +16,7 @@ pub fn have_tmux(test: &str) -> bool {
     ok
 }
 
-/// A private tmux server with one 80×24 window running a command.
+/// A private tmux server with one window running a command.
 pub struct Tmux {
     socket: String,
 }
@@ -157,14 +113,6 @@ impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.cmd().arg("kill-server").status();
     }
-}
-
-/// Whether a process exists.
-pub fn alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-        && std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| !s.contains(") Z "))
-            .unwrap_or(false)
 }
 
 /// Quote for sh.

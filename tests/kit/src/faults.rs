@@ -1,45 +1,15 @@
-//! Helpers for the fault tests: the memory-hog helper binary, headless runs of the real
-//! `provetop`, reading sessions back, and process facts from /proc.
+//! Helpers for the fault tests: headless runs of the real `provetop`, and reading the
+//! sessions they record back.
 
-#![allow(dead_code)]
-
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use provetop_shared::session::{load, Loaded};
 use provetop_shared::{Alert, AlertState, Mark, RecordBody, Sample};
 
-use super::tui::provetop;
-
-/// `provetop-memhog` (a bin of provetop-collect), built next to `provetop`.
-pub fn memhog() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = provetop().parent().expect("bin dir").to_path_buf();
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let mut cmd = Command::new(cargo);
-            cmd.args([
-                "build",
-                "-q",
-                "-p",
-                "provetop-collect",
-                "--bin",
-                "provetop-memhog",
-            ]);
-            if dir.file_name().and_then(|n| n.to_str()) == Some("release") {
-                cmd.arg("--release");
-            }
-            let st = cmd.status().expect("run cargo build -p provetop-collect");
-            assert!(st.success(), "cargo build of provetop-memhog failed");
-            let p = dir.join("provetop-memhog");
-            assert!(p.is_file(), "{} missing after the build", p.display());
-            p
-        })
-        .clone()
-}
+use crate::bins::{provetop, run_provetop};
+use crate::procs::wait_until;
 
 /// `provetop run --headless --record SESSION ARGS...` with a private config/cache/state.
 pub fn headless_cmd(dir: &Path, session: &Path, args: &[&str]) -> Command {
@@ -83,50 +53,46 @@ pub fn session(p: &Path) -> Loaded {
 
 /// `provetop classify FILE` succeeds (the recording replays through the whole offline path).
 pub fn assert_classifies(p: &Path) {
-    let o = Command::new(provetop())
-        .arg("classify")
-        .arg(p)
-        .output()
-        .expect("run provetop classify");
-    assert!(
-        o.status.success(),
+    let out = run_provetop(&["classify", p.to_str().expect("utf-8 path")]);
+    assert_eq!(
+        out.code,
+        0,
         "provetop classify {} failed: {}",
         p.display(),
-        String::from_utf8_lossy(&o.stderr)
+        out.stderr
     );
+}
+
+/// The records of one kind in a session, with their times.
+fn bodies<'a, T>(l: &'a Loaded, pick: fn(&'a RecordBody) -> Option<&'a T>) -> Vec<(u64, &'a T)> {
+    l.records
+        .iter()
+        .filter_map(|r| pick(&r.body).map(|x| (r.t, x)))
+        .collect()
 }
 
 /// The marks of a session with their times.
 pub fn marks(l: &Loaded) -> Vec<(u64, &Mark)> {
-    l.records
-        .iter()
-        .filter_map(|r| match &r.body {
-            RecordBody::Mark(m) => Some((r.t, m)),
-            _ => None,
-        })
-        .collect()
+    bodies(l, |b| match b {
+        RecordBody::Mark(m) => Some(m),
+        _ => None,
+    })
 }
 
 /// The samples of a session with their times.
 pub fn samples(l: &Loaded) -> Vec<(u64, &Sample)> {
-    l.records
-        .iter()
-        .filter_map(|r| match &r.body {
-            RecordBody::Sample(s) => Some((r.t, s)),
-            _ => None,
-        })
-        .collect()
+    bodies(l, |b| match b {
+        RecordBody::Sample(s) => Some(s),
+        _ => None,
+    })
 }
 
 /// The alerts of a session with their times.
 pub fn alerts(l: &Loaded) -> Vec<(u64, &Alert)> {
-    l.records
-        .iter()
-        .filter_map(|r| match &r.body {
-            RecordBody::Alert(a) => Some((r.t, a)),
-            _ => None,
-        })
-        .collect()
+    bodies(l, |b| match b {
+        RecordBody::Alert(a) => Some(a),
+        _ => None,
+    })
 }
 
 /// Time of the first alert of `metric` in `state`.
@@ -152,33 +118,6 @@ pub fn exit_mark(l: &Loaded) -> (Option<i32>, Option<i32>, bool, String) {
             _ => None,
         })
         .expect("no ChildExited mark in the session")
-}
-
-/// A `/proc/PID/status` field in kB (VmHWM, VmRSS, …).
-pub fn status_kb(pid: u32, field: &str) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = s.lines().find(|l| l.starts_with(field))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// Wait until `pred` holds (polling every 20 ms); false on timeout.
-pub fn wait_until(timeout: Duration, mut pred: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + timeout;
-    loop {
-        if pred() {
-            return true;
-        }
-        if Instant::now() >= end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Send a signal to a process.
-pub fn signal(pid: u32, sig: nix::sys::signal::Signal) {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig)
-        .unwrap_or_else(|e| panic!("kill -{sig} {pid}: {e}"));
 }
 
 /// The pid of the supervised child, once its ChildStarted mark is on disk; `None` if

@@ -2,10 +2,13 @@
 //! proof after proof (partitions synthesized in parallel while RSS climbs, then the GPU/CPU
 //! proving steps while it falls back to the SRS floor), with samples at a fixed rate.
 //!
-//! Used by snapshot tests and benchmarks, where a real prover would make the output depend
+//! Used by snapshot and replay tests and by benchmarks, where a real prover would make the output depend
 //! on the machine. It is an iterator, so a 24-hour stream never sits in memory at once.
 
+use std::path::Path;
+
 use provetop_shared::protocol::{ProverConfig, ProverState};
+use provetop_shared::session::{SessionHeader, SessionWriter};
 use provetop_shared::units::{GIB, MIB};
 use provetop_shared::{Backend, BatchMode, Event, Phase, Record, RecordBody, Sample, SrsSource};
 
@@ -303,29 +306,12 @@ pub fn records(cfg: SynthConfig) -> Vec<Record> {
     Synth::new(cfg).collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::Model;
-
-    #[test]
-    fn shaped_like_a_prover() {
-        let recs = records(SynthConfig::default());
-        let mut m = Model::new(Default::default());
-        for r in &recs {
-            m.apply(r);
-        }
-        assert_eq!(m.series.total(), 1200);
-        assert!(m.prover.proofs_done >= 6, "{}", m.prover.proofs_done);
-        assert!(m.spans.iter().any(|s| s.phase == Phase::MsmH));
-        assert!(
-            m.spans
-                .iter()
-                .filter(|s| s.phase == Phase::Synthesis)
-                .count()
-                >= 24
-        );
-        // Records are in time order.
-        assert!(recs.windows(2).all(|w| w[0].t <= w[1].t));
+/// A whole synthetic run written to a session file (header as if recorded now).
+pub fn write_session(path: &Path, cfg: SynthConfig) {
+    let header = SessionHeader::now(vec!["provetop-prover".into()], cfg.hz);
+    let mut w = SessionWriter::create(path, &header).expect("create session");
+    for r in Synth::new(cfg) {
+        w.append(&r).expect("append");
     }
+    w.sync().expect("sync");
 }

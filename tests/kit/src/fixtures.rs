@@ -1,10 +1,8 @@
-//! Deterministic session files for the offline tests (classify, export, store).
-#![allow(dead_code)]
+//! Deterministic session files for the offline tests (classify, export, store) and the
+//! benchmarks: the demo session, a long recording, the seed's CSV and awk script, goldens.
 
+use std::borrow::Borrow;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use assert_cmd::cargo::CommandCargoExt as _;
 
 use provetop_shared::protocol::{GpuInfo, PhaseTime, ProverConfig, ProverState};
 use provetop_shared::record::GpuReading;
@@ -98,6 +96,46 @@ fn phase_ended(s: f64, phase: Phase, partition: Option<u32>, d: f64) -> Record {
     )
 }
 
+/// The `hello` of a CUDA prover (pid 4242, version 0.1.0, protocol 1.0) on one H200 with
+/// `gpu_bytes` of memory, configured for a PoRep-shaped circuit in single mode.
+pub fn h200_hello(gpu_bytes: u64, partitions: u32, constraints: u64, threads: u32) -> Event {
+    Event::Hello {
+        protocol: "1.0".into(),
+        prover_version: "0.1.0".into(),
+        pid: 4242,
+        backend: Backend::Cuda,
+        gpus: vec![GpuInfo {
+            index: 0,
+            name: "NVIDIA H200".into(),
+            compute_capability: Some("9.0".into()),
+            memory_bytes: Some(gpu_bytes),
+        }],
+        config: ProverConfig {
+            partitions,
+            constraints,
+            circuit: "porep-shaped".into(),
+            mode: BatchMode::Single,
+            threads: Some(threads),
+        },
+    }
+}
+
+/// The demo's warning on rss above 180 GiB, firing or cleared at `s` with the value in GiB.
+fn rss_alert(s: f64, state: AlertState, value_gib: f64, message: &str) -> Record {
+    Record::new(
+        at(s),
+        RecordBody::Alert(Alert {
+            rule: "rss > 180GiB for 0s".into(),
+            level: AlertLevel::Warn,
+            state,
+            metric: "rss".into(),
+            value: value_gib * GIB as f64,
+            threshold: 180.0 * GIB as f64,
+            message: message.into(),
+        }),
+    )
+}
+
 /// One PoRep-shaped proof at GiB scale, sampled at 2 Hz for 30 s: SRS load to a 45 GiB
 /// floor, two partitions synthesized in parallel up to a 190 GiB peak, GPU proving, back to
 /// idle; an alert fires and clears during the peak.
@@ -110,28 +148,7 @@ pub fn demo_records() -> Vec<Record> {
                 command: vec!["provetop-prover".into(), "--daemon".into()],
             }),
         ),
-        ev(
-            0.1,
-            Event::Hello {
-                protocol: "1.0".into(),
-                prover_version: "0.1.0".into(),
-                pid: 4242,
-                backend: Backend::Cuda,
-                gpus: vec![GpuInfo {
-                    index: 0,
-                    name: "NVIDIA H200".into(),
-                    compute_capability: Some("9.0".into()),
-                    memory_bytes: Some(141 * GIB),
-                }],
-                config: ProverConfig {
-                    partitions: 2,
-                    constraints: 1_000_000,
-                    circuit: "porep-shaped".into(),
-                    mode: BatchMode::Single,
-                    threads: Some(2),
-                },
-            },
-        ),
+        ev(0.1, h200_hello(141 * GIB, 2, 1_000_000, 2)),
         ev(
             0.2,
             Event::SrsLoading {
@@ -185,30 +202,8 @@ pub fn demo_records() -> Vec<Record> {
         ),
         phase_started(4.0, Phase::Synthesis, Some(0)),
         phase_started(4.01, Phase::Synthesis, Some(1)),
-        Record::new(
-            at(6.7),
-            RecordBody::Alert(Alert {
-                rule: "rss > 180GiB for 0s".into(),
-                level: AlertLevel::Warn,
-                state: AlertState::Firing,
-                metric: "rss".into(),
-                value: 185.0 * GIB as f64,
-                threshold: 180.0 * GIB as f64,
-                message: "rss 185.0 GiB > 180.0 GiB".into(),
-            }),
-        ),
-        Record::new(
-            at(8.1),
-            RecordBody::Alert(Alert {
-                rule: "rss > 180GiB for 0s".into(),
-                level: AlertLevel::Warn,
-                state: AlertState::Cleared,
-                metric: "rss".into(),
-                value: 176.0 * GIB as f64,
-                threshold: 180.0 * GIB as f64,
-                message: "rss 176.0 GiB ≤ 180.0 GiB".into(),
-            }),
-        ),
+        rss_alert(6.7, AlertState::Firing, 185.0, "rss 185.0 GiB > 180.0 GiB"),
+        rss_alert(8.1, AlertState::Cleared, 176.0, "rss 176.0 GiB ≤ 180.0 GiB"),
         phase_ended(8.9, Phase::Synthesis, Some(1), 4.89),
         phase_ended(9.2, Phase::Synthesis, Some(0), 5.2),
         phase_started(9.25, Phase::Prove, None),
@@ -285,11 +280,138 @@ pub fn demo_records() -> Vec<Record> {
     v
 }
 
-/// Write records to a session file with the fixed header.
-pub fn write_session(path: &Path, recs: &[Record]) {
+/// A long live recording from `t0` (ns), endless, so `take(n)` gives `n` records: 20 Hz
+/// samples with every field a Linux + NVML sampler fills (one GPU), a proof every 10 s
+/// (ten partitions synthesized in parallel, then fft_h, msm_h and msm_l with a prover log
+/// line each), and an alert now and then. A million records are ~13.5 hours of monitoring.
+pub fn long_session(t0: u64) -> impl Iterator<Item = Record> {
+    let mut proof = 0;
+    (0u64..).flat_map(move |i| long_session_tick(t0, i, &mut proof))
+}
+
+/// The sample of tick `i` (50 ms each) and the records that come with it.
+fn long_session_tick(t0: u64, i: u64, proof: &mut u64) -> Vec<Record> {
+    let t = t0 + i * 50_000_000;
+    let phase = i % 200; // 10 s cycle
+    let wave = (phase as f64 / 200.0 * std::f64::consts::PI).sin();
+    let rss = ((45.0 + 150.0 * wave) * GIB as f64) as u64 / 4096 * 4096;
+    let mut recs = vec![Record::new(
+        t,
+        RecordBody::Sample(Sample {
+            rss,
+            peak: Some(rss + (i % 7) * 4096),
+            anon: Some(rss / 4 * 3),
+            file: Some(rss / 4),
+            shmem: Some(40 * GIB),
+            swap: Some(0),
+            locked: Some(0),
+            vm_pin: Some(0),
+            pinned: Some(40 * GIB),
+            pinned_reported: None,
+            gpu_used: Some(30 * GIB),
+            gpus: vec![GpuReading {
+                index: 0,
+                proc_used: 30 * GIB,
+                used: 31 * GIB,
+                total: 141 * GIB,
+                util: (i % 100) as u8,
+            }],
+            mem_available: Some(900 * GIB - rss),
+            mem_total: Some(1024 * GIB),
+            cgroup_current: Some(rss + GIB),
+            cgroup_max: None,
+            procs: 3,
+        }),
+    )];
+    let proof_id = *proof;
+    let ev = |e: Event| Record::new(t + 1, RecordBody::Event(e));
+    match phase {
+        5 => {
+            *proof += 1;
+            recs.push(ev(Event::ProofStarted {
+                proof_id: *proof,
+                mode: BatchMode::Single,
+                sectors: 1,
+                partitions: 10,
+                constraints: 1_300_000_000,
+            }));
+            for p in 0..10 {
+                recs.push(ev(Event::PhaseStarted {
+                    proof_id: *proof,
+                    phase: Phase::Synthesis,
+                    partition: Some(p),
+                }));
+            }
+        }
+        100..=109 => recs.push(ev(Event::PhaseEnded {
+            proof_id,
+            phase: Phase::Synthesis,
+            partition: Some((phase - 100) as u32),
+            duration_s: 4.75,
+        })),
+        110 | 140 | 170 => {
+            let steps = [Phase::FftH, Phase::MsmH, Phase::MsmL];
+            let k = (phase as usize - 110) / 30;
+            if k > 0 {
+                recs.push(ev(Event::PhaseEnded {
+                    proof_id,
+                    phase: steps[k - 1].clone(),
+                    partition: None,
+                    duration_s: 1.5,
+                }));
+            }
+            recs.push(ev(Event::PhaseStarted {
+                proof_id,
+                phase: steps[k].clone(),
+                partition: None,
+            }));
+            recs.push(ev(Event::Log {
+                level: "debug".into(),
+                target: "bellperson::groth16::prover".into(),
+                message: "multiexp h".into(),
+            }));
+        }
+        195 => {
+            recs.push(ev(Event::PhaseEnded {
+                proof_id,
+                phase: Phase::MsmL,
+                partition: None,
+                duration_s: 1.25,
+            }));
+            recs.push(ev(Event::ProofFinished {
+                proof_id,
+                ok: true,
+                verified: true,
+                duration_s: 9.5,
+                mode: BatchMode::Single,
+                phases: vec![],
+                error: None,
+                cancelled: false,
+                requeued_as: vec![],
+            }));
+        }
+        60 if proof_id % 5 == 0 => recs.push(Record::new(
+            t + 2,
+            RecordBody::Alert(Alert {
+                rule: "rss > 180GiB for 5s".into(),
+                level: AlertLevel::Warn,
+                state: AlertState::Firing,
+                metric: "rss".into(),
+                value: rss as f64,
+                threshold: (180 * GIB) as f64,
+                message: "rss above 180 GiB".into(),
+            }),
+        )),
+        _ => {}
+    }
+    recs
+}
+
+/// Write records (a slice, a `Vec` or a stream) to a session file with the fixed header.
+pub fn write_session<R: Borrow<Record>>(path: &Path, recs: impl IntoIterator<Item = R>) {
     let mut w = SessionWriter::create(path, &header()).expect("create session");
     for r in recs {
-        w.append(r).expect("append");
+        w.append(r.borrow()).expect("append");
     }
     w.sync().expect("sync");
 }
@@ -297,13 +419,13 @@ pub fn write_session(path: &Path, recs: &[Record]) {
 /// The demo session written under `dir`.
 pub fn demo_session(dir: &Path) -> PathBuf {
     let p = dir.join("demo.ptop");
-    write_session(&p, &demo_records());
+    write_session(&p, demo_records());
     p
 }
 
-/// The repository root (tests run with the `tui/` crate as working directory).
+/// The repository root (this crate is `tests/kit/` in it).
 pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The seed's reconstructed baseline CSV shipped in assets/.
@@ -378,25 +500,4 @@ pub fn seed_awk(path: &Path) -> String {
         String::from_utf8_lossy(&o.stderr)
     );
     String::from_utf8(o.stdout).expect("utf-8")
-}
-
-/// What a run of the `provetop` binary printed and returned.
-pub struct Out {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-/// Run the `provetop` binary with `args` to completion.
-pub fn provetop(args: &[&str]) -> Out {
-    let o = Command::cargo_bin("provetop")
-        .expect("provetop binary")
-        .args(args)
-        .output()
-        .expect("run provetop");
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(o.stdout).expect("utf-8 stdout"),
-        stderr: String::from_utf8(o.stderr).expect("utf-8 stderr"),
-    }
 }

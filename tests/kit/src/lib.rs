@@ -1,0 +1,20 @@
+//! provetop's test support (not published): what the tests and benchmarks of the workspace
+//! share, kept out of the product crates.
+//!
+//! - [`fixtures`]: deterministic session files (the demo proof, a long recording), the seed's
+//!   CSV and awk script, golden files.
+//! - [`synth`]: endless synthetic prover sessions for snapshots, replay and benchmarks.
+//! - [`bins`]: the binaries under test (`provetop`, the bundled prover, `provetop-memhog`,
+//!   built on first use) and running `provetop` to completion.
+//! - [`tmux`]: a private tmux server to drive and read the screen.
+//! - [`faults`]: headless runs of `provetop` and reading their sessions back.
+//! - [`procs`]: process facts from /proc, signals, waiting, a limited memory cgroup.
+//!
+//! It depends on `provetop-shared` only, so every crate of the workspace can dev-depend on it.
+
+pub mod bins;
+pub mod faults;
+pub mod fixtures;
+pub mod procs;
+pub mod synth;
+pub mod tmux;
