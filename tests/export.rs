@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use provetop::export::CSV_HEADER;
+use provetop::export::csv_header;
 use provetop_shared::session::{load, load_bytes};
 use provetop_shared::{Record, RecordBody};
 use provetop_testkit::bins::{run_provetop, Out};
@@ -23,10 +23,11 @@ fn session_csv_golden() {
     assert_eq!(out.stderr, "");
     check_golden("demo-session.export.csv", &out.stdout);
     let mut lines = out.stdout.lines();
-    assert_eq!(lines.next(), Some(CSV_HEADER));
-    assert!(CSV_HEADER.starts_with("timestamp,rss_kb,"));
+    let header = csv_header();
+    assert_eq!(lines.next(), Some(header.as_str()));
+    assert!(header.starts_with("timestamp,rss_kb,"));
     // Every row has every column; the phase column follows the prover's events.
-    let cols = CSV_HEADER.split(',').count();
+    let cols = header.split(',').count();
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len(), 60);
     assert!(rows.iter().all(|r| r.len() == cols));
@@ -164,7 +165,7 @@ fn header_only_csv_exports_just_the_header() {
     let p = dir.path().join("h.csv");
     std::fs::write(&p, "timestamp,rss_kb\n").unwrap();
     let out = export(&p, "csv");
-    assert_eq!(out.stdout, format!("{CSV_HEADER}\n"));
+    assert_eq!(out.stdout, format!("{}\n", csv_header()));
     assert_eq!(export(&p, "jsonl").stdout, "");
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use provetop_shared::session::load;
 use provetop_shared::{Control, Event, RecordBody};
-use provetop_testkit::bins::{prover, provetop};
+use provetop_testkit::bins::{panicking_screen, prover, provetop};
 use provetop_testkit::procs::alive;
 use provetop_testkit::tmux::{have_tmux, header_pid, sh_quote, Tmux};
 
@@ -118,11 +118,19 @@ fn live_screen_with_real_prover() {
 }
 
 /// Start `provetop run ... -- sleep 600` in tmux; returns (tmux, provetop pid, child pid).
-fn start_sleeper(name: &str, env: &str, dir: &std::path::Path) -> (Tmux, u32, u32) {
+/// `provetop run --record DIR/s.ptop -- sleep 600` in tmux (or `program`, given the same
+/// words after its own first ones); returns the tmux session, the program's pid and the
+/// child's.
+fn start_sleeper(name: &str, program: Option<String>, dir: &std::path::Path) -> (Tmux, u32, u32) {
     let d = dir.display().to_string();
+    let program = program.unwrap_or_else(|| {
+        format!(
+            "{} run --record {d}/s.ptop --",
+            sh_quote(&provetop().display().to_string())
+        )
+    });
     let cmd = format!(
-        "cd {d} && echo $$ > {d}/pid && exec env {env} XDG_STATE_HOME={d}/state XDG_CONFIG_HOME={d}/config {} run --record {d}/s.ptop -- sleep 600",
-        sh_quote(&provetop().display().to_string()),
+        "cd {d} && echo $$ > {d}/pid && exec env XDG_STATE_HOME={d}/state XDG_CONFIG_HOME={d}/config {program} sleep 600",
     );
     // The pane stays after provetop exits, so the screen it leaves can be read.
     let tmux = Tmux::start(
@@ -149,7 +157,7 @@ fn sigterm_restores_terminal_and_stops_child() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (tmux, me, child) = start_sleeper("sigterm", "", dir.path());
+    let (tmux, me, child) = start_sleeper("sigterm", None, dir.path());
     assert!(alive(child));
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(me as i32),
@@ -171,11 +179,14 @@ fn panic_restores_terminal_kills_child_keeps_recording() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (tmux, _me, child) = start_sleeper(
-        "panic",
-        "PROVETOP_TEST_PANIC_MS=3000 RUST_BACKTRACE=0",
-        dir.path(),
+    // The live screen as `provetop run` builds it (same monitor, panic hook and cleanup),
+    // with a driver that panics 3 s in: provetop itself has no such switch.
+    let program = format!(
+        "env RUST_BACKTRACE=0 {} 3000 {}/s.ptop",
+        sh_quote(&panicking_screen().display().to_string()),
+        dir.path().display()
     );
+    let (tmux, _me, child) = start_sleeper("panic", Some(program), dir.path());
     let s = tmux.wait_for("exit", Duration::from_secs(30), |s| {
         s.contains("PROVETOP-EXIT=")
     });

@@ -3,11 +3,12 @@
 
 use std::time::Duration;
 
-use provetop::app::{Action, Driver as _, Screen, NS};
+use provetop::app::{Action, Screen, NS};
+use provetop::event_loop::Driver as _;
 use provetop::model::Model;
 use provetop::replay::ReplayDriver;
 use provetop::store::Store;
-use provetop::ui::theme::Theme;
+use provetop::theme::Theme;
 use provetop_shared::Phase;
 use provetop_testkit::bins::provetop;
 use provetop_testkit::synth::{self, records, SynthConfig};

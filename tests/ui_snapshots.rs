@@ -2,15 +2,32 @@
 //! `TestBackend` from deterministic synthetic records.
 
 use provetop::app::{Action, App, Playback, Screen, NS};
-use provetop::ui::theme::Theme;
+use provetop::theme::Theme;
 use provetop_shared::{BatchMode, Event, Mark, Record, RecordBody};
 use provetop_testkit::synth::{records, SynthConfig};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
+/// Draw `app` as the event loop does, keeping what the frame was drawn with (the next key
+/// reads it), and read the screen.
+fn drawn_text(app: &mut App, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    let mut drawn = app.view.drawn;
+    term.draw(|f| drawn = provetop::ui::draw(f, app)).unwrap();
+    app.view.drawn = drawn;
+    read(&term, w, h)
+}
+
 fn screen_text(app: &App, w: u16, h: u16) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| provetop::ui::draw(f, app)).unwrap();
+    term.draw(|f| {
+        provetop::ui::draw(f, app);
+    })
+    .unwrap();
+    read(&term, w, h)
+}
+
+fn read(term: &Terminal<TestBackend>, w: u16, h: u16) -> String {
     let buf = term.backend().buffer().clone();
     let mut out = String::new();
     for y in 0..h {
@@ -333,7 +350,7 @@ fn help_on_small_screens_wraps_and_scrolls_never_cuts() {
         app.view.help_scroll = 0;
         let mut seen = std::collections::HashSet::new();
         for _ in 0..40 {
-            let text = screen_text(&app, w, h);
+            let text = drawn_text(&mut app, w, h);
             let lines: Vec<Vec<char>> = text.lines().map(|l| l.chars().collect()).collect();
             let top = lines
                 .iter()
@@ -432,7 +449,7 @@ fn header_keeps_the_alert_on_narrow_screens() {
         message: "rss 1.9 GiB > 1.0 GiB".into(),
     };
     feed(&mut app, RecordBody::Alert(crit));
-    let last = &app.model.log.back().unwrap().text;
+    let last = provetop::text::log_text(&app.model.log.back().unwrap().what);
     assert_eq!(last, "CRIT rss > 1GiB: rss 1.9 GiB > 1.0 GiB");
 }
 

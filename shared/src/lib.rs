@@ -7,12 +7,17 @@
 //! * [`session`]: the on-disk session file (writer and a reader tolerant of a cut-off tail),
 //!   and the plain `timestamp,rss_kb` CSV of ad-hoc samplers.
 //! * [`classify`]: the threshold phase classifier operators used to run with awk.
+//! * [`forecast`]: the memory forecast (`predicted_free`), a fold over records that the alert
+//!   engine and the screen's model both keep.
+//! * [`metric`]: the one table of what is measured (name, unit, sample reading, CSV column).
 //! * [`units`] and [`clock`]: byte/duration formatting and parsing, the shared monotonic clock.
 //!
 //! No I/O policy and no UI live here.
 
 pub mod classify;
 pub mod clock;
+pub mod forecast;
+pub mod metric;
 pub mod protocol;
 pub mod record;
 pub mod session;

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use provetop::app::{App, Screen, View};
-use provetop::ui::theme::Theme;
+use provetop::theme::Theme;
 use provetop_testkit::synth::{Synth, SynthConfig};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -45,7 +45,10 @@ fn main() {
         n += 1;
         // A frame per simulated minute keeps the drawing path in the measurement.
         if r.t >= next_frame {
-            term.draw(|f| provetop::ui::draw(f, &app)).unwrap();
+            term.draw(|f| {
+                provetop::ui::draw(f, &app);
+            })
+            .unwrap();
             next_frame = r.t + 60_000_000_000;
         }
     }

@@ -4,7 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use provetop::app::{App, Screen, View};
-use provetop::ui::theme::Theme;
+use provetop::theme::Theme;
 use provetop_testkit::synth::{Synth, SynthConfig};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -31,7 +31,10 @@ fn bench(c: &mut Criterion) {
         let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
         c.bench_function(&format!("frame {w}x{h}, 1 h window at 20 Hz"), |b| {
             b.iter(|| {
-                term.draw(|f| provetop::ui::draw(f, &app)).unwrap();
+                term.draw(|f| {
+                    provetop::ui::draw(f, &app);
+                })
+                .unwrap();
             })
         });
     }
@@ -40,7 +43,10 @@ fn bench(c: &mut Criterion) {
     let mut term = Terminal::new(TestBackend::new(200, 60)).unwrap();
     c.bench_function("frame 200x60 with cursor, 1 h window", |b| {
         b.iter(|| {
-            term.draw(|f| provetop::ui::draw(f, &app)).unwrap();
+            term.draw(|f| {
+                provetop::ui::draw(f, &app);
+            })
+            .unwrap();
         })
     });
 }

@@ -1,24 +1,13 @@
-//! The application: model + view state, keys → actions, and the main loop.
-//!
-//! The loop is generic over ratatui's [`Backend`] (a real terminal, or `TestBackend` in
-//! tests) and over a [`Driver`] that feeds records (live: sampler, supervisor, alerts,
-//! recorder; replay: a file on a playback clock). One tokio task `select!`s the tick, the
-//! terminal's input stream and the stop signal, and redraws when something changed.
+//! The application's state: the model, what the screen looks at, and the actions that only
+//! concern the view. The loop that feeds it and draws it is [`crate::event_loop`]; drawing
+//! is [`crate::ui`].
 
-use std::cell::Cell;
-use std::time::Duration;
-
-use futures::{Stream, StreamExt};
-use ratatui::backend::Backend;
-use ratatui::Terminal;
-
-use crossterm::event::{Event as TermEvent, KeyEventKind};
 use provetop_shared::classify::Thresholds;
 
+pub use crate::keymap::Action;
+use crate::keymap::{self, Section};
 use crate::model::Model;
-pub use crate::ui::keymap::Action;
-use crate::ui::keymap::{self, Section};
-use crate::ui::theme::Theme;
+use crate::theme::Theme;
 
 /// Time-window zoom levels, seconds.
 pub const ZOOMS: &[u64] = &[
@@ -89,10 +78,8 @@ pub struct View {
     pub log_back: usize,
     /// Rows the help is scrolled down (on a screen too small for all of it).
     pub help_scroll: usize,
-    /// How far the help could scroll at the last draw.
-    pub help_scroll_max: Cell<usize>,
-    /// Width of the plot in columns at the last draw (cursor steps are columns).
-    pub plot_cols: Cell<u16>,
+    /// What the last frame was drawn with (the event loop keeps it).
+    pub drawn: Drawn,
 }
 
 impl View {
@@ -107,6 +94,25 @@ impl View {
             .iter()
             .position(|z| *z as f64 >= secs)
             .unwrap_or(ZOOMS.len() - 1)
+    }
+}
+
+/// What a frame was drawn with, that the next key reads (cursor steps are plot columns; the
+/// help scrolls as far as it overflowed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Drawn {
+    /// Width of the plot in columns.
+    pub plot_cols: u16,
+    /// How far the help can scroll (0: it fits).
+    pub help_scroll_max: usize,
+}
+
+impl Default for Drawn {
+    fn default() -> Self {
+        Drawn {
+            plot_cols: 60,
+            help_scroll_max: 0,
+        }
     }
 }
 
@@ -162,8 +168,7 @@ impl App {
                 modes: false,
                 log_back: 0,
                 help_scroll: 0,
-                help_scroll_max: Cell::new(0),
-                plot_cols: Cell::new(60),
+                drawn: Drawn::default(),
             },
             screen,
             theme,
@@ -250,7 +255,7 @@ impl App {
             }
             Action::Cursor(d) => {
                 let (t0, t1) = self.window();
-                let cols = self.view.plot_cols.get().max(1) as u64;
+                let cols = self.view.drawn.plot_cols.max(1) as u64;
                 let step = (t1 - t0) / cols;
                 let cur = self.view.cursor.unwrap_or(t1).clamp(t0, t1);
                 let next = if self.view.cursor.is_none() {
@@ -270,7 +275,7 @@ impl App {
             }
             Action::LogNewer if self.view.help => {
                 self.view.help_scroll =
-                    (self.view.help_scroll + 3).min(self.view.help_scroll_max.get())
+                    (self.view.help_scroll + 3).min(self.view.drawn.help_scroll_max)
             }
             Action::LogOlder => {
                 self.view.log_back =
@@ -301,105 +306,6 @@ pub fn fmt_window(ns: u64) -> String {
     }
 }
 
-/// What feeds the app: records in, actions out.
-pub trait Driver {
-    /// How often [`Driver::poll`] runs.
-    fn tick(&self) -> Duration {
-        Duration::from_millis(50)
-    }
-
-    /// Bring new records into the model and advance the clock; returns whether anything
-    /// changed that the screen shows.
-    fn poll(&mut self, app: &mut App) -> bool;
-
-    /// Handle an action the view did not (controls to the prover, replay seeks).
-    fn act(&mut self, app: &mut App, a: Action);
-}
-
-impl Exit {
-    /// Exit status of provetop for this ending: 0, or 128 + the signal.
-    pub fn status(self) -> i32 {
-        match self {
-            Exit::Signal(sig) => 128 + sig,
-            _ => 0,
-        }
-    }
-}
-
-/// How the loop ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    /// The user quit.
-    Quit,
-    /// A signal (SIGINT/SIGTERM/SIGHUP, its number) asked us to stop.
-    Signal(i32),
-    /// The terminal input ended.
-    InputClosed,
-}
-
-/// Shortest time between two frames (the screen never redraws faster than this).
-pub const FRAME: Duration = Duration::from_millis(100);
-/// Longest time between two frames (the clock moves even when nothing arrives).
-pub const IDLE_FRAME: Duration = Duration::from_millis(500);
-
-/// The main loop: draw, then wait for a tick, a key, or the stop signal.
-pub async fn run<B, D, I, S>(
-    terminal: &mut Terminal<B>,
-    app: &mut App,
-    driver: &mut D,
-    mut input: I,
-    stop: S,
-) -> anyhow::Result<Exit>
-where
-    B: Backend,
-    D: Driver,
-    I: Stream<Item = std::io::Result<TermEvent>> + Unpin,
-    S: std::future::Future<Output = i32>,
-{
-    tokio::pin!(stop);
-    let mut tick = tokio::time::interval(driver.tick());
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut dirty = true;
-    let mut last_draw = tokio::time::Instant::now() - IDLE_FRAME;
-    driver.poll(app);
-    loop {
-        let since = last_draw.elapsed();
-        if (dirty && since >= FRAME) || since >= IDLE_FRAME {
-            terminal.draw(|f| crate::ui::draw(f, app))?;
-            last_draw = tokio::time::Instant::now();
-            dirty = false;
-        }
-        tokio::select! {
-            _ = tick.tick() => {
-                dirty |= driver.poll(app);
-            }
-            ev = input.next() => match ev {
-                Some(Ok(TermEvent::Key(k))) if k.kind != KeyEventKind::Release => {
-                    if let Some(a) = keymap::lookup(app.sections(), &k) {
-                        if let Some(rest) = app.act(a) {
-                            driver.act(app, rest);
-                        }
-                        // Answer a key at once, not at the next frame slot.
-                        last_draw = tokio::time::Instant::now() - FRAME;
-                        dirty = true;
-                    }
-                }
-                Some(Ok(TermEvent::Resize(..))) => {
-                    terminal.autoresize()?;
-                    dirty = true;
-                }
-                Some(Ok(_)) => {}
-                Some(Err(e)) => return Err(anyhow::anyhow!("reading the terminal: {e}")),
-                None => return Ok(Exit::InputClosed),
-            },
-            sig = &mut stop => return Ok(Exit::Signal(sig)),
-        }
-        if app.quit {
-            return Ok(Exit::Quit);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,7 +322,7 @@ mod tests {
         assert_eq!(app.view.window_ns(), 24 * 3600 * NS);
         app.act(Action::ZoomIn);
         app.view.zoom = View::zoom_for(60.0);
-        app.view.plot_cols.set(60);
+        app.view.drawn.plot_cols = 60;
         app.act(Action::Cursor(-1));
         assert_eq!(app.cursor(), Some(1000 * NS));
         app.act(Action::Cursor(-10));

@@ -12,14 +12,24 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use provetop_shared::classify::Thresholds;
+use provetop_shared::metric::CSV_COLUMNS;
 use provetop_shared::session::SessionHeader;
 use provetop_shared::{Record, RecordBody, Sample};
 
 use crate::cli::{ExportArgs, ExportFormat};
 use crate::store::Store;
 
-/// The CSV header line (without the newline).
-pub const CSV_HEADER: &str = "timestamp,rss_kb,peak_kb,anon_kb,file_kb,shmem_kb,swap_kb,locked_kb,pinned_kb,gpu_kb,mem_available_kb,phase";
+/// The CSV header line (without the newline): `timestamp`, the metric table's CSV columns
+/// ([`provetop_shared::metric::CSV_COLUMNS`]), `phase`.
+pub fn csv_header() -> String {
+    let mut h = String::from("timestamp");
+    for c in provetop_shared::metric::csv_columns() {
+        h.push(',');
+        h.push_str(c);
+    }
+    h.push_str(",phase");
+    h
+}
 
 /// Run `provetop export`; returns the process exit code.
 pub fn main(args: &ExportArgs) -> anyhow::Result<i32> {
@@ -67,9 +77,9 @@ fn ignore_broken_pipe(r: io::Result<()>) -> io::Result<()> {
     }
 }
 
-/// Every sample as one CSV row under [`CSV_HEADER`].
+/// Every sample as one CSV row under [`csv_header`].
 pub fn write_csv(store: &Store, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "{CSV_HEADER}")?;
+    writeln!(out, "{}", csv_header())?;
     let header = store.header();
     let mut line = String::with_capacity(256);
     for (i, rec) in store.records().iter().enumerate() {
@@ -88,20 +98,10 @@ pub fn write_csv(store: &Store, out: &mut dyn Write) -> io::Result<()> {
 fn csv_row(line: &mut String, header: &SessionHeader, t: u64, s: &Sample, phase: Option<&str>) {
     use std::fmt::Write as _;
     let wall = header.wall_anchor as i128 + t as i128 - header.mono_anchor as i128;
-    let _ = write!(line, "{},{}", fmt_unix(wall), kib(s.rss));
-    for v in [
-        s.peak,
-        s.anon,
-        s.file,
-        s.shmem,
-        s.swap,
-        s.locked,
-        s.pinned.or(s.pinned_reported),
-        s.gpu_used,
-        s.mem_available,
-    ] {
+    line.push_str(&fmt_unix(wall));
+    for (_, read) in CSV_COLUMNS.iter().filter_map(|m| m.def().csv) {
         line.push(',');
-        if let Some(b) = v {
+        if let Some(b) = read(s) {
             let _ = write!(line, "{}", kib(b));
         }
     }

@@ -8,12 +8,11 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::Context;
-
-use crate::app::{self, Action, App, Driver, Playback, Screen, View, NS};
+use crate::app::{Action, App, Playback, Screen, View, NS};
 use crate::cli::ReplayArgs;
+use crate::event_loop::{self, Driver};
 use crate::store::Store;
-use crate::ui::theme::Theme;
+use crate::theme::Theme;
 
 /// Playback speeds `+`/`-` step through.
 pub const SPEEDS: &[f64] = &[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
@@ -226,20 +225,17 @@ pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
         };
         app.flash(format!("warning: {w}{more}"), true);
     }
-    crate::terminal::install_panic_hook();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    crate::terminal::install_panic_hook(|| {});
+    let rt = crate::monitor::runtime()?;
     let result = rt.block_on(async {
         let mut tui = crate::terminal::Tui::enter()?;
         let input = crossterm::event::EventStream::new();
-        app::run(
+        event_loop::run(
             &mut tui.terminal,
             &mut app,
             &mut driver,
             input,
-            crate::live::stop_signal(),
+            crate::monitor::signals::stop_signal(),
         )
         .await
     });

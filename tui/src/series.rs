@@ -11,89 +11,13 @@ use std::collections::VecDeque;
 
 use provetop_shared::Sample;
 
-/// Number of [`Metric`]s.
-pub const METRICS: usize = 10;
+pub use provetop_shared::metric::Metric;
+
+/// Number of metrics a point holds (the series metrics of [`Metric::SERIES`]).
+pub const METRICS: usize = provetop_shared::metric::SERIES;
 
 /// Absent value marker inside points and buckets (no real reading is `u64::MAX` bytes).
 const NONE: u64 = u64::MAX;
-
-/// One plotted quantity of a [`Sample`], in bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Metric {
-    /// VmRSS of the tree.
-    Rss,
-    /// Interval peak RSS (VmHWM, reset every sample).
-    Peak,
-    /// RssAnon.
-    Anon,
-    /// RssFile.
-    File,
-    /// RssShmem.
-    Shmem,
-    /// Pinned host memory from smaps (`/dev/nvidia*` mappings).
-    Pinned,
-    /// Pinned host memory the prover reports.
-    PinnedReported,
-    /// GPU memory used by the tree.
-    Gpu,
-    /// MemAvailable of the system.
-    MemAvailable,
-    /// VmSwap.
-    Swap,
-}
-
-impl Metric {
-    /// Every metric, in storage order.
-    pub const ALL: [Metric; METRICS] = [
-        Metric::Rss,
-        Metric::Peak,
-        Metric::Anon,
-        Metric::File,
-        Metric::Shmem,
-        Metric::Pinned,
-        Metric::PinnedReported,
-        Metric::Gpu,
-        Metric::MemAvailable,
-        Metric::Swap,
-    ];
-
-    /// Short name, as alert rules and the screen spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Rss => "rss",
-            Metric::Peak => "peak",
-            Metric::Anon => "anon",
-            Metric::File => "file",
-            Metric::Shmem => "shmem",
-            Metric::Pinned => "pinned",
-            Metric::PinnedReported => "pinned_rep",
-            Metric::Gpu => "gpu",
-            Metric::MemAvailable => "mem_avail",
-            Metric::Swap => "swap",
-        }
-    }
-
-    /// Index into value arrays.
-    pub fn idx(self) -> usize {
-        self as usize
-    }
-
-    /// This metric's value in a sample.
-    pub fn of(self, s: &Sample) -> Option<u64> {
-        match self {
-            Metric::Rss => Some(s.rss),
-            Metric::Peak => s.peak,
-            Metric::Anon => s.anon,
-            Metric::File => s.file,
-            Metric::Shmem => s.shmem,
-            Metric::Pinned => s.pinned,
-            Metric::PinnedReported => s.pinned_reported,
-            Metric::Gpu => s.gpu_used,
-            Metric::MemAvailable => s.mem_available,
-            Metric::Swap => s.swap,
-        }
-    }
-}
 
 /// One sample, compactly: its time and every metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +31,7 @@ impl Point {
     /// From a sample at time `t`.
     pub fn from_sample(t: u64, s: &Sample) -> Self {
         let mut v = [NONE; METRICS];
-        for m in Metric::ALL {
+        for m in Metric::SERIES {
             if let Some(x) = m.of(s) {
                 v[m.idx()] = x.min(NONE - 1);
             }

@@ -28,6 +28,8 @@
 //!   `]`/`[` and `a`/`A`.
 //! * Every prover phase span with the memory the reducer saw while it was open (for
 //!   `classify`), and the prover's phase text at each sample (for `export`).
+//!
+//! All of it comes from the reducer's [`Effects`]: the store never compares model states.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -36,9 +38,11 @@ use std::path::{Path, PathBuf};
 use provetop_shared::classify::Thresholds;
 use provetop_shared::session::{self, LoadError, Loaded, SessionHeader, SourceKind, Warning};
 use provetop_shared::units::{fmt_bytes, fmt_secs};
-use provetop_shared::{AlertState, Event, Phase, Record, RecordBody};
+use provetop_shared::{Phase, Record, RecordBody};
 
-use crate::model::{busy_ns, mode_rows, FinishedProof, Model, PhaseSpan, Stats};
+use crate::model::{
+    busy_ns, mode_rows, Effect, Effects, FinishedProof, Model, PhaseSpan, SpanSource, Stats,
+};
 
 /// Most bytes the model snapshots may hold together (estimated); beyond it every other
 /// snapshot is dropped and the spacing doubles.
@@ -138,7 +142,7 @@ impl Store {
         store
     }
 
-    /// The one pass: reducer over every record, harvesting what the queries need.
+    /// The one pass: the reducer over every record, indexing what its effects tell.
     fn index(&mut self) {
         let mut model = Model::new(self.thresholds);
         self.snapshots.push((0, model.clone()));
@@ -146,44 +150,50 @@ impl Store {
         let mut label_ids: HashMap<String, u32> = HashMap::new();
         let mut label = NO_LABEL;
         let mut hi = 0u64;
-        let mut run_start: Option<u64> = None;
         let mut prev_sample: Option<(u64, bool)> = None; // (reach, no phase open)
         let mut srs_ready = false;
+        let mut fx = Effects::new();
         let records = std::mem::take(&mut self.loaded.records);
         for (i, rec) in records.iter().enumerate() {
             hi = hi.max(rec.t);
             self.reach.push(hi);
+            model.apply_into(rec, &mut fx);
+            let mut relabel = false;
+            for e in &fx {
+                match e {
+                    Effect::SpanOpened {
+                        source: SpanSource::Prover,
+                        first_of_phase,
+                        ..
+                    } => {
+                        if *first_of_phase {
+                            self.phase_starts.push(hi);
+                        }
+                        relabel = true;
+                    }
+                    Effect::SpanClosed {
+                        source: SpanSource::Prover,
+                        span,
+                    } => {
+                        self.spans.push(span.clone());
+                        relabel = true;
+                    }
+                    Effect::StateChanged(_) => relabel = true,
+                    Effect::ProofFinished(p) => {
+                        if let Some(f) = p.finished_ok() {
+                            self.finished.push(f);
+                        }
+                    }
+                    Effect::SrsReady { .. } => srs_ready = true,
+                    Effect::AlertFired(_) => self.alerts.push(hi),
+                    Effect::ThresholdPhaseChanged(_) if !self.has_events => {
+                        self.phase_starts.push(hi)
+                    }
+                    _ => {}
+                }
+            }
             match &rec.body {
-                RecordBody::Event(ev) => {
-                    let before = match ev {
-                        Event::PhaseStarted { phase, .. } => {
-                            if !model.open.iter().any(|s| &s.phase == phase) {
-                                self.phase_starts.push(hi);
-                            }
-                            Some(model.open.clone())
-                        }
-                        Event::PhaseEnded { .. } | Event::ProofFinished { .. } => {
-                            Some(model.open.clone())
-                        }
-                        _ => None,
-                    };
-                    model.apply(rec);
-                    if let Some(before) = before {
-                        self.harvest(&model, &before, ev, rec.t);
-                    }
-                    srs_ready |= matches!(ev, Event::SrsReady { .. });
-                    if let Event::ProofFinished { proof_id, .. } = ev {
-                        // The reducer just closed it (a cancelled one leaves no span).
-                        let done = model.proofs.back().filter(|p| {
-                            p.proof_id == *proof_id
-                                && p.ok == Some(true)
-                                && !ev.is_cancelled_proof()
-                        });
-                        if let Some(p) = done {
-                            self.finished
-                                .push((p.mode, p.start, rec.t, p.sectors, p.rss.max));
-                        }
-                    }
+                RecordBody::Event(_) if relabel || label == NO_LABEL => {
                     let text = model.current_phase_text();
                     label = match label_ids.get(&text) {
                         Some(&id) => id,
@@ -196,18 +206,11 @@ impl Store {
                     };
                 }
                 RecordBody::Sample(s) => {
-                    model.apply(rec);
                     if srs_ready {
                         let v = s.peak.unwrap_or(s.rss).max(s.rss);
                         self.srs_floor = Some(self.srs_floor.map_or(v, |f| f.min(v)));
                     }
-                    if !self.has_events {
-                        let start = model.current_run().map(|r| r.start);
-                        if run_start.is_some() && start != run_start {
-                            self.phase_starts.push(hi);
-                        }
-                        run_start = start;
-                    } else if model.has_events() {
+                    if self.has_events && model.has_events() {
                         if let Some((t0, idle)) = prev_sample {
                             if idle {
                                 self.between_ns += hi - t0;
@@ -220,13 +223,7 @@ impl Store {
                         prev_sample = Some((hi, idle));
                     }
                 }
-                RecordBody::Alert(a) => {
-                    if a.state == AlertState::Firing {
-                        self.alerts.push(hi);
-                    }
-                    model.apply(rec);
-                }
-                RecordBody::Control(_) | RecordBody::Mark(_) => model.apply(rec),
+                _ => {}
             }
             if self.has_events {
                 self.label_of.push(label);
@@ -257,63 +254,6 @@ impl Store {
         }
         self.loaded.records = records;
         self.spans.extend(model.open.iter().cloned());
-    }
-
-    /// Collect the spans an event closed, with their final memory stats.
-    fn harvest(&mut self, model: &Model, before: &[PhaseSpan], ev: &Event, t: u64) {
-        let same = |a: &PhaseSpan, b: &PhaseSpan| {
-            a.proof_id == b.proof_id
-                && a.phase == b.phase
-                && a.partition == b.partition
-                && a.start == b.start
-        };
-        let mut matched_end = false;
-        for s in before {
-            if model.open.iter().any(|o| same(o, s)) {
-                continue;
-            }
-            if let Event::PhaseEnded {
-                proof_id,
-                phase,
-                partition,
-                ..
-            } = ev
-            {
-                matched_end |=
-                    s.proof_id == *proof_id && &s.phase == phase && s.partition == *partition;
-            }
-            let closed = model
-                .spans
-                .iter()
-                .rev()
-                .take(4096)
-                .find(|c| same(c, s))
-                .cloned()
-                .unwrap_or_else(|| PhaseSpan {
-                    end: Some(t.max(s.start)),
-                    ..s.clone()
-                });
-            self.spans.push(closed);
-        }
-        if let Event::PhaseEnded {
-            proof_id,
-            phase,
-            partition,
-            ..
-        } = ev
-        {
-            if !matched_end {
-                // An end without a start: the reducer reconstructed the span.
-                if let Some(c) = model.spans.iter().rev().take(4096).find(|c| {
-                    c.proof_id == *proof_id
-                        && &c.phase == phase
-                        && c.partition == *partition
-                        && c.end == Some(t)
-                }) {
-                    self.spans.push(c.clone());
-                }
-            }
-        }
     }
 
     /// The file this came from.
@@ -506,9 +446,9 @@ pub fn phase_table(store: &Store) -> Option<String> {
         }
         row.spans += 1;
         row.intervals.push((s.start, s.end_or(end)));
-        merge(&mut row.rss, &s.rss);
-        merge(&mut row.pinned, &s.pinned);
-        merge(&mut row.gpu, &s.gpu);
+        row.rss.merge(&s.rss);
+        row.pinned.merge(&s.pinned);
+        row.gpu.merge(&s.gpu);
     }
     let mut out = String::new();
     let _ = writeln!(out, "prover phases (from events):");
@@ -518,8 +458,6 @@ pub fn phase_table(store: &Store) -> Option<String> {
         "phase", "spans", "time", "rss min", "rss max", "rss mean", "pinned max", "gpu max"
     );
     let b = |st: &Stats, f: fn(&Stats) -> Option<u64>| f(st).map(fmt_bytes).unwrap_or("-".into());
-    let min = |s: &Stats| (s.n > 0).then_some(s.min);
-    let max = |s: &Stats| (s.n > 0).then_some(s.max);
     order.sort();
     for (_, phase) in &order {
         let row = &rows[phase];
@@ -529,11 +467,11 @@ pub fn phase_table(store: &Store) -> Option<String> {
             phase.as_str(),
             row.spans,
             fmt_secs(busy_ns(&row.intervals) as f64 / 1e9),
-            b(&row.rss, min),
-            b(&row.rss, max),
+            b(&row.rss, Stats::min),
+            b(&row.rss, Stats::max),
             b(&row.rss, Stats::mean),
-            b(&row.pinned, max),
-            b(&row.gpu, max),
+            b(&row.pinned, Stats::max),
+            b(&row.gpu, Stats::max),
         );
     }
     if store.between.n > 0 {
@@ -544,8 +482,8 @@ pub fn phase_table(store: &Store) -> Option<String> {
             "(no phase open)",
             "-",
             fmt_secs(store.between_ns as f64 / 1e9),
-            b(s, min),
-            b(s, max),
+            b(s, Stats::min),
+            b(s, Stats::max),
             b(s, Stats::mean),
             "-",
             "-",
@@ -601,30 +539,9 @@ pub fn mode_table(store: &Store) -> Option<String> {
     Some(out)
 }
 
-fn merge(into: &mut Stats, s: &Stats) {
-    if s.n == 0 {
-        return;
-    }
-    if into.n == 0 {
-        *into = *s;
-        return;
-    }
-    into.min = into.min.min(s.min);
-    into.max = into.max.max(s.max);
-    into.n += s.n;
-    into.sum += s.sum;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn interval_union() {
-        assert_eq!(busy_ns(&[]), 0);
-        assert_eq!(busy_ns(&[(0, 10), (5, 15), (20, 25)]), 20);
-        assert_eq!(busy_ns(&[(20, 25), (0, 10), (2, 3)]), 15);
-    }
 
     #[test]
     fn before_after() {

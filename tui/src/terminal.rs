@@ -71,14 +71,13 @@ impl Drop for Tui {
     }
 }
 
-/// Install the panic hook: restore the terminal, kill every supervised child, flush the
-/// recording, then print the panic as usual.
-pub fn install_panic_hook() {
+/// Install the panic hook: restore the terminal, run `cleanup` (the session's: kill the
+/// supervised children, flush the recording), then print the panic as usual.
+pub fn install_panic_hook(cleanup: impl Fn() + Send + Sync + 'static) {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         restore();
-        provetop_collect::supervisor::kill_all_children();
-        crate::live::finish_recording_on_panic();
+        cleanup();
         previous(info);
     }));
 }

@@ -59,11 +59,25 @@ pub fn oom_script(cg: &Path, anon_mib: u64) -> String {
 }
 
 /// `cargo build -q -p PACKAGE --bin BIN` in this build's profile; the binary's path.
+/// `panicking_screen`, the provetop package's example whose live screen panics on purpose
+/// (the panic path's end-to-end test).
+pub fn panicking_screen() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| cargo_build_as("provetop", "--example", "panicking_screen"))
+        .clone()
+}
+
 fn cargo_build(package: &str, bin: &str) -> PathBuf {
+    cargo_build_as(package, "--bin", bin)
+}
+
+/// Build one binary (`--bin`) or example (`--example`) of `package` in this build's profile.
+fn cargo_build_as(package: &str, kind: &str, bin: &str) -> PathBuf {
     let dir = bin_dir();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "-q", "-p", package, "--bin", bin]);
+    cmd.args(["build", "-q", "-p", package, kind, bin]);
     // Same profile as this build (the bin dir is target/<profile>; benches use release).
     match dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") | None => {}
@@ -77,8 +91,11 @@ fn cargo_build(package: &str, bin: &str) -> PathBuf {
     let st = cmd
         .status()
         .unwrap_or_else(|e| panic!("run cargo build -p {package}: {e}"));
-    assert!(st.success(), "cargo build -p {package} --bin {bin} failed");
-    let p = dir.join(bin);
+    assert!(st.success(), "cargo build -p {package} {kind} {bin} failed");
+    let p = match kind {
+        "--example" => dir.join("examples").join(bin),
+        _ => dir.join(bin),
+    };
     assert!(p.is_file(), "{} missing after the build", p.display());
     p
 }

@@ -212,7 +212,7 @@ hz = 10
 gpu_hz = 1
 smaps_duty = 0.005
 rules = ["rss > 180GiB for 5s", "crit: shmem > 40GiB"]
-thresholds = ["10GiB", "50GiB", 1073741824]
+thresholds = ["1GiB", "10GiB", "50GiB", 193273528320]
 on_alert = ["/usr/bin/logger", "-t", "provetop"]
 default_rule = false
 "#,
@@ -223,7 +223,7 @@ default_rule = false
     assert_eq!(cfg.smaps_duty, Some(0.005));
     assert_eq!(cfg.rules.len(), 2);
     assert_eq!(cfg.rules[1].level, AlertLevel::Crit);
-    assert_eq!(cfg.thresholds, vec![10 * GIB, 50 * GIB, GIB]);
+    assert_eq!(cfg.thresholds, vec![GIB, 10 * GIB, 50 * GIB, 180 * GIB]);
     assert_eq!(
         cfg.on_alert.as_deref().unwrap(),
         ["/usr/bin/logger", "-t", "provetop"]

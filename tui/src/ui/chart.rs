@@ -170,18 +170,8 @@ fn legend(app: &App, r: Option<&Reading>) -> Vec<Item<'static>> {
     let Some(r) = r else {
         return vec![Item::new(0, vec![Span::styled("no samples yet", t.dim())])];
     };
-    let show = [
-        (Metric::Rss, "rss", 0),
-        (Metric::Peak, "▲", 1),
-        (Metric::Anon, "anon", 4),
-        (Metric::File, "file", 7),
-        (Metric::Shmem, "shm", 6),
-        (Metric::Pinned, "pin", 3),
-        (Metric::PinnedReported, "pin*", 5),
-        (Metric::Gpu, "gpu", 2),
-    ];
     let mut out = Vec::new();
-    for (m, name, rank) in show {
+    for (m, name, rank) in Metric::legend() {
         if let Some((_, hi)) = r.range(m) {
             // Spaces lead (none before the first): the last value may end at the edge.
             let lead = if out.is_empty() { "" } else { " " };
@@ -433,7 +423,7 @@ fn cursor_box(buf: &mut Buffer, plot: Rect, cx: u16, c: u64, app: &App) {
                 },
                 t.bold(),
             ));
-            for metric in Metric::ALL {
+            for metric in Metric::SERIES {
                 if let Some((lo, hi)) = r.range(metric) {
                     let v = if lo == hi {
                         fmt_bytes(hi)

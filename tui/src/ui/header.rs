@@ -175,7 +175,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             vec![
                 sep(),
                 Span::styled("SRS ", t.dim()),
-                Span::raw(m.prover.srs.describe()),
+                Span::raw(crate::text::srs(&m.prover.srs)),
             ],
         ));
     }

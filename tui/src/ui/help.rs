@@ -90,8 +90,8 @@ fn columns(blocks: Vec<Block>, n: usize) -> Vec<Vec<Row>> {
     cols
 }
 
-/// Draw the help over the middle of `area`.
-pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
+/// Draw the help over the middle of `area`; returns how far it can scroll.
+pub fn draw(buf: &mut Buffer, area: Rect, app: &App) -> usize {
     let t = &app.theme;
     let bindings = app.sections().iter().flat_map(|s| s.bindings.iter());
     let key_w = bindings
@@ -125,12 +125,17 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let rows_h = cols.iter().map(Vec::len).max().unwrap_or(0);
     // Scrolled when one column is still taller than the screen: the last row says so.
     let hidden = rows_h.saturating_sub(inner_h);
-    let (shown_h, scroll) = if hidden > 0 {
-        let max = rows_h - inner_h.saturating_sub(1);
-        app.view.help_scroll_max.set(max);
-        (inner_h.saturating_sub(1), app.view.help_scroll.min(max))
+    let scroll_max = if hidden > 0 {
+        rows_h - inner_h.saturating_sub(1)
     } else {
-        app.view.help_scroll_max.set(0);
+        0
+    };
+    let (shown_h, scroll) = if hidden > 0 {
+        (
+            inner_h.saturating_sub(1),
+            app.view.help_scroll.min(scroll_max),
+        )
+    } else {
         (rows_h, 0)
     };
     let w = ((col_w + 1) * cols.len() + 1) as u16 + 2;
@@ -166,6 +171,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         let y = rect.y + rect.height - 2;
         buf.set_stringn(rect.x + 2, y, note, col_w, t.dim());
     }
+    scroll_max
 }
 
 #[cfg(test)]

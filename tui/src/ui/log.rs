@@ -5,6 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use crate::app::App;
+use crate::text::{log_level, log_text};
 use crate::ui::{fmt_clock, title_line, Item};
 
 /// Draw the title row and as many log lines as fit.
@@ -38,7 +39,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         let stamp = fmt_clock(line.t.saturating_sub(app.origin), true);
         let l = Line::from(vec![
             Span::styled(format!("{stamp:>9} "), t.dim()),
-            Span::styled(line.text.clone(), t.log(line.level)),
+            Span::styled(log_text(&line.what), t.log(log_level(&line.what))),
         ]);
         buf.set_line(area.x, area.y + 1 + i as u16, &l, area.width);
     }

@@ -15,11 +15,9 @@
 pub mod chart;
 pub mod header;
 pub mod help;
-pub mod keymap;
 pub mod log;
 pub mod modes;
 pub mod posbar;
-pub mod theme;
 pub mod timeline;
 
 use ratatui::buffer::Buffer;
@@ -30,7 +28,7 @@ use ratatui::Frame;
 
 use provetop_shared::units::{GIB, KIB, MIB, TIB};
 
-use crate::app::{App, Screen, NS};
+use crate::app::{App, Drawn, Screen, NS};
 
 /// How long a footer message stays.
 pub const FLASH_FOR: std::time::Duration = std::time::Duration::from_secs(4);
@@ -97,8 +95,8 @@ pub fn layout(area: Rect, replay: bool, timeline_rows: u16) -> Layout {
     }
 }
 
-/// Draw the whole screen.
-pub fn draw(f: &mut Frame, app: &App) {
+/// Draw the whole screen; returns what the next key needs to know of it.
+pub fn draw(f: &mut Frame, app: &App) -> Drawn {
     let area = f.area();
     let buf = f.buffer_mut();
     if area.width < MIN_W || area.height < MIN_H {
@@ -107,15 +105,16 @@ pub fn draw(f: &mut Frame, app: &App) {
             area.width, area.height
         );
         buf.set_stringn(area.x, area.y, msg, area.width as usize, Style::default());
-        return;
+        return app.view.drawn;
     }
     let replay = matches!(app.screen, Screen::Replay(_));
     let (t0, t1) = app.window();
     let rows = timeline::rows(app, t0, t1, 16);
     let l = layout(area, replay, rows.len() as u16);
-    app.view
-        .plot_cols
-        .set(l.chart.width.saturating_sub(l.gutter));
+    let mut drawn = Drawn {
+        plot_cols: l.chart.width.saturating_sub(l.gutter),
+        help_scroll_max: 0,
+    };
     header::draw(buf, l.header, app);
     chart::draw(buf, l.chart, l.gutter, app);
     timeline::draw(buf, l.timeline, l.gutter, app, &rows);
@@ -128,8 +127,9 @@ pub fn draw(f: &mut Frame, app: &App) {
         modes::draw(buf, area, app);
     }
     if app.view.help {
-        help::draw(buf, area, app);
+        drawn.help_scroll_max = help::draw(buf, area, app);
     }
+    drawn
 }
 
 /// A cleared, bordered box of `w`×`h` in the middle of `area` with `title` on its top
@@ -267,48 +267,17 @@ fn footer(buf: &mut Buffer, area: Rect, app: &App) {
         spans.push(Span::styled(fl.text.clone(), style));
         spans.push(Span::raw("  "));
     }
-    let hints: &[(&str, &str)] = match app.screen {
-        Screen::Run => &[
-            ("?", "help"),
-            ("q", "quit"),
-            ("+-", "zoom"),
-            ("f", "freeze"),
-            ("←→", "cursor"),
-            ("p", "pause"),
-            ("n", "prove"),
-            ("1-4", "mode"),
-            ("m", "modes"),
-        ],
-        Screen::Watch { .. } => &[
-            ("?", "help"),
-            ("q", "quit"),
-            ("+-", "zoom"),
-            ("f", "freeze"),
-            ("←→", "cursor"),
-        ],
-        Screen::Replay(_) => &[
-            ("?", "help"),
-            ("q", "quit"),
-            ("spc", "play"),
-            ("←→", "seek"),
-            ("+-", "speed"),
-            ("[]", "phase"),
-            ("aA", "alert"),
-            (",.", "cursor"),
-            ("m", "modes"),
-        ],
-    };
     // Hints whole or not at all, the later ones first (`?` lists them all); each one's
     // trailing space may fall off the edge.
-    let items = hints
-        .iter()
+    let items = crate::keymap::hints(app.sections())
+        .into_iter()
         .enumerate()
-        .map(|(i, (k, what))| {
+        .map(|(i, h)| {
             Item::new(
                 i.min(u8::MAX as usize) as u8,
                 vec![
-                    Span::styled(k.to_string(), t.bold()),
-                    Span::styled(format!(":{what} "), t.dim()),
+                    Span::styled(h.keys.to_string(), t.bold()),
+                    Span::styled(format!(":{} ", h.what), t.dim()),
                 ],
             )
         })

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use provetop_shared::protocol::{Event, Phase};
 use provetop_shared::{Alert, AlertState, Mark, Record, RecordBody, Sample};
 
-use super::forecast::Forecast;
 use super::rule::{Metric, Rule};
+use provetop_shared::forecast::Forecast;
 
 #[derive(Debug, Clone, Default)]
 struct RuleState {
@@ -141,20 +141,12 @@ impl AlertEngine {
             return self.forecast.predicted_free(s).map(|(v, w)| (v, Some(w)));
         }
         let v = match m {
-            Metric::Rss => Some(s.rss),
-            Metric::Peak => s.peak,
-            Metric::Anon => s.anon,
-            Metric::File => s.file,
-            Metric::Shmem => s.shmem,
+            // The larger of what smaps measured and what the prover reported.
             Metric::Pinned => match (s.pinned, s.pinned_reported.or(self.reported_pinned)) {
                 (None, None) => None,
                 (a, b) => Some(a.unwrap_or(0).max(b.unwrap_or(0))),
             },
-            Metric::Gpu => s.gpu_used,
-            Metric::MemAvailable => s.mem_available,
-            Metric::PhaseDuration | Metric::EventAge | Metric::PredictedFree => {
-                unreachable!("handled above")
-            }
+            _ => m.of(s),
         }?;
         Some((v as f64, None))
     }
@@ -303,8 +295,25 @@ mod tests {
     /// that proof ends.
     #[test]
     fn predicted_free_fires_for_a_proof_that_will_not_fit() {
-        use crate::alerts::forecast::tests::{finished, started};
         use provetop_shared::protocol::BatchMode;
+        let started = |id, mode| Event::ProofStarted {
+            proof_id: id,
+            mode,
+            sectors: 1,
+            partitions: 10,
+            constraints: 1 << 20,
+        };
+        let finished = |id, ok| Event::ProofFinished {
+            proof_id: id,
+            ok,
+            verified: ok,
+            duration_s: 1.0,
+            mode: BatchMode::Single,
+            phases: vec![],
+            error: None,
+            cancelled: false,
+            requeued_as: vec![],
+        };
         let mut e = AlertEngine::new(vec!["predicted_free < 0".parse().unwrap()]);
         let ev = |t, e: Event| Record::new(t, RecordBody::Event(e));
         let mem = |t, rss, avail| {

@@ -2,12 +2,11 @@
 
 mod config;
 mod engine;
-mod forecast;
 mod hook;
 mod rule;
 
 pub use config::{default_config_path, load_config, parse_config, AlertConfig, FileConfig};
 pub use engine::AlertEngine;
-pub use forecast::Forecast;
 pub use hook::{run_hook, spawn_hook, HOOK_TIMEOUT};
+pub use provetop_shared::forecast::Forecast;
 pub use rule::{default_rules, Metric, Op, Rule, RuleError, Threshold, METRICS};

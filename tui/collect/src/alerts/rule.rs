@@ -13,80 +13,10 @@
 use std::fmt;
 use std::str::FromStr;
 
-use provetop_shared::units::{fmt_bytes, fmt_secs, parse_bytes, parse_duration_s};
+use provetop_shared::units::{fmt_bytes, parse_bytes, parse_duration_s};
 use provetop_shared::AlertLevel;
 
-/// What a rule watches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Metric {
-    /// VmRSS of the tree.
-    Rss,
-    /// Peak RSS of the sample interval.
-    Peak,
-    /// RssAnon.
-    Anon,
-    /// RssFile.
-    File,
-    /// RssShmem.
-    Shmem,
-    /// Pinned host memory (smaps `/dev/nvidia*` Rss, or what the prover reports, the larger).
-    Pinned,
-    /// GPU memory used by the tree.
-    Gpu,
-    /// MemAvailable of the system.
-    MemAvailable,
-    /// Seconds the longest-running open phase has been running.
-    PhaseDuration,
-    /// Seconds since the child's last protocol event (a watchdog for a hung prover); known
-    /// only once the current child has sent an event.
-    EventAge,
-    /// Memory predicted to be left when the proof now running peaks (negative: short by
-    /// that much); known once a proof of the same shape has finished (see `forecast`).
-    PredictedFree,
-}
-
-/// Every metric with its rule name.
-pub const METRICS: &[(&str, Metric)] = &[
-    ("rss", Metric::Rss),
-    ("peak", Metric::Peak),
-    ("anon", Metric::Anon),
-    ("file", Metric::File),
-    ("shmem", Metric::Shmem),
-    ("pinned", Metric::Pinned),
-    ("gpu", Metric::Gpu),
-    ("mem_available", Metric::MemAvailable),
-    ("phase_duration", Metric::PhaseDuration),
-    ("event_age", Metric::EventAge),
-    ("predicted_free", Metric::PredictedFree),
-];
-
-impl Metric {
-    /// The name used in rules.
-    pub fn name(self) -> &'static str {
-        METRICS
-            .iter()
-            .find(|(_, m)| *m == self)
-            .map(|(n, _)| *n)
-            .unwrap_or("?")
-    }
-
-    /// Whether values are seconds (else bytes).
-    pub fn is_duration(self) -> bool {
-        matches!(self, Metric::PhaseDuration | Metric::EventAge)
-    }
-
-    /// Format a value of this metric.
-    pub fn fmt_value(self, v: f64) -> String {
-        if self.is_duration() {
-            fmt_secs(v)
-        } else if v < 0.0 {
-            // Only predicted_free goes below zero: short by that much.
-            format!("-{}", fmt_bytes(-v as u64))
-        } else {
-            fmt_bytes(v as u64)
-        }
-    }
-}
+pub use provetop_shared::metric::{Metric, TABLE as METRICS};
 
 /// Comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,20 +139,16 @@ impl FromStr for Rule {
                 "expected a metric, found {tok:?} (want {GRAMMAR})"
             )));
         }
-        let metric = METRICS
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(mname))
-            .map(|(_, m)| *m)
-            .ok_or_else(|| {
-                err(format!(
-                    "unknown metric {mname:?} (want one of {})",
-                    METRICS
-                        .iter()
-                        .map(|(n, _)| *n)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })?;
+        let metric = Metric::parse(&mname.to_ascii_lowercase()).ok_or_else(|| {
+            err(format!(
+                "unknown metric {mname:?} (want one of {})",
+                METRICS
+                    .iter()
+                    .map(|d| d.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
         rest = rest[mend..].trim_start();
         // Operator.
         let oend = rest

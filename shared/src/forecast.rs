@@ -9,9 +9,9 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use provetop_shared::protocol::{BatchMode, Event};
-use provetop_shared::units::fmt_bytes;
-use provetop_shared::{Mark, Record, RecordBody, Sample};
+use crate::protocol::{BatchMode, Event};
+use crate::units::fmt_bytes;
+use crate::{Mark, Record, RecordBody, Sample};
 
 /// Finished proofs kept per shape.
 pub const KEPT: usize = 3;
@@ -127,12 +127,12 @@ impl Forecast {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::*;
-    use provetop_shared::units::GIB;
+    use crate::units::GIB;
 
-    /// A proof of one sector, 10 × 2^20, started (the engine's tests use it too).
-    pub(in crate::alerts) fn started(id: u64, mode: BatchMode) -> Event {
+    /// A proof of one sector, 10 × 2^20, started.
+    fn started(id: u64, mode: BatchMode) -> Event {
         Event::ProofStarted {
             proof_id: id,
             mode,
@@ -143,7 +143,7 @@ pub(super) mod tests {
     }
 
     /// A proof finished, verified when `ok`.
-    pub(in crate::alerts) fn finished(id: u64, ok: bool) -> Event {
+    fn finished(id: u64, ok: bool) -> Event {
         Event::ProofFinished {
             proof_id: id,
             ok,

@@ -1,6 +1,6 @@
 //! Keys → [`Action`]s. Each part of the screen lists its own key commands as a [`Section`];
-//! the `?` help screen is generated from the same tables, so it cannot drift from what the
-//! keys do.
+//! the `?` help screen and the footer's hints are generated from the same tables, so they
+//! cannot drift from what the keys do.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
@@ -119,8 +119,27 @@ pub struct Binding {
     pub label: &'static str,
     /// What it does, for help.
     pub help: &'static str,
-    /// The action.
     pub action: Action,
+    /// The footer's short hint, on the first binding of a group ("+-" for both zooms).
+    pub hint: Option<Hint>,
+}
+
+/// A footer hint: "+-:zoom". Hints are shown in `order`, and give way from the last.
+#[derive(Debug, Clone, Copy)]
+pub struct Hint {
+    pub keys: &'static str,
+    pub what: &'static str,
+    pub order: u8,
+}
+
+impl Binding {
+    /// This binding with a footer hint.
+    const fn hint(self, keys: &'static str, what: &'static str, order: u8) -> Binding {
+        Binding {
+            hint: Some(Hint { keys, what, order }),
+            ..self
+        }
+    }
 }
 
 /// The key commands of one part of the screen.
@@ -143,6 +162,7 @@ const fn b(
         label,
         help,
         action,
+        hint: None,
     }
 }
 
@@ -155,14 +175,16 @@ pub const GLOBAL: Section = Section {
             "?",
             "show/hide this help",
             Action::Help,
-        ),
-        b(&[k('m')], "m", "batch modes side by side", Action::Modes),
+        )
+        .hint("?", "help", 0),
+        b(&[k('m')], "m", "batch modes side by side", Action::Modes).hint("m", "modes", 20),
         b(
             &[k('q'), ctrl('c')],
             "q",
             "quit (stops the prover)",
             Action::Quit,
-        ),
+        )
+        .hint("q", "quit", 1),
         b(
             &[code(KeyCode::Esc)],
             "Esc",
@@ -181,20 +203,22 @@ pub const LIVE_VIEW: Section = Section {
             "+",
             "zoom in (shorter window)",
             Action::ZoomIn,
-        ),
+        )
+        .hint("+-", "zoom", 2),
         b(
             &[k('-'), k('_')],
             "-",
             "zoom out (longer window)",
             Action::ZoomOut,
         ),
-        b(&[k('f')], "f", "freeze/unfreeze the view", Action::Freeze),
+        b(&[k('f')], "f", "freeze/unfreeze the view", Action::Freeze).hint("f", "freeze", 3),
         b(
             &[code(KeyCode::Left), k(',')],
             "←",
             "cursor left: exact values",
             Action::Cursor(-1),
-        ),
+        )
+        .hint("←→", "cursor", 4),
         b(
             &[code(KeyCode::Right), k('.')],
             "→",
@@ -225,19 +249,22 @@ pub const PROVER: Section = Section {
             "p",
             "pause / resume the prover",
             Action::PauseResume,
-        ),
+        )
+        .hint("p", "pause", 5),
         b(
             &[k('n')],
             "n",
             "prove now (one more proof)",
             Action::ProveNow,
-        ),
+        )
+        .hint("n", "prove", 6),
         b(
             &[k('1')],
             "1",
             "mode single (one sector)",
             Action::SetMode(BatchMode::Single),
-        ),
+        )
+        .hint("1-4", "mode", 7),
         b(
             &[k('2')],
             "2",
@@ -263,8 +290,8 @@ pub const PROVER: Section = Section {
 pub const PLAYBACK: Section = Section {
     title: "playback",
     bindings: &[
-        b(&[k(' ')], "space", "pause / play", Action::PlayPause),
-        b(&[code(KeyCode::Left)], "←", "back 10 s", Action::Seek(-10)),
+        b(&[k(' ')], "space", "pause / play", Action::PlayPause).hint("spc", "play", 2),
+        b(&[code(KeyCode::Left)], "←", "back 10 s", Action::Seek(-10)).hint("←→", "seek", 3),
         b(
             &[code(KeyCode::Right)],
             "→",
@@ -288,16 +315,17 @@ pub const PLAYBACK: Section = Section {
             "+",
             "faster (up to 64×)",
             Action::SpeedUp,
-        ),
+        )
+        .hint("+-", "speed", 4),
         b(
             &[k('-'), k('_')],
             "-",
             "slower (down to 0.25×)",
             Action::SpeedDown,
         ),
-        b(&[k(']')], "]", "next phase start", Action::NextPhase),
+        b(&[k(']')], "]", "next phase start", Action::NextPhase).hint("[]", "phase", 5),
         b(&[k('[')], "[", "previous phase start", Action::PrevPhase),
-        b(&[k('a')], "a", "next alert", Action::NextAlert),
+        b(&[k('a')], "a", "next alert", Action::NextAlert).hint("aA", "alert", 6),
         b(&[k('A')], "A", "previous alert", Action::PrevAlert),
         b(
             &[k('g'), code(KeyCode::Home)],
@@ -325,7 +353,8 @@ pub const REPLAY_VIEW: Section = Section {
             ",",
             "cursor left: exact values",
             Action::Cursor(-1),
-        ),
+        )
+        .hint(",.", "cursor", 7),
         b(&[k('.')], ".", "cursor right", Action::Cursor(1)),
         b(
             &[k('<')],
@@ -367,6 +396,17 @@ pub const LIVE: &[Section] = &[GLOBAL, LIVE_VIEW, PROVER, LOG];
 pub const WATCH: &[Section] = &[GLOBAL, LIVE_VIEW, LOG];
 /// Key sections of the replay screen, in help order.
 pub const REPLAY: &[Section] = &[GLOBAL, PLAYBACK, REPLAY_VIEW, LOG];
+
+/// The footer hints of a screen's sections, in their order.
+pub fn hints(sections: &[Section]) -> Vec<Hint> {
+    let mut v: Vec<Hint> = sections
+        .iter()
+        .flat_map(|s| s.bindings.iter())
+        .filter_map(|b| b.hint)
+        .collect();
+    v.sort_by_key(|h| h.order);
+    v
+}
 
 /// The action of a key event, looking through `sections` in order.
 pub fn lookup(sections: &[Section], ev: &KeyEvent) -> Option<Action> {

@@ -1,0 +1,53 @@
+//! The log pane's entries as data: what happened, not how it reads. The words are made
+//! where the log is shown (`crate::text`).
+
+use provetop_shared::{Alert, BatchMode, Control, Event, Mark};
+
+use super::{push_bounded, Model};
+
+/// Most log entries kept.
+pub const MAX_LOG: usize = 2_000;
+
+/// Severity of a log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+    /// Errors and critical alerts.
+    Error,
+}
+
+/// Something worth a line in the log: mostly the record that said it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Logged {
+    /// A prover event: hello, SRS, a proof started, failed or cancelled, a mode change or
+    /// refusal, a state, the prover's own log line, an error, bye.
+    Event(Event),
+    /// A proof that finished well, with the peak RSS seen while it ran.
+    ProofDone {
+        proof_id: u64,
+        duration_s: f64,
+        mode: BatchMode,
+        verified: bool,
+        peak: u64,
+    },
+    /// The monitor's notes: child lifecycle, restarts, drops, bad lines, warnings.
+    Mark(Mark),
+    Alert(Alert),
+    /// A control sent to the prover.
+    Control(Control),
+}
+
+/// One entry of the log, at `t` (ns).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogEntry {
+    pub t: u64,
+    pub what: Logged,
+}
+
+impl Model {
+    pub(super) fn push_log(&mut self, t: u64, what: Logged) {
+        push_bounded(&mut self.log, LogEntry { t, what }, MAX_LOG);
+    }
+}

@@ -1,0 +1,244 @@
+//! Proof jobs and batch modes: proofs in flight and finished, mode changes, and the per-mode
+//! comparison (`m` overlay, `classify`'s mode table).
+
+use provetop_shared::{BatchMode, Event};
+
+use super::effects::{Effect, Effects};
+use super::log::Logged;
+use super::stats::{busy_ns, Stats};
+use super::{push_bounded, Model};
+
+/// Most finished proofs kept.
+pub const MAX_PROOFS: usize = 10_000;
+/// Most mode changes kept.
+pub const MAX_MODE_CHANGES: usize = 1_000;
+/// Finished proofs [`Model::throughput`] looks back over.
+const THROUGHPUT_WINDOW: usize = 8;
+
+/// One proof job, from `proof_started` to `proof_finished`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProofSpan {
+    pub proof_id: u64,
+    pub mode: BatchMode,
+    /// Sectors in the job.
+    pub sectors: u32,
+    /// Partitions per sector.
+    pub partitions: u32,
+    /// Start, ns.
+    pub start: u64,
+    /// End, ns (None while running).
+    pub end: Option<u64>,
+    /// Seconds the prover measured.
+    pub duration_s: Option<f64>,
+    pub ok: Option<bool>,
+    pub verified: Option<bool>,
+    /// RSS while it ran (interval peaks included).
+    pub rss: Stats,
+}
+
+/// What one batch mode did in a session: `classify`'s per-mode table and the `m` overlay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModeRow {
+    pub mode: BatchMode,
+    /// Proofs that finished ok.
+    pub proofs: usize,
+    /// Sectors they held.
+    pub sectors: u64,
+    /// Seconds at least one of them was running.
+    pub busy_s: f64,
+    /// Median over proofs of the highest RSS sampled while each ran.
+    pub peak_median: u64,
+    /// The highest of those.
+    pub peak_max: u64,
+}
+
+impl ModeRow {
+    /// Busy seconds per sector.
+    pub fn s_per_sector(&self) -> f64 {
+        self.busy_s / self.sectors.max(1) as f64
+    }
+
+    /// Sectors per busy hour.
+    pub fn sectors_per_hour(&self) -> f64 {
+        if self.busy_s > 0.0 {
+            self.sectors as f64 * 3600.0 / self.busy_s
+        } else {
+            0.0
+        }
+    }
+}
+
+/// One finished proof for [`mode_rows`]: mode, start and end (ns), sectors, peak RSS.
+pub type FinishedProof = (BatchMode, u64, u64, u32, u64);
+
+impl ProofSpan {
+    /// The proof as [`mode_rows`] counts it, when it finished well.
+    pub fn finished_ok(&self) -> Option<FinishedProof> {
+        (self.ok == Some(true)).then_some(())?;
+        Some((self.mode, self.start, self.end?, self.sectors, self.rss.max))
+    }
+}
+
+/// Finished proofs summed per mode, in the order the modes first ran.
+pub fn mode_rows(proofs: &[FinishedProof]) -> Vec<ModeRow> {
+    let mut order: Vec<BatchMode> = Vec::new();
+    for p in proofs {
+        if !order.contains(&p.0) {
+            order.push(p.0);
+        }
+    }
+    order
+        .into_iter()
+        .map(|mode| {
+            let these: Vec<&FinishedProof> = proofs.iter().filter(|p| p.0 == mode).collect();
+            let intervals: Vec<(u64, u64)> = these.iter().map(|p| (p.1, p.2)).collect();
+            let mut peaks: Vec<u64> = these.iter().map(|p| p.4).collect();
+            peaks.sort_unstable();
+            ModeRow {
+                mode,
+                proofs: these.len(),
+                sectors: these.iter().map(|p| p.3 as u64).sum(),
+                busy_s: busy_ns(&intervals) as f64 / 1e9,
+                peak_median: peaks[peaks.len() / 2],
+                peak_max: *peaks.last().expect("a mode in the list has a proof"),
+            }
+        })
+        .collect()
+}
+
+impl Model {
+    pub(super) fn proof_started(&mut self, t: u64, e: &Event) {
+        let Event::ProofStarted {
+            proof_id,
+            mode,
+            sectors,
+            partitions,
+            ..
+        } = e
+        else {
+            return;
+        };
+        self.prover.mode = Some(*mode);
+        self.running.retain(|p| p.proof_id != *proof_id);
+        self.running.push(ProofSpan {
+            proof_id: *proof_id,
+            mode: *mode,
+            sectors: *sectors,
+            partitions: *partitions,
+            start: t,
+            end: None,
+            duration_s: None,
+            ok: None,
+            verified: None,
+            rss: Stats::default(),
+        });
+        self.push_log(t, Logged::Event(e.clone()));
+    }
+
+    pub(super) fn proof_finished(&mut self, t: u64, e: &Event, fx: &mut Effects) {
+        let Event::ProofFinished {
+            proof_id,
+            ok,
+            verified,
+            duration_s,
+            mode,
+            requeued_as,
+            ..
+        } = e
+        else {
+            return;
+        };
+        if e.is_cancelled_proof() {
+            // It never ran: nothing to close, and not a failure to alarm anyone with.
+            self.running.retain(|p| p.proof_id != *proof_id);
+            if !requeued_as.is_empty() {
+                // Its sectors are still coming (the prover logs the requeue once).
+                return;
+            }
+            self.prover.proofs_cancelled += 1;
+            fx.push(Effect::ProofCancelled {
+                proof_id: *proof_id,
+            });
+            self.push_log(t, Logged::Event(e.clone()));
+            return;
+        }
+        let mut span = match self.running.iter().position(|p| p.proof_id == *proof_id) {
+            Some(i) => self.running.remove(i),
+            None => ProofSpan {
+                proof_id: *proof_id,
+                mode: *mode,
+                sectors: 1,
+                partitions: 0,
+                start: t.saturating_sub((duration_s.max(0.0) * 1e9) as u64),
+                end: None,
+                duration_s: None,
+                ok: None,
+                verified: None,
+                rss: Stats::default(),
+            },
+        };
+        span.end = Some(t);
+        span.duration_s = Some(*duration_s);
+        span.ok = Some(*ok);
+        span.verified = Some(*verified);
+        self.close_spans_of(t, *proof_id, fx);
+        let sectors = span.sectors.max(1);
+        if *ok {
+            self.prover.count_done(sectors, *duration_s);
+            self.push_log(
+                t,
+                Logged::ProofDone {
+                    proof_id: *proof_id,
+                    duration_s: *duration_s,
+                    mode: *mode,
+                    verified: *verified,
+                    peak: span.rss.max,
+                },
+            );
+        } else {
+            self.prover.proofs_failed += 1;
+            self.push_log(t, Logged::Event(e.clone()));
+        }
+        fx.push(Effect::ProofFinished(span.clone()));
+        push_bounded(&mut self.proofs, span, MAX_PROOFS);
+    }
+
+    pub(super) fn mode_changed(&mut self, t: u64, e: &Event, fx: &mut Effects) {
+        let Event::ModeChanged { from, to } = *e else {
+            return;
+        };
+        self.prover.mode = Some(to);
+        push_bounded(&mut self.mode_changes, (t, from, to), MAX_MODE_CHANGES);
+        fx.push(Effect::ModeChanged { from, to });
+        self.push_log(t, Logged::Event(e.clone()));
+    }
+
+    /// Every proof in flight sees the tree's peak.
+    pub(super) fn proofs_observe(&mut self, peak: u64) {
+        for pr in &mut self.running {
+            pr.rss.add(peak);
+        }
+    }
+
+    /// The proofs kept (the last [`MAX_PROOFS`]) that finished ok, oldest first.
+    fn finished_ok(&self) -> impl DoubleEndedIterator<Item = FinishedProof> + '_ {
+        self.proofs.iter().filter_map(ProofSpan::finished_ok)
+    }
+
+    /// The finished proofs kept summed per mode.
+    pub fn mode_rows(&self) -> Vec<ModeRow> {
+        mode_rows(&self.finished_ok().collect::<Vec<_>>())
+    }
+
+    /// Sectors per hour of busy time over the last proofs finished in `mode` (at least two
+    /// among the last `THROUGHPUT_WINDOW`): sectors over the union of their start–end
+    /// intervals. Unlike seconds per proof it counts overlapping proofs (`pipelined`) once and
+    /// idle gaps not at all, so modes compare.
+    pub fn throughput(&self, mode: BatchMode) -> Option<f64> {
+        let recent: Vec<FinishedProof> = self.finished_ok().rev().take(THROUGHPUT_WINDOW).collect();
+        mode_rows(&recent)
+            .into_iter()
+            .find(|r| r.mode == mode && r.proofs >= 2 && r.busy_s > 0.0)
+            .map(|r| r.sectors_per_hour())
+    }
+}

@@ -1,0 +1,215 @@
+//! The prover as its events describe it: `hello`, run state, the SRS, proof counts, memory
+//! reports, refusals, errors and `bye`.
+
+use provetop_shared::protocol::{GpuInfo, ProverConfig, ProverState};
+use provetop_shared::{Backend, BatchMode, Event, Phase, SrsSource};
+
+use super::effects::{Effect, Effects};
+use super::log::Logged;
+use super::Model;
+
+/// Where the SRS (Groth16 parameters) stands.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum SrsState {
+    /// No SRS event seen.
+    #[default]
+    Unknown,
+    /// Loading or generating.
+    Loading {
+        source: SrsSource,
+        /// Expected bytes.
+        bytes: Option<u64>,
+        /// Units done / total, from `srs_progress`.
+        progress: Option<(u64, u64)>,
+        /// Since, ns.
+        since: u64,
+    },
+    /// Resident.
+    Ready {
+        bytes: u64,
+        /// Of which pinned.
+        pinned_bytes: u64,
+        source: SrsSource,
+        /// Seconds it took.
+        duration_s: f64,
+    },
+}
+
+/// What the prover said about itself in `hello`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HelloInfo {
+    pub protocol: String,
+    pub prover_version: String,
+    pub pid: u32,
+    pub backend: Backend,
+    pub gpus: Vec<GpuInfo>,
+    /// The workload.
+    pub config: ProverConfig,
+}
+
+/// The latest `memory_report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryReport {
+    pub pinned: u64,
+    pub gpu: u64,
+    pub srs: u64,
+}
+
+/// The prover's state, from its events.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ProverView {
+    /// The `hello`, once seen.
+    pub hello: Option<HelloInfo>,
+    /// Current batch mode.
+    pub mode: Option<BatchMode>,
+    /// Run state from `state` events.
+    pub state: Option<ProverState>,
+    pub srs: SrsState,
+    /// Proofs finished ok.
+    pub proofs_done: u64,
+    /// Sectors those proofs held (more than proofs once `batch:N` ran).
+    pub sectors_done: u64,
+    pub proofs_failed: u64,
+    /// Queued proofs cancelled before they started (the prover stopped).
+    pub proofs_cancelled: u64,
+    /// Seconds per proof (per sector) of the last finished proof.
+    pub last_s: Option<f64>,
+    /// Sum of seconds over finished proofs (for the average per sector).
+    sum_s: f64,
+    pub report: Option<MemoryReport>,
+    /// Last refused mode change: (requested, reason).
+    pub refused: Option<(BatchMode, String)>,
+    /// The reason the prover gave in `bye`.
+    pub bye: Option<String>,
+    /// Last error the prover reported.
+    pub last_error: Option<String>,
+}
+
+impl ProverView {
+    /// Average seconds per proof (per sector) over finished proofs.
+    pub fn avg_s(&self) -> Option<f64> {
+        (self.sectors_done > 0).then(|| self.sum_s / self.sectors_done as f64)
+    }
+
+    pub(super) fn count_done(&mut self, sectors: u32, duration_s: f64) {
+        let per = duration_s / sectors as f64;
+        self.proofs_done += 1;
+        self.sectors_done += sectors as u64;
+        self.last_s = Some(per);
+        self.sum_s += per * sectors as f64;
+    }
+}
+
+/// The prover's state as the header and the export's phase column name it.
+pub fn state_name(s: ProverState) -> &'static str {
+    match s {
+        ProverState::Idle => "idle",
+        ProverState::Proving => "proving",
+        ProverState::Paused => "paused",
+        ProverState::Stopping => "stopping",
+    }
+}
+
+/// The timeline phase of an SRS load from `source`.
+fn srs_phase(source: SrsSource) -> Phase {
+    match source {
+        SrsSource::Generated => Phase::SrsGenerate,
+        SrsSource::Disk | SrsSource::Memory => Phase::SrsLoad,
+    }
+}
+
+impl Model {
+    /// The prover's events other than proofs and phases.
+    pub(super) fn prover_event(&mut self, t: u64, e: &Event, fx: &mut Effects) {
+        match e {
+            Event::Hello {
+                protocol,
+                prover_version,
+                pid,
+                backend,
+                gpus,
+                config,
+            } => {
+                self.prover.mode = Some(config.mode);
+                let hello = HelloInfo {
+                    protocol: protocol.clone(),
+                    prover_version: prover_version.clone(),
+                    pid: *pid,
+                    backend: *backend,
+                    gpus: gpus.clone(),
+                    config: config.clone(),
+                };
+                self.prover.hello = Some(hello);
+                self.push_log(t, Logged::Event(e.clone()));
+            }
+            Event::SrsLoading { source, bytes } => {
+                self.prover.srs = SrsState::Loading {
+                    source: *source,
+                    bytes: *bytes,
+                    progress: None,
+                    since: t,
+                };
+                self.push_log(t, Logged::Event(e.clone()));
+                self.start_srs_span(t, srs_phase(*source), fx);
+            }
+            Event::SrsProgress { done, total } => {
+                if let SrsState::Loading { progress, .. } = &mut self.prover.srs {
+                    *progress = Some((*done, *total));
+                }
+            }
+            Event::SrsReady {
+                bytes,
+                pinned_bytes,
+                source,
+                duration_s,
+            } => {
+                self.prover.srs = SrsState::Ready {
+                    bytes: *bytes,
+                    pinned_bytes: *pinned_bytes,
+                    source: *source,
+                    duration_s: *duration_s,
+                };
+                self.push_log(t, Logged::Event(e.clone()));
+                self.close_srs_span(t, Some(*duration_s), fx);
+                fx.push(Effect::SrsReady { bytes: *bytes });
+            }
+            Event::ModeRefused { requested, reason } => {
+                self.prover.refused = Some((*requested, reason.clone()));
+                self.push_log(t, Logged::Event(e.clone()));
+            }
+            Event::MemoryReport {
+                pinned_bytes,
+                gpu_bytes,
+                srs_bytes,
+            } => {
+                self.prover.report = Some(MemoryReport {
+                    pinned: *pinned_bytes,
+                    gpu: *gpu_bytes,
+                    srs: *srs_bytes,
+                });
+            }
+            Event::State { state } => {
+                self.prover.state = Some(*state);
+                fx.push(Effect::StateChanged(*state));
+                self.push_log(t, Logged::Event(e.clone()));
+            }
+            Event::Log { .. } => self.push_log(t, Logged::Event(e.clone())),
+            Event::Error { message, .. } => {
+                self.prover.last_error = Some(message.clone());
+                self.push_log(t, Logged::Event(e.clone()));
+            }
+            Event::Bye { reason, .. } => {
+                self.prover.bye = Some(reason.clone());
+                self.prover.state = Some(ProverState::Stopping);
+                fx.push(Effect::StateChanged(ProverState::Stopping));
+                self.push_log(t, Logged::Event(e.clone()));
+            }
+            Event::ProofQueued { .. }
+            | Event::ProofStarted { .. }
+            | Event::ProofFinished { .. }
+            | Event::PhaseStarted { .. }
+            | Event::PhaseEnded { .. }
+            | Event::ModeChanged { .. } => {}
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! A monitoring session, the same for the screen and for headless: start a [`Target`]
+//! (supervisor → recorder → sampler → pipeline, in that order, so a command that cannot
+//! start leaves no empty session file behind), pump its records into a model, stop it.
+//!
+//! * [`pipeline`]: the records' way from sampler and supervisor to alerts, model, recorder.
+//! * [`target`]: the bundled prover, a command, or a pid.
+//! * [`signals`]: what stops provetop, and exit statuses.
+//!
+//! The front ends are thin: [`crate::live`] (the screen) and [`crate::headless`].
+
+pub mod pipeline;
+pub mod signals;
+pub mod target;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use provetop_collect::sampler;
+use provetop_collect::supervisor::{self, ExitInfo, SupervisorHandle};
+use provetop_shared::session::SessionHeader;
+use tokio::sync::mpsc;
+
+pub use pipeline::Pipeline;
+pub use target::Target;
+
+use crate::model::Model;
+use crate::settings::Setup;
+
+/// How often a front end pumps records.
+pub const TICK: Duration = Duration::from_millis(50);
+/// Records the supervisor may queue before the pipeline drains them.
+const CHANNEL: usize = 16_384;
+
+/// A running session.
+pub struct Monitor {
+    pub pipeline: Pipeline,
+    /// The supervised child (None when watching a pid).
+    pub supervisor: Option<SupervisorHandle>,
+    grace: Duration,
+}
+
+impl Monitor {
+    /// Start monitoring `target` with `setup`.
+    pub async fn start(setup: &Setup, target: Target, model: &mut Model) -> anyhow::Result<Self> {
+        let command = target.command();
+        let record = setup
+            .record
+            .as_deref()
+            .map(|p| (p, SessionHeader::now(command.clone(), setup.sampler.hz)));
+        match target {
+            Target::Command(spec) => {
+                let grace = spec.grace;
+                let (tx, rx) = mpsc::channel(CHANNEL);
+                let sup = supervisor::spawn(spec, tx).await?;
+                // Only now: a command that cannot start leaves no empty session behind. The
+                // child's first records wait in the channel.
+                let mut pipeline = Pipeline::new(setup.rules.clone(), setup.hook.clone(), record)?;
+                let pid = sup.pid().unwrap_or(0);
+                let s = sampler::spawn(setup.sampler.clone(), pid)
+                    .context("cannot start the sampler")?;
+                pipeline.supervised(rx, sup.pid_watch());
+                pipeline.sampled(s);
+                Ok(Monitor {
+                    pipeline,
+                    supervisor: Some(sup),
+                    grace,
+                })
+            }
+            Target::Pid(pid) => {
+                let mut pipeline = Pipeline::new(setup.rules.clone(), setup.hook.clone(), record)?;
+                let s = sampler::spawn(setup.sampler.clone(), pid)
+                    .context("cannot start the sampler")?;
+                pipeline.sampled(s);
+                pipeline.watch_pid(pid);
+                let text = format!("watching pid {pid} ({})", target::cmdline(pid));
+                pipeline.note(model, text);
+                Ok(Monitor {
+                    pipeline,
+                    supervisor: None,
+                    grace: Duration::ZERO,
+                })
+            }
+        }
+    }
+
+    /// What the panic hook must do for this session: kill every supervised child, flush
+    /// the recording.
+    pub fn panic_cleanup(&self) -> impl Fn() + Send + Sync + 'static {
+        let recorder = self.pipeline.recorder();
+        move || {
+            supervisor::kill_all_children();
+            pipeline::finish_on_panic(&recorder);
+        }
+    }
+
+    /// Drain what arrived into `model`; returns how many records.
+    pub fn pump(&mut self, model: &mut Model) -> usize {
+        self.pipeline.pump(model)
+    }
+
+    /// Resolves when the target is gone for good: the supervisor gave up (its child ended
+    /// and no restart follows), or the watched pid went away (checked every [`TICK`]).
+    pub async fn ended(&mut self, model: &mut Model) -> Option<ExitInfo> {
+        match &mut self.supervisor {
+            Some(sup) => Some(sup.wait().await),
+            None => loop {
+                if self.pipeline.watched_gone() {
+                    return None;
+                }
+                tokio::time::sleep(TICK).await;
+                self.pipeline.pump(model);
+            },
+        }
+    }
+
+    /// Stop the session: record why, stop the child (SIGTERM, SIGKILL after the grace
+    /// period) while still draining its records until the supervisor has reported its end,
+    /// so the recording says how it ended; then stop the sampler and close the recording.
+    /// Returns the recording's path.
+    pub async fn stop(mut self, model: &mut Model, why: &str) -> Option<PathBuf> {
+        self.pipeline
+            .note(model, format!("provetop stopping: {why}"));
+        if let Some(sup) = self.supervisor.as_mut() {
+            let pipeline = &mut self.pipeline;
+            let done = async {
+                sup.stop().await;
+                sup.wait().await
+            };
+            tokio::pin!(done);
+            // stop() is bounded by the grace period plus the kernel; the supervisor then
+            // forwards the exit mark within seconds. The cap only guards against a wedged
+            // supervisor.
+            let cap = tokio::time::sleep(self.grace + Duration::from_secs(30));
+            tokio::pin!(cap);
+            loop {
+                tokio::select! {
+                    _ = &mut done => break,
+                    _ = &mut cap => break,
+                    _ = tokio::time::sleep(TICK) => {
+                        pipeline.pump(model);
+                    }
+                }
+            }
+        }
+        self.finish(model).await
+    }
+
+    /// The target has ended by itself: take its last records, stop the sampler, close the
+    /// recording. Returns the recording's path.
+    pub async fn finish(mut self, model: &mut Model) -> Option<PathBuf> {
+        // Let the supervisor's last records (exit mark, final events) arrive.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        self.pipeline.pump(model);
+        self.pipeline.finish()
+    }
+}
+
+/// The async runtime every front end runs on.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}

@@ -1,0 +1,241 @@
+//! The record pipeline: gathers live records from the sampler (drained every tick), the
+//! supervisor (a channel) and the monitor's own notes, and sends each to the alert engine,
+//! the model and the recorder, in that order; alerts the engine raises go the same way,
+//! right behind the record that raised them.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use provetop_collect::alerts::{self, AlertEngine, Rule};
+use provetop_collect::recorder::Recorder;
+use provetop_collect::sampler::SamplerHandle;
+use provetop_shared::clock::mono_ns;
+use provetop_shared::session::SessionHeader;
+use provetop_shared::{Mark, Record, RecordBody};
+use tokio::sync::{mpsc, watch};
+
+use crate::model::Model;
+use crate::text::alert_line;
+
+/// The recording, shared with the panic hook's cleanup so a crash still flushes it.
+pub type SharedRecorder = Arc<Mutex<Option<Recorder>>>;
+
+/// Where the records come from and go to.
+pub struct Pipeline {
+    sampler: Option<SamplerHandle>,
+    rx: Option<mpsc::Receiver<Record>>,
+    pid_watch: Option<watch::Receiver<Option<u32>>>,
+    engine: AlertEngine,
+    hook: Option<Vec<String>>,
+    recorder: SharedRecorder,
+    buf: Vec<Record>,
+    reported_drops: u64,
+    watched: Option<u32>,
+    watched_gone: bool,
+    hook_failed: bool,
+    /// Print alerts and warnings to stderr (headless).
+    pub to_stderr: bool,
+}
+
+impl Pipeline {
+    /// A pipeline with no sources yet, recording to `record` when given.
+    pub fn new(
+        rules: Vec<Rule>,
+        hook: Option<Vec<String>>,
+        record: Option<(&Path, SessionHeader)>,
+    ) -> anyhow::Result<Self> {
+        let recorder = match record {
+            Some((path, header)) => Some(Recorder::create(path, &header)?),
+            None => None,
+        };
+        Ok(Pipeline {
+            sampler: None,
+            rx: None,
+            pid_watch: None,
+            engine: AlertEngine::new(rules),
+            hook,
+            recorder: Arc::new(Mutex::new(recorder)),
+            buf: Vec::with_capacity(256),
+            reported_drops: 0,
+            watched: None,
+            watched_gone: false,
+            hook_failed: false,
+            to_stderr: false,
+        })
+    }
+
+    /// Take records from the supervisor, and follow its child's pid for the sampler.
+    pub fn supervised(&mut self, rx: mpsc::Receiver<Record>, pid: watch::Receiver<Option<u32>>) {
+        self.rx = Some(rx);
+        self.pid_watch = Some(pid);
+    }
+
+    /// Take samples from the sampler.
+    pub fn sampled(&mut self, s: SamplerHandle) {
+        self.sampler = Some(s);
+    }
+
+    /// Also notice when a watched (not supervised) process goes away.
+    pub fn watch_pid(&mut self, pid: u32) {
+        self.watched = Some(pid);
+    }
+
+    /// The recording, for the panic hook's cleanup.
+    pub fn recorder(&self) -> SharedRecorder {
+        self.recorder.clone()
+    }
+
+    fn with_recorder<T>(&self, f: impl FnOnce(&mut Option<Recorder>) -> T) -> T {
+        let mut g = self.recorder.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut g)
+    }
+
+    /// Handle one record: alerts first (their records follow it), then model and recorder.
+    pub fn push(&mut self, model: &mut Model, rec: Record) {
+        if let (true, RecordBody::Mark(Mark::Warning { text })) = (self.to_stderr, &rec.body) {
+            crate::say!("provetop: warning: {text}");
+        }
+        let raised = self.engine.observe(&rec);
+        self.store(model, &rec);
+        for a in raised {
+            let r = Record::new(rec.t, RecordBody::Alert(a.clone()));
+            if self.to_stderr {
+                crate::say!("provetop: {}", alert_line(&a));
+            }
+            self.store(model, &r);
+            if let Some(h) = &self.hook {
+                if let Err(e) = alerts::spawn_hook(h, &a, rec.t) {
+                    if !self.hook_failed {
+                        // Said once: a broken hook must not flood the log.
+                        self.hook_failed = true;
+                        let text = format!("alert hook {:?} cannot start: {e}", h[0]);
+                        if self.to_stderr {
+                            crate::say!("provetop: {text}");
+                        }
+                        let w = Record::new(rec.t, RecordBody::Mark(Mark::Warning { text }));
+                        self.store(model, &w);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A note of the monitor's own (why the session stops, what is watched), now.
+    pub fn note(&mut self, model: &mut Model, text: String) {
+        self.push(
+            model,
+            Record::new(mono_ns(), RecordBody::Mark(Mark::Note { text })),
+        );
+    }
+
+    fn store(&mut self, model: &mut Model, rec: &Record) {
+        model.apply(rec);
+        if let Some(m) = self.with_recorder(|r| r.as_mut().and_then(|r| r.record(rec))) {
+            self.recorder_warning(model, m);
+        }
+    }
+
+    /// A warning from the recorder (writing fails, or works again): shown and recorded.
+    fn recorder_warning(&self, model: &mut Model, m: Mark) {
+        if let (true, Mark::Warning { text }) = (self.to_stderr, &m) {
+            crate::say!("provetop: warning: {text}");
+        }
+        let w = Record::new(mono_ns(), RecordBody::Mark(m));
+        model.apply(&w);
+        self.with_recorder(|r| r.as_mut().and_then(|r| r.record(&w)));
+    }
+
+    /// Whether writing the recording fails now (disk full, …).
+    pub fn recording_failing(&self) -> bool {
+        self.with_recorder(|r| r.as_ref().is_some_and(|r| r.is_failing()))
+    }
+
+    /// Drain everything available now; returns how many records arrived.
+    pub fn pump(&mut self, model: &mut Model) -> usize {
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        if let Some(s) = &mut self.sampler {
+            s.drain(&mut buf);
+            let dropped = s.dropped();
+            if dropped > self.reported_drops {
+                buf.push(Record::new(
+                    mono_ns(),
+                    RecordBody::Mark(Mark::Dropped {
+                        what: "samples".into(),
+                        count: dropped - self.reported_drops,
+                    }),
+                ));
+                self.reported_drops = dropped;
+            }
+        }
+        if let Some(rx) = &mut self.rx {
+            while let Ok(r) = rx.try_recv() {
+                buf.push(r);
+            }
+        }
+        if let (Some(w), Some(s)) = (&mut self.pid_watch, &self.sampler) {
+            if w.has_changed().unwrap_or(false) {
+                if let Some(pid) = *w.borrow_and_update() {
+                    s.set_root(pid);
+                }
+            }
+        }
+        if let Some(pid) = self.watched {
+            if !self.watched_gone && !Path::new(&format!("/proc/{pid}")).exists() {
+                self.watched_gone = true;
+                buf.push(Record::new(
+                    mono_ns(),
+                    RecordBody::Mark(Mark::ChildExited {
+                        pid,
+                        code: None,
+                        signal: None,
+                        oom_kill: false,
+                        reason: "exited (watched: status unknown)".into(),
+                    }),
+                ));
+            }
+        }
+        // Sampler and supervisor interleave: keep the merged batch in time order.
+        buf.sort_by_key(|r| r.t);
+        let n = buf.len();
+        for r in buf.drain(..) {
+            self.push(model, r);
+        }
+        self.buf = buf;
+        if let Some(m) = self.with_recorder(|r| r.as_mut().and_then(|r| r.tick())) {
+            self.recorder_warning(model, m);
+        }
+        n
+    }
+
+    /// Whether the watched process is gone.
+    pub fn watched_gone(&self) -> bool {
+        self.watched_gone
+    }
+
+    /// Stop the sampler thread and close the recording; returns its path.
+    pub fn finish(&mut self) -> Option<PathBuf> {
+        if let Some(s) = self.sampler.take() {
+            s.stop();
+        }
+        let rec = self.with_recorder(|r| r.take())?;
+        match rec.finish() {
+            Ok(p) => Some(p),
+            Err(e) => {
+                crate::say!("provetop: finishing the session file: {e:#}");
+                None
+            }
+        }
+    }
+}
+
+/// Flush and close a recording from a panic hook (never blocks on the lock).
+pub fn finish_on_panic(recorder: &SharedRecorder) {
+    if let Ok(mut g) = recorder.try_lock() {
+        if let Some(r) = g.take() {
+            if let Ok(p) = r.finish() {
+                crate::say!("provetop: session recorded to {}", p.display());
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! What a session monitors: the bundled prover, a command, or an existing process.
+
+use std::path::PathBuf;
+
+use provetop_collect::supervisor::{self, ChildSpec, Restart};
+
+use crate::cli::{RestartPolicy, RunArgs};
+
+/// The process tree a session watches.
+pub enum Target {
+    /// A command provetop starts and supervises.
+    Command(ChildSpec),
+    /// A process provetop did not start.
+    Pid(u32),
+}
+
+impl Target {
+    /// `provetop run`'s target: the bundled prover or the command after `--`, with the
+    /// restart policy and grace period of the flags; its output goes next to the recording.
+    pub fn run(args: &RunArgs, record: Option<&std::path::Path>) -> anyhow::Result<Target> {
+        let restart = match args.restart {
+            RestartPolicy::Never => Restart::Never,
+            RestartPolicy::OnFailure => Restart::OnFailure {
+                max: args.max_restarts,
+            },
+        };
+        Ok(Target::Command(ChildSpec {
+            argv: child_argv(args)?,
+            env: Vec::new(),
+            log_path: record.map(|p| {
+                let mut l = p.to_path_buf().into_os_string();
+                l.push(".child.log");
+                PathBuf::from(l)
+            }),
+            restart,
+            grace: crate::settings::grace(args.grace)?,
+        }))
+    }
+
+    /// `provetop watch PID`'s target, checked.
+    pub fn pid(pid: u32) -> anyhow::Result<Target> {
+        check_watch_pid(pid)?;
+        Ok(Target::Pid(pid))
+    }
+
+    /// The command line the session header names.
+    pub fn command(&self) -> Vec<String> {
+        match self {
+            Target::Command(spec) => spec.argv.clone(),
+            Target::Pid(pid) => vec!["watch".to_string(), pid.to_string()],
+        }
+    }
+}
+
+/// The bundled prover: `provetop-prover` next to this binary, else on PATH.
+pub fn bundled_prover() -> anyhow::Result<PathBuf> {
+    let name = "provetop-prover";
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(dir) = exe.parent() {
+            let p = dir.join(name);
+            if p.is_file() {
+                return Ok(p);
+            }
+        }
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path) {
+            let p = dir.join(name);
+            if p.is_file() {
+                return Ok(p);
+            }
+        }
+    }
+    let here = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(|d| d.display().to_string()))
+        .unwrap_or_else(|| "?".into());
+    anyhow::bail!(
+        "the bundled prover `{name}` is neither next to provetop ({here}) nor on PATH; build it (`cargo build -p provetop-prover`) or give a command: provetop run -- CMD ARGS"
+    )
+}
+
+/// The command line `provetop run` supervises.
+pub fn child_argv(args: &RunArgs) -> anyhow::Result<Vec<String>> {
+    if !args.command.is_empty() {
+        if args.partitions.is_some()
+            || args.constraints.is_some()
+            || args.mode.is_some()
+            || args.proofs.is_some()
+            || args.mem_budget.is_some()
+        {
+            anyhow::bail!("--partitions/--constraints/--mode/--proofs/--mem-budget configure the bundled prover; pass them to your own command after -- instead");
+        }
+        return Ok(args.command.clone());
+    }
+    let mut v = vec![
+        bundled_prover()?.display().to_string(),
+        "--daemon".into(),
+        "--events-fd".into(),
+        supervisor::EVENTS_FD.to_string(),
+        "--repeat-every".into(),
+        "2".into(),
+        // Quitting provetop should not wait for a proof to finish.
+        "--on-sigterm".into(),
+        "abort".into(),
+    ];
+    if let Some(p) = args.partitions {
+        v.extend(["--partitions".into(), p.to_string()]);
+    }
+    if let Some(c) = args.constraints {
+        v.extend(["--constraints".into(), c.to_string()]);
+    }
+    if let Some(m) = args.mode {
+        v.extend(["--mode".into(), m.to_string()]);
+    }
+    if let Some(n) = args.proofs {
+        v.extend(["--proofs".into(), n.to_string()]);
+    }
+    if let Some(b) = &args.mem_budget {
+        provetop_shared::units::parse_bytes(b).map_err(|e| anyhow::anyhow!("--mem-budget: {e}"))?;
+        v.extend(["--mem-budget".into(), b.clone()]);
+    }
+    Ok(v)
+}
+
+/// Check that `pid` exists and is ours (we need to reset its peak counter).
+pub fn check_watch_pid(pid: u32) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if pid == 0 || pid > i32::MAX as u32 {
+        anyhow::bail!("pid {pid}: not a process id");
+    }
+    let meta = match std::fs::metadata(format!("/proc/{pid}")) {
+        Ok(m) => m,
+        Err(_) => anyhow::bail!("no process with pid {pid}"),
+    };
+    let me = nix::unistd::geteuid().as_raw();
+    if me != 0 && meta.uid() != me {
+        anyhow::bail!(
+            "pid {pid} belongs to another user (uid {}); provetop can only watch your own processes (run it as that user or as root)",
+            meta.uid()
+        );
+    }
+    Ok(())
+}
+
+/// The command line of a process, for notes ("?" when unreadable).
+pub fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .ok()
+        .map(|b| {
+            b.split(|c| *c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "?".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watch_pid_errors() {
+        assert!(check_watch_pid(std::process::id()).is_ok());
+        let e = check_watch_pid(0).unwrap_err().to_string();
+        assert!(e.contains("not a process id"), "{e}");
+        let e = check_watch_pid(i32::MAX as u32 - 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no process with pid"), "{e}");
+        if nix::unistd::geteuid().as_raw() != 0 {
+            let e = check_watch_pid(1).unwrap_err().to_string();
+            assert!(e.contains("another user"), "{e}");
+        }
+    }
+
+    #[test]
+    fn own_command_refuses_prover_flags() {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from([
+            "provetop",
+            "run",
+            "--partitions",
+            "2",
+            "--",
+            "sleep",
+            "1",
+        ])
+        .unwrap();
+        let Some(crate::cli::Command::Run(a)) = cli.command else {
+            panic!()
+        };
+        assert!(child_argv(&a).is_err());
+        let cli = crate::cli::Cli::try_parse_from(["provetop", "run", "--", "sleep", "1"]).unwrap();
+        let Some(crate::cli::Command::Run(a)) = cli.command else {
+            panic!()
+        };
+        assert_eq!(child_argv(&a).unwrap(), vec!["sleep", "1"]);
+    }
+}

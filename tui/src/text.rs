@@ -1,0 +1,273 @@
+//! How the stream reads in words: log lines (the log pane), alert lines (headless stderr),
+//! controls (footer messages), the SRS and the prover's state (header). The model keeps
+//! data; the words are made here, where they are shown.
+
+use provetop_shared::units::{fmt_bytes, fmt_secs};
+use provetop_shared::{Alert, AlertLevel, AlertState, Control, Event, Mark, SrsSource};
+
+pub use crate::model::prover::state_name;
+use crate::model::{LogLevel, Logged, SrsState};
+
+/// "pause", "prove 1", "set mode batch:2", "shutdown".
+pub fn control_text(c: &Control) -> String {
+    match c {
+        Control::Prove { count } => format!("prove {count}"),
+        Control::SetMode { mode } => format!("set mode {mode}"),
+        Control::Pause => "pause".into(),
+        Control::Resume => "resume".into(),
+        Control::Shutdown { abort } => {
+            if *abort {
+                "shutdown (abort)".into()
+            } else {
+                "shutdown".into()
+            }
+        }
+    }
+}
+
+/// An alert's rule without its level prefix ("rss > 1GiB" for "crit: rss > 1GiB") and its
+/// message without the "cleared: " the engine starts a cleared one with.
+pub fn alert_parts(a: &Alert) -> (&str, &str) {
+    let rule = a
+        .rule
+        .strip_prefix(a.level.name())
+        .and_then(|r| r.strip_prefix(':'))
+        .unwrap_or(&a.rule)
+        .trim();
+    let detail = a.message.strip_prefix("cleared: ").unwrap_or(&a.message);
+    (rule, detail)
+}
+
+/// "ALERT warn: rss > 1GiB: rss 1.2 GiB > 1.0 GiB" / "alert cleared: …" (headless stderr).
+pub fn alert_line(a: &Alert) -> String {
+    let (rule, detail) = alert_parts(a);
+    match a.state {
+        AlertState::Firing => format!("ALERT {}: {rule}: {detail}", a.level.name()),
+        AlertState::Cleared => format!("alert cleared: {rule}: {detail}"),
+    }
+}
+
+fn source_name(s: SrsSource) -> &'static str {
+    match s {
+        SrsSource::Generated => "gen",
+        SrsSource::Disk => "disk",
+        SrsSource::Memory => "memory",
+    }
+}
+
+/// Short text for the header: "1.2 GiB (disk 400ms)", "disk 40%".
+pub fn srs(s: &SrsState) -> String {
+    match s {
+        SrsState::Unknown => "-".into(),
+        SrsState::Loading {
+            source, progress, ..
+        } => {
+            let src = source_name(*source);
+            match progress {
+                Some((d, t)) if *t > 0 => format!("{src} {}%", d * 100 / t),
+                _ => format!("{src}…"),
+            }
+        }
+        SrsState::Ready {
+            bytes,
+            source,
+            duration_s,
+            ..
+        } => format!(
+            "{} ({} {})",
+            fmt_bytes(*bytes),
+            source_name(*source),
+            fmt_secs(*duration_s)
+        ),
+    }
+}
+
+/// How severe a log entry is (its colour).
+pub fn log_level(l: &Logged) -> LogLevel {
+    match l {
+        Logged::ProofDone { verified, .. } => {
+            if *verified {
+                LogLevel::Info
+            } else {
+                LogLevel::Warn
+            }
+        }
+        Logged::Event(e) => match e {
+            Event::ProofStarted { .. } | Event::State { .. } => LogLevel::Debug,
+            Event::ProofFinished { .. } if e.is_cancelled_proof() => LogLevel::Info,
+            Event::ProofFinished { .. } | Event::Error { .. } => LogLevel::Error,
+            Event::ModeRefused { .. } => LogLevel::Warn,
+            Event::Log { level, .. } => match level.as_str() {
+                "error" => LogLevel::Error,
+                "warn" => LogLevel::Warn,
+                "info" => LogLevel::Info,
+                _ => LogLevel::Debug,
+            },
+            _ => LogLevel::Info,
+        },
+        Logged::Mark(m) => match m {
+            Mark::ChildExited { code, .. } if *code != Some(0) => LogLevel::Error,
+            Mark::Restart { .. }
+            | Mark::Dropped { .. }
+            | Mark::BadLine { .. }
+            | Mark::Warning { .. } => LogLevel::Warn,
+            _ => LogLevel::Info,
+        },
+        Logged::Alert(a) => match (a.state, a.level) {
+            (AlertState::Cleared, _) => LogLevel::Info,
+            (_, AlertLevel::Crit) => LogLevel::Error,
+            (_, AlertLevel::Warn) => LogLevel::Warn,
+            (_, AlertLevel::Info) => LogLevel::Info,
+        },
+        Logged::Control(_) => LogLevel::Info,
+    }
+}
+
+/// The words of a log entry.
+pub fn log_text(l: &Logged) -> String {
+    match l {
+        Logged::Control(c) => format!("→ {}", control_text(c)),
+        Logged::ProofDone {
+            proof_id,
+            duration_s,
+            mode,
+            verified,
+            peak,
+        } => {
+            let v = if *verified {
+                "verified"
+            } else {
+                "NOT verified"
+            };
+            format!(
+                "proof {proof_id} done in {} ({mode}), {v}, peak {}",
+                fmt_secs(*duration_s),
+                fmt_bytes(*peak)
+            )
+        }
+        Logged::Event(e) => event_text(e),
+        Logged::Mark(m) => mark_text(m),
+        Logged::Alert(a) => {
+            // The level once: "CRIT rss > 1GiB", not "CRIT crit: rss > 1GiB".
+            let (rule, detail) = alert_parts(a);
+            match a.state {
+                AlertState::Firing => {
+                    format!("{} {rule}: {detail}", a.level.name().to_uppercase())
+                }
+                AlertState::Cleared => format!("cleared {rule}: {detail}"),
+            }
+        }
+    }
+}
+
+fn event_text(e: &Event) -> String {
+    match e {
+        Event::Hello {
+            prover_version,
+            pid,
+            backend,
+            gpus,
+            config,
+            ..
+        } => {
+            let gpu = if gpus.is_empty() {
+                String::new()
+            } else {
+                format!(", {} GPU(s)", gpus.len())
+            };
+            format!(
+                "hello: prover {prover_version} pid {pid}, {backend}{gpu}, {} × {} constraints, {}",
+                config.partitions, config.constraints, config.mode
+            )
+        }
+        Event::SrsLoading { source, .. } => {
+            let what = match source {
+                SrsSource::Generated => "generating",
+                SrsSource::Disk => "loading from disk",
+                SrsSource::Memory => "already in memory",
+            };
+            format!("SRS {what}…")
+        }
+        Event::SrsReady {
+            bytes,
+            pinned_bytes,
+            source,
+            duration_s,
+        } => {
+            let ready = SrsState::Ready {
+                bytes: *bytes,
+                pinned_bytes: *pinned_bytes,
+                source: *source,
+                duration_s: *duration_s,
+            };
+            format!("SRS ready: {}", srs(&ready))
+        }
+        Event::ProofStarted {
+            proof_id,
+            mode,
+            sectors,
+            ..
+        } => format!("proof {proof_id} started ({mode}, {sectors} sector(s))"),
+        Event::ProofFinished {
+            proof_id,
+            duration_s,
+            error,
+            ..
+        } => {
+            if e.is_cancelled_proof() {
+                format!(
+                    "proof {proof_id} {}",
+                    error.as_deref().unwrap_or("cancelled before it started")
+                )
+            } else {
+                format!(
+                    "proof {proof_id} FAILED after {}: {}",
+                    fmt_secs(*duration_s),
+                    error.as_deref().unwrap_or("no reason given")
+                )
+            }
+        }
+        Event::ModeChanged { from, to } => format!("mode {from} → {to}"),
+        Event::ModeRefused { requested, reason } => {
+            format!("mode {requested} refused: {reason}")
+        }
+        Event::State { state } => format!("prover {}", state_name(*state)),
+        Event::Log {
+            target, message, ..
+        } => {
+            let short = target.rsplit("::").next().unwrap_or(target);
+            if short.is_empty() {
+                message.clone()
+            } else {
+                format!("{short}: {message}")
+            }
+        }
+        Event::Error { message, fatal } => {
+            let f = if *fatal { "fatal error" } else { "error" };
+            format!("prover {f}: {message}")
+        }
+        Event::Bye {
+            reason,
+            proofs_done,
+        } => format!("prover bye: {reason} ({proofs_done} proofs)"),
+        // Not logged by the model; named if one ever is.
+        other => format!("{other:?}"),
+    }
+}
+
+fn mark_text(m: &Mark) -> String {
+    match m {
+        Mark::Note { text } | Mark::Warning { text } => text.clone(),
+        Mark::ChildStarted { pid, command } => {
+            format!("child {pid} started: {}", command.join(" "))
+        }
+        Mark::ChildExited { pid, reason, .. } => format!("child {pid} {reason}"),
+        Mark::Restart { attempt, backoff_s } => {
+            format!("restarting child (attempt {attempt}, after {backoff_s:.0}s)")
+        }
+        Mark::Dropped { what, count } => format!("dropped {count} {what}"),
+        Mark::BadLine { error, excerpt } => {
+            format!("bad event line ({error}): {}", excerpt.trim_end())
+        }
+    }
+}
