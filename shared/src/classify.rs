@@ -145,7 +145,6 @@ impl Thresholds {
 /// One contiguous run of a phase.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
-    /// The phase.
     pub phase: ThresholdPhase,
     /// Samples in the run.
     pub samples: u64,

@@ -131,7 +131,6 @@ pub enum AlertState {
 pub struct Alert {
     /// The rule as written, e.g. `rss > 180GiB for 5s`.
     pub rule: String,
-    /// Level.
     pub level: AlertLevel,
     /// Firing or cleared.
     pub state: AlertState,
@@ -159,10 +158,7 @@ fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Mark {
     /// A free-form note (operator or monitor).
-    Note {
-        /// Text.
-        text: String,
-    },
+    Note { text: String },
     /// The supervised child started.
     ChildStarted {
         /// Its pid.
@@ -205,10 +201,7 @@ pub enum Mark {
         excerpt: String,
     },
     /// A non-fatal problem of the monitor itself (disk full while recording, …).
-    Warning {
-        /// Text.
-        text: String,
-    },
+    Warning { text: String },
 }
 
 impl Record {

@@ -119,7 +119,6 @@ impl Default for Drawn {
 /// A transient message for the footer ("sent: pause").
 #[derive(Debug, Clone, PartialEq)]
 pub struct Flash {
-    /// Text.
     pub text: String,
     /// Whether it is bad news.
     pub error: bool,

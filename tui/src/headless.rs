@@ -30,8 +30,8 @@ fn report(m: &Model, recorded: Option<std::path::PathBuf>) {
     }
 }
 
-/// Monitor `target` without a screen until it ends (or, supervised, until a signal has
-/// stopped it).
+/// Monitor `target` without a screen until it ends, or until a signal stops it (a
+/// supervised child is stopped first).
 pub fn main(s: Setup, target: Target) -> anyhow::Result<i32> {
     let rt = monitor::runtime()?;
     let watched = match &target {
@@ -45,25 +45,17 @@ pub fn main(s: Setup, target: Target) -> anyhow::Result<i32> {
         let mut tick = tokio::time::interval(monitor::TICK);
         let stop = stop_signal();
         tokio::pin!(stop);
-        let mut stopping = false;
-        let ended = loop {
+        let (ended, by_itself, recorded) = loop {
             tokio::select! {
                 _ = tick.tick() => { mon.pump(&mut m); }
-                e = mon.ended(&mut m) => break e,
-                sig = &mut stop, if !stopping => {
+                e = mon.ended(&mut m) => break (e, true, mon.finish(&mut m).await),
+                sig = &mut stop => {
                     let why = format!("got {}", signal_name(sig));
-                    match watched {
-                        Some(_) => return anyhow::Ok((0, mon.stop(&mut m, &why).await)),
-                        None => {
-                            // The child stops and ends: `ended` resolves with how.
-                            stopping = true;
-                            crate::say!("provetop: {why}: stopping the child");
-                            mon.pipeline.note(&mut m, format!("provetop stopping: {why}"));
-                            if let Some(sup) = &mon.supervisor {
-                                sup.stop().await;
-                            }
-                        }
+                    if watched.is_none() {
+                        crate::say!("provetop: {why}: stopping the child");
                     }
+                    let (e, r) = mon.stop(&mut m, &why).await;
+                    break (e, false, r);
                 }
             }
         };
@@ -72,13 +64,13 @@ pub fn main(s: Setup, target: Target) -> anyhow::Result<i32> {
                 crate::say!("provetop: child {}", exit.reason);
                 exit_status(exit)
             }
-            (None, Some(pid)) => {
+            (None, Some(pid)) if by_itself => {
                 crate::say!("provetop: pid {pid} exited");
                 0
             }
-            (None, None) => 0,
+            _ => 0,
         };
-        anyhow::Ok((code, mon.finish(&mut m).await))
+        anyhow::Ok((code, recorded))
     })?;
     report(&m, recorded);
     Ok(code)

@@ -149,7 +149,7 @@ fn screen(s: Setup, target: Target, kind: Screen) -> anyhow::Result<i32> {
             }
             Err(e) => Err(e),
         };
-        let recorded = driver.monitor.stop(&mut app.model, &why(&exit)).await;
+        let (_, recorded) = driver.monitor.stop(&mut app.model, &why(&exit)).await;
         (exit.map(|e| e.status()), recorded)
     });
     crate::terminal::restore();

@@ -117,10 +117,16 @@ impl Monitor {
     /// Stop the session: record why, stop the child (SIGTERM, SIGKILL after the grace
     /// period) while still draining its records until the supervisor has reported its end,
     /// so the recording says how it ended; then stop the sampler and close the recording.
-    /// Returns the recording's path.
-    pub async fn stop(mut self, model: &mut Model, why: &str) -> Option<PathBuf> {
+    /// Returns how the child ended (None when watching a pid, or when the supervisor did
+    /// not report within the grace period and half a minute) and the recording's path.
+    pub async fn stop(
+        mut self,
+        model: &mut Model,
+        why: &str,
+    ) -> (Option<ExitInfo>, Option<PathBuf>) {
         self.pipeline
             .note(model, format!("provetop stopping: {why}"));
+        let mut exit = None;
         if let Some(sup) = self.supervisor.as_mut() {
             let pipeline = &mut self.pipeline;
             let done = async {
@@ -135,7 +141,10 @@ impl Monitor {
             tokio::pin!(cap);
             loop {
                 tokio::select! {
-                    _ = &mut done => break,
+                    e = &mut done => {
+                        exit = Some(e);
+                        break;
+                    }
                     _ = &mut cap => break,
                     _ = tokio::time::sleep(TICK) => {
                         pipeline.pump(model);
@@ -143,7 +152,7 @@ impl Monitor {
                 }
             }
         }
-        self.finish(model).await
+        (exit, self.finish(model).await)
     }
 
     /// The target has ended by itself: take its last records, stop the sampler, close the

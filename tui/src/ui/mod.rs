@@ -41,7 +41,6 @@ pub const MIN_H: u16 = 12;
 /// Rows of each part of the screen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
-    /// Header.
     pub header: Rect,
     /// Chart with its title and axis.
     pub chart: Rect,
@@ -51,7 +50,6 @@ pub struct Layout {
     pub log: Rect,
     /// Replay position bar (zero height live).
     pub posbar: Rect,
-    /// Footer.
     pub footer: Rect,
     /// Width of the label gutter left of the plot.
     pub gutter: u16,
