@@ -39,32 +39,17 @@ fn assert_clean(err: &str) {
 
 #[test]
 fn a_bad_config_is_one_line_naming_file_line_and_key() {
+    // The whole table of config errors is the settings unit tests'; here, end to end, one
+    // error of each kind: a value out of range, a thresholds list of the wrong length.
     let cases = [
         (
             "# sampling\ngpu_hz = 1\nhz = 0\n",
             "line 3: hz = 0: out of range (0.01 to 1000)",
         ),
         (
-            "gpu_hz = 1e-300\n",
-            "line 1: gpu_hz = 1e-300: out of range (0 = off, or 0.01 to 100)",
-        ),
-        (
-            "hz = 1e-300\n",
-            "line 1: hz = 1e-300: out of range (0.01 to 1000)",
-        ),
-        (
-            "hz = 10\n\nsmaps_duty = 2\n",
-            "line 3: smaps_duty = 2: out of range (0 to 1)",
-        ),
-        (
             "hz = 10\nthresholds = [\"10GiB\", \"50GiB\", \"100GiB\"]\n",
             "line 2: thresholds = [\"10GiB\", \"50GiB\", \"100GiB\"]: \
              expected 4 sizes (idle, gpu, synth, peak), got 3",
-        ),
-        (
-            "thresholds = [\"180GiB\", \"100GiB\", \"50GiB\", \"10GiB\"]\n",
-            "line 1: thresholds = [\"180GiB\", \"100GiB\", \"50GiB\", \"10GiB\"]: \
-             must be ascending (idle ≤ gpu ≤ synth ≤ peak)",
         ),
     ];
     for (text, want) in cases {
