@@ -55,7 +55,7 @@ pub struct Outcome {
     pub verified: bool,
     /// Stopped by the abort flag.
     pub aborted: bool,
-    /// Wall seconds.
+    /// Wall seconds from `proof_started` until its units are all done.
     pub duration_s: f64,
     /// Seconds per phase (summed over partitions/units).
     pub phases: Vec<PhaseTime>,

@@ -124,7 +124,6 @@ impl Latch {
         self.cv.notify_all();
     }
 
-    /// Whether the flag is up.
     pub fn is_set(&self) -> bool {
         *self.set.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -142,7 +141,6 @@ impl Latch {
 pub struct Call {
     /// Where the call's events go (the log bridge forwards its log lines there too).
     pub emitter: Emitter,
-    /// The proof the call belongs to.
     pub proof_id: u64,
     /// Partition label for prove sub-phases (a call over one partition), else `None`.
     pub partition: Option<u32>,
@@ -150,7 +148,8 @@ pub struct Call {
     pub circuits: u32,
     /// What the backend shows of the steps inside its proving call.
     pub steps: SubSteps,
-    /// The abort flag the call honours.
+    /// Polled during synthesis and, except under supraseal, on every MSM base read; once
+    /// raised, the call fails at the next check.
     pub abort: Arc<AtomicBool>,
 }
 
@@ -161,7 +160,6 @@ pub struct CallTracker {
 }
 
 impl CallTracker {
-    /// A tracker for `call`.
     pub fn new(call: Call) -> Arc<Self> {
         Arc::new(CallTracker {
             call,
@@ -174,7 +172,7 @@ impl CallTracker {
         &self.call.emitter
     }
 
-    /// The abort flag the call honours.
+    /// For the parameter source the backend builds (it checks the flag on every base read).
     pub fn abort_flag(&self) -> Arc<AtomicBool> {
         self.call.abort.clone()
     }
@@ -215,7 +213,7 @@ impl CallTracker {
         self.start_locked(&mut st, phase, self.call.partition);
     }
 
-    /// Close a phase of this call.
+    /// Close a phase of this call; a phase that is not open is left alone.
     pub fn end(&self, phase: Phase) {
         let mut st = self.lock();
         self.end_locked(&mut st, phase, self.call.partition);

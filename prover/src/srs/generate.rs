@@ -32,9 +32,9 @@ const VAR_WEIGHT: u64 = 6;
 /// The secret randomness of a (test) trusted setup.
 #[derive(Clone, Copy)]
 pub struct Toxic {
-    /// G1 generator.
+    /// Base of every G1 element: random, as bellperson draws it, not the standard generator.
     pub g1: G1Projective,
-    /// G2 generator.
+    /// Base of every G2 element, random likewise.
     pub g2: G2Projective,
     pub alpha: Fr,
     pub beta: Fr,

@@ -1,0 +1,101 @@
+//! `--mem-budget`: the memory model learnt from finished proofs, and the peak it predicts for
+//! a mode before a switch to it is allowed.
+//!
+//! Contract: the predicted peak is the resident floor plus bytes per live constraint times
+//! the constraints the mode keeps alive at once. Bytes per constraint is the largest measured
+//! over proofs that proved and verified with a counted heap (each such proof logs its
+//! measurement on `provetop_prover::heap`), or [`modes::PRIOR_BYTES_PER_CONSTRAINT`] before
+//! the first. A switch is refused when the prediction exceeds the budget; the reason says
+//! which basis it used.
+
+use provetop_shared::protocol::{BatchMode, Event};
+use provetop_shared::units::fmt_bytes;
+
+use super::state::{Ctl, Shared};
+use crate::job::{Outcome, ProofSpec};
+use crate::modes;
+
+/// Measured memory cost of earlier proofs.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct MemModel {
+    /// Largest measured working-set bytes per live constraint.
+    bytes_per_constraint: Option<f64>,
+    /// Proofs that contributed to it (a refusal quotes the count).
+    proofs: u32,
+}
+
+impl Shared {
+    /// Predicted peak bytes of a proof in `mode`, the bytes per constraint it assumes, and
+    /// whether that figure was measured.
+    fn predict(&self, c: &Ctl, mode: BatchMode) -> (u64, f64, bool) {
+        let w = &self.workload;
+        let live = modes::live_constraints(
+            mode,
+            mode.sectors_per_proof(),
+            w.partitions,
+            w.layout.constraints,
+        );
+        let (bpc, measured) = match c.mem.bytes_per_constraint {
+            Some(b) => (b, true),
+            None => (modes::PRIOR_BYTES_PER_CONSTRAINT, false),
+        };
+        (c.floor + (bpc * live as f64) as u64, bpc, measured)
+    }
+
+    /// Why a switch to `mode` is refused, if the budget refuses it.
+    pub(super) fn over_budget(&self, c: &Ctl, mode: BatchMode) -> Option<String> {
+        let budget = self.mem_budget?;
+        let (peak, bpc, measured) = self.predict(c, mode);
+        if peak <= budget {
+            return None;
+        }
+        let basis = if measured {
+            format!(
+                "{bpc:.0} B/constraint measured over {} proof(s)",
+                c.mem.proofs
+            )
+        } else {
+            format!("{bpc:.0} B/constraint assumed (no proof measured yet)")
+        };
+        Some(format!(
+            "predicted peak {} exceeds --mem-budget {} ({basis}, resident floor {})",
+            fmt_bytes(peak),
+            fmt_bytes(budget),
+            fmt_bytes(c.floor),
+        ))
+    }
+
+    /// Learn from a proof that ended. `overlap`: most proofs alive at once while it ran.
+    pub(super) fn measure(
+        &self,
+        c: &mut Ctl,
+        spec: &ProofSpec,
+        mode: BatchMode,
+        out: &Outcome,
+        overlap: usize,
+    ) {
+        // Pipelined proofs that did not overlap held one sector, not D.
+        let live = match mode {
+            BatchMode::Pipelined(_) => overlap.max(1) as u64 * spec.constraints(&self.workload),
+            _ => out.live_constraints,
+        };
+        if out.ok && out.verified {
+            if let Some(ws) = out.working_set {
+                let bpc = ws as f64 / live.max(1) as f64;
+                self.emitter.emit(Event::Log {
+                    level: "info".into(),
+                    target: "provetop_prover::heap".into(),
+                    message: format!(
+                        "proof {}: working set {ws} B ({}; {bpc:.0} B per live constraint, {} live in {mode})",
+                        spec.proof_id,
+                        fmt_bytes(ws),
+                        live
+                    ),
+                });
+                let m = &mut c.mem;
+                m.bytes_per_constraint = Some(m.bytes_per_constraint.map_or(bpc, |b| b.max(bpc)));
+                m.proofs += 1;
+            }
+        }
+    }
+}
