@@ -4,18 +4,22 @@
 //! processes) stamp their messages on the same time axis without any handshake, and a wall
 //! clock step (NTP) never reorders a recording.
 
-use rustix::time::{clock_gettime, ClockId};
+use nix::time::{clock_gettime, ClockId};
 
 /// Nanoseconds on the system-wide monotonic clock.
 pub fn mono_ns() -> u64 {
-    let ts = clock_gettime(ClockId::Monotonic);
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    ns(ClockId::CLOCK_MONOTONIC)
 }
 
 /// Nanoseconds since the Unix epoch (wall clock), used only to anchor a session in real time.
 pub fn wall_ns() -> u64 {
-    let ts = clock_gettime(ClockId::Realtime);
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    ns(ClockId::CLOCK_REALTIME)
+}
+
+fn ns(clock: ClockId) -> u64 {
+    // Fails only for a clock the kernel lacks; these two exist on every Linux.
+    let ts = clock_gettime(clock).expect("clock_gettime");
+    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
 }
 
 /// Seconds between two monotonic stamps, as `f64` (negative if `b` is before `a`).

@@ -61,10 +61,9 @@ impl SessionHeader {
             provetop_version: env!("CARGO_PKG_VERSION").to_string(),
             wall_anchor: crate::clock::wall_ns(),
             mono_anchor: crate::clock::mono_ns(),
-            host: rustix::system::uname()
-                .nodename()
-                .to_string_lossy()
-                .into_owned(),
+            host: nix::sys::utsname::uname()
+                .map(|u| u.nodename().to_string_lossy().into_owned())
+                .unwrap_or_default(),
             command,
             sample_hz,
         }

@@ -54,7 +54,10 @@ fn thread_cpu(tid: u32) -> (u64, u64) {
                 + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
         })
         .unwrap_or(0);
-    let hz = rustix::param::clock_ticks_per_second();
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .expect("sysconf(_SC_CLK_TCK)") as u64;
     (sched, ticks * 1_000_000_000 / hz)
 }
 

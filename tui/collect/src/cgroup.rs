@@ -5,9 +5,10 @@
 //! `memory.oom_control: oom_kill`) is read where a host still runs it (the CI VMs do), so
 //! limits and OOM kills are seen on both.
 
-use std::fs::{self, File};
-use std::os::unix::fs::FileExt;
+use std::fs;
 use std::path::{Path, PathBuf};
+
+use crate::procfile::KeptOpen;
 
 /// Which cgroup hierarchy a [`MemCgroup`] lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,7 +24,6 @@ pub enum Version {
 pub struct MemCgroup {
     /// Directory in the cgroup filesystem.
     pub dir: PathBuf,
-    /// Hierarchy version.
     pub version: Version,
 }
 
@@ -38,15 +38,6 @@ impl MemCgroup {
             .or_else(|_| fs::read_to_string("/proc/self/mountinfo"))
             .ok()?;
         resolve(&cg, &mounts)
-    }
-
-    /// Current usage in bytes.
-    pub fn current(&self) -> Option<u64> {
-        let f = match self.version {
-            Version::V2 => "memory.current",
-            Version::V1 => "memory.usage_in_bytes",
-        };
-        read_u64(&self.dir.join(f))
     }
 
     /// Limit in bytes; `None` when unlimited.
@@ -78,10 +69,9 @@ impl MemCgroup {
 /// `memory.current`/`memory.max` (or their v1 names) kept open for cheap re-reads.
 #[derive(Debug)]
 pub struct UsageReader {
-    current: Option<File>,
-    max: Option<File>,
+    current: Option<KeptOpen>,
+    max: Option<KeptOpen>,
     version: Version,
-    buf: [u8; 64],
 }
 
 impl UsageReader {
@@ -92,26 +82,25 @@ impl UsageReader {
             Version::V1 => ("memory.usage_in_bytes", "memory.limit_in_bytes"),
         };
         UsageReader {
-            current: File::open(cg.dir.join(c)).ok(),
-            max: File::open(cg.dir.join(m)).ok(),
+            current: KeptOpen::open(cg.dir.join(c), 64).ok(),
+            max: KeptOpen::open(cg.dir.join(m), 64).ok(),
             version: cg.version,
-            buf: [0; 64],
         }
-    }
-
-    fn read_file(f: &Option<File>, buf: &mut [u8]) -> Option<String> {
-        let n = f.as_ref()?.read_at(buf, 0).ok()?;
-        Some(String::from_utf8_lossy(&buf[..n]).trim().to_string())
     }
 
     /// (usage, limit) in bytes; the limit is `None` when unlimited.
     pub fn read(&mut self) -> (Option<u64>, Option<u64>) {
-        let cur = Self::read_file(&self.current, &mut self.buf).and_then(|s| s.parse().ok());
-        let max = Self::read_file(&self.max, &mut self.buf)
-            .and_then(|s| s.parse::<u64>().ok())
-            .filter(|&v| self.version == Version::V2 || v < V1_UNLIMITED);
+        let cur = read_number(&mut self.current);
+        let max =
+            read_number(&mut self.max).filter(|&v| self.version == Version::V2 || v < V1_UNLIMITED);
         (cur, max)
     }
+}
+
+/// The number a cgroup file holds; `None` for "max" (v2's "no limit") or when unreadable.
+fn read_number(f: &mut Option<KeptOpen>) -> Option<u64> {
+    let text = f.as_mut()?.read().ok()?;
+    std::str::from_utf8(text).ok()?.trim().parse().ok()
 }
 
 fn read_u64(p: &Path) -> Option<u64> {
@@ -190,7 +179,10 @@ mod tests {
     #[test]
     fn own_cgroup_resolves_when_a_memory_controller_exists() {
         if let Some(c) = MemCgroup::of_pid(std::process::id()) {
-            assert!(c.current().is_some(), "{c:?} has no usage");
+            assert!(
+                UsageReader::open(&c).read().0.is_some(),
+                "{c:?} has no usage"
+            );
             assert!(c.oom_kills().is_some(), "{c:?} has no oom_kill counter");
         }
     }
@@ -209,7 +201,6 @@ mod tests {
         );
         let c = resolve("0::/job\n", &mi).unwrap();
         assert_eq!(c.version, Version::V2);
-        assert_eq!(c.current(), Some(123));
         assert_eq!(c.max(), None);
         assert_eq!(c.oom_kills(), Some(2));
         let mut r = UsageReader::open(&c);

@@ -14,6 +14,7 @@
 
 pub mod alerts;
 pub mod cgroup;
+mod procfile;
 pub mod procstatus;
 pub mod recorder;
 pub mod sampler;

@@ -1,13 +1,13 @@
-//! `/proc/PID/status` memory fields, read through a file kept open.
+//! `/proc/PID/status` memory fields, read through a file kept open (`procfile::KeptOpen`).
 //!
-//! Re-reading an open status file from offset 0 costs about half of open+read+close (DESIGN:
-//! 8-12 µs vs 15-20 µs on the 2-core VM), and the sampler does it 20 times a second for every
-//! process of the tree. An open status fd also pins the identity of the process: once the
-//! process is gone, reads fail with ESRCH instead of silently reading a recycled pid.
+//! An open status fd also pins the identity of the process: once the process is gone, reads
+//! fail with ESRCH instead of silently reading a recycled pid.
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
+
+use crate::procfile::{leading_u64, KeptOpen};
 
 /// Memory fields of one process, bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -28,9 +28,7 @@ pub struct MemStatus {
     pub locked: u64,
     /// VmPin.
     pub pin: u64,
-    /// PPid.
     pub ppid: u32,
-    /// Threads.
     pub threads: u32,
     /// True for kernel threads and zombies (no `VmRSS` line at all).
     pub no_mm: bool,
@@ -74,62 +72,19 @@ pub fn parse_status(text: &[u8]) -> MemStatus {
     m
 }
 
-/// The first unsigned integer in `s` (skipping leading whitespace), 0 when none.
-fn leading_u64(s: &[u8]) -> u64 {
-    let mut n: u64 = 0;
-    let mut seen = false;
-    for &b in s {
-        match b {
-            b'0'..=b'9' => {
-                seen = true;
-                n = n.saturating_mul(10).saturating_add((b - b'0') as u64);
-            }
-            b' ' | b'\t' if !seen => {}
-            _ => break,
-        }
-    }
-    n
-}
-
-/// An open `/proc/PID/status`, re-read from offset 0 on every [`read`](Self::read).
+/// An open `/proc/PID/status`.
 #[derive(Debug)]
-pub struct StatusReader {
-    pid: u32,
-    file: File,
-    buf: Vec<u8>,
-}
+pub struct StatusReader(KeptOpen);
 
 impl StatusReader {
     /// Open the status file of `pid`.
     pub fn open(pid: u32) -> io::Result<Self> {
-        let file = File::open(format!("/proc/{pid}/status"))?;
-        Ok(StatusReader {
-            pid,
-            file,
-            buf: vec![0; 4096],
-        })
-    }
-
-    /// The pid this reader watches.
-    pub fn pid(&self) -> u32 {
-        self.pid
+        KeptOpen::open(format!("/proc/{pid}/status"), 4096).map(StatusReader)
     }
 
     /// Read and parse the current values. Fails (ESRCH) once the process is gone.
     pub fn read(&mut self) -> io::Result<MemStatus> {
-        // One read from offset 0 returns the whole (small) file; a second read at a
-        // non-zero offset would make the kernel generate it all again. Only a completely
-        // filled buffer means there may be more.
-        let mut len;
-        loop {
-            len = self.file.read_at(&mut self.buf, 0)?;
-            if len < self.buf.len() {
-                break;
-            }
-            let grown = self.buf.len() * 2;
-            self.buf.resize(grown, 0);
-        }
-        Ok(parse_status(&self.buf[..len]))
+        self.0.read().map(parse_status)
     }
 }
 

@@ -14,9 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use provetop_shared::clock::mono_ns;
 use provetop_shared::session::{SessionHeader, SessionWriter};
-use provetop_shared::{Mark, Record, RecordBody};
+use provetop_shared::{Mark, Record};
 
 /// Longest time records stay in the buffer. Half a second: a kill -9 loses this, plus up to
 /// one tick of the caller (50 ms) and one sampling interval, which must stay under a second.
@@ -97,21 +96,6 @@ impl Recorder {
         self.failing.is_some()
     }
 
-    /// Records lost so far (backlog overflow).
-    pub fn lost(&self) -> u64 {
-        self.lost
-    }
-
-    /// Records written (buffered or on disk).
-    pub fn records(&self) -> u64 {
-        self.writer.records()
-    }
-
-    /// The session file.
-    pub fn path(&self) -> &Path {
-        self.writer.path()
-    }
-
     /// Flush, fsync and close; the path of the file. Fails if records could not be written.
     pub fn finish(mut self) -> anyhow::Result<PathBuf> {
         if self.failing.is_some() {
@@ -182,9 +166,4 @@ impl Recorder {
             },
         })
     }
-}
-
-/// A record carrying `m`, stamped now (for passing a recorder's warning back into the stream).
-pub fn mark_record(m: Mark) -> Record {
-    Record::new(mono_ns(), RecordBody::Mark(m))
 }

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use provetop_collect::alerts::{
-    default_rules, load_config, parse_config, run_hook, spawn_hook, AlertEngine, Rule,
+    default_rules, load_config, parse_config, spawn_hook, AlertEngine, Rule,
 };
 use provetop_shared::protocol::{Event, Phase};
 use provetop_shared::units::GIB;
@@ -229,7 +229,6 @@ default_rule = false
         ["/usr/bin/logger", "-t", "provetop"]
     );
     assert_eq!(cfg.default_rule, Some(false));
-    assert_eq!(cfg.alert_config().rules, cfg.rules);
     // A single string is split on whitespace, never handed to a shell.
     let cfg = parse_config("on_alert = \"notify --urgent\"").unwrap();
     assert_eq!(cfg.on_alert.unwrap(), ["notify", "--urgent"]);
@@ -317,10 +316,10 @@ fn hook_gets_the_details_in_env_vars_without_a_shell_interpolating_them() {
         message: format!("phase {evil} is slow; rss `id` 2.0 GiB"),
     };
     let t0 = Instant::now();
-    run_hook(&argv, &alert, provetop_shared::clock::mono_ns());
+    spawn_hook(&argv, &alert, provetop_shared::clock::mono_ns()).unwrap();
     assert!(
         t0.elapsed() < Duration::from_millis(500),
-        "run_hook blocked"
+        "spawn_hook blocked"
     );
     let env = wait_for_file(&out);
     let get = |k: &str| {

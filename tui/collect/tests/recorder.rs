@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use provetop_collect::recorder::Recorder;
 use provetop_shared::session::{load, SessionHeader};
-use provetop_shared::{Mark, Record, RecordBody, Sample};
+use provetop_shared::{Record, RecordBody, Sample};
 
 fn sample(t: u64) -> Record {
     Record::new(
@@ -74,10 +74,4 @@ fn disk_full_at_start_is_a_clear_error() {
         .err()
         .unwrap();
     assert!(format!("{e:#}").contains("/nonexistent/dir/s.ptsess"));
-}
-
-#[test]
-fn warnings_are_marks_that_can_be_recorded() {
-    let m = provetop_collect::recorder::mark_record(Mark::Warning { text: "x".into() });
-    assert!(matches!(m.body, RecordBody::Mark(Mark::Warning { .. })));
 }

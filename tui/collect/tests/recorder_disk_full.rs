@@ -23,11 +23,8 @@ fn sample(t: u64) -> Record {
 }
 
 fn set_fsize(limit: u64) {
-    let lim = rustix::process::Rlimit {
-        current: Some(limit),
-        maximum: None,
-    };
-    rustix::process::setrlimit(rustix::process::Resource::Fsize, lim).unwrap();
+    use nix::sys::resource::{setrlimit, Resource, RLIM_INFINITY};
+    setrlimit(Resource::RLIMIT_FSIZE, limit, RLIM_INFINITY).unwrap();
 }
 
 #[test]

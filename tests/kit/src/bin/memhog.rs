@@ -4,15 +4,19 @@
 //! (RssAnon), shared memory through a memfd (RssShmem), mlocked memory (VmLck), short spikes
 //! (the interval peak), and allocations in a grandchild (process-tree sums).
 
+use std::ffi::c_void;
 use std::io::{BufRead, Write};
+use std::num::NonZeroUsize;
 use std::os::fd::OwnedFd;
 use std::process::ExitCode;
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use rustix::mm::{self, Advice, MapFlags, ProtFlags};
-use rustix::time::{clock_gettime, ClockId};
+use nix::errno::Errno;
+use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
+use nix::sys::mman::{self, MapFlags, MmapAdvise, ProtFlags};
+use nix::time::{clock_gettime, ClockId};
 
 const MIB: usize = 1 << 20;
 const PAGE: usize = 4096;
@@ -74,7 +78,7 @@ struct Args {
 
 /// One mapping this process holds.
 struct Region {
-    ptr: NonNull<std::ffi::c_void>,
+    ptr: NonNull<c_void>,
     len: usize,
     _fd: Option<OwnedFd>,
 }
@@ -82,13 +86,13 @@ struct Region {
 impl Drop for Region {
     fn drop(&mut self) {
         // SAFETY: ptr/len describe a mapping this program created and nothing else refers to.
-        let _ = unsafe { mm::munmap(self.ptr.as_ptr(), self.len) };
+        let _ = unsafe { mman::munmap(self.ptr, self.len) };
     }
 }
 
 fn now_ns() -> u64 {
-    let t = clock_gettime(ClockId::Monotonic);
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+    let t = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC");
+    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
 }
 
 fn touch(ptr: *mut u8, len: usize, step: usize) {
@@ -100,85 +104,82 @@ fn touch(ptr: *mut u8, len: usize, step: usize) {
     }
 }
 
-fn map_anon(len: usize) -> rustix::io::Result<NonNull<std::ffi::c_void>> {
+/// `len` as mmap takes it; a zero length is EINVAL, as mmap itself answers.
+fn nonzero(len: usize) -> nix::Result<NonZeroUsize> {
+    NonZeroUsize::new(len).ok_or(Errno::EINVAL)
+}
+
+fn map_anon(len: usize) -> nix::Result<NonNull<c_void>> {
     // SAFETY: a fresh private anonymous mapping aliases nothing.
-    let p = unsafe {
-        mm::mmap_anonymous(
-            std::ptr::null_mut(),
-            len,
-            ProtFlags::READ | ProtFlags::WRITE,
-            MapFlags::PRIVATE,
-        )?
-    };
-    Ok(NonNull::new(p).expect("mmap never returns null on success"))
+    unsafe {
+        mman::mmap_anonymous(
+            None,
+            nonzero(len)?,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE,
+        )
+    }
 }
 
-fn anon(mib: usize) -> rustix::io::Result<Region> {
-    let len = mib * MIB;
-    let ptr = map_anon(len)?;
+/// Touch every page of a new mapping and hold it.
+fn hold(ptr: NonNull<c_void>, len: usize, fd: Option<OwnedFd>) -> Region {
     touch(ptr.as_ptr().cast(), len, PAGE);
-    Ok(Region {
-        ptr,
-        len,
-        _fd: None,
-    })
+    Region { ptr, len, _fd: fd }
 }
 
-fn locked(mib: usize) -> rustix::io::Result<Region> {
+fn anon(mib: usize) -> nix::Result<Region> {
+    let len = mib * MIB;
+    Ok(hold(map_anon(len)?, len, None))
+}
+
+fn locked(mib: usize) -> nix::Result<Region> {
     let len = mib * MIB;
     let ptr = map_anon(len)?;
     // SAFETY: the range is a mapping we own.
-    unsafe { mm::mlock(ptr.as_ptr(), len)? };
-    touch(ptr.as_ptr().cast(), len, PAGE);
-    Ok(Region {
-        ptr,
-        len,
-        _fd: None,
-    })
+    unsafe { mman::mlock(ptr, len)? };
+    Ok(hold(ptr, len, None))
 }
 
-fn shm(mib: usize) -> rustix::io::Result<Region> {
+fn shm(mib: usize) -> nix::Result<Region> {
     let len = mib * MIB;
-    let fd = rustix::fs::memfd_create("provetop-memhog", rustix::fs::MemfdFlags::CLOEXEC)?;
-    rustix::fs::ftruncate(&fd, len as u64)?;
+    let fd = memfd_create(c"provetop-memhog", MemFdCreateFlag::MFD_CLOEXEC)?;
+    nix::unistd::ftruncate(&fd, len as i64)?;
     // SAFETY: a fresh shared mapping of our own memfd; nothing else maps it.
-    let p = unsafe {
-        mm::mmap(
-            std::ptr::null_mut(),
-            len,
-            ProtFlags::READ | ProtFlags::WRITE,
-            MapFlags::SHARED,
+    let ptr = unsafe {
+        mman::mmap(
+            None,
+            nonzero(len)?,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_SHARED,
             &fd,
             0,
         )?
     };
-    let ptr = NonNull::new(p).expect("mmap never returns null on success");
-    touch(ptr.as_ptr().cast(), len, PAGE);
-    Ok(Region {
-        ptr,
-        len,
-        _fd: Some(fd),
-    })
+    Ok(hold(ptr, len, Some(fd)))
 }
 
 /// Allocate MIB with huge pages where possible, hold it `hold`, free it.
 /// Returns (FULL_NS, RELEASE_NS).
-fn spike(mib: usize, hold: Duration) -> rustix::io::Result<(u64, u64)> {
+fn spike(mib: usize, hold: Duration) -> nix::Result<(u64, u64)> {
     let len = mib * MIB;
     // Over-allocate by one huge page so a 2 MiB aligned range fits.
     let raw = map_anon(len + HUGE)?;
-    let base = raw.as_ptr() as usize;
-    let aligned = (base + HUGE - 1) & !(HUGE - 1);
+    let aligned = raw.map_addr(|a| {
+        a.get()
+            .checked_next_multiple_of(HUGE)
+            .and_then(NonZeroUsize::new)
+            .expect("the aligned start lies inside the mapping")
+    });
     // SAFETY: [aligned, aligned+len) lies inside the mapping.
     unsafe {
-        let _ = mm::madvise(aligned as *mut _, len, Advice::LinuxHugepage);
+        let _ = mman::madvise(aligned, len, MmapAdvise::MADV_HUGEPAGE);
     }
-    touch(aligned as *mut u8, len, PAGE);
+    touch(aligned.as_ptr().cast(), len, PAGE);
     let full = now_ns();
     std::thread::sleep(hold);
     let release = now_ns();
     // SAFETY: the whole mapping is ours.
-    unsafe { mm::munmap(raw.as_ptr(), len + HUGE)? };
+    unsafe { mman::munmap(raw, len + HUGE)? };
     Ok((full, release))
 }
 
@@ -231,11 +232,7 @@ fn main() -> ExitCode {
     }
     let mut held: Vec<Region> = Vec::new();
     let startup = [
-        (
-            args.anon,
-            anon as fn(usize) -> rustix::io::Result<Region>,
-            "anon",
-        ),
+        (args.anon, anon as fn(usize) -> nix::Result<Region>, "anon"),
         (args.shm, shm, "shm"),
         (args.lock, locked, "lock"),
     ];
@@ -291,7 +288,7 @@ fn main() -> ExitCode {
                 Ok("ok".into())
             }
             (Some("exit"), _, _) => return ExitCode::SUCCESS,
-            _ => Err(rustix::io::Errno::INVAL),
+            _ => Err(Errno::EINVAL),
         }
         .map_err(|e| format!("error {line:?}: {e}"));
         match res {

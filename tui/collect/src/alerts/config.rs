@@ -25,21 +25,11 @@ use toml::Spanned;
 use super::rule::Rule;
 use crate::sampler::{Bounds, GPU_HZ_BOUNDS, HZ_BOUNDS, SMAPS_DUTY_BOUNDS};
 
-/// The alerting part of the configuration.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AlertConfig {
-    /// Rules.
-    pub rules: Vec<Rule>,
-    /// Program (argv, no shell) run on every alert change.
-    pub on_alert: Option<Vec<String>>,
-}
-
 /// Everything the config file can set; `None`/empty means "not set, use the default".
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FileConfig {
-    /// Alert rules.
     pub rules: Vec<Rule>,
-    /// Alert hook argv.
+    /// Program (argv, no shell) run on every alert change.
     pub on_alert: Option<Vec<String>>,
     /// Sample rate, Hz.
     pub hz: Option<f64>,
@@ -54,16 +44,6 @@ pub struct FileConfig {
     pub default_rule: Option<bool>,
     /// The file it was read from (None when no file was found).
     pub source: Option<PathBuf>,
-}
-
-impl FileConfig {
-    /// The alerting part.
-    pub fn alert_config(&self) -> AlertConfig {
-        AlertConfig {
-            rules: self.rules.clone(),
-            on_alert: self.on_alert.clone(),
-        }
-    }
 }
 
 /// Each value keeps its place in the text, so a value that parses but is wrong is still
@@ -95,7 +75,7 @@ enum SizeValue {
 }
 
 /// `$XDG_CONFIG_HOME/provetop/config.toml`, else `$HOME/.config/provetop/config.toml`.
-pub fn default_config_path() -> Option<PathBuf> {
+fn default_config_path() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)

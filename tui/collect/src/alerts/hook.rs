@@ -76,8 +76,3 @@ pub fn spawn_hook(argv: &[String], alert: &Alert, t: u64) -> std::io::Result<()>
         })?;
     Ok(())
 }
-
-/// Run the alert hook and forget it (see [`spawn_hook`] to learn about start failures).
-pub fn run_hook(argv: &[String], alert: &Alert, t: u64) {
-    let _ = spawn_hook(argv, alert, t);
-}

@@ -67,11 +67,8 @@ pub enum Threshold {
 pub struct Rule {
     /// Level (default warn).
     pub level: AlertLevel,
-    /// Metric.
     pub metric: Metric,
-    /// Comparison.
     pub op: Op,
-    /// Threshold.
     pub threshold: Threshold,
     /// How long the condition must hold before the alert fires, seconds.
     pub hold_s: f64,
@@ -89,7 +86,6 @@ impl fmt::Display for Rule {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("bad alert rule {rule:?}: {detail}")]
 pub struct RuleError {
-    /// The rule text.
     pub rule: String,
     /// What is wrong.
     pub detail: String,

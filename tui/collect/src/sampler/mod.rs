@@ -37,7 +37,7 @@ use ringbuf::{HeapCons, HeapProd, HeapRb};
 use crate::cgroup::{MemCgroup, UsageReader};
 use crate::procstatus::{MemStatus, StatusReader};
 
-pub use pinned::{pinned_rss, read_pinned};
+pub use pinned::read_pinned;
 
 /// Samples the ring holds before the sampler starts dropping (about 200 s at 20 Hz).
 pub const RING_CAPACITY: usize = 4096;
@@ -84,9 +84,7 @@ pub const GPU_HZ_BOUNDS: Bounds = Bounds {
 /// panic later.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bounds {
-    /// Smallest value.
     pub lo: f64,
-    /// Largest value.
     pub hi: f64,
     /// 0 is also accepted (it turns the reader off).
     pub zero_is_off: bool,
@@ -202,7 +200,7 @@ impl Shared {
     }
 
     fn register_tid(&self, name: &str) {
-        let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+        let tid = nix::unistd::gettid().as_raw() as u32;
         self.tids
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -211,6 +209,38 @@ impl Shared {
 
     fn tree_snapshot(&self) -> (u64, Vec<u32>) {
         self.tree.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Start a helper thread named `name` (its tid registered, [`wake_helpers`] reaching it).
+    ///
+    /// [`wake_helpers`]: Self::wake_helpers
+    fn spawn_helper(
+        self: &Arc<Self>,
+        name: &'static str,
+        run: impl FnOnce(&Shared) + Send + 'static,
+    ) -> io::Result<()> {
+        let s = self.clone();
+        let t = thread::Builder::new().name(name.into()).spawn(move || {
+            s.register_tid(name);
+            run(&s)
+        })?;
+        self.helpers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(t.thread().clone());
+        Ok(())
+    }
+
+    /// Unpark every helper (to see `stop`).
+    fn wake_helpers(&self) {
+        for h in self
+            .helpers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            h.unpark();
+        }
     }
 }
 
@@ -252,14 +282,7 @@ pub fn spawn(cfg: SamplerConfig, root_pid: u32) -> io::Result<SamplerHandle> {
         Err(e) => {
             // Helpers already running must not outlive a failed start.
             shared.stop.store(true, Ordering::Release);
-            for h in shared
-                .helpers
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .iter()
-            {
-                h.unpark();
-            }
+            shared.wake_helpers();
             return Err(e);
         }
     };
@@ -278,28 +301,12 @@ fn start_threads(
     resets: peak::PeakResets,
 ) -> io::Result<JoinHandle<()>> {
     if cfg.smaps_duty > 0.0 {
-        let s = shared.clone();
         let duty = cfg.smaps_duty;
-        let t = thread::Builder::new()
-            .name("provetop-smaps".into())
-            .spawn(move || smaps_loop(&s, duty))?;
-        shared
-            .helpers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(t.thread().clone());
+        shared.spawn_helper("provetop-smaps", move |s| smaps_loop(s, duty))?;
     }
     if cfg.gpu_hz > 0.0 {
-        let s = shared.clone();
         let period = Duration::from_secs_f64(1.0 / cfg.gpu_hz);
-        let t = thread::Builder::new()
-            .name("provetop-gpu".into())
-            .spawn(move || gpu_loop(&s, period))?;
-        shared
-            .helpers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(t.thread().clone());
+        shared.spawn_helper("provetop-gpu", move |s| gpu_loop(s, period))?;
     }
     let s = shared.clone();
     let cfg = cfg.clone();
@@ -380,15 +387,7 @@ impl SamplerHandle {
         if let Some(t) = &self.thread {
             t.thread().unpark();
         }
-        for h in self
-            .shared
-            .helpers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
-            h.unpark();
-        }
+        self.shared.wake_helpers();
     }
 }
 
@@ -679,7 +678,6 @@ impl Sampler {
 }
 
 fn smaps_loop(s: &Shared, duty: f64) {
-    s.register_tid("provetop-smaps");
     let mut buf = Vec::with_capacity(1 << 20);
     while !s.stop.load(Ordering::Acquire) {
         let (gen, pids) = s.tree_snapshot();
@@ -711,7 +709,6 @@ fn smaps_loop(s: &Shared, duty: f64) {
 }
 
 fn gpu_loop(s: &Shared, period: Duration) {
-    s.register_tid("provetop-gpu");
     let gpus = match gpu::Gpus::open() {
         Ok(g) => g,
         Err(e) => {

@@ -100,10 +100,8 @@ impl Drop for PeakResets {
 }
 
 fn run(s: &Shared) {
-    s.tid.store(
-        rustix::thread::gettid().as_raw_nonzero().get() as u32,
-        Ordering::Relaxed,
-    );
+    s.tid
+        .store(nix::unistd::gettid().as_raw() as u32, Ordering::Relaxed);
     let mut open: HashMap<u32, PeakResetter> = HashMap::new();
     let mut seen = 0u64;
     let mut pids = Vec::new();

@@ -12,6 +12,8 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::time::Duration;
 
+use crate::procfile::leading_u64;
+
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Other,
@@ -80,19 +82,7 @@ fn mapping_path(line: &[u8]) -> Option<&[u8]> {
     (!rest.is_empty()).then_some(rest)
 }
 
-fn leading_u64(s: &[u8]) -> u64 {
-    let s = s.trim_ascii_start();
-    let end = s
-        .iter()
-        .position(|b| !b.is_ascii_digit())
-        .unwrap_or(s.len());
-    std::str::from_utf8(&s[..end])
-        .ok()
-        .and_then(|d| d.parse().ok())
-        .unwrap_or(0)
-}
-
-/// Read `/proc/PID/smaps` into `buf` and sum its pinned Rss ([`pinned_rss`]).
+/// Read `/proc/PID/smaps` into `buf` and sum its pinned Rss (`pinned_rss`).
 pub fn read_pinned(pid: u32, buf: &mut Vec<u8>) -> io::Result<u64> {
     buf.clear();
     File::open(format!("/proc/{pid}/smaps"))?.read_to_end(buf)?;

@@ -41,7 +41,6 @@ pub struct ChildSpec {
     pub env: Vec<(String, String)>,
     /// File the child's stdout and stderr are appended to (created 0600); `None` = /dev/null.
     pub log_path: Option<PathBuf>,
-    /// Restart policy.
     pub restart: Restart,
     /// Time between SIGTERM and SIGKILL on stop.
     pub grace: Duration,
@@ -62,7 +61,6 @@ impl Default for ChildSpec {
 /// When to start the child again after it ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Restart {
-    /// Never.
     Never,
     /// After a failure (non-zero exit or a signal, not a stop), at most `max` times in a row,
     /// waiting 1 s, 2 s, 4 s … (capped at 30 s) before each start. A run of 10 minutes or
@@ -110,6 +108,16 @@ impl ExitInfo {
         self.code != Some(0)
     }
 
+    /// An end whose status is unknown, told by `reason`.
+    fn unknown(reason: String) -> ExitInfo {
+        ExitInfo {
+            code: None,
+            signal: None,
+            oom_kill: false,
+            reason,
+        }
+    }
+
     fn from_status(st: std::process::ExitStatus, oom: bool, stopped: bool) -> ExitInfo {
         use std::os::unix::process::ExitStatusExt;
         let code = st.code();
@@ -145,7 +153,7 @@ impl ExitInfo {
     }
 }
 
-/// Counters of the event stream, for the status line.
+/// Counters of the event stream.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SupervisorStats {
     /// Valid events forwarded.
@@ -208,6 +216,19 @@ impl Inner {
             self.counters.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
+
+    /// Announce a started run: a [`Mark::ChildStarted`] stamped `t` (taken before the start,
+    /// so the child's first events, on its own clock, sort after it).
+    async fn announce_start(&self, t: u64, pid: u32, argv: &[String]) {
+        self.forward_wait(Record::new(
+            t,
+            RecordBody::Mark(Mark::ChildStarted {
+                pid,
+                command: argv.to_vec(),
+            }),
+        ))
+        .await;
+    }
 }
 
 /// The app's handle on a supervised child.
@@ -224,7 +245,6 @@ pub async fn spawn(spec: ChildSpec, tx: mpsc::Sender<Record>) -> anyhow::Result<
     if spec.argv.is_empty() {
         anyhow::bail!("empty command: nothing to run");
     }
-    // Stamped before the start: the child's first events (its own clock) must sort after it.
     let t_start = mono_ns();
     let first = launch::launch(&spec).await?;
     let inner = Arc::new(Inner {
@@ -241,15 +261,7 @@ pub async fn spawn(spec: ChildSpec, tx: mpsc::Sender<Record>) -> anyhow::Result<
     let (exit_tx, exit_rx) = watch::channel(None);
     // Register and publish before returning so pid() is valid at once.
     let started = start_run(&inner, first, &pid_tx);
-    inner
-        .forward_wait(Record::new(
-            t_start,
-            RecordBody::Mark(Mark::ChildStarted {
-                pid: started.pid,
-                command: spec.argv.clone(),
-            }),
-        ))
-        .await;
+    inner.announce_start(t_start, started.pid, &spec.argv).await;
     tokio::spawn(supervise(inner.clone(), spec, started, pid_tx, exit_tx));
     Ok(SupervisorHandle {
         inner,
@@ -319,12 +331,11 @@ impl SupervisorHandle {
                 return e;
             }
             if self.exit_rx.changed().await.is_err() {
-                return self.exit_rx.borrow().clone().unwrap_or_else(|| ExitInfo {
-                    code: None,
-                    signal: None,
-                    oom_kill: false,
-                    reason: "supervisor ended".into(),
-                });
+                return self
+                    .exit_rx
+                    .borrow()
+                    .clone()
+                    .unwrap_or_else(|| ExitInfo::unknown("supervisor ended".into()));
             }
         }
     }
@@ -465,23 +476,10 @@ async fn supervise(
         match launch::launch(&spec).await {
             Ok(l) => {
                 run = start_run(&inner, l, &pid_tx);
-                inner
-                    .forward_wait(Record::new(
-                        t_start,
-                        RecordBody::Mark(Mark::ChildStarted {
-                            pid: run.pid,
-                            command: spec.argv.clone(),
-                        }),
-                    ))
-                    .await;
+                inner.announce_start(t_start, run.pid, &spec.argv).await;
             }
             Err(e) => {
-                let info = ExitInfo {
-                    code: None,
-                    signal: None,
-                    oom_kill: false,
-                    reason: format!("restart failed: {e:#}"),
-                };
+                let info = ExitInfo::unknown(format!("restart failed: {e:#}"));
                 inner
                     .forward_wait(Record::new(
                         mono_ns(),
@@ -525,12 +523,7 @@ async fn wait_run(inner: &Arc<Inner>, run: &mut Running) -> ExitInfo {
         .any(|(c, before)| matches!((before, c.oom_kills()), (Some(b), Some(a)) if a > *b));
     match status {
         Ok(st) => ExitInfo::from_status(st, oom, stopped),
-        Err(e) => ExitInfo {
-            code: None,
-            signal: None,
-            oom_kill: false,
-            reason: format!("lost track of the child: {e}"),
-        },
+        Err(e) => ExitInfo::unknown(format!("lost track of the child: {e}")),
     }
 }
 
