@@ -1,0 +1,187 @@
+//! The `timestamp,rss_kb` CSV of ad-hoc samplers (and of `provetop export --format csv`,
+//! whose extra columns are ignored here).
+
+use super::*;
+use crate::record::{RecordBody, Sample};
+
+/// Largest RSS a row may claim: 1 PiB in KiB. Anything above is a broken sampler.
+pub const MAX_RSS_KB: u64 = 1 << 40;
+/// Timestamps after this (year 5138) are not unix seconds; loading warns.
+pub const MAX_UNIX_SECS: f64 = 1e11;
+/// Rows may span at most this many seconds (about 500 years), so that nanoseconds since
+/// the first row fit in a `u64`.
+pub const MAX_SPAN_SECS: f64 = 1.5e10;
+
+/// Parse CSV bytes into sample records (t = ns since the earliest row).
+pub fn load_csv(path: &Path, data: &[u8]) -> Result<Loaded, LoadError> {
+    let err = |line: u64, detail: String| LoadError::Csv {
+        path: path.to_path_buf(),
+        line,
+        detail,
+    };
+    let ends_with_newline = data.ends_with(b"\n");
+    let text = std::str::from_utf8(data).map_err(|e| {
+        let line = data[..e.valid_up_to()]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count() as u64
+            + 1;
+        err(line, format!("invalid UTF-8 at byte {}", e.valid_up_to()))
+    })?;
+    let lines: Vec<&str> = text.lines().collect();
+    let mut warnings = Vec::new();
+    // (unix seconds, KiB, 1-based line number)
+    let mut rows: Vec<(f64, u64, u64)> = Vec::with_capacity(lines.len());
+    for (i, raw) in lines.iter().enumerate().skip(1) {
+        let lineno = i as u64 + 1;
+        let line = raw.trim_end_matches('\r');
+        if line.trim().is_empty() {
+            continue;
+        }
+        let last = i + 1 == lines.len();
+        match parse_row(line) {
+            Ok((ts, kb)) => rows.push((ts, kb, lineno)),
+            Err(e) if last && !ends_with_newline => {
+                warnings.push(Warning {
+                    offset: None,
+                    line: Some(lineno),
+                    message: format!("last line is cut off ({e}); skipped"),
+                });
+            }
+            Err(e) => return Err(err(lineno, e)),
+        }
+    }
+    let mut prev: Option<f64> = None;
+    let mut reported = 0;
+    for &(ts, _, lineno) in &rows {
+        if let Some(p) = prev {
+            if ts < p {
+                reported += 1;
+                if reported <= 5 {
+                    warnings.push(Warning {
+                        offset: None,
+                        line: Some(lineno),
+                        message: format!(
+                            "timestamp {} goes back in time (previous row {}); kept in file order",
+                            fmt_ts(ts),
+                            fmt_ts(p)
+                        ),
+                    });
+                }
+            }
+        }
+        prev = Some(ts);
+    }
+    if reported > 5 {
+        warnings.push(Warning {
+            offset: None,
+            line: None,
+            message: format!(
+                "{} more rows go back in time; kept in file order",
+                reported - 5
+            ),
+        });
+    }
+    if let Some(&(ts, _, lineno)) = rows.iter().find(|r| r.0 > MAX_UNIX_SECS) {
+        warnings.push(Warning {
+            offset: None,
+            line: Some(lineno),
+            message: format!(
+                "timestamp {} is after the year 5000: milliseconds instead of unix seconds? durations will be wrong",
+                fmt_ts(ts)
+            ),
+        });
+    }
+    let (lo, hi) = rows
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| {
+            (lo.min(r.0), hi.max(r.0))
+        });
+    if hi - lo > MAX_SPAN_SECS {
+        let lineno = rows.iter().find(|r| r.0 == hi).map(|r| r.2).unwrap_or(0);
+        return Err(err(
+            lineno,
+            format!(
+                "absurd timestamp {}: the rows span more than {MAX_SPAN_SECS:e} seconds",
+                fmt_ts(hi)
+            ),
+        ));
+    }
+    let rows: Vec<(f64, u64)> = rows.into_iter().map(|(ts, kb, _)| (ts, kb)).collect();
+    let first = rows.iter().map(|r| r.0).fold(f64::INFINITY, f64::min);
+    let first = if first.is_finite() { first } else { 0.0 };
+    let records = rows
+        .iter()
+        .map(|&(ts, kb)| Record {
+            t: ((ts - first) * 1e9).round() as u64,
+            body: RecordBody::Sample(Sample {
+                rss: kb * 1024,
+                ..Sample::default()
+            }),
+        })
+        .collect();
+    let mut gaps: Vec<f64> = rows
+        .windows(2)
+        .map(|w| w[1].0 - w[0].0)
+        .filter(|g| *g > 0.0)
+        .collect();
+    gaps.sort_by(f64::total_cmp);
+    let hz = gaps.get(gaps.len() / 2).map(|g| 1.0 / g).unwrap_or(0.0);
+    Ok(Loaded {
+        header: SessionHeader {
+            format: 1,
+            provetop_version: env!("CARGO_PKG_VERSION").to_string(),
+            wall_anchor: (first * 1e9) as u64,
+            mono_anchor: 0,
+            host: String::new(),
+            command: vec![path.display().to_string()],
+            sample_hz: hz,
+        },
+        records,
+        warnings,
+        kind: SourceKind::Csv,
+    })
+}
+
+/// One row: unix seconds (may be fractional), KiB (integer).
+pub fn parse_row(line: &str) -> Result<(f64, u64), String> {
+    let mut cols = line.split(',');
+    let ts = cols.next().unwrap_or("").trim();
+    let kb = cols
+        .next()
+        .ok_or_else(|| format!("expected \"timestamp,rss_kb\", got {:?}", excerpt(line)))?
+        .trim();
+    let ts: f64 = ts
+        .parse()
+        .map_err(|_| format!("bad timestamp {:?}", excerpt(ts)))?;
+    if !ts.is_finite() || ts < 0.0 {
+        return Err(format!("bad timestamp {ts}"));
+    }
+    let kb: u64 = kb.parse().map_err(|_| {
+        if kb.starts_with('-') {
+            format!("negative rss_kb {:?}", excerpt(kb))
+        } else {
+            format!(
+                "bad rss_kb {:?} (want an integer number of KiB)",
+                excerpt(kb)
+            )
+        }
+    })?;
+    if kb > MAX_RSS_KB {
+        return Err(format!("absurd rss_kb {kb} (more than 1 PiB)"));
+    }
+    Ok((ts, kb))
+}
+
+/// A timestamp as written: plain for ordinary ones, scientific for huge ones.
+fn fmt_ts(ts: f64) -> String {
+    if ts.abs() < 1e15 {
+        format!("{ts}")
+    } else {
+        format!("{ts:e}")
+    }
+}
+
+fn excerpt(s: &str) -> String {
+    s.chars().take(40).collect()
+}

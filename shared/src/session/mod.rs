@@ -1,0 +1,209 @@
+//! Session files: what the recorder writes and replay/classify/export read.
+//!
+//! # Format (version 1)
+//! ```text
+//! magic    8 bytes   "PTSESS\0\x01"  (the last byte is the format major version)
+//! header   u32 LE length, then that many bytes of JSON (SessionHeader)
+//! frames   repeated: u32 LE payload length, u32 LE CRC-32 of the payload, payload
+//! payload  u8 kind, u64 LE t (monotonic ns), body
+//!          kind 1 = sample  (postcard, fixed layout of `Sample`: the bulk of a file)
+//!          kind 2 = event, 3 = alert, 4 = control, 5 = mark  (JSON: rare, self-describing)
+//! ```
+//! Append-only; a frame is complete or ignored. A file cut off mid-frame (kill -9) loads
+//! every complete frame and warns with the byte offset of the cut; a damaged frame in the
+//! middle (CRC mismatch, impossible length) is reported with its byte offset, and reading
+//! resynchronizes on the next frame whose CRC checks.
+//!
+//! The plain `timestamp,rss_kb` CSV of ad-hoc samplers (header line, unix seconds, KiB) is
+//! accepted everywhere a session file is: [`load`] tells them apart by their first bytes.
+//!
+//! * [`writer`]: appending records; [`reader`]: reading frames back, resynchronizing on damage;
+//!   [`csv`]: the seed's CSV.
+
+pub mod csv;
+mod reader;
+#[cfg(test)]
+mod tests;
+mod writer;
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::Record;
+
+use reader::load_session;
+pub use reader::{decode_payload, FrameItem, Frames};
+pub use writer::{encode_payload, SessionWriter};
+
+/// First bytes of every session file.
+pub const MAGIC: &[u8; 8] = b"PTSESS\0\x01";
+/// Largest payload a reader accepts; anything longer is damage.
+pub const MAX_FRAME: u32 = 16 << 20;
+
+/// What a session is about; the JSON header of the file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionHeader {
+    /// Format version (1).
+    pub format: u32,
+    /// Version of provetop that wrote it.
+    pub provetop_version: String,
+    /// Wall clock (unix ns) at `mono_anchor`.
+    pub wall_anchor: u64,
+    /// Monotonic ns at `wall_anchor`: wall time of a record = wall_anchor + (t - mono_anchor).
+    pub mono_anchor: u64,
+    /// Host name.
+    #[serde(default)]
+    pub host: String,
+    /// Supervised command, or `watch PID`, or the source file for imports.
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// Sampling rate, Hz.
+    #[serde(default)]
+    pub sample_hz: f64,
+}
+
+impl SessionHeader {
+    /// A header anchored now.
+    pub fn now(command: Vec<String>, sample_hz: f64) -> Self {
+        SessionHeader {
+            format: 1,
+            provetop_version: env!("CARGO_PKG_VERSION").to_string(),
+            wall_anchor: crate::clock::wall_ns(),
+            mono_anchor: crate::clock::mono_ns(),
+            host: nix::sys::utsname::uname()
+                .map(|u| u.nodename().to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            command,
+            sample_hz,
+        }
+    }
+
+    /// Unix seconds of a record time.
+    pub fn wall_secs(&self, t: u64) -> f64 {
+        (self.wall_anchor as i128 + t as i128 - self.mono_anchor as i128) as f64 / 1e9
+    }
+}
+
+/// A problem that did not stop loading: where it is and what it was.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Warning {
+    /// Byte offset in a session file.
+    pub offset: Option<u64>,
+    /// Line number (1-based) in a CSV.
+    pub line: Option<u64>,
+    /// What.
+    pub message: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.line, self.offset) {
+            (Some(l), _) => write!(f, "line {l}: {}", self.message),
+            (None, Some(o)) => write!(f, "byte {o}: {}", self.message),
+            _ => f.write_str(&self.message),
+        }
+    }
+}
+
+/// Why a file could not be loaded at all.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Could not open or read.
+    #[error("{path}: {error}")]
+    Io {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        // Not `source`: the message already says it, and a source would repeat it in
+        // error chains ("…: No such file…: No such file…").
+        error: io::Error,
+    },
+    /// Zero bytes.
+    #[error("{path}: empty file (not a provetop session or timestamp,rss_kb CSV)")]
+    Empty {
+        /// File.
+        path: PathBuf,
+    },
+    /// Neither a session file nor a CSV, or a bad header.
+    #[error("{path}: byte {offset}: {detail}")]
+    Format {
+        /// File.
+        path: PathBuf,
+        /// Byte offset.
+        offset: u64,
+        /// What.
+        detail: String,
+    },
+    /// A CSV row that cannot be read.
+    #[error("{path}: line {line}: {detail}")]
+    Csv {
+        /// File.
+        path: PathBuf,
+        /// Line (1-based).
+        line: u64,
+        /// What.
+        detail: String,
+    },
+}
+
+/// Which kind of file was loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    /// A provetop session file.
+    Session,
+    /// A `timestamp,rss_kb` CSV.
+    Csv,
+}
+
+/// A loaded file: header, every readable record in file order, and warnings.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// Header (synthesized for CSVs).
+    pub header: SessionHeader,
+    /// Records, in file order.
+    pub records: Vec<Record>,
+    /// Problems that were survived.
+    pub warnings: Vec<Warning>,
+    /// What the file was.
+    pub kind: SourceKind,
+}
+
+/// Load a session file or a `timestamp,rss_kb` CSV.
+pub fn load(path: &Path) -> Result<Loaded, LoadError> {
+    let data = std::fs::read(path).map_err(|error| LoadError::Io {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    load_bytes(path, &data)
+}
+
+/// Like [`load`], from bytes already read (`path` names the source in messages).
+pub fn load_bytes(path: &Path, data: &[u8]) -> Result<Loaded, LoadError> {
+    if data.is_empty() {
+        return Err(LoadError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    if data.starts_with(&MAGIC[..7]) {
+        return load_session(path, data);
+    }
+    if looks_like_csv(data) {
+        return crate::session::csv::load_csv(path, data);
+    }
+    Err(LoadError::Format {
+        path: path.to_path_buf(),
+        offset: 0,
+        detail: "not a provetop session file (magic \"PTSESS\") nor a CSV with a \"timestamp,rss_kb\" header".into(),
+    })
+}
+
+fn looks_like_csv(data: &[u8]) -> bool {
+    let head = &data[..data.len().min(64)];
+    let s = String::from_utf8_lossy(head)
+        .trim_start_matches('\u{feff}')
+        .to_ascii_lowercase();
+    s.starts_with("timestamp,rss_kb")
+}

@@ -1,0 +1,297 @@
+//! Reading a session file back: every complete frame, a warning with the byte offset for a
+//! cut-off tail or a damaged frame, and resynchronizing on the next frame whose CRC checks.
+
+use std::path::Path;
+
+use super::{LoadError, Loaded, SessionHeader, SourceKind, Warning, MAGIC, MAX_FRAME};
+use crate::record::{Record, RecordBody, Sample};
+
+/// Decode a payload written by [`encode_payload`].
+pub fn decode_payload(p: &[u8]) -> Result<Record, String> {
+    if p.len() < 9 {
+        return Err(format!("payload of {} bytes is too short", p.len()));
+    }
+    let t = u64::from_le_bytes(p[1..9].try_into().expect("8 bytes"));
+    let b = &p[9..];
+    let je = |e: serde_json::Error| e.to_string();
+    let body = match p[0] {
+        1 => RecordBody::Sample(postcard::from_bytes::<Sample>(b).map_err(|e| e.to_string())?),
+        2 => RecordBody::Event(serde_json::from_slice(b).map_err(je)?),
+        3 => RecordBody::Alert(serde_json::from_slice(b).map_err(je)?),
+        4 => RecordBody::Control(serde_json::from_slice(b).map_err(je)?),
+        5 => RecordBody::Mark(serde_json::from_slice(b).map_err(je)?),
+        k => return Err(format!("unknown record kind {k}")),
+    };
+    Ok(Record { t, body })
+}
+
+pub(super) fn load_session(path: &Path, data: &[u8]) -> Result<Loaded, LoadError> {
+    let fmt_err = |offset: u64, detail: String| LoadError::Format {
+        path: path.to_path_buf(),
+        offset,
+        detail,
+    };
+    if data.len() < 12 {
+        return Err(fmt_err(0, "session file cut off inside its header".into()));
+    }
+    if data[7] != MAGIC[7] {
+        return Err(fmt_err(
+            7,
+            format!(
+                "session format version {} is not supported by this build (it reads version {})",
+                data[7], MAGIC[7]
+            ),
+        ));
+    }
+    let hlen = u32::from_le_bytes(data[8..12].try_into().expect("4 bytes")) as usize;
+    if hlen > 1 << 20 || 12 + hlen > data.len() {
+        return Err(fmt_err(
+            8,
+            format!("header length {hlen} is impossible or cut off"),
+        ));
+    }
+    let header: SessionHeader = serde_json::from_slice(&data[12..12 + hlen])
+        .map_err(|e| fmt_err(12, format!("bad session header: {e}")))?;
+    // Fast path: decode the leading run of intact frames on every core, then let the
+    // damage-tolerant iterator take over where that run stops (a cut tail, a damaged frame):
+    // the result is exactly what the iterator alone would give.
+    let (mut records, resume) = decode_intact_run(data, 12 + hlen);
+    let mut warnings = Vec::new();
+    for item in Frames::new(data, resume) {
+        match item {
+            FrameItem::Record(_, r) => records.push(r),
+            FrameItem::Warning(w) => warnings.push(w),
+        }
+    }
+    Ok(Loaded {
+        header,
+        records,
+        warnings,
+        kind: SourceKind::Session,
+    })
+}
+
+/// Fewest frames worth spreading over threads.
+const PARALLEL_MIN_FRAMES: usize = 4096;
+
+/// Decode the frames from `start` for as long as they are intact, on all cores. Returns the
+/// records and the offset of the first frame not decoded (damaged, cut off, or the end).
+///
+/// Each thread writes its share straight into the result's buffer: no per-thread vectors to
+/// copy and fault in twice (on a 1 M-record file that is ~140 MB less memory traffic).
+fn decode_intact_run(data: &[u8], start: usize) -> (Vec<Record>, usize) {
+    use std::mem::MaybeUninit;
+    // Frame boundaries from the length fields alone (cheap); CRCs are checked while decoding.
+    let mut offsets = Vec::new();
+    let mut pos = start;
+    while pos + 8 <= data.len() {
+        let len = u32::from_le_bytes(data[pos..pos + 4].try_into().expect("4 bytes")) as usize;
+        if !(9..=MAX_FRAME as usize).contains(&len) || pos + 8 + len > data.len() {
+            break;
+        }
+        offsets.push(pos);
+        pos += 8 + len;
+    }
+    let end = pos;
+    let frames = Frames::new(data, start);
+    // Decode a share of the offsets into its slots; returns how many slots were written and
+    // the offset of the frame that failed, if one did (decoding stops there).
+    let decode = |offs: &[usize], slots: &mut [MaybeUninit<Record>]| -> (usize, Option<usize>) {
+        for (n, (&o, slot)) in offs.iter().zip(slots.iter_mut()).enumerate() {
+            match frames.frame_at(o) {
+                Ok((rec, _)) => {
+                    slot.write(rec);
+                }
+                Err(_) => return (n, Some(o)),
+            }
+        }
+        (offs.len(), None)
+    };
+    let threads = if offsets.len() < PARALLEL_MIN_FRAMES {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(8)
+    };
+    let per = offsets.len().div_ceil(threads).max(1);
+    let mut records: Vec<Record> = Vec::with_capacity(offsets.len());
+    let spare = &mut records.spare_capacity_mut()[..offsets.len()];
+    let results: Vec<(usize, Option<usize>)> = std::thread::scope(|s| {
+        let mut shares = offsets.chunks(per).zip(spare.chunks_mut(per));
+        let first = shares.next();
+        let handles: Vec<_> = shares
+            .map(|(offs, slots)| s.spawn(move || decode(offs, slots)))
+            .collect();
+        // The first share is decoded on this thread.
+        let mut results = vec![first.map_or((0, None), |(offs, slots)| decode(offs, slots))];
+        results.extend(
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("decoding a frame does not panic")),
+        );
+        results
+    });
+    // The result is the longest initialized prefix: every share up to the first one that
+    // stopped at a bad frame, plus that share's written slots. Later shares' records are
+    // dropped; the sequential reader resumes at the bad frame and yields them again.
+    let spare = &mut records.spare_capacity_mut()[..offsets.len()];
+    let mut len = 0;
+    let mut resume = None;
+    for (k, &(written, failed)) in results.iter().enumerate() {
+        if resume.is_none() {
+            len += written;
+            resume = failed;
+        } else {
+            for slot in &mut spare[k * per..k * per + written] {
+                // SAFETY: `decode` initialized the first `written` slots of share k (it writes
+                // slots in order and counts them); they are not part of the exposed prefix, so
+                // this is their only drop.
+                unsafe { slot.assume_init_drop() };
+            }
+        }
+    }
+    // SAFETY: shares before the first failing one are fully written (`written` equals the
+    // share length), and the failing share (if any) wrote its first `written` slots, so slots
+    // 0..len are initialized and contiguous; capacity ≥ offsets.len() ≥ len.
+    unsafe { records.set_len(len) };
+    (records, resume.unwrap_or(end))
+}
+
+/// What [`Frames`] yields.
+#[derive(Debug)]
+// Not boxed: records move straight into the loaded Vec; a Box per record would cost an
+// allocation each on the load path that opens a million records.
+#[allow(clippy::large_enum_variant)]
+pub enum FrameItem {
+    /// A record and the byte offset of its frame.
+    Record(u64, Record),
+    /// A damaged or cut-off stretch.
+    Warning(Warning),
+}
+
+/// Iterates the frames of a session file's bytes, surviving damage.
+pub struct Frames<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Frames<'a> {
+    /// Start at byte `pos` (just after the header).
+    pub fn new(data: &'a [u8], pos: usize) -> Self {
+        Frames { data, pos }
+    }
+
+    /// A complete, CRC-valid, decodable frame at `pos`?
+    fn frame_at(&self, pos: usize) -> Result<(Record, usize), FrameProblem> {
+        let rest = &self.data[pos..];
+        if rest.len() < 8 {
+            return Err(FrameProblem::Truncated);
+        }
+        let len = u32::from_le_bytes(rest[0..4].try_into().expect("4 bytes"));
+        let crc = u32::from_le_bytes(rest[4..8].try_into().expect("4 bytes"));
+        if !(9..=MAX_FRAME).contains(&len) {
+            return Err(FrameProblem::Bad(format!("impossible record length {len}")));
+        }
+        let end = 8 + len as usize;
+        if rest.len() < end {
+            return Err(FrameProblem::Truncated);
+        }
+        // A kind byte this reader does not know is damage; checking it before the CRC keeps
+        // resynchronization over garbage cheap (most candidate offsets fail here).
+        if !(1..=5).contains(&rest[8]) {
+            return Err(FrameProblem::Bad(format!(
+                "unknown record kind {}",
+                rest[8]
+            )));
+        }
+        let payload = &rest[8..end];
+        if crc32fast::hash(payload) != crc {
+            return Err(FrameProblem::Bad("checksum mismatch".into()));
+        }
+        let rec = decode_payload(payload).map_err(FrameProblem::Bad)?;
+        Ok((rec, end))
+    }
+}
+
+impl Frames<'_> {
+    /// The first offset after `at` that holds a complete, valid frame.
+    fn resync(&self, at: usize) -> Option<usize> {
+        (at + 1..self.data.len().saturating_sub(7)).find(|&p| self.frame_at(p).is_ok())
+    }
+}
+
+enum FrameProblem {
+    Truncated,
+    Bad(String),
+}
+
+impl Iterator for Frames<'_> {
+    type Item = FrameItem;
+    fn next(&mut self) -> Option<FrameItem> {
+        if self.pos >= self.data.len() {
+            return None;
+        }
+        let at = self.pos;
+        match self.frame_at(at) {
+            Ok((rec, len)) => {
+                self.pos += len;
+                Some(FrameItem::Record(at as u64, rec))
+            }
+            Err(FrameProblem::Truncated) => {
+                // A damaged length in the middle also "runs past the end": it is only a cut
+                // tail if no valid frame follows.
+                match self.resync(at) {
+                    Some(p) => {
+                        self.pos = p;
+                        Some(FrameItem::Warning(Warning {
+                            offset: Some(at as u64),
+                            line: None,
+                            message: format!(
+                                "damaged record (length runs past the end of the file); skipped {} bytes, resumed at byte {p}",
+                                p - at
+                            ),
+                        }))
+                    }
+                    None => {
+                        self.pos = self.data.len();
+                        Some(FrameItem::Warning(Warning {
+                            offset: Some(at as u64),
+                            line: None,
+                            message: format!(
+                                "file cut off inside a record ({} trailing bytes ignored)",
+                                self.data.len() - at
+                            ),
+                        }))
+                    }
+                }
+            }
+            Err(FrameProblem::Bad(why)) => {
+                // Resynchronize: the next offset holding a complete frame whose CRC checks.
+                let (p, message) = match self.resync(at) {
+                    Some(p) => (
+                        p,
+                        format!(
+                            "damaged record ({why}); skipped {} bytes, resumed at byte {p}",
+                            p - at
+                        ),
+                    ),
+                    None => (
+                        self.data.len(),
+                        format!(
+                            "damaged record ({why}); {} bytes to the end ignored",
+                            self.data.len() - at
+                        ),
+                    ),
+                };
+                self.pos = p;
+                Some(FrameItem::Warning(Warning {
+                    offset: Some(at as u64),
+                    line: None,
+                    message,
+                }))
+            }
+        }
+    }
+}
