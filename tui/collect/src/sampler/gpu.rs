@@ -4,9 +4,14 @@
 //! per-process memory is summed over the tree's pids; entries with pid 0 or `u32::MAX` (no
 //! pid visible, e.g. from inside a container) are never attributed to the tree.
 
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::Nvml;
 use provetop_shared::record::GpuReading;
+
+use super::{park_until, GpuState, Shared};
 
 /// An initialized NVML with its device count.
 pub struct Gpus {
@@ -77,6 +82,36 @@ pub fn tree_usage(procs: impl Iterator<Item = (u32, u64)>, tree: &[u32]) -> u64 
         sum += used;
     }
     sum
+}
+
+/// The `provetop-gpu` thread: read NVML every `period` (absolute deadlines).
+pub(super) fn gpu_loop(s: &Shared, period: Duration) {
+    let gpus = match Gpus::open() {
+        Ok(g) => g,
+        Err(e) => {
+            s.note(format!("no GPU (NVML unavailable: {e})"));
+            return;
+        }
+    };
+    let start = Instant::now();
+    let mut k = 0u32;
+    while !s.stop.load(Ordering::Acquire) {
+        let (gen, pids) = s.tree_snapshot();
+        let (readings, used) = gpus.read(&pids);
+        {
+            let mut g = s.gpu.lock().unwrap_or_else(|e| e.into_inner());
+            *g = GpuState {
+                gen,
+                gpus: readings,
+                used: Some(used),
+            };
+        }
+        k += 1;
+        let deadline = start + period * k;
+        while Instant::now() < deadline && !s.stop.load(Ordering::Acquire) {
+            park_until(deadline);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 //!
 //! The tree itself is re-discovered at a rate bounded by the walk's measured cost.
 
+mod config;
 mod gpu;
 mod peak;
 mod pinned;
@@ -37,6 +38,10 @@ use ringbuf::{HeapCons, HeapProd, HeapRb};
 use crate::cgroup::{MemCgroup, UsageReader};
 use crate::procstatus::{MemStatus, StatusReader};
 
+pub use config::{
+    Bounds, SamplerConfig, DEFAULT_GPU_HZ, DEFAULT_HZ, DEFAULT_SMAPS_DUTY, GPU_HZ_BOUNDS,
+    HZ_BOUNDS, SMAPS_DUTY_BOUNDS,
+};
 pub use pinned::read_pinned;
 
 /// Samples the ring holds before the sampler starts dropping (about 200 s at 20 Hz).
@@ -49,119 +54,6 @@ const TREE_MIN_INTERVAL: Duration = Duration::from_millis(250);
 const TREE_MAX_INTERVAL: Duration = Duration::from_secs(2);
 /// Smaps passes never run more often than this.
 const SMAPS_MIN_INTERVAL: Duration = Duration::from_secs(1);
-
-/// Samples per second unless the flag or the config file says otherwise.
-pub const DEFAULT_HZ: f64 = 20.0;
-/// Share of one core the smaps (pinned memory) reader may use by default.
-pub const DEFAULT_SMAPS_DUTY: f64 = 0.005;
-/// NVML readings per second by default.
-pub const DEFAULT_GPU_HZ: f64 = 2.0;
-
-/// Sample rates the sampler accepts: at most 100 s between samples (the schedule
-/// `start + period·k` stays far from `Instant`'s limits), at least 1 ms.
-pub const HZ_BOUNDS: Bounds = Bounds {
-    lo: 0.01,
-    hi: 1000.0,
-    zero_is_off: false,
-};
-/// smaps duty: 0 turns the reader off.
-pub const SMAPS_DUTY_BOUNDS: Bounds = Bounds {
-    lo: 0.0,
-    hi: 1.0,
-    zero_is_off: true,
-};
-/// GPU rates: 0 turns GPU sampling off; otherwise at most 100 s between readings.
-pub const GPU_HZ_BOUNDS: Bounds = Bounds {
-    lo: 0.01,
-    hi: 100.0,
-    zero_is_off: true,
-};
-
-/// The values a float setting may take: finite, `lo..=hi`, and 0 when 0 means "off".
-///
-/// The one place a setting's range is written: the flags, the config file and
-/// [`SamplerConfig`]'s own check all use it, so a value that passes cannot make a `Duration`
-/// panic later.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Bounds {
-    pub lo: f64,
-    pub hi: f64,
-    /// 0 is also accepted (it turns the reader off).
-    pub zero_is_off: bool,
-}
-
-impl Bounds {
-    /// `x` when it is in range, else "out of range (LO to HI)".
-    pub fn check(&self, x: f64) -> Result<f64, String> {
-        let ok =
-            x.is_finite() && ((self.zero_is_off && x == 0.0) || (self.lo..=self.hi).contains(&x));
-        if ok {
-            Ok(x)
-        } else {
-            Err(format!("out of range ({self})"))
-        }
-    }
-
-    /// Parse a number and [`check`](Self::check) it (for command-line flags).
-    pub fn parse(&self, s: &str) -> Result<f64, String> {
-        let x: f64 = s
-            .trim()
-            .parse()
-            .map_err(|_| format!("not a number (want {self})"))?;
-        self.check(x)
-    }
-}
-
-impl std::fmt::Display for Bounds {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.zero_is_off && self.lo > 0.0 {
-            write!(f, "0 = off, or {} to {}", self.lo, self.hi)
-        } else {
-            write!(f, "{} to {}", self.lo, self.hi)
-        }
-    }
-}
-
-/// How the sampler runs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SamplerConfig {
-    /// Samples per second ([`HZ_BOUNDS`]).
-    pub hz: f64,
-    /// Share of one core the smaps (pinned memory) reader may use; 0 turns it off.
-    pub smaps_duty: f64,
-    /// NVML readings per second; 0 turns GPU sampling off.
-    pub gpu_hz: f64,
-    /// Reset VmHWM after every sample so `peak` is the peak of each interval.
-    pub reset_peak: bool,
-}
-
-impl Default for SamplerConfig {
-    fn default() -> Self {
-        SamplerConfig {
-            hz: DEFAULT_HZ,
-            smaps_duty: DEFAULT_SMAPS_DUTY,
-            gpu_hz: DEFAULT_GPU_HZ,
-            reset_peak: true,
-        }
-    }
-}
-
-impl SamplerConfig {
-    /// Every value within its [`Bounds`]; [`spawn`] refuses a configuration that is not.
-    pub fn validate(&self) -> io::Result<()> {
-        let check = |what: &str, unit: &str, b: Bounds, x: f64| {
-            b.check(x).map(drop).map_err(|e| {
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("{what} {x:?}{unit}: {e}"),
-                )
-            })
-        };
-        check("sample rate", " Hz", HZ_BOUNDS, self.hz)?;
-        check("smaps duty", "", SMAPS_DUTY_BOUNDS, self.smaps_duty)?;
-        check("GPU rate", " Hz", GPU_HZ_BOUNDS, self.gpu_hz)
-    }
-}
 
 /// No reading yet (or reading turned off).
 const NONE: u64 = u64::MAX;
@@ -302,11 +194,11 @@ fn start_threads(
 ) -> io::Result<JoinHandle<()>> {
     if cfg.smaps_duty > 0.0 {
         let duty = cfg.smaps_duty;
-        shared.spawn_helper("provetop-smaps", move |s| smaps_loop(s, duty))?;
+        shared.spawn_helper("provetop-smaps", move |s| pinned::smaps_loop(s, duty))?;
     }
     if cfg.gpu_hz > 0.0 {
         let period = Duration::from_secs_f64(1.0 / cfg.gpu_hz);
-        shared.spawn_helper("provetop-gpu", move |s| gpu_loop(s, period))?;
+        shared.spawn_helper("provetop-gpu", move |s| gpu::gpu_loop(s, period))?;
     }
     let s = shared.clone();
     let cfg = cfg.clone();
@@ -674,65 +566,5 @@ impl Sampler {
             (s.cgroup_current, s.cgroup_max) = cg.read();
         }
         self.push(Record::new(t, RecordBody::Sample(s)));
-    }
-}
-
-fn smaps_loop(s: &Shared, duty: f64) {
-    let mut buf = Vec::with_capacity(1 << 20);
-    while !s.stop.load(Ordering::Acquire) {
-        let (gen, pids) = s.tree_snapshot();
-        let t0 = Instant::now();
-        let mut total = 0u64;
-        let mut any = false;
-        for pid in pids {
-            if let Ok(b) = pinned::read_pinned(pid, &mut buf) {
-                total += b;
-                any = true;
-            }
-        }
-        let cost = t0.elapsed();
-        if any {
-            let mut p = s.pinned.lock().unwrap_or_else(|e| e.into_inner());
-            if p.0 == gen {
-                p.1 = total;
-            }
-        }
-        // A big read buffer is only needed while the target is big.
-        if buf.capacity() > 64 << 20 {
-            buf = Vec::with_capacity(1 << 20);
-        }
-        let deadline = Instant::now() + pinned::rest_after(cost, duty, SMAPS_MIN_INTERVAL);
-        while Instant::now() < deadline && !s.stop.load(Ordering::Acquire) {
-            park_until(deadline);
-        }
-    }
-}
-
-fn gpu_loop(s: &Shared, period: Duration) {
-    let gpus = match gpu::Gpus::open() {
-        Ok(g) => g,
-        Err(e) => {
-            s.note(format!("no GPU (NVML unavailable: {e})"));
-            return;
-        }
-    };
-    let start = Instant::now();
-    let mut k = 0u32;
-    while !s.stop.load(Ordering::Acquire) {
-        let (gen, pids) = s.tree_snapshot();
-        let (readings, used) = gpus.read(&pids);
-        {
-            let mut g = s.gpu.lock().unwrap_or_else(|e| e.into_inner());
-            *g = GpuState {
-                gen,
-                gpus: readings,
-                used: Some(used),
-            };
-        }
-        k += 1;
-        let deadline = start + period * k;
-        while Instant::now() < deadline && !s.stop.load(Ordering::Acquire) {
-            park_until(deadline);
-        }
     }
 }

@@ -10,8 +10,10 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
+use super::{park_until, Shared, SMAPS_MIN_INTERVAL};
 use crate::procfile::leading_u64;
 
 #[derive(Clone, Copy, PartialEq)]
@@ -95,6 +97,39 @@ pub fn rest_after(cost: Duration, duty: f64, min_interval: Duration) -> Duration
     let busy = cost.as_secs_f64();
     let period = (busy / duty.max(1e-6)).max(min_interval.as_secs_f64());
     Duration::from_secs_f64((period - busy).max(0.0))
+}
+
+/// The `provetop-smaps` thread: sum the pinned memory of the tree, then rest so that it uses
+/// at most `duty` of a core.
+pub(super) fn smaps_loop(s: &Shared, duty: f64) {
+    let mut buf = Vec::with_capacity(1 << 20);
+    while !s.stop.load(Ordering::Acquire) {
+        let (gen, pids) = s.tree_snapshot();
+        let t0 = Instant::now();
+        let mut total = 0u64;
+        let mut any = false;
+        for pid in pids {
+            if let Ok(b) = read_pinned(pid, &mut buf) {
+                total += b;
+                any = true;
+            }
+        }
+        let cost = t0.elapsed();
+        if any {
+            let mut p = s.pinned.lock().unwrap_or_else(|e| e.into_inner());
+            if p.0 == gen {
+                p.1 = total;
+            }
+        }
+        // A big read buffer is only needed while the target is big.
+        if buf.capacity() > 64 << 20 {
+            buf = Vec::with_capacity(1 << 20);
+        }
+        let deadline = Instant::now() + rest_after(cost, duty, SMAPS_MIN_INTERVAL);
+        while Instant::now() < deadline && !s.stop.load(Ordering::Acquire) {
+            park_until(deadline);
+        }
+    }
 }
 
 #[cfg(test)]

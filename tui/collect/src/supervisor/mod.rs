@@ -11,6 +11,8 @@
 //! when the handle is dropped, and [`kill_all_children`] kills every supervised group from a
 //! panic hook.
 
+mod events;
+mod exit;
 mod launch;
 pub mod lines;
 mod registry;
@@ -23,12 +25,14 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use provetop_shared::clock::mono_ns;
-use provetop_shared::protocol::{parse_event, Control, ControlMsg};
+use provetop_shared::protocol::{Control, ControlMsg};
 use provetop_shared::{Mark, Record, RecordBody};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch, Notify};
 
 use crate::cgroup::MemCgroup;
+use events::read_events;
+pub use exit::ExitInfo;
 pub use launch::EVENTS_FD;
 pub use registry::kill_all_children;
 
@@ -77,82 +81,6 @@ pub const BACKOFF_START: Duration = Duration::from_secs(1);
 pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// A run this long resets the restart count.
 pub const HEALTHY_RUN: Duration = Duration::from_secs(600);
-/// Records the supervisor may lose before it notes so, at most this often.
-const DROP_REPORT: Duration = Duration::from_secs(1);
-/// Reads in a row that (nearly) filled the buffer before the reader sheds load: the pipe stayed
-/// full, so the child was blocked writing, waiting on us. A legitimate burst (a few hundred KiB)
-/// is still read in full.
-const SHED_AFTER_FULL_READS: u32 = 8;
-/// Channel slots lines never take, so the marks that report drops (and lifecycle marks)
-/// still get through while the child floods.
-const CHANNEL_RESERVE: usize = 8;
-/// Lines parsed per buffer while shedding load; the rest are counted as dropped, unparsed.
-const SHED_PARSE: usize = 64;
-
-/// How the child ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExitInfo {
-    /// Exit code, when it exited.
-    pub code: Option<i32>,
-    /// Signal number, when a signal ended it.
-    pub signal: Option<i32>,
-    /// SIGKILL while the cgroup's oom_kill counter moved.
-    pub oom_kill: bool,
-    /// Human text: "exited 0", "exited with code 1", "killed by SIGKILL (OOM kill)", …
-    pub reason: String,
-}
-
-impl ExitInfo {
-    /// Whether this counts as a failure for the restart policy.
-    pub fn failed(&self) -> bool {
-        self.code != Some(0)
-    }
-
-    /// An end whose status is unknown, told by `reason`.
-    fn unknown(reason: String) -> ExitInfo {
-        ExitInfo {
-            code: None,
-            signal: None,
-            oom_kill: false,
-            reason,
-        }
-    }
-
-    fn from_status(st: std::process::ExitStatus, oom: bool, stopped: bool) -> ExitInfo {
-        use std::os::unix::process::ExitStatusExt;
-        let code = st.code();
-        let signal = st.signal();
-        let oom_kill = oom && signal == Some(Signal::SIGKILL as i32);
-        let mut reason = match (code, signal) {
-            (Some(0), _) => "exited 0".to_string(),
-            (Some(c), _) => format!("exited with code {c}"),
-            (None, Some(s)) => {
-                let name = Signal::try_from(s)
-                    .map(|s| s.as_str().to_string())
-                    .unwrap_or_else(|_| format!("signal {s}"));
-                let mut r = format!("killed by {name}");
-                if st.core_dumped() {
-                    r.push_str(" (core dumped)");
-                }
-                if oom_kill {
-                    r.push_str(" (OOM kill)");
-                }
-                r
-            }
-            (None, None) => "ended (unknown status)".to_string(),
-        };
-        if stopped {
-            reason = format!("stopped: {reason}");
-        }
-        ExitInfo {
-            code,
-            signal,
-            oom_kill,
-            reason,
-        }
-    }
-}
-
 /// Counters of the event stream.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SupervisorStats {
@@ -535,132 +463,5 @@ fn track_cgroup(run: &mut Running) {
             let n = c.oom_kills();
             run.cgroups.push((c, n));
         }
-    }
-}
-
-/// Read the events pipe to its end, forwarding events and bad lines without ever waiting.
-async fn read_events(inner: Arc<Inner>, fd: std::os::fd::OwnedFd, pgid: i32) {
-    let mut pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
-        Ok(p) => p,
-        Err(e) => {
-            inner.forward(mark(Mark::Warning {
-                text: format!("cannot read the child's events pipe: {e}"),
-            }));
-            return;
-        }
-    };
-    let mut splitter = lines::Splitter::new(lines::MAX_LINE);
-    let mut buf = vec![0u8; 64 << 10];
-    let mut last_dropped = inner.counters.dropped.load(Ordering::Relaxed);
-    let mut last_report = Instant::now();
-    let mut full_reads = 0u32;
-    let reserve = CHANNEL_RESERVE.min(inner.tx.max_capacity() / 4);
-    loop {
-        let n = match pipe.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        // A flooding child must not be slowed to the speed at which we parse: when the pipe
-        // stays full, or the app is behind (its channel is full), lines are only counted.
-        // (A full pipe reads as a little less than its 64 KiB: writers fill it in chunks.)
-        full_reads = if n >= buf.len() / 4 * 3 {
-            full_reads + 1
-        } else {
-            0
-        };
-        let shedding = full_reads >= SHED_AFTER_FULL_READS;
-        let mut parsed = 0usize;
-        splitter.feed(&buf[..n], |p| {
-            if (shedding && parsed >= SHED_PARSE) || inner.tx.capacity() <= reserve {
-                if !matches!(p, lines::Piece::Line(l) if l.iter().all(|b| b.is_ascii_whitespace()))
-                {
-                    inner.counters.dropped.fetch_add(1, Ordering::Relaxed);
-                }
-                return;
-            }
-            parsed += 1;
-            handle_piece(&inner, p)
-        });
-        if last_report.elapsed() >= DROP_REPORT {
-            report_drops(&inner, &mut last_dropped);
-            last_report = Instant::now();
-        }
-    }
-    splitter.finish(|p| handle_piece(&inner, p));
-    report_drops(&inner, &mut last_dropped);
-    // End of the stream is normally the child exiting. If it is still running a second
-    // later, it closed its events pipe: say so (monitoring goes on without events).
-    let reaped = inner.reaped.notified();
-    tokio::pin!(reaped);
-    reaped.as_mut().enable();
-    if inner.pgid.load(Ordering::Acquire) != pgid {
-        return;
-    }
-    if tokio::time::timeout(Duration::from_secs(1), reaped)
-        .await
-        .is_err()
-        && inner.pgid.load(Ordering::Acquire) == pgid
-    {
-        inner.forward(mark(Mark::Note {
-            text: format!("child {pgid} closed its events pipe; it is still monitored"),
-        }));
-    }
-}
-
-fn report_drops(inner: &Inner, last: &mut u64) {
-    let now = inner.counters.dropped.load(Ordering::Relaxed);
-    if now > *last
-        && inner.forward(mark(Mark::Dropped {
-            what: "events".into(),
-            count: now - *last,
-        }))
-    {
-        *last = now;
-    }
-}
-
-fn mark(m: Mark) -> Record {
-    Record::new(mono_ns(), RecordBody::Mark(m))
-}
-
-fn excerpt(b: &[u8]) -> String {
-    String::from_utf8_lossy(&b[..b.len().min(lines::EXCERPT)]).into_owned()
-}
-
-fn handle_piece(inner: &Inner, p: lines::Piece<'_>) {
-    let bad = |error: String, bytes: &[u8]| {
-        inner.counters.bad_lines.fetch_add(1, Ordering::Relaxed);
-        inner.forward(mark(Mark::BadLine {
-            error,
-            excerpt: excerpt(bytes),
-        }));
-    };
-    match p {
-        lines::Piece::Line(l) => {
-            if l.iter().all(|b| b.is_ascii_whitespace()) {
-                return;
-            }
-            match std::str::from_utf8(l) {
-                Err(e) => bad(format!("invalid UTF-8 at byte {}", e.valid_up_to()), l),
-                Ok(s) => match parse_event(s) {
-                    Ok(msg) => {
-                        inner.counters.events.fetch_add(1, Ordering::Relaxed);
-                        inner.forward(Record::new(msg.ts, RecordBody::Event(msg.event)));
-                    }
-                    Err(e) => bad(e.to_string(), l),
-                },
-            }
-        }
-        lines::Piece::TooLong { len, head } => bad(
-            format!(
-                "line of {len}+ bytes exceeds the {} MiB limit (cut)",
-                lines::MAX_LINE >> 20
-            ),
-            &head,
-        ),
-        lines::Piece::Partial(b) => bad(
-            format!("partial line of {} bytes at end of stream", b.len()),
-            b,
-        ),
     }
 }
