@@ -22,11 +22,6 @@ fn ns(clock: ClockId) -> u64 {
     ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
 }
 
-/// Seconds between two monotonic stamps, as `f64` (negative if `b` is before `a`).
-pub fn secs_between(a: u64, b: u64) -> f64 {
-    (b as i128 - a as i128) as f64 / 1e9
-}
-
 /// Days since 1970-01-01 → (year, month 1–12, day 1–31) in the proleptic Gregorian calendar
 /// (Howard Hinnant's `civil_from_days`; no time zone database, the same on every machine).
 pub fn civil_from_days(days: i64) -> (i64, u32, u32) {

@@ -217,6 +217,9 @@ impl Daemon {
 }
 
 pub fn sigterm(pid: i32) {
-    let pid = rustix::process::Pid::from_raw(pid).expect("pid");
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("kill");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("kill");
 }
