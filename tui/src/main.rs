@@ -11,14 +11,26 @@ fn default_run() -> RunArgs {
     }
 }
 
+/// Does nothing: being a handler (not SIG_IGN) is the point.
+extern "C" fn on_sigxfsz(_: nix::libc::c_int) {}
+
+fn ignore_sigxfsz() {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    let act = SigAction::new(
+        SigHandler::Handler(on_sigxfsz),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    // SAFETY: the handler is an empty function, so it is async-signal-safe, and it replaces
+    // SIGXFSZ's default action before any other thread exists.
+    let _ = unsafe { sigaction(Signal::SIGXFSZ, &act) };
+}
+
 fn main() {
     // A file-size limit (`ulimit -f`) must become a write error the recorder reports, not
     // kill provetop: SIGXFSZ's default action terminates. A handler rather than SIG_IGN, so
     // supervised children start with the default disposition again (exec resets handlers).
-    let _ = signal_hook::flag::register(
-        signal_hook::consts::SIGXFSZ,
-        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
-    );
+    ignore_sigxfsz();
     let cli = Cli::parse();
     let result = match &cli.command {
         Some(Command::Classify(a)) => provetop::classify::main(a),
