@@ -107,14 +107,31 @@ fn csv_row(line: &mut String, header: &SessionHeader, t: u64, s: &Sample, phase:
     }
     line.push(',');
     if let Some(p) = phase {
-        // Phase names are identifiers, but a foreign prover may send anything.
-        if p.contains([',', '"', '\n', '\r']) {
-            let _ = write!(line, "\"{}\"", p.replace('"', "\"\""));
-        } else {
-            line.push_str(p);
-        }
+        csv_text(line, p);
     }
     line.push('\n');
+}
+
+/// A text cell. Phase names are identifiers, but a foreign prover may send anything: control
+/// characters are shown as visible escapes ([`crate::text::inert`], so no cell holds a line
+/// break), a cell a spreadsheet would read as a formula (`=`, `+`, `-`, `@`) starts with `'`
+/// (OWASP's rule), and a cell with a comma or a quote is quoted (RFC 4180).
+pub fn csv_text(line: &mut String, text: &str) {
+    let text = crate::text::inert(text);
+    let formula = text.starts_with(['=', '+', '-', '@']);
+    let quoted = text.contains([',', '"']);
+    if quoted {
+        line.push('"');
+    }
+    if formula {
+        line.push('\'');
+    }
+    if quoted {
+        line.push_str(&text.replace('"', "\"\""));
+        line.push('"');
+    } else {
+        line.push_str(&text);
+    }
 }
 
 /// Bytes → KiB, rounded to the nearest (readings from /proc are whole KiB anyway).
@@ -158,6 +175,23 @@ mod tests {
         assert_eq!(fmt_unix(1_700_000_000_999_600_000), "1700000001");
         assert_eq!(fmt_unix(-1_500_000_000), "-1.5");
         assert_eq!(fmt_unix(0), "0");
+    }
+
+    #[test]
+    fn text_cells_are_inert_for_terminals_and_spreadsheets() {
+        let cell = |t: &str| {
+            let mut l = String::new();
+            csv_text(&mut l, t);
+            l
+        };
+        assert_eq!(cell("synthesis"), "synthesis");
+        assert_eq!(cell("=1+2"), "'=1+2");
+        assert_eq!(cell("+x"), "'+x");
+        assert_eq!(cell("-x"), "'-x");
+        assert_eq!(cell("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(cell("a,b"), "\"a,b\"");
+        assert_eq!(cell("=a\"b"), "\"'=a\"\"b\"");
+        assert_eq!(cell("a\nb\x1b[2J\r"), "a\\nb\\x1b[2J\\r");
     }
 
     #[test]

@@ -464,7 +464,7 @@ pub fn phase_table(store: &Store) -> Option<String> {
         let _ = writeln!(
             out,
             "  {:<18} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
-            phase.as_str(),
+            crate::text::inert(phase.as_str()),
             row.spans,
             fmt_secs(busy_ns(&row.intervals) as f64 / 1e9),
             b(&row.rss, Stats::min),

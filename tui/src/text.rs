@@ -2,11 +2,42 @@
 //! controls (footer messages), the SRS and the prover's state (header). The model keeps
 //! data; the words are made here, where they are shown.
 
+use std::borrow::Cow;
+
 use provetop_shared::units::{fmt_bytes, fmt_secs};
 use provetop_shared::{Alert, AlertLevel, AlertState, Control, Event, Mark, SrsSource};
 
 pub use crate::model::prover::state_name;
 use crate::model::{LogLevel, Logged, SrsState};
+
+/// Text from a child (phase names, messages, log lines) made safe to print on a terminal or
+/// in a table: every control character (C0, DEL, C1: ESC, BEL, CR, LF, TAB…) and every
+/// bidirectional override is shown as a visible escape (`\x1b`, `\r`, `\n`, `\u{202e}`), so
+/// a clear-screen or an OSC 52 clipboard write is read, never obeyed, and one value stays
+/// on one line. Text without such characters is returned as it is.
+pub fn inert(s: &str) -> Cow<'_, str> {
+    fn bad(c: char) -> bool {
+        c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+    if !s.contains(bad) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if bad(c) && (c as u32) < 0x100 => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if bad(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
 
 /// "pause", "prove 1", "set mode batch:2", "shutdown".
 pub fn control_text(c: &Control) -> String {
@@ -39,12 +70,14 @@ pub fn alert_parts(a: &Alert) -> (&str, &str) {
 }
 
 /// "ALERT warn: rss > 1GiB: rss 1.2 GiB > 1.0 GiB" / "alert cleared: …" (headless stderr).
+/// Shown inert ([`inert`]): a phase name in the message is the child's text.
 pub fn alert_line(a: &Alert) -> String {
     let (rule, detail) = alert_parts(a);
-    match a.state {
+    let line = match a.state {
         AlertState::Firing => format!("ALERT {}: {rule}: {detail}", a.level.name()),
         AlertState::Cleared => format!("alert cleared: {rule}: {detail}"),
-    }
+    };
+    inert(&line).into_owned()
 }
 
 fn source_name(s: SrsSource) -> &'static str {
@@ -123,8 +156,16 @@ pub fn log_level(l: &Logged) -> LogLevel {
     }
 }
 
-/// The words of a log entry.
+/// The words of a log entry, shown inert ([`inert`]): most of them are the child's.
 pub fn log_text(l: &Logged) -> String {
+    let text = log_words(l);
+    match inert(&text) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(o) => o,
+    }
+}
+
+fn log_words(l: &Logged) -> String {
     match l {
         Logged::Control(c) => format!("→ {}", control_text(c)),
         Logged::ProofDone {
@@ -269,5 +310,24 @@ fn mark_text(m: &Mark) -> String {
         Mark::BadLine { error, excerpt } => {
             format!("bad event line ({error}): {}", excerpt.trim_end())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inert_shows_control_characters_as_visible_escapes() {
+        assert_eq!(inert("synthesis"), "synthesis");
+        assert!(matches!(inert("synthesis"), Cow::Borrowed(_)));
+        assert_eq!(inert("a\x1b[2Jb"), "a\\x1b[2Jb");
+        assert_eq!(
+            inert("\x1b]52;c;aGk=\x07\r\n\t"),
+            "\\x1b]52;c;aGk=\\x07\\r\\n\\t"
+        );
+        assert_eq!(inert("\u{9b}x\u{7f}"), "\\x9bx\\x7f");
+        assert_eq!(inert("abc\u{202e}def"), "abc\\u{202e}def");
+        assert_eq!(inert("ünïcode ✓"), "ünïcode ✓");
     }
 }

@@ -93,7 +93,7 @@ impl Pipeline {
     /// Handle one record: alerts first (their records follow it), then model and recorder.
     pub fn push(&mut self, model: &mut Model, rec: Record) {
         if let (true, RecordBody::Mark(Mark::Warning { text })) = (self.to_stderr, &rec.body) {
-            crate::say!("provetop: warning: {text}");
+            crate::say!("provetop: warning: {}", crate::text::inert(text));
         }
         let raised = self.engine.observe(&rec);
         self.store(model, &rec);

@@ -440,7 +440,10 @@ fn cursor_box(buf: &mut Buffer, plot: Rect, cx: u16, c: u64, app: &App) {
     let mut phase_line: Vec<(String, Style)> = Vec::new();
     let spans = m.spans_at(c);
     if !spans.is_empty() {
-        let mut names: Vec<String> = spans.iter().map(|s| s.label()).collect();
+        let mut names: Vec<String> = spans
+            .iter()
+            .map(|s| crate::text::inert(&s.label()).into_owned())
+            .collect();
         names.dedup();
         phase_line.push((format!("phase {}", names.join(",")), t.bold()));
     } else if !m.has_events() {

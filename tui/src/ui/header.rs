@@ -74,7 +74,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     }
 
     if let Some(h) = &m.prover.hello {
-        let mut spans = vec![sep(), Span::raw(h.backend.to_string())];
+        let backend = crate::text::inert(&h.backend.to_string()).into_owned();
+        let mut spans = vec![sep(), Span::raw(backend)];
         if !h.gpus.is_empty() {
             spans.push(Span::styled(format!("×{}", h.gpus.len()), t.dim()));
         }
@@ -259,7 +260,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         };
         // The rule as written, or on a narrow screen without its explanation: "⚠ rss >
         // 90GiB" rather than no alert at all.
-        let rule = &a.alert.rule;
+        let rule = crate::text::inert(&a.alert.rule).into_owned();
+        let rule = &rule;
         let short = rule.split_once(" (").map_or(rule.as_str(), |(r, _)| r);
         let style = t.alert(a.alert.level);
         l2.push(

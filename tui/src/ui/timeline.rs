@@ -13,6 +13,7 @@ use provetop_shared::classify::ThresholdPhase;
 use provetop_shared::Phase;
 
 use crate::app::App;
+use crate::text::inert;
 use crate::ui::{title_line, Item};
 
 /// What a Gantt row shows.
@@ -208,7 +209,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
                 0,
                 vec![
                     Span::styled(format!("proof {} ", p.proof_id), t.dim()),
-                    Span::styled(m.current_phase_text(), t.bold()),
+                    Span::styled(inert(&m.current_phase_text()).into_owned(), t.bold()),
                 ],
             ));
         } else if let Some(p) = m.proofs.back() {
@@ -301,7 +302,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
 
     for (i, key) in rows.iter().enumerate() {
         let y = area.y + 1 + i as u16;
-        let label = key.label();
+        let label = inert(&key.label()).into_owned();
         let w = (gutter - 1) as usize;
         let label: String = label.chars().take(w).collect();
         buf.set_stringn(area.x, y, format!("{label:>w$}│"), gutter as usize, dim);
