@@ -255,15 +255,15 @@ impl App {
             Action::Cursor(d) => {
                 let (t0, t1) = self.window();
                 let cols = self.view.drawn.plot_cols.max(1) as u64;
-                let step = (t1 - t0) / cols;
+                let step = t1.saturating_sub(t0) / cols;
                 let cur = self.view.cursor.unwrap_or(t1).clamp(t0, t1);
                 let next = if self.view.cursor.is_none() {
                     // Appear at the newest data (the replay position may be left of the edge).
                     t1.min(self.clock.max(t0))
                 } else if d < 0 {
-                    cur.saturating_sub(step * d.unsigned_abs() as u64)
+                    cur.saturating_sub(step.saturating_mul(d.unsigned_abs() as u64))
                 } else {
-                    cur.saturating_add(step * d as u64)
+                    cur.saturating_add(step.saturating_mul(d as u64))
                 };
                 self.view.cursor = Some(next.clamp(t0, t1));
             }

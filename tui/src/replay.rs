@@ -60,7 +60,7 @@ impl ReplayDriver {
             theme,
             s.start(),
         );
-        let span_s = (s.end() - s.start()) as f64 / NS as f64;
+        let span_s = s.end().saturating_sub(s.start()) as f64 / NS as f64;
         // The whole file when it is up to an hour long, else the last hour before the position.
         app.view.zoom = View::zoom_for(span_s.clamp(10.0, 3600.0));
         app.model = s.model_at_index(0);
@@ -155,9 +155,9 @@ impl Driver for ReplayDriver {
             }
             Action::Seek(s) => {
                 if s < 0 {
-                    clock.saturating_sub(s.unsigned_abs() as u64 * NS)
+                    clock.saturating_sub((s.unsigned_abs() as u64).saturating_mul(NS))
                 } else {
-                    clock.saturating_add(s as u64 * NS)
+                    clock.saturating_add((s as u64).saturating_mul(NS))
                 }
             }
             Action::NextPhase => match self.store.next_phase_start(clock) {
@@ -211,7 +211,7 @@ pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
                 "--start {}: the recording is only {} long",
                 args.start.as_deref().unwrap_or(""),
                 provetop_shared::units::fmt_secs(
-                    (driver.store().end() - driver.store().start()) as f64 / NS as f64
+                    driver.store().end().saturating_sub(driver.store().start()) as f64 / NS as f64
                 )
             );
         }

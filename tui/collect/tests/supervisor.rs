@@ -294,28 +294,23 @@ printf '{"ts":8,"type":"sta' >&3
     let stats = h.stats();
     drop(h);
     let recs = collector.await.unwrap();
-    let events: Vec<(u64, &Event)> = recs
+    // (ts 5 and 7 are not on this clock: the events are stamped when they arrived.)
+    let events: Vec<&Event> = recs
         .iter()
         .filter_map(|r| match &r.body {
-            RecordBody::Event(e) => Some((r.t, e)),
+            RecordBody::Event(e) => Some(e),
             _ => None,
         })
         .collect();
     assert_eq!(
         events,
         vec![
-            (
-                5,
-                &Event::State {
-                    state: ProverState::Idle
-                }
-            ),
-            (
-                7,
-                &Event::State {
-                    state: ProverState::Paused
-                }
-            )
+            &Event::State {
+                state: ProverState::Idle
+            },
+            &Event::State {
+                state: ProverState::Paused
+            }
         ]
     );
     let bad: Vec<(&String, &String)> = recs

@@ -125,11 +125,22 @@ pub fn tick_step(span: u64, max_ticks: u64) -> u64 {
         12 * 3600,
         86400,
     ];
-    STEPS
-        .iter()
-        .map(|s| s * NS)
-        .find(|s| span / s <= max_ticks)
-        .unwrap_or(86400 * NS)
+    let max_ticks = max_ticks.max(1);
+    if let Some(s) = STEPS.iter().map(|s| s * NS).find(|s| span / s <= max_ticks) {
+        return s;
+    }
+    // Longer than days (a damaged or absurd clock): 1, 2, 5 × 10^k days, up to what a u64
+    // holds, so there are never more than `max_ticks` ticks.
+    let mut unit = 86400 * NS;
+    loop {
+        for m in [1, 2, 5] {
+            let s = unit.saturating_mul(m);
+            if span / s <= max_ticks || s == u64::MAX {
+                return s;
+            }
+        }
+        unit = unit.saturating_mul(10);
+    }
 }
 
 /// Series drawn, bottom layer first.
@@ -242,7 +253,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
         hlines
             .iter()
             .map(|l| l.1)
-            .chain([data_max + data_max / 20])
+            .chain([data_max.saturating_add(data_max / 20)])
             .max()
             .unwrap_or(MIB),
     );
@@ -343,31 +354,39 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
     let max_ticks = (plot.width / 12).max(1) as u64;
     let step = tick_step(span, max_ticks);
     let origin = if live { t1 } else { app.origin };
-    let col =
-        |tt: u64| -> u16 { ((tt - t0) as u128 * (plot.width as u128 - 1) / span as u128) as u16 };
+    let col = |tt: u64| -> u16 {
+        (tt.saturating_sub(t0) as u128 * (plot.width as u128 - 1) / span as u128) as u16
+    };
+    // Bounded however the times lie: every step saturates and there are at most
+    // `max_ticks` + 1 of them (the step is chosen so).
+    let most = max_ticks as usize + 2;
     let mut ticks: Vec<u64> = Vec::new();
     if live {
         let mut tt = t1;
-        loop {
+        while ticks.len() < most {
             ticks.push(tt);
-            if tt < t0 + step {
+            if tt < t0.saturating_add(step) {
                 break;
             }
             tt -= step;
         }
     } else {
-        let first = t0.saturating_sub(origin).div_ceil(step) * step + origin;
+        let first = t0
+            .saturating_sub(origin)
+            .div_ceil(step)
+            .saturating_mul(step)
+            .checked_add(origin);
         let mut tt = first;
-        while tt <= t1 {
-            ticks.push(tt);
-            tt += step;
+        while let Some(x) = tt.filter(|x| *x <= t1 && ticks.len() < most) {
+            ticks.push(x);
+            tt = x.checked_add(step);
         }
     }
     let mut taken_until: i32 = -1;
     ticks.sort_unstable();
     for tt in ticks {
         let label = if live {
-            let back = t1 - tt;
+            let back = t1.saturating_sub(tt);
             if back == 0 {
                 if app.view.frozen.is_some() {
                     "frozen".to_string()
@@ -392,7 +411,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
 
     // Cursor: a reversed column and a box with exact values.
     if let Some(c) = cursor {
-        let cx = plot.x + ((c - t0) as u128 * (plot.width as u128 - 1) / span as u128) as u16;
+        let cx = plot.x
+            + (c.saturating_sub(t0) as u128 * (plot.width as u128 - 1) / span as u128) as u16;
         for r in 0..plot.height {
             if let Some(cell) = buf.cell_mut((cx, plot.y + r)) {
                 cell.set_style(t.cursor());
@@ -410,7 +430,10 @@ fn cursor_box(buf: &mut Buffer, plot: Rect, cx: u16, c: u64, app: &App) {
     let when = if matches!(app.screen, Screen::Replay(_)) {
         format!("at {}", fmt_clock(c.saturating_sub(app.origin), true))
     } else {
-        format!("at -{:.2}s", (app.window_end() - c) as f64 / NS as f64)
+        format!(
+            "at -{:.2}s",
+            app.window_end().saturating_sub(c) as f64 / NS as f64
+        )
     };
     match m.value_at(c) {
         Some(r) => {
@@ -485,6 +508,17 @@ mod tests {
         assert_eq!(nice_max(190 * GIB), 200 * GIB);
         assert_eq!(nice_max(0), MIB);
         assert!(nice_max(1_234_567_890) >= 1_234_567_890);
+    }
+
+    #[test]
+    fn tick_steps_keep_the_ticks_bounded_over_any_span() {
+        assert_eq!(tick_step(60 * NS, 5), 15 * NS);
+        for span in [0, 1, 86400 * NS * 30, u64::MAX / 2, u64::MAX] {
+            for max in [0, 1, 5, 16] {
+                let s = tick_step(span, max);
+                assert!(s > 0 && span / s <= max.max(1), "{span} {max}: {s}");
+            }
+        }
     }
 
     #[test]

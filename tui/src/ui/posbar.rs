@@ -54,7 +54,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App, p: &Playback) {
         for a in &p.alerts {
             track[at(*a).min(track_w - 1)] = '!';
         }
-        let cur = at(p.start + pos).min(track_w - 1);
+        let cur = at(p.start.saturating_add(pos)).min(track_w - 1);
         for c in track.iter_mut().take(cur) {
             if *c == '─' {
                 *c = '━';

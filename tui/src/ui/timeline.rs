@@ -398,7 +398,9 @@ fn mode_marks(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
         if *t < t0 || *t > t1 {
             continue;
         }
-        let x = area.x + gutter + ((t - t0) as u128 * (pw as u128 - 1) / span as u128) as u16;
+        let x = area.x
+            + gutter
+            + (t.saturating_sub(t0) as u128 * (pw as u128 - 1) / span as u128) as u16;
         for y in area.y + 1..=bottom {
             if let Some(cell) = buf.cell_mut((x, y)) {
                 if cell.symbol() == " " {
@@ -426,7 +428,8 @@ fn cursor_column(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
     let (t0, t1) = app.window();
     let pw = area.width - gutter;
     let span = t1.saturating_sub(t0).max(1);
-    let cx = area.x + gutter + ((c - t0) as u128 * (pw as u128 - 1) / span as u128) as u16;
+    let cx =
+        area.x + gutter + (c.saturating_sub(t0) as u128 * (pw as u128 - 1) / span as u128) as u16;
     for r in 1..area.height {
         if let Some(cell) = buf.cell_mut((cx, area.y + r)) {
             cell.set_style(app.theme.cursor());

@@ -188,7 +188,7 @@ pub async fn spawn(spec: ChildSpec, tx: mpsc::Sender<Record>) -> anyhow::Result<
     let (pid_tx, pid_rx) = watch::channel(None);
     let (exit_tx, exit_rx) = watch::channel(None);
     // Register and publish before returning so pid() is valid at once.
-    let started = start_run(&inner, first, &pid_tx);
+    let started = start_run(&inner, first, &pid_tx, t_start);
     inner.announce_start(t_start, started.pid, &spec.argv).await;
     tokio::spawn(supervise(inner.clone(), spec, started, pid_tx, exit_tx));
     Ok(SupervisorHandle {
@@ -302,6 +302,7 @@ fn start_run(
     inner: &Arc<Inner>,
     l: launch::Launched,
     pid_tx: &watch::Sender<Option<u32>>,
+    t_start: u64,
 ) -> Running {
     let launch::Launched { mut child, events } = l;
     let pid = child.id().unwrap_or(0);
@@ -319,7 +320,7 @@ fn start_run(
         }
     });
     *inner.stdin.lock().unwrap_or_else(|e| e.into_inner()) = Some(stdin_tx);
-    let reader = tokio::spawn(read_events(inner.clone(), events, pid as i32));
+    let reader = tokio::spawn(read_events(inner.clone(), events, pid as i32, t_start));
     let cgroups = MemCgroup::of_pid(pid)
         .map(|c| {
             let n = c.oom_kills();
@@ -403,7 +404,7 @@ async fn supervise(
         let t_start = mono_ns();
         match launch::launch(&spec).await {
             Ok(l) => {
-                run = start_run(&inner, l, &pid_tx);
+                run = start_run(&inner, l, &pid_tx, t_start);
                 inner.announce_start(t_start, run.pid, &spec.argv).await;
             }
             Err(e) => {

@@ -1,0 +1,171 @@
+//! A hostile child, end to end: `provetop run --headless --record` of children that lie about
+//! time, speak a protocol from the future, send impossible durations, flood their events pipe
+//! or their output. The session stays true to the monitor's clock, bounded, and says what it
+//! refused or dropped.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Instant;
+
+use provetop::store::Store;
+use provetop_shared::session::load;
+use provetop_shared::{Event, Mark, Record, RecordBody};
+use provetop_testkit::bins::provetop;
+
+fn headless(dir: &Path, session: &Path, script: &str) -> Output {
+    Command::new(provetop())
+        .args(["run", "--headless", "--record"])
+        .arg(session)
+        .args(["--", "sh", "-c", script])
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .output()
+        .expect("run provetop")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn marks(recs: &[Record]) -> Vec<&Mark> {
+    recs.iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Mark(m) => Some(m),
+            _ => None,
+        })
+        .collect()
+}
+
+fn events(recs: &[Record]) -> Vec<(u64, &Event)> {
+    recs.iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Event(e) => Some((r.t, e)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_child_claiming_ts_zero_and_the_last_u64_is_recorded_on_the_monitors_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("ts.ptop");
+    let script = r#"
+printf '{"ts":0,"type":"state","state":"idle"}\n' >&3
+sleep 0.3
+printf '{"ts":18446744073709551615,"type":"state","state":"paused"}\n' >&3
+printf '{"ts":18446744073709551615,"type":"state","state":"idle"}\n' >&3
+sleep 0.3
+"#;
+    let begun = Instant::now();
+    let out = headless(dir.path(), &s, script);
+    let wall = begun.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let recs = load(&s).unwrap().records;
+    let first = recs.iter().map(|r| r.t).min().unwrap();
+    let last = recs.iter().map(|r| r.t).max().unwrap();
+    assert!(
+        last - first <= wall.as_nanos() as u64,
+        "records span {} ns, the run took {wall:?}",
+        last - first
+    );
+    let started = recs
+        .iter()
+        .find(|r| matches!(r.body, RecordBody::Mark(Mark::ChildStarted { .. })))
+        .unwrap()
+        .t;
+    let ev = events(&recs);
+    assert_eq!(ev.len(), 3, "{ev:?}");
+    for (t, _) in &ev {
+        assert!(*t >= started && *t <= last, "event at {t}, child started at {started}");
+    }
+    // Said once at the first refusal, and once more with the count.
+    let warnings: Vec<&String> = marks(&recs)
+        .into_iter()
+        .filter_map(|m| match m {
+            Mark::Warning { text } => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].contains("ts 0 is"), "{}", warnings[0]);
+    assert!(warnings[1].contains("3 events"), "{}", warnings[1]);
+
+    // classify puts the peak within the session's second or so.
+    let c = Command::new(provetop()).arg("classify").arg(&s).output().unwrap();
+    assert!(c.status.success(), "{}", stderr(&c));
+    let text = String::from_utf8_lossy(&c.stdout);
+    let line = text.lines().find(|l| l.starts_with("peak:")).expect(&text);
+    let at: f64 = line
+        .split(" at ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect(line);
+    assert!(at <= wall.as_secs_f64(), "{line} (the run took {wall:?})");
+
+    // Replay opens it and reaches its end.
+    let store = Store::open(&s).unwrap();
+    assert!(store.end() - store.start() <= wall.as_nanos() as u64);
+    let _ = store.model_at(store.end());
+}
+
+#[test]
+fn a_hello_of_a_newer_major_version_is_refused_and_what_follows_is_not_read_as_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("v2.ptop");
+    let script = r#"
+printf '{"ts":1,"type":"hello","protocol":"2.0","prover_version":"9","pid":1,"backend":"cpu","config":{"partitions":1,"constraints":1,"circuit":"x","mode":"single","threads":1}}\n' >&3
+printf '{"ts":2,"type":"state","state":"idle"}\n' >&3
+printf '{"ts":3,"type":"bye","reason":"done","proofs_done":7}\n' >&3
+sleep 0.3
+"#;
+    let out = headless(dir.path(), &s, script);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("speaks protocol 2.0, this build speaks 1.1"), "{err}");
+    let recs = load(&s).unwrap().records;
+    assert!(events(&recs).is_empty(), "{:?}", events(&recs));
+    let m = marks(&recs);
+    assert!(
+        m.iter().any(|m| matches!(m, Mark::BadLine { error, .. }
+            if error.contains("2.0") && error.contains("1.1"))),
+        "{m:?}"
+    );
+    assert!(
+        m.iter().any(|m| matches!(m, Mark::Warning { text }
+            if text.contains("2 lines after its protocol 2.0 hello"))),
+        "{m:?}"
+    );
+}
+
+#[test]
+fn negative_durations_are_bad_lines_naming_the_field_and_zero_is_a_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("dur.ptop");
+    let script = r#"
+printf '{"ts":1,"type":"phase_ended","proof_id":1,"phase":"prove","duration_s":-5}\n' >&3
+printf '{"ts":1,"type":"srs_ready","bytes":1,"pinned_bytes":0,"source":"disk","duration_s":-0.1}\n' >&3
+printf '{"ts":1,"type":"proof_finished","proof_id":1,"ok":true,"verified":true,"duration_s":1,"mode":"single","phases":[{"phase":"prove","duration_s":-2}]}\n' >&3
+printf '{"ts":1,"type":"phase_ended","proof_id":1,"phase":"prove","duration_s":0}\n' >&3
+sleep 0.3
+"#;
+    let out = headless(dir.path(), &s, script);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let recs = load(&s).unwrap().records;
+    let bad: Vec<&String> = marks(&recs)
+        .into_iter()
+        .filter_map(|m| match m {
+            Mark::BadLine { error, .. } => Some(error),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(bad.len(), 3, "{bad:?}");
+    assert!(bad[0].contains("phase_ended") && bad[0].contains("duration_s is -5"));
+    assert!(bad[1].contains("srs_ready") && bad[1].contains("duration_s is -0.1"));
+    assert!(bad[2].contains("phases[0].duration_s is -2"), "{}", bad[2]);
+    let ev = events(&recs);
+    assert!(
+        matches!(ev.as_slice(), [(_, Event::PhaseEnded { duration_s, .. })] if *duration_s == 0.0),
+        "{ev:?}"
+    );
+}
