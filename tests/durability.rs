@@ -163,17 +163,19 @@ fn session_files_and_child_logs_are_created_0600() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(mode(&fresh), 0o600);
     assert_eq!(mode(&dir.path().join("fresh.ptop.child.log")), 0o600);
-    // A file that already existed, world-readable: overwritten, it becomes private.
+    // A child log of ours that already existed, world-readable (its session was removed):
+    // appended to, it becomes private. An existing session file is refused (tests/files.rs).
     let old = dir.path().join("old.ptop");
     let old_log = dir.path().join("old.ptop.child.log");
-    for p in [&old, &old_log] {
-        std::fs::write(p, b"previous contents").unwrap();
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).unwrap();
-    }
+    std::fs::write(&old_log, b"previous contents").unwrap();
+    std::fs::set_permissions(&old_log, std::fs::Permissions::from_mode(0o644)).unwrap();
     let o = headless(dir.path(), &old, &["--", "true"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(mode(&old), 0o600, "an overwritten session file kept 0644");
+    assert_eq!(mode(&old), 0o600);
     assert_eq!(mode(&old_log), 0o600, "an appended child log kept 0644");
+    assert!(std::fs::read(&old_log)
+        .unwrap()
+        .starts_with(b"previous contents"));
     assert!(load(&old).is_ok());
     // The default location.
     let o = std::process::Command::new(provetop())

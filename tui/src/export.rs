@@ -33,6 +33,10 @@ pub fn csv_header() -> String {
 
 /// Run `provetop export`; returns the process exit code.
 pub fn main(args: &ExportArgs) -> anyhow::Result<i32> {
+    // Before the (possibly long) load; creating the file (O_EXCL) is what makes it sure.
+    if let Some(out) = &args.output {
+        refuse_existing(&args.file, out)?;
+    }
     let store = Store::scan(&args.file, Thresholds::default())
         // LoadError already names the cause; `{:#}` would repeat its io::Error source.
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -59,8 +63,38 @@ pub fn main(args: &ExportArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// A new file, 0600, never through a link ([`provetop_shared::session::create_private`]).
 fn create(path: &Path) -> anyhow::Result<File> {
-    File::create(path).with_context(|| format!("cannot create {}", path.display()))
+    provetop_shared::session::create_private(path)
+        .with_context(|| format!("cannot create {}", path.display()))
+}
+
+/// `-o` names an existing path: the input itself (same file, by device and inode), or any
+/// other file. An export writes only a new file; standard output is there for the rest.
+fn refuse_existing(input: &Path, out: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(o) = std::fs::symlink_metadata(out) else {
+        return Ok(());
+    };
+    let same = |m: &std::fs::Metadata| {
+        std::fs::metadata(input).is_ok_and(|i| (i.dev(), i.ino()) == (m.dev(), m.ino()))
+    };
+    if same(&o) || std::fs::metadata(out).is_ok_and(|m| same(&m)) {
+        anyhow::bail!(
+            "-o {}: that is the input {}; refusing to write the export over it",
+            out.display(),
+            input.display()
+        );
+    }
+    let what = if o.file_type().is_symlink() {
+        "is a symbolic link"
+    } else {
+        "already exists"
+    };
+    anyhow::bail!(
+        "-o {}: {what}; provetop export writes only a new file (choose another name, remove it, or leave out -o for standard output)",
+        out.display()
+    )
 }
 
 /// Write bytes to standard output; a reader that went away (`| head`) is not an error.

@@ -95,7 +95,22 @@ pub fn resolve(opts: &MonitorOpts, file: &FileConfig) -> anyhow::Result<Setup> {
         None
     } else {
         Some(match &opts.record {
-            Some(p) => p.clone(),
+            Some(p) => {
+                // Checked before anything starts; creating the file (O_EXCL) is what makes
+                // it sure.
+                if let Ok(m) = std::fs::symlink_metadata(p) {
+                    let what = if m.file_type().is_symlink() {
+                        "is a symbolic link"
+                    } else {
+                        "already exists"
+                    };
+                    anyhow::bail!(
+                        "--record {}: {what}; provetop records only to a new file (choose another name, or remove it)",
+                        p.display()
+                    );
+                }
+                p.clone()
+            }
             None => default_session_path()?,
         })
     };
@@ -143,7 +158,8 @@ fn mem_total() -> Option<u64> {
     (total > 0).then_some(total)
 }
 
-/// `$XDG_STATE_HOME/provetop/sessions/provetop-<UTC date>-<pid>.ptop` (directory created).
+/// `$XDG_STATE_HOME/provetop/sessions/provetop-<UTC date>-<pid>.ptop` (directory created
+/// private: [`private_dir`]).
 pub fn default_session_path() -> anyhow::Result<PathBuf> {
     let base = std::env::var_os("XDG_STATE_HOME")
         .filter(|v| !v.is_empty())
@@ -159,7 +175,7 @@ pub fn default_session_path() -> anyhow::Result<PathBuf> {
             )
         })?;
     let dir = base.join("provetop").join("sessions");
-    std::fs::create_dir_all(&dir)
+    private_dir(&dir)
         .with_context(|| format!("cannot create the session directory {}", dir.display()))?;
     let secs = provetop_shared::clock::wall_ns() / 1_000_000_000;
     Ok(dir.join(format!(
@@ -167,6 +183,44 @@ pub fn default_session_path() -> anyhow::Result<PathBuf> {
         utc_stamp(secs),
         std::process::id()
     )))
+}
+
+/// Create `dir` and its missing parents with mode 0700 whatever the umask; `provetop/` and
+/// `provetop/sessions/` that already exist and are ours are made 0700 too (an older provetop
+/// created them under the umask).
+pub fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let private = |d: &std::path::Path| {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700))
+    };
+    let mut missing = Vec::new();
+    let mut d = dir;
+    while std::fs::symlink_metadata(d).is_err() {
+        missing.push(d);
+        match d.parent() {
+            Some(p) if !p.as_os_str().is_empty() => d = p,
+            _ => break,
+        }
+    }
+    for d in missing.iter().rev() {
+        match std::fs::DirBuilder::new().mode(0o700).create(d) {
+            Ok(()) => private(d)?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    for d in [Some(dir), dir.parent()].into_iter().flatten() {
+        if let Ok(m) = std::fs::symlink_metadata(d) {
+            if m.is_dir() && m.uid() == me && m.mode() & 0o077 != 0 {
+                private(d)?;
+            }
+        }
+    }
+    if !dir.is_dir() {
+        return Err(std::io::Error::other("not a directory"));
+    }
+    Ok(())
 }
 
 /// "20250101-120000" (UTC) from unix seconds.

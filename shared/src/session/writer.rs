@@ -7,6 +7,38 @@ use std::path::{Path, PathBuf};
 use super::{SessionHeader, MAGIC};
 use crate::record::{Record, RecordBody};
 
+/// Create a new file for writing (and reading back) with mode 0600, whatever the umask: never
+/// an existing path, never through a symbolic link (`O_CREAT | O_EXCL | O_NOFOLLOW`), so a
+/// link planted at the path cannot make provetop truncate, chmod or append to another file.
+/// An existing path is an `AlreadyExists` error whose message says what to do (the caller
+/// names the path).
+pub fn create_private(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| {
+            if e.kind() != io::ErrorKind::AlreadyExists {
+                return e;
+            }
+            let why = match std::fs::symlink_metadata(path) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    "is a symbolic link (provetop does not write through links)"
+                }
+                _ => "already exists (provetop writes only new files: choose another name, or remove it)",
+            };
+            io::Error::new(io::ErrorKind::AlreadyExists, why)
+        })?;
+    // `mode` is filtered by the umask: a umask such as 0o277 would leave the owner unable to
+    // write. The file is ours and new: set the mode outright.
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    Ok(file)
+}
+
 /// Appends records to a session file (created with mode 0600: it may hold command lines).
 pub struct SessionWriter {
     out: BufWriter<File>,
@@ -16,22 +48,9 @@ pub struct SessionWriter {
 }
 
 impl SessionWriter {
-    /// Create (truncate) `path` and write the header.
+    /// Create `path` (it must not exist: see [`create_private`]) and write the header.
     pub fn create(path: &Path, header: &SessionHeader) -> io::Result<Self> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(path)?;
-        // `mode` applies only when the file is created: an existing file being overwritten
-        // keeps its permissions unless they are set here (special files such as /dev/null
-        // are left alone).
-        if file.metadata()?.is_file() {
-            use std::os::unix::fs::PermissionsExt;
-            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-        }
+        let file = create_private(path)?;
         let mut out = BufWriter::with_capacity(256 << 10, file);
         let h = serde_json::to_vec(header).map_err(io::Error::other)?;
         out.write_all(MAGIC)?;

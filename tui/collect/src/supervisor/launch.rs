@@ -64,30 +64,55 @@ pub async fn launch(spec: &ChildSpec) -> anyhow::Result<Launched> {
         .map_err(|_| anyhow::anyhow!("the child-spawning thread dropped the request"))?
 }
 
+/// The child log: created new (0600, never through a symbolic link), or, for a restarted
+/// child, the existing one appended to if it is a plain file of ours with no other name (a
+/// planted link, or a hard link to someone else's file, is refused). Whether it was created.
+fn open_log(p: &std::path::Path) -> std::io::Result<(std::fs::File, bool)> {
+    use std::os::unix::fs::MetadataExt;
+    match provetop_shared::session::create_private(p) {
+        Ok(f) => return Ok((f, true)),
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+        Err(_) => {}
+    }
+    let f = OpenOptions::new()
+        .append(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(p)
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ELOOP) => {
+                std::io::Error::other("is a symbolic link (provetop does not write through links)")
+            }
+            _ => e,
+        })?;
+    let m = f.metadata()?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { nix::libc::geteuid() };
+    if !m.is_file() || m.uid() != me || m.nlink() != 1 {
+        return Err(std::io::Error::other(
+            "exists and is not a plain file of yours with one name: refusing to append to it (remove it, or record elsewhere)",
+        ));
+    }
+    if m.mode() & 0o077 != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok((f, false))
+}
+
 fn launch_here(spec: &ChildSpec) -> anyhow::Result<Launched> {
     let program = spec.argv.first().context("empty command: nothing to run")?;
     let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .context("cannot create the events pipe")?;
-    let (out, err) = match &spec.log_path {
+    let (out, err, created_log) = match &spec.log_path {
         Some(p) => {
-            let f = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .open(p)
-                .with_context(|| format!("cannot open child log {}", p.display()))?;
-            // `mode` only applies to a new file: an existing log appended to is made private
-            // too (best effort: one owned by someone else stays as it is).
-            if f.metadata().is_ok_and(|m| m.is_file()) {
-                use std::os::unix::fs::PermissionsExt;
-                let _ = f.set_permissions(std::fs::Permissions::from_mode(0o600));
-            }
+            let (f, created) =
+                open_log(p).with_context(|| format!("cannot open child log {}", p.display()))?;
             let f2 = f
                 .try_clone()
                 .with_context(|| format!("cannot open child log {}", p.display()))?;
-            (Stdio::from(f), Stdio::from(f2))
+            (Stdio::from(f), Stdio::from(f2), created.then_some(p))
         }
-        None => (Stdio::null(), Stdio::null()),
+        None => (Stdio::null(), Stdio::null(), None),
     };
     let mut cmd = Command::new(program);
     cmd.args(&spec.argv[1..])
@@ -120,9 +145,16 @@ fn launch_here(spec: &ChildSpec) -> anyhow::Result<Launched> {
             Ok(())
         });
     }
-    let child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start {program:?}"))?;
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            // A command that cannot start leaves no empty log behind.
+            if let Some(p) = created_log {
+                let _ = std::fs::remove_file(p);
+            }
+            return Err(e).with_context(|| format!("cannot start {program:?}"));
+        }
+    };
     // Our copy of the write end must go, or the reader never sees end-of-file.
     drop(write_end);
     Ok(Launched {

@@ -1,0 +1,281 @@
+//! Files and security, end to end through the real binary: provetop writes only new files,
+//! never through a link planted at the session, child-log or export path; its state
+//! directory is private whatever the umask; an export never replaces its input; a command
+//! that cannot start leaves no file behind.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use provetop_shared::session::load;
+use provetop_testkit::bins::{provetop, run_provetop};
+use provetop_testkit::faults::*;
+use provetop_testkit::fixtures::demo_session;
+
+fn mode(p: &Path) -> u32 {
+    std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// A file someone else cares about: its bytes and mode, to check that they did not change.
+struct Victim {
+    path: std::path::PathBuf,
+    bytes: Vec<u8>,
+    mode: u32,
+}
+
+impl Victim {
+    fn new(dir: &Path) -> Victim {
+        let path = dir.join("victim");
+        let bytes = b"precious: not provetop's\n".to_vec();
+        std::fs::write(&path, &bytes).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        Victim {
+            path,
+            bytes,
+            mode: 0o644,
+        }
+    }
+
+    fn assert_untouched(&self) {
+        assert_eq!(
+            std::fs::read(&self.path).unwrap(),
+            self.bytes,
+            "content changed"
+        );
+        assert_eq!(mode(&self.path), self.mode, "mode changed");
+    }
+}
+
+fn one_line(err: &str) {
+    assert_eq!(err.lines().count(), 1, "not one line: {err}");
+}
+
+#[test]
+fn a_symlink_planted_at_the_session_path_is_refused_and_its_target_is_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = Victim::new(dir.path());
+    let s = dir.path().join("s.ptop");
+    std::os::unix::fs::symlink(&victim.path, &s).unwrap();
+    let o = headless(dir.path(), &s, &["--", "true"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    one_line(&err);
+    assert!(
+        err.contains("s.ptop") && err.contains("symbolic link"),
+        "{err}"
+    );
+    victim.assert_untouched();
+    // Nothing was started: no child log either.
+    assert!(!dir.path().join("s.ptop.child.log").exists());
+}
+
+#[test]
+fn the_session_writer_itself_never_follows_a_link_or_reuses_a_file() {
+    // The flag check above is a courtesy; creating the file is what makes it sure (a link
+    // planted between the check and the creation).
+    let dir = tempfile::tempdir().unwrap();
+    let victim = Victim::new(dir.path());
+    let link = dir.path().join("link.ptop");
+    std::os::unix::fs::symlink(&victim.path, &link).unwrap();
+    let header = provetop_shared::session::SessionHeader::now(vec![], 20.0);
+    for p in [&link, &victim.path] {
+        let e = provetop_collect::recorder::Recorder::create(p, &header)
+            .err()
+            .unwrap_or_else(|| panic!("{} was written", p.display()));
+        let e = format!("{e:#}");
+        assert!(e.contains(&*p.to_string_lossy()), "{e}");
+        one_line(&e);
+    }
+    victim.assert_untouched();
+}
+
+#[test]
+fn an_existing_session_file_is_refused_by_name_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("old.ptop");
+    std::fs::write(&s, b"yesterday's session").unwrap();
+    let o = headless(dir.path(), &s, &["--", "true"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    one_line(&err);
+    assert!(
+        err.contains("--record") && err.contains("old.ptop") && err.contains("already exists"),
+        "{err}"
+    );
+    assert!(err.contains("another name"), "{err}");
+    assert_eq!(std::fs::read(&s).unwrap(), b"yesterday's session");
+}
+
+#[test]
+fn a_symlink_planted_at_the_child_log_path_is_refused_and_its_target_is_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = Victim::new(dir.path());
+    let s = dir.path().join("s.ptop");
+    std::os::unix::fs::symlink(&victim.path, dir.path().join("s.ptop.child.log")).unwrap();
+    let o = headless(dir.path(), &s, &["--", "echo", "written through the link"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    one_line(&err);
+    assert!(
+        err.contains("child log") && err.contains("symbolic link"),
+        "{err}"
+    );
+    victim.assert_untouched();
+    assert!(
+        !s.exists(),
+        "a session was recorded for a child never started"
+    );
+}
+
+#[test]
+fn a_hard_link_at_the_child_log_path_is_not_appended_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = Victim::new(dir.path());
+    let s = dir.path().join("s.ptop");
+    std::fs::hard_link(&victim.path, dir.path().join("s.ptop.child.log")).unwrap();
+    let o = headless(dir.path(), &s, &["--", "echo", "appended"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    one_line(&err);
+    assert!(err.contains("child log"), "{err}");
+    victim.assert_untouched();
+}
+
+#[test]
+fn the_state_directory_is_created_0700_under_umask_000() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("umask 000; exec \"$0\" run --headless -- true")
+        .arg(provetop())
+        .env("XDG_STATE_HOME", &state)
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    for d in ["", "provetop", "provetop/sessions"] {
+        let p = state.join(d);
+        assert_eq!(mode(&p), 0o700, "{} has mode {:o}", p.display(), mode(&p));
+    }
+    let files: Vec<_> = std::fs::read_dir(state.join("provetop/sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    for f in files {
+        assert_eq!(mode(&f), 0o600, "{}", f.display());
+    }
+}
+
+#[test]
+fn an_existing_state_directory_of_ours_is_made_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("state/provetop/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    for d in [&sessions, &dir.path().join("state/provetop")] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let o = std::process::Command::new(provetop())
+        .args(["run", "--headless", "--", "true"])
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(mode(&sessions), 0o700);
+    assert_eq!(mode(&dir.path().join("state/provetop")), 0o700);
+}
+
+#[test]
+fn export_over_its_input_is_refused_and_the_session_is_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = demo_session(dir.path());
+    let before = std::fs::read(&p).unwrap();
+    let hard = dir.path().join("hard.ptop");
+    std::fs::hard_link(&p, &hard).unwrap();
+    let soft = dir.path().join("soft.ptop");
+    std::os::unix::fs::symlink(&p, &soft).unwrap();
+    let dotted = dir.path().join(".").join(p.file_name().unwrap());
+    for out in [&p, &hard, &soft, &dotted] {
+        for format in ["csv", "jsonl"] {
+            let o = run_provetop(&[
+                "export",
+                p.to_str().unwrap(),
+                "--format",
+                format,
+                "-o",
+                out.to_str().unwrap(),
+            ]);
+            assert_eq!(o.code, 1, "{}: {}", out.display(), o.stderr);
+            one_line(&o.stderr);
+            assert!(
+                o.stderr.contains("the input") && o.stderr.contains("refusing"),
+                "{}",
+                o.stderr
+            );
+            assert_eq!(o.stdout, "");
+        }
+    }
+    assert_eq!(std::fs::read(&p).unwrap(), before, "the session changed");
+    assert!(load(&p).unwrap().warnings.is_empty());
+}
+
+#[test]
+fn export_to_an_existing_file_or_a_link_is_refused_and_a_new_file_is_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = demo_session(dir.path());
+    let victim = Victim::new(dir.path());
+    let link = dir.path().join("link.csv");
+    std::os::unix::fs::symlink(&victim.path, &link).unwrap();
+    let dangling = dir.path().join("dangling.csv");
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+    for (out, want) in [
+        (&victim.path, "already exists"),
+        (&link, "symbolic link"),
+        (&dangling, "symbolic link"),
+    ] {
+        let o = run_provetop(&[
+            "export",
+            p.to_str().unwrap(),
+            "--format",
+            "csv",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.code, 1, "{}: {}", out.display(), o.stderr);
+        one_line(&o.stderr);
+        assert!(o.stderr.contains(want), "{}", o.stderr);
+    }
+    victim.assert_untouched();
+    assert!(!dir.path().join("nowhere").exists());
+    let fresh = dir.path().join("fresh.csv");
+    let o = run_provetop(&[
+        "export",
+        p.to_str().unwrap(),
+        "--format",
+        "csv",
+        "-o",
+        fresh.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(mode(&fresh), 0o600);
+    assert!(std::fs::read_to_string(&fresh)
+        .unwrap()
+        .starts_with("timestamp,rss_kb"));
+}
+
+#[test]
+fn a_command_that_cannot_start_leaves_no_child_log_and_no_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("s.ptop");
+    let o = headless(dir.path(), &s, &["--", "/nonexistent/prover", "--fast"]);
+    let err = stderr(&o);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("/nonexistent/prover"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("s.ptop"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
