@@ -3,10 +3,14 @@
 //! Time is the records' own `t`, so the same engine gives the same alerts live and in replay.
 //! A rule with `for D` fires once its condition has held for D without a break; it clears on
 //! the first record where the condition no longer holds (or its metric is no longer known).
+//!
+//! `event_age` (the watchdog) is known only while the prover should be working: its last
+//! `state` said `proving`, or a proof it started has not finished. An idle or paused prover
+//! is silent by design and never counts as hung.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use provetop_shared::protocol::{Event, Phase};
+use provetop_shared::protocol::{Event, Phase, ProverState};
 use provetop_shared::{Alert, AlertState, Mark, Record, RecordBody, Sample};
 
 use super::rule::{Metric, Rule};
@@ -33,6 +37,10 @@ pub struct AlertEngine {
     reported_pinned: Option<u64>,
     /// Time of the current child's last event.
     last_event: Option<u64>,
+    /// The prover's last `state`.
+    prover_state: Option<ProverState>,
+    /// Proofs started and not finished.
+    in_flight: BTreeSet<u64>,
     /// Peaks of finished proofs, for `predicted_free`.
     forecast: Forecast,
 }
@@ -47,6 +55,8 @@ impl AlertEngine {
             phases: BTreeMap::new(),
             reported_pinned: None,
             last_event: None,
+            prover_state: None,
+            in_flight: BTreeSet::new(),
             forecast: Forecast::default(),
         }
     }
@@ -66,6 +76,8 @@ impl AlertEngine {
                 // A new or dead child has no open phases and has said nothing yet.
                 self.phases.clear();
                 self.last_event = None;
+                self.prover_state = None;
+                self.in_flight.clear();
                 self.eval(t, None)
             }
             _ => Vec::new(),
@@ -90,10 +102,19 @@ impl AlertEngine {
             } => {
                 self.phases.remove(&(*proof_id, phase.clone(), *partition));
             }
+            Event::ProofStarted { proof_id, .. } => {
+                self.in_flight.insert(*proof_id);
+            }
             Event::ProofFinished { proof_id, .. } => {
                 self.phases.retain(|k, _| k.0 != *proof_id);
+                self.in_flight.remove(proof_id);
             }
-            Event::Bye { .. } => self.phases.clear(),
+            Event::State { state } => self.prover_state = Some(*state),
+            Event::Bye { .. } => {
+                self.phases.clear();
+                self.in_flight.clear();
+                self.prover_state = None;
+            }
             Event::MemoryReport { pinned_bytes, .. } => self.reported_pinned = Some(*pinned_bytes),
             _ => {}
         }
@@ -118,6 +139,12 @@ impl AlertEngine {
             return self.phase_running(t).map(|(v, n)| (v, Some(n)));
         }
         if m == Metric::EventAge {
+            // Silence is a hang only when there is work to do.
+            let working =
+                self.prover_state == Some(ProverState::Proving) || !self.in_flight.is_empty();
+            if !working {
+                return None;
+            }
             return self
                 .last_event
                 .map(|l| (t.saturating_sub(l) as f64 / 1e9, None));
@@ -333,6 +360,59 @@ mod tests {
         assert_eq!(a.len(), 1);
         assert_eq!(a[0].state, AlertState::Cleared);
         assert_eq!(a[0].message, "cleared: predicted_free: no longer measured");
+    }
+
+    #[test]
+    fn an_idle_or_paused_prover_is_not_hung_a_silent_working_one_is() {
+        let ev = |t, e: Event| Record::new(t, RecordBody::Event(e));
+        let state = |s| Event::State { state: s };
+        let mut e = AlertEngine::new(vec!["event_age > 5s".parse().unwrap()]);
+        // Idle, then silent for a minute: nothing.
+        e.observe(&ev(0, state(ProverState::Idle)));
+        assert!((1..60).all(|i| e.observe(&sample(i * S, 1)).is_empty()));
+        // Paused: nothing either.
+        e.observe(&ev(60 * S, state(ProverState::Paused)));
+        assert!((61..120).all(|i| e.observe(&sample(i * S, 1)).is_empty()));
+        // Paused with a proof still in flight: that proof should progress.
+        e.observe(&ev(
+            120 * S,
+            Event::ProofStarted {
+                proof_id: 7,
+                mode: provetop_shared::protocol::BatchMode::Single,
+                sectors: 1,
+                partitions: 1,
+                constraints: 1,
+            },
+        ));
+        let fired: Vec<Alert> = (121..130)
+            .flat_map(|i| e.observe(&sample(i * S, 1)))
+            .collect();
+        assert_eq!(fired.len(), 1, "{fired:?}");
+        assert_eq!(fired[0].state, AlertState::Firing);
+        // It finishes and the prover goes idle: cleared, and silence is fine again.
+        let c = e.observe(&ev(
+            130 * S,
+            Event::ProofFinished {
+                proof_id: 7,
+                ok: true,
+                verified: true,
+                duration_s: 1.0,
+                mode: provetop_shared::protocol::BatchMode::Single,
+                phases: vec![],
+                error: None,
+                cancelled: false,
+                requeued_as: vec![],
+            },
+        ));
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].state, AlertState::Cleared);
+        assert!((131..200).all(|i| e.observe(&sample(i * S, 1)).is_empty()));
+        // Proving and silent: hung.
+        e.observe(&ev(200 * S, state(ProverState::Proving)));
+        let fired: Vec<Alert> = (201..210)
+            .flat_map(|i| e.observe(&sample(i * S, 1)))
+            .collect();
+        assert_eq!(fired.len(), 1, "{fired:?}");
     }
 
     #[test]
