@@ -161,6 +161,7 @@ impl Monitor {
         // Let the supervisor's last records (exit mark, final events) arrive.
         tokio::time::sleep(Duration::from_millis(100)).await;
         self.pipeline.pump(model);
+        self.pipeline.stop_hooks(model);
         self.pipeline.finish()
     }
 }

@@ -5,8 +5,9 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use provetop_collect::alerts::{self, AlertEngine, Rule};
+use provetop_collect::alerts::{AlertEngine, HookLimits, HookRunner, Rule};
 use provetop_collect::recorder::Recorder;
 use provetop_collect::sampler::SamplerHandle;
 use provetop_shared::clock::mono_ns;
@@ -17,6 +18,11 @@ use tokio::sync::{mpsc, watch};
 use crate::model::Model;
 use crate::text::alert_line;
 
+/// Least time between two warnings that say how many hook runs were suppressed.
+pub const SUPPRESSED_WARNING_EVERY: Duration = Duration::from_secs(10);
+/// How long hooks still running at the end are waited for before their groups are killed.
+pub const HOOK_EXIT_WAIT: Duration = Duration::from_secs(3);
+
 /// The recording, shared with the panic hook's cleanup so a crash still flushes it.
 pub type SharedRecorder = Arc<Mutex<Option<Recorder>>>;
 
@@ -26,7 +32,10 @@ pub struct Pipeline {
     rx: Option<mpsc::Receiver<Record>>,
     pid_watch: Option<watch::Receiver<Option<u32>>>,
     engine: AlertEngine,
-    hook: Option<Vec<String>>,
+    hooks: Option<HookRunner>,
+    /// Suppressed hook runs not said yet, and when they were last said.
+    suppressed: u64,
+    suppressed_said: Option<Instant>,
     recorder: SharedRecorder,
     buf: Vec<Record>,
     reported_drops: u64,
@@ -53,7 +62,9 @@ impl Pipeline {
             rx: None,
             pid_watch: None,
             engine: AlertEngine::new(rules),
-            hook,
+            hooks: hook.map(|argv| HookRunner::new(argv, HookLimits::default())),
+            suppressed: 0,
+            suppressed_said: None,
             recorder: Arc::new(Mutex::new(recorder)),
             buf: Vec::with_capacity(256),
             reported_drops: 0,
@@ -103,21 +114,66 @@ impl Pipeline {
                 crate::say!("provetop: {}", alert_line(&a));
             }
             self.store(model, &r);
-            if let Some(h) = &self.hook {
-                if let Err(e) = alerts::spawn_hook(h, &a, rec.t) {
-                    if !self.hook_failed {
-                        // Said once: a broken hook must not flood the log.
-                        self.hook_failed = true;
-                        let text = format!("alert hook {:?} cannot start: {e}", h[0]);
-                        if self.to_stderr {
-                            crate::say!("provetop: {text}");
-                        }
-                        let w = Record::new(rec.t, RecordBody::Mark(Mark::Warning { text }));
-                        self.store(model, &w);
-                    }
-                }
+            if let Some(h) = &self.hooks {
+                h.deliver(&a, rec.t);
             }
         }
+    }
+
+    /// Say what the hook runner has to say: start failures (once: a broken hook must not
+    /// flood the log) and, at most every [`SUPPRESSED_WARNING_EVERY`] (or at the end, when
+    /// `now_anyway`), how many hook runs the rate limit suppressed.
+    fn hook_news(&mut self, model: &mut Model, now_anyway: bool) {
+        let Some(h) = &self.hooks else { return };
+        let errors = h.take_errors();
+        self.suppressed += h.take_suppressed();
+        let mut texts = Vec::new();
+        if let Some(e) = errors.into_iter().next() {
+            if !self.hook_failed {
+                self.hook_failed = true;
+                texts.push(e);
+            }
+        }
+        let due = self
+            .suppressed_said
+            .is_none_or(|t| t.elapsed() >= SUPPRESSED_WARNING_EVERY);
+        if self.suppressed > 0 && (due || now_anyway) {
+            texts.push(format!(
+                "alert hook: {} alert changes not delivered (at most one run per rule at a \
+                 time and per {} s; the latest state is delivered)",
+                self.suppressed,
+                HookLimits::default().min_interval.as_secs()
+            ));
+            self.suppressed = 0;
+            self.suppressed_said = Some(Instant::now());
+        }
+        for text in texts {
+            if self.to_stderr {
+                crate::say!("provetop: warning: {text}");
+            }
+            let w = Record::new(mono_ns(), RecordBody::Mark(Mark::Warning { text }));
+            self.store(model, &w);
+        }
+    }
+
+    /// Let hooks still running finish (up to [`HOOK_EXIT_WAIT`]), kill those that do not,
+    /// and say what was suppressed. Before [`Self::finish`].
+    pub fn stop_hooks(&mut self, model: &mut Model) {
+        if let Some(h) = &self.hooks {
+            let killed = h.shutdown(HOOK_EXIT_WAIT);
+            if killed > 0 {
+                let text = format!(
+                    "alert hook: {killed} still running after {} s at exit, killed",
+                    HOOK_EXIT_WAIT.as_secs()
+                );
+                if self.to_stderr {
+                    crate::say!("provetop: warning: {text}");
+                }
+                let w = Record::new(mono_ns(), RecordBody::Mark(Mark::Warning { text }));
+                self.store(model, &w);
+            }
+        }
+        self.hook_news(model, true);
     }
 
     /// A note of the monitor's own (why the session stops, what is watched), now.
@@ -202,6 +258,7 @@ impl Pipeline {
             self.push(model, r);
         }
         self.buf = buf;
+        self.hook_news(model, false);
         if let Some(m) = self.with_recorder(|r| r.as_mut().and_then(|r| r.tick())) {
             self.recorder_warning(model, m);
         }

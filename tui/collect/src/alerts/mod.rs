@@ -7,6 +7,6 @@ mod rule;
 
 pub use config::{load_config, parse_config, FileConfig};
 pub use engine::AlertEngine;
-pub use hook::{spawn_hook, HOOK_TIMEOUT};
+pub use hook::{inert, spawn_hook, HookLimits, HookRunner, CUT_MARKER, ENV_MAX, HOOK_TIMEOUT};
 pub use provetop_shared::forecast::Forecast;
 pub use rule::{default_rules, Metric, Op, Rule, RuleError, Threshold, METRICS};

@@ -9,6 +9,16 @@
 //! rss > 90%              (of the memory limit: cgroup memory.max, else MemTotal)
 //! predicted_free < 2GiB  (the running proof is expected to leave less than 2 GiB free)
 //! ```
+//!
+//! `event_age` counts only while the prover should be working (its last `state` is
+//! `proving`, or a proof it started has not finished): an idle or paused prover is not hung.
+//!
+//! A rule's changes are recorded and shown every time; the alert hook (`--on-alert`) is rate
+//! limited per rule: at most one hook runs for a rule at a time, and it starts at most once
+//! every 5 s (`HookLimits::min_interval`). A change that arrives meanwhile waits; when the
+//! hook may run again it is told the latest state (a flip and back is not repeated). At most
+//! 4 hooks run at once overall. Changes that never reached the hook are counted in a warning
+//! (at most one every 10 s, and one at the end).
 
 use std::fmt;
 use std::str::FromStr;
