@@ -249,3 +249,45 @@ fn a_hook_that_cannot_run_is_refused_at_start() {
     let out = headless(dir.path(), &s, &["--on-alert", "true", "--", "true"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// `--watchdog 1s` over a scripted child that says `state STATE` and then stays silent for
+/// 3 s: whether the watchdog alert fired.
+fn watchdog_fires_for(state: &str) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("s.ptop");
+    let child = format!(
+        r#"printf '{{"ts":1,"type":"hello","protocol":"1.0","prover_version":"0","pid":1,"backend":"cpu","gpus":[],"config":{{"partitions":1,"constraints":1,"circuit":"c","mode":"single","threads":1}}}}\n{{"ts":2,"type":"state","state":"{state}"}}\n' >&3; sleep 3"#
+    );
+    let out = headless(
+        dir.path(),
+        &s,
+        &["--watchdog", "1s", "--", "sh", "-c", &child],
+    );
+    let err = stderr(&out);
+    assert!(err.contains("session recorded to"), "{err}");
+    let l = session(&s);
+    assert!(
+        l.records.iter().any(|r| matches!(
+            &r.body,
+            provetop_shared::RecordBody::Event(provetop_shared::Event::State { .. })
+        )),
+        "the state event was not recorded: {err}"
+    );
+    alerts(&l).iter().any(|(_, a)| a.metric == "event_age")
+}
+
+#[test]
+fn the_watchdog_ignores_an_idle_or_paused_prover_and_fires_for_a_silent_proving_one() {
+    assert!(
+        !watchdog_fires_for("idle"),
+        "an idle prover was called hung"
+    );
+    assert!(
+        !watchdog_fires_for("paused"),
+        "a paused prover was called hung"
+    );
+    assert!(
+        watchdog_fires_for("proving"),
+        "a silent proving prover was not"
+    );
+}
