@@ -180,3 +180,90 @@ fn warnings_go_to_stderr_data_to_stdout() {
     assert!(out.stderr.contains("cut.ptop: byte ") && out.stderr.contains("cut off"));
     assert_eq!(out.stdout.lines().count(), demo_records().len() - 1);
 }
+
+/// The demo session with a foreign prover's phase whose name holds everything a CSV cell
+/// must survive: a comma, quotes, a line break, a formula start.
+fn session_with_a_hostile_phase(dir: &Path) -> std::path::PathBuf {
+    use provetop_shared::{Event, Phase};
+    let name = "=HYPERLINK(\"x\"),\nsecond line\r";
+    let mut recs = demo_records();
+    for (s, started) in [(1.0, true), (12.0, false)] {
+        let phase = Phase::Other(name.into());
+        let e = if started {
+            Event::PhaseStarted {
+                proof_id: 1,
+                phase,
+                partition: None,
+            }
+        } else {
+            Event::PhaseEnded {
+                proof_id: 1,
+                phase,
+                partition: None,
+                duration_s: 11.0,
+            }
+        };
+        recs.push(Record::new(at(s), RecordBody::Event(e)));
+    }
+    recs.sort_by_key(|r| r.t);
+    let p = dir.join("hostile.ptop");
+    write_session(&p, &recs);
+    p
+}
+
+#[test]
+fn exported_csv_with_a_hostile_phase_reads_back_as_the_same_classify_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = session_with_a_hostile_phase(dir.path());
+    let out = export(&p, "csv");
+    // One line per sample: the line break inside the phase is shown, not written.
+    assert_eq!(out.stdout.lines().count(), 61, "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains(",\"'=HYPERLINK(\"\"x\"\"),\\nsecond line\\r\""),
+        "{}",
+        out.stdout
+    );
+    let csv = dir.path().join("back.csv");
+    std::fs::write(&csv, &out.stdout).unwrap();
+    let table = |f: &Path| {
+        let o = run_provetop(&["classify", "--table-only", f.to_str().unwrap()]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        o.stdout
+    };
+    let (from_session, from_csv) = (table(&p), table(&csv));
+    assert!(from_session.contains("samples="), "{from_session}");
+    assert_eq!(from_session, from_csv);
+}
+
+#[test]
+fn a_csv_whose_text_column_is_quoted_over_lines_reads_back_whole() {
+    // What another CSV writer makes of the same rows: RFC 4180 quotes with line breaks in.
+    let dir = tempfile::tempdir().unwrap();
+    let p = session_with_a_hostile_phase(dir.path());
+    let out = export(&p, "csv");
+    let quoted: String = out
+        .stdout
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let (nums, _) = l.split_at(l.find(",\"").unwrap_or(l.len()));
+            if i == 0 {
+                format!("{l}\r\n")
+            } else {
+                format!("{nums},\"a,\"\"b\"\"\r\nc\n\"\r\n")
+            }
+        })
+        .collect();
+    let csv = dir.path().join("quoted.csv");
+    std::fs::write(&csv, &quoted).unwrap();
+    let plain = dir.path().join("plain.csv");
+    std::fs::write(&plain, &out.stdout).unwrap();
+    let table = |f: &Path| {
+        let o = run_provetop(&["classify", "--table-only", f.to_str().unwrap()]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        assert_eq!(o.stderr, "");
+        o.stdout
+    };
+    assert_eq!(table(&csv), table(&plain));
+}

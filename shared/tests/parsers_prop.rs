@@ -72,6 +72,15 @@ fn protocol_line() -> impl Strategy<Value = String> {
     })
 }
 
+/// Text with everything a CSV writer must quote: commas, quotes, line breaks.
+fn csv_text() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec!['a', '"', ',', '\n', '\r', '=', 'é', ' ']),
+        0..12,
+    )
+    .prop_map(|v| v.into_iter().collect())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
@@ -97,5 +106,41 @@ proptest! {
         let mut session = b"PTSESS\0\x01".to_vec();
         session.extend_from_slice(&bytes);
         let _ = load_bytes(Path::new("x.ptop"), &session);
+    }
+
+    #[test]
+    fn csv_rows_with_any_quoted_text_column_read_back_whole(
+        rows in prop::collection::vec((0u64..1_000_000, 0u64..1 << 40, csv_text()), 1..20),
+        crlf in any::<bool>(),
+    ) {
+        // RFC 4180 quoting, as any CSV writer does it: commas, quotes and line breaks inside.
+        let nl = if crlf { "\r\n" } else { "\n" };
+        let mut csv = format!("timestamp,rss_kb,phase{nl}");
+        for (i, (ts, kb, text)) in rows.iter().enumerate() {
+            csv.push_str(&format!(
+                "{},{kb},\"{}\"{nl}",
+                1_700_000_000 + ts + i as u64 * 1_000_000,
+                text.replace('"', "\"\"")
+            ));
+        }
+        let l = load_bytes(Path::new("x.csv"), csv.as_bytes()).unwrap();
+        let kbs: Vec<u64> = l
+            .records
+            .iter()
+            .map(|r| match &r.body {
+                provetop_shared::RecordBody::Sample(s) => s.rss / 1024,
+                _ => unreachable!(),
+            })
+            .collect();
+        prop_assert_eq!(kbs, rows.iter().map(|r| r.1).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn csv_with_unbalanced_quotes_never_panics_and_stays_linear(
+        bytes in prop::collection::vec(prop::sample::select(vec![b'"', b',', b'\n', b'1', b'\r']), 0..4096)
+    ) {
+        let mut csv = b"timestamp,rss_kb\n".to_vec();
+        csv.extend_from_slice(&bytes);
+        let _ = load_bytes(Path::new("x.csv"), &csv);
     }
 }

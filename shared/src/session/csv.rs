@@ -28,12 +28,16 @@ pub fn load_csv(path: &Path, data: &[u8]) -> Result<Loaded, LoadError> {
             + 1;
         err(line, format!("invalid UTF-8 at byte {}", e.valid_up_to()))
     })?;
-    let lines: Vec<&str> = text.lines().collect();
+    let lines = split_records(text).map_err(|at| {
+        err(
+            at,
+            "a quoted field opened on this line is never closed".into(),
+        )
+    })?;
     let mut warnings = Vec::new();
     // (unix seconds, KiB, 1-based line number)
     let mut rows: Vec<(f64, u64, u64)> = Vec::with_capacity(lines.len());
-    for (i, raw) in lines.iter().enumerate().skip(1) {
-        let lineno = i as u64 + 1;
+    for (i, &(lineno, raw)) in lines.iter().enumerate().skip(1) {
         let line = raw.trim_end_matches('\r');
         if line.trim().is_empty() {
             continue;
@@ -143,14 +147,74 @@ pub fn load_csv(path: &Path, data: &[u8]) -> Result<Loaded, LoadError> {
     })
 }
 
-/// One row: unix seconds (may be fractional), KiB (integer).
+/// The records of CSV text with the 1-based line each starts on, without their line break.
+/// RFC 4180: a field that starts with `"` runs to its closing quote (`""` is a quote in it),
+/// across commas and line breaks, so a text column (`export`'s phase) may hold anything.
+/// One pass over the bytes. A quoted field still open at the end is the cut-off last record
+/// when it opened on the last line; otherwise `Err` with the line it opened on (the rest of
+/// the file would be one field: damage, not data).
+fn split_records(text: &str) -> Result<Vec<(u64, &str)>, u64> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let (mut start, mut line, mut rec_line) = (0, 1u64, 1u64);
+    let (mut quoted, mut field_start, mut opened_on) = (false, true, 0u64);
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        i += 1;
+        if quoted {
+            match c {
+                b'"' if b.get(i) == Some(&b'"') => i += 1,
+                b'"' => quoted = false,
+                b'\n' => line += 1,
+                _ => {}
+            }
+            continue;
+        }
+        field_start = match c {
+            b'"' if field_start => {
+                quoted = true;
+                opened_on = line;
+                false
+            }
+            b',' => true,
+            b'\n' => {
+                out.push((rec_line, &text[start..i - 1]));
+                line += 1;
+                start = i;
+                rec_line = line;
+                true
+            }
+            _ => false,
+        };
+    }
+    if quoted && opened_on != line {
+        return Err(opened_on);
+    }
+    if start < b.len() {
+        out.push((rec_line, &text[start..]));
+    }
+    Ok(out)
+}
+
+/// One row: unix seconds (may be fractional), KiB (integer); further columns are ignored.
 pub fn parse_row(line: &str) -> Result<(f64, u64), String> {
+    // A number may come quoted ("1700000000"): RFC 4180 allows any field to be.
+    let unquote = |f: &str| {
+        let f = f.trim();
+        f.strip_prefix('"')
+            .and_then(|f| f.strip_suffix('"'))
+            .unwrap_or(f)
+            .trim()
+            .to_string()
+    };
     let mut cols = line.split(',');
-    let ts = cols.next().unwrap_or("").trim();
-    let kb = cols
-        .next()
-        .ok_or_else(|| format!("expected \"timestamp,rss_kb\", got {:?}", excerpt(line)))?
-        .trim();
+    let ts = unquote(cols.next().unwrap_or(""));
+    let kb = unquote(
+        cols.next()
+            .ok_or_else(|| format!("expected \"timestamp,rss_kb\", got {:?}", excerpt(line)))?,
+    );
+    let (ts, kb) = (ts.as_str(), kb.as_str());
     let ts: f64 = ts
         .parse()
         .map_err(|_| format!("bad timestamp {:?}", excerpt(ts)))?;
@@ -184,4 +248,41 @@ fn fmt_ts(ts: f64) -> String {
 
 fn excerpt(s: &str) -> String {
     s.chars().take(40).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_follow_rfc_4180_quotes() {
+        let r = split_records("a,b\n1,\"x,\ny\"\"z\"\r\n2,\"\"\n3,q\"q\n").unwrap();
+        assert_eq!(
+            r,
+            vec![
+                (1, "a,b"),
+                (2, "1,\"x,\ny\"\"z\"\r"),
+                (4, "2,\"\""),
+                (5, "3,q\"q"),
+            ]
+        );
+        // Cut off inside a quote on the last line: the last record, as far as it goes.
+        assert_eq!(
+            split_records("a\n1,\"ab").unwrap(),
+            vec![(1, "a"), (2, "1,\"ab")]
+        );
+        // Never closed, over several lines: the line it opened on.
+        assert_eq!(split_records("a\n1,\"ab\n2,3\n"), Err(2));
+    }
+
+    #[test]
+    fn a_quoted_field_with_a_line_break_is_one_row() {
+        let csv =
+            "timestamp,rss_kb,phase\n1700000000,1024,\"a\nb\"\n1700000001,2048,\"=c,\"\"d\"\"\"\n";
+        let l = load_csv(Path::new("x.csv"), csv.as_bytes()).unwrap();
+        assert_eq!(l.records.len(), 2);
+        assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        let e = load_csv(Path::new("x.csv"), b"timestamp,rss_kb\n1,2,\"open\n3,4\n").unwrap_err();
+        assert!(e.to_string().contains("never closed"), "{e}");
+    }
 }
