@@ -1,6 +1,10 @@
 //! `provetop run --headless` (and `watch --headless`): no terminal. Records, evaluates alerts
 //! (printed to stderr), and exits with the child's status (128 + signal for a signal).
 
+use std::path::Path;
+
+use provetop_collect::supervisor::ExitInfo;
+
 use crate::model::Model;
 use crate::monitor::signals::{exit_status, signal_name, stop_signal};
 use crate::monitor::{self, Monitor, Target};
@@ -38,6 +42,7 @@ pub fn main(s: Setup, target: Target) -> anyhow::Result<i32> {
         Target::Pid(pid) => Some(*pid),
         Target::Command(_) => None,
     };
+    let child_log = child_log(&target);
     let mut m = Model::new(s.thresholds);
     let (code, recorded) = rt.block_on(async {
         let mut mon = Monitor::start(&s, target, &mut m).await?;
@@ -62,6 +67,9 @@ pub fn main(s: Setup, target: Target) -> anyhow::Result<i32> {
         let code = match (&ended, watched) {
             (Some(exit), _) => {
                 crate::say!("provetop: child {}", exit.reason);
+                if by_itself {
+                    say_child_failure(child_log.as_deref(), exit);
+                }
                 exit_status(exit)
             }
             (None, Some(pid)) if by_itself => {
@@ -74,4 +82,93 @@ pub fn main(s: Setup, target: Target) -> anyhow::Result<i32> {
     })?;
     report(&m, recorded);
     Ok(code)
+}
+
+/// How many of the child's last output lines a failure shows.
+pub const CHILD_TAIL_LINES: usize = 10;
+/// How much of the end of the child's log is read for them.
+const CHILD_TAIL_BYTES: u64 = 16 * 1024;
+
+/// Where a supervised child's output goes (its `.child.log`), if anywhere.
+pub fn child_log(target: &Target) -> Option<std::path::PathBuf> {
+    match target {
+        Target::Command(spec) => spec.log_path.clone(),
+        Target::Pid(_) => None,
+    }
+}
+
+/// A child that ended by itself and failed: its last output lines on stderr, since its own
+/// error (the bundled prover's "invalid value '0' for '--partitions'") is what tells why.
+pub fn say_child_failure(log: Option<&Path>, exit: &ExitInfo) {
+    if !exit.failed() {
+        return;
+    }
+    let Some(log) = log else { return };
+    let lines = child_tail(log, CHILD_TAIL_LINES);
+    if lines.is_empty() {
+        return;
+    }
+    crate::say!("provetop: the child's last output ({}):", log.display());
+    for l in lines {
+        crate::say!("  {l}");
+    }
+}
+
+/// The last `n` non-empty lines of a regular file, read from its last 16 KiB only (bounded
+/// whatever the child wrote), shown inert ([`crate::text::inert`]).
+pub fn child_tail(path: &Path, n: usize) -> Vec<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let Ok(meta) = f.metadata() else {
+        return Vec::new();
+    };
+    if !meta.is_file() {
+        return Vec::new();
+    }
+    let from = meta.len().saturating_sub(CHILD_TAIL_BYTES);
+    let mut buf = Vec::new();
+    if f.seek(SeekFrom::Start(from)).is_err()
+        || f.take(CHILD_TAIL_BYTES).read_to_end(&mut buf).is_err()
+    {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let mut lines: Vec<&str> = text.lines().collect();
+    if from > 0 && !lines.is_empty() {
+        // The first line read is a cut one.
+        lines.remove(0);
+    }
+    let mut tail: Vec<String> = lines
+        .iter()
+        .rev()
+        .filter(|l| !l.trim().is_empty())
+        .take(n)
+        .map(|l| crate::text::inert(l).into_owned())
+        .collect();
+    tail.reverse();
+    tail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn child_tail_reads_the_last_lines_of_the_end_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.log");
+        let mut text = "x".repeat(100_000);
+        text.push('\n');
+        for i in 0..30 {
+            text.push_str(&format!("line {i}\n\n"));
+        }
+        text.push_str("\x1b[2Jlast");
+        std::fs::write(&p, text).unwrap();
+        let t = child_tail(&p, 3);
+        assert_eq!(t, vec!["line 28", "line 29", "\\x1b[2Jlast"]);
+        assert!(child_tail(&dir.path().join("none"), 3).is_empty());
+        assert!(child_tail(dir.path(), 3).is_empty());
+    }
 }

@@ -125,13 +125,14 @@ fn why(exit: &anyhow::Result<Exit>) -> String {
 
 fn screen(s: Setup, target: Target, kind: Screen) -> anyhow::Result<i32> {
     let rt = monitor::runtime()?;
-    let (result, recorded) = rt.block_on(async {
+    let child_log = crate::headless::child_log(&target);
+    let (result, recorded, failed) = rt.block_on(async {
         let mut app = App::new(kind, s.thresholds, Theme::from_env(), mono_ns());
         app.rule_lines = rule_lines(&s.rules);
         app.recording = s.record.as_ref().map(|p| p.display().to_string());
         let monitor = match Monitor::start(&s, target, &mut app.model).await {
             Ok(m) => m,
-            Err(e) => return (Err(e), None),
+            Err(e) => return (Err(e), None, None),
         };
         crate::terminal::install_panic_hook(monitor.panic_cleanup());
         let mut driver = LiveDriver::new(monitor);
@@ -149,10 +150,18 @@ fn screen(s: Setup, target: Target, kind: Screen) -> anyhow::Result<i32> {
             }
             Err(e) => Err(e),
         };
-        let (_, recorded) = driver.monitor.stop(&mut app.model, &why(&exit)).await;
-        (exit.map(|e| e.status()), recorded)
+        let by_itself = matches!(app.model.child, crate::model::ChildStatus::Exited { .. });
+        let (ended, recorded) = driver.monitor.stop(&mut app.model, &why(&exit)).await;
+        (
+            exit.map(|e| e.status()),
+            recorded,
+            ended.filter(|_| by_itself),
+        )
     });
     crate::terminal::restore();
+    if let Some(e) = &failed {
+        crate::headless::say_child_failure(child_log.as_deref(), e);
+    }
     if let Some(p) = recorded {
         crate::say!("provetop: session recorded to {}", p.display());
     }

@@ -95,15 +95,18 @@ pub fn child_argv(args: &RunArgs) -> anyhow::Result<Vec<String>> {
     }
     let mut v = vec![
         bundled_prover()?.display().to_string(),
-        "--daemon".into(),
         "--events-fd".into(),
         supervisor::EVENTS_FD.to_string(),
-        "--repeat-every".into(),
-        "2".into(),
         // Quitting provetop should not wait for a proof to finish.
         "--on-sigterm".into(),
         "abort".into(),
     ];
+    if args.proofs.is_none() {
+        // The demo: a daemon proving one after another (and whatever the keys ask for)
+        // until quit. With `--proofs N` the prover runs standalone: it proves N and exits,
+        // and the session ends with it.
+        v.extend(["--daemon".into(), "--repeat-every".into(), "2".into()]);
+    }
     if let Some(p) = args.partitions {
         v.extend(["--partitions".into(), p.to_string()]);
     }
@@ -199,5 +202,28 @@ mod tests {
             panic!()
         };
         assert_eq!(child_argv(&a).unwrap(), vec!["sleep", "1"]);
+    }
+
+    #[test]
+    fn proofs_n_runs_the_bundled_prover_standalone() {
+        use clap::Parser;
+        let argv = |args: &[&str]| {
+            let cli = crate::cli::Cli::try_parse_from(args).unwrap();
+            let Some(crate::cli::Command::Run(a)) = cli.command else {
+                panic!()
+            };
+            child_argv(&a).map(|v| v[1..].join(" "))
+        };
+        // Only where the bundled prover can be found (next to the test binary's provetop).
+        let Ok(demo) = argv(&["provetop", "run"]) else {
+            return;
+        };
+        assert!(demo.contains("--daemon --repeat-every 2"), "{demo}");
+        let n = argv(&["provetop", "run", "--proofs", "3"]).unwrap();
+        assert!(
+            !n.contains("--daemon") && !n.contains("--repeat-every"),
+            "{n}"
+        );
+        assert!(n.contains("--proofs 3"), "{n}");
     }
 }
