@@ -172,12 +172,65 @@ pub struct Loaded {
 }
 
 /// Load a session file or a `timestamp,rss_kb` CSV.
+///
+/// Only a regular file is read (a FIFO, a device such as `/dev/zero`, a directory is a
+/// one-line error, and opening never waits for a FIFO's writer), and only once its first
+/// bytes say it is a session or a CSV: a large file of anything else costs one small read.
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
-    let data = std::fs::read(path).map_err(|error| LoadError::Io {
+    use std::io::Read;
+    let io = |error| LoadError::Io {
         path: path.to_path_buf(),
         error,
-    })?;
+    };
+    let mut file = open_regular(path).map_err(io)?;
+    let mut data = Vec::new();
+    (&mut file)
+        .take(SNIFF as u64)
+        .read_to_end(&mut data)
+        .map_err(io)?;
+    if !data.is_empty() && !data.starts_with(&MAGIC[..7]) && !looks_like_csv(&data) {
+        return load_bytes(path, &data);
+    }
+    if data.len() == SNIFF {
+        let size = file.metadata().map_or(0, |m| m.len()) as usize;
+        data.reserve(size.saturating_sub(SNIFF));
+        file.read_to_end(&mut data).map_err(io)?;
+    }
     load_bytes(path, &data)
+}
+
+/// Bytes read to tell a session from a CSV from anything else.
+const SNIFF: usize = 64;
+
+/// Open `path` for reading if it is a regular file (symbolic links followed): a FIFO, a
+/// socket, a device or a directory is an error saying what it is. The open does not block on
+/// a FIFO with no writer (`O_NONBLOCK`, which a regular file ignores).
+pub fn open_regular(path: &Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_CLOEXEC)
+        .open(path)?;
+    let t = file.metadata()?.file_type();
+    let what = if t.is_file() {
+        return Ok(file);
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{what}, not a file (provetop reads regular files only)"),
+    ))
 }
 
 /// Like [`load`], from bytes already read (`path` names the source in messages).

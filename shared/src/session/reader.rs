@@ -172,15 +172,32 @@ pub enum FrameItem {
 }
 
 /// Iterates the frames of a session file's bytes, surviving damage.
+///
+/// Resynchronizing checks the CRC of every candidate frame, each up to [`MAX_FRAME`] bytes:
+/// a crafted file whose every offset looks like the start of a long frame would cost that
+/// much per byte. The bytes checked while resynchronizing are bounded by
+/// [`RESYNC_BUDGET_PER_BYTE`] times the file's size (plus [`RESYNC_BUDGET_MIN`]); past that,
+/// the rest of the file is reported as damaged and ignored.
 pub struct Frames<'a> {
     data: &'a [u8],
     pos: usize,
+    budget: u64,
 }
+
+/// Bytes a resynchronization may check per byte of the file (see [`Frames`]).
+pub const RESYNC_BUDGET_PER_BYTE: u64 = 8;
+/// Bytes a resynchronization may always check (see [`Frames`]).
+pub const RESYNC_BUDGET_MIN: u64 = 256 << 20;
 
 impl<'a> Frames<'a> {
     /// Start at byte `pos` (just after the header).
     pub fn new(data: &'a [u8], pos: usize) -> Self {
-        Frames { data, pos }
+        Frames {
+            data,
+            pos,
+            budget: RESYNC_BUDGET_MIN
+                .saturating_add((data.len() as u64).saturating_mul(RESYNC_BUDGET_PER_BYTE)),
+        }
     }
 
     /// A complete, CRC-valid, decodable frame at `pos`?
@@ -216,9 +233,43 @@ impl<'a> Frames<'a> {
 }
 
 impl Frames<'_> {
-    /// The first offset after `at` that holds a complete, valid frame.
-    fn resync(&self, at: usize) -> Option<usize> {
-        (at + 1..self.data.len().saturating_sub(7)).find(|&p| self.frame_at(p).is_ok())
+    /// The first offset after `at` that holds a complete, valid frame; `Err` when the budget
+    /// ran out first (with the offset it stopped at).
+    fn resync(&mut self, at: usize) -> Result<Option<usize>, usize> {
+        for p in at + 1..self.data.len().saturating_sub(7) {
+            // What checking this candidate costs: its length, when the length and kind are
+            // plausible (the cheap checks of `frame_at`).
+            let rest = &self.data[p..];
+            let len = u32::from_le_bytes(rest[0..4].try_into().expect("4 bytes"));
+            if !(9..=MAX_FRAME).contains(&len) || rest.len() < 8 + len as usize {
+                continue;
+            }
+            if !(1..=5).contains(&rest[8]) {
+                continue;
+            }
+            if self.budget < u64::from(len) {
+                self.budget = 0;
+                return Err(p);
+            }
+            self.budget -= u64::from(len);
+            if self.frame_at(p).is_ok() {
+                return Ok(Some(p));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The rest of the file from `at` given up on: too damaged to resynchronize cheaply.
+    fn give_up(&mut self, at: usize, why: &str) -> FrameItem {
+        self.pos = self.data.len();
+        FrameItem::Warning(Warning {
+            offset: Some(at as u64),
+            line: None,
+            message: format!(
+                "damaged record ({why}); looking for the next intact record took too long, {} bytes to the end ignored",
+                self.data.len() - at
+            ),
+        })
     }
 }
 
@@ -243,7 +294,8 @@ impl Iterator for Frames<'_> {
                 // A damaged length in the middle also "runs past the end": it is only a cut
                 // tail if no valid frame follows.
                 match self.resync(at) {
-                    Some(p) => {
+                    Err(_) => Some(self.give_up(at, "length runs past the end of the file")),
+                    Ok(Some(p)) => {
                         self.pos = p;
                         Some(FrameItem::Warning(Warning {
                             offset: Some(at as u64),
@@ -254,7 +306,7 @@ impl Iterator for Frames<'_> {
                             ),
                         }))
                     }
-                    None => {
+                    Ok(None) => {
                         self.pos = self.data.len();
                         Some(FrameItem::Warning(Warning {
                             offset: Some(at as u64),
@@ -270,14 +322,15 @@ impl Iterator for Frames<'_> {
             Err(FrameProblem::Bad(why)) => {
                 // Resynchronize: the next offset holding a complete frame whose CRC checks.
                 let (p, message) = match self.resync(at) {
-                    Some(p) => (
+                    Err(_) => return Some(self.give_up(at, &why)),
+                    Ok(Some(p)) => (
                         p,
                         format!(
                             "damaged record ({why}); skipped {} bytes, resumed at byte {p}",
                             p - at
                         ),
                     ),
-                    None => (
+                    Ok(None) => (
                         self.data.len(),
                         format!(
                             "damaged record ({why}); {} bytes to the end ignored",

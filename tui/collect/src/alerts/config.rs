@@ -97,7 +97,7 @@ pub fn load_config(path: Option<&Path>) -> anyhow::Result<FileConfig> {
             None => return Ok(FileConfig::default()),
         },
     };
-    let text = match std::fs::read_to_string(&path) {
+    let text = match read_config_text(&path) {
         Ok(t) => t,
         Err(e) if !must_exist && e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(FileConfig::default())
@@ -107,6 +107,36 @@ pub fn load_config(path: Option<&Path>) -> anyhow::Result<FileConfig> {
     let mut cfg = parse_config(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     cfg.source = Some(path);
     Ok(cfg)
+}
+
+/// Largest config file read: a config is a few lines; anything larger is not one.
+pub const CONFIG_MAX_BYTES: u64 = 1 << 20;
+
+/// The config's text: a regular file (a FIFO, a device, a directory is refused without
+/// waiting or reading), at most [`CONFIG_MAX_BYTES`], UTF-8.
+fn read_config_text(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let file = provetop_shared::session::open_regular(path)?;
+    let mut bytes = Vec::new();
+    file.take(CONFIG_MAX_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > CONFIG_MAX_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "larger than {} KiB: not a provetop config",
+                CONFIG_MAX_BYTES >> 10
+            ),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "not UTF-8 text (byte {}): not a provetop config",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
 }
 
 /// Parse config text. Errors are one line: `line N: KEY = VALUE: what is wrong` (or toml's
