@@ -1,9 +1,11 @@
 //! The terminal: raw mode + alternate screen on the way in, restored on every way out —
-//! normal return, error, panic (hook) and signals (the loop ends, the guard drops).
+//! normal return, error, panic (hook), the signals that stop provetop (the loop ends, the
+//! guard drops: [`crate::monitor::signals::stop_signal`]) and fatal ones (a handler).
 
 use std::io::{self, Stdout, Write};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 use crossterm::cursor::Show;
 use crossterm::terminal::{
@@ -26,6 +28,59 @@ pub fn restore() {
     }
 }
 
+/// The terminal's settings before raw mode, for [`on_fatal_signal`] (which cannot call into
+/// crossterm: only async-signal-safe calls there).
+static SAVED_TERMIOS: OnceLock<nix::libc::termios> = OnceLock::new();
+
+/// Faults that end provetop whatever it does: abort (an allocation that failed, a panic
+/// while panicking), an illegal instruction, a floating-point trap, a breakpoint, a bad
+/// system call. SIGSEGV and SIGBUS stay with the Rust runtime (its stack-overflow report).
+const FATAL_SIGNALS: [nix::sys::signal::Signal; 5] = {
+    use nix::sys::signal::Signal::*;
+    [SIGABRT, SIGILL, SIGFPE, SIGTRAP, SIGSYS]
+};
+
+/// Restore the terminal on a fatal signal, then let the signal end the process as it would
+/// have: installed with `SA_RESETHAND`, so the default action is back; the signal raised
+/// again stays pending until the handler returns, then ends the process (the core dump and
+/// the exit status are the signal's).
+extern "C" fn on_fatal_signal(sig: nix::libc::c_int) {
+    if ACTIVE.swap(false, Ordering::SeqCst) {
+        const LEAVE: &[u8] = b"\x1b[?1049l\x1b[?25h";
+        // SAFETY: tcsetattr, write and raise are async-signal-safe; the termios was saved
+        // before the handler was installed and is never written again; LEAVE is a valid
+        // buffer of its length.
+        unsafe {
+            if let Some(t) = SAVED_TERMIOS.get() {
+                nix::libc::tcsetattr(0, nix::libc::TCSANOW, t);
+            }
+            nix::libc::write(1, LEAVE.as_ptr().cast(), LEAVE.len());
+        }
+    }
+    // SAFETY: raise is async-signal-safe.
+    unsafe { nix::libc::raise(sig) };
+}
+
+/// Save the terminal's settings and install [`on_fatal_signal`] (once).
+fn guard_fatal_signals() {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet};
+    // SAFETY: tcgetattr writes the termios it is given; zeroed is a valid termios.
+    let mut t: nix::libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: fd 0 is a terminal here (checked by the caller); `t` is a valid termios.
+    if unsafe { nix::libc::tcgetattr(0, &mut t) } != 0 || SAVED_TERMIOS.set(t).is_err() {
+        return;
+    }
+    let action = SigAction::new(
+        SigHandler::Handler(on_fatal_signal),
+        SaFlags::SA_RESETHAND,
+        SigSet::empty(),
+    );
+    for sig in FATAL_SIGNALS {
+        // SAFETY: the handler makes only async-signal-safe calls (see on_fatal_signal).
+        let _ = unsafe { sigaction(sig, &action) };
+    }
+}
+
 /// The terminal in TUI mode; dropping it restores the terminal.
 pub struct Tui {
     /// The ratatui terminal. Never dropped: ratatui's `Drop` shows the cursor and, when that
@@ -42,6 +97,7 @@ impl Tui {
         if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
             anyhow::bail!("standard input/output is not a terminal (use `provetop run --headless` without one)");
         }
+        guard_fatal_signals();
         enable_raw_mode()
             .map_err(|e| anyhow::anyhow!("cannot put the terminal in raw mode: {e}"))?;
         ACTIVE.store(true, Ordering::SeqCst);

@@ -2,25 +2,60 @@
 
 use provetop_collect::supervisor::ExitInfo;
 
-/// Resolves on SIGINT, SIGTERM or SIGHUP, with the signal's number.
+/// Resolves on any signal whose default action would end provetop and that can be caught,
+/// with the signal's number: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
+/// SIGVTALRM, SIGPROF, SIGXCPU, SIGIO, SIGPWR, SIGSTKFLT and the real-time signals. Each
+/// stops the session the same way (terminal restored, child stopped, recording finalized).
+///
+/// Not here: SIGKILL (cannot be caught: the child still dies by its parent-death signal, the
+/// recording keeps all but the last half second, the terminal stays as it was); SIGPIPE
+/// (ignored by the Rust runtime: a write fails instead) and SIGXFSZ (a write error, see
+/// main.rs); the faults SIGABRT, SIGILL, SIGFPE, SIGTRAP, SIGSYS (the terminal is restored by
+/// [`crate::terminal`]'s handler before they end provetop); SIGSEGV and SIGBUS, left to the
+/// Rust runtime's stack-overflow report.
 pub async fn stop_signal() -> i32 {
+    use futures::future::select_all;
     use tokio::signal::unix::{signal, SignalKind};
-    let mut int = signal(SignalKind::interrupt()).ok();
-    let mut term = signal(SignalKind::terminate()).ok();
-    let mut hup = signal(SignalKind::hangup()).ok();
-    async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
-        match s {
-            Some(s) => {
-                s.recv().await;
-            }
-            None => std::future::pending::<()>().await,
-        }
+    let mut streams: Vec<(i32, tokio::signal::unix::Signal)> = STOP_SIGNALS
+        .iter()
+        .copied()
+        .chain(realtime_signals())
+        .filter_map(|n| signal(SignalKind::from_raw(n)).ok().map(|s| (n, s)))
+        .collect();
+    if streams.is_empty() {
+        return std::future::pending().await;
     }
-    tokio::select! {
-        _ = recv(&mut int) => SIGINT,
-        _ = recv(&mut term) => SIGTERM,
-        _ = recv(&mut hup) => SIGHUP,
-    }
+    let waits = streams.iter_mut().map(|(n, s)| {
+        let n = *n;
+        Box::pin(async move {
+            s.recv().await;
+            n
+        })
+    });
+    let (n, _, _) = select_all(waits).await;
+    n
+}
+
+/// The signals [`stop_signal`] waits for, besides the real-time ones.
+pub const STOP_SIGNALS: &[i32] = &[
+    SIGINT,
+    SIGTERM,
+    SIGHUP,
+    nix::libc::SIGQUIT,
+    nix::libc::SIGUSR1,
+    nix::libc::SIGUSR2,
+    nix::libc::SIGALRM,
+    nix::libc::SIGVTALRM,
+    nix::libc::SIGPROF,
+    nix::libc::SIGXCPU,
+    nix::libc::SIGIO,
+    nix::libc::SIGPWR,
+    nix::libc::SIGSTKFLT,
+];
+
+/// SIGRTMIN..=SIGRTMAX (their default action terminates too).
+fn realtime_signals() -> std::ops::RangeInclusive<i32> {
+    nix::libc::SIGRTMIN()..=nix::libc::SIGRTMAX()
 }
 
 const SIGINT: i32 = nix::sys::signal::Signal::SIGINT as i32;
