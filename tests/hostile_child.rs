@@ -76,7 +76,10 @@ sleep 0.3
     let ev = events(&recs);
     assert_eq!(ev.len(), 3, "{ev:?}");
     for (t, _) in &ev {
-        assert!(*t >= started && *t <= last, "event at {t}, child started at {started}");
+        assert!(
+            *t >= started && *t <= last,
+            "event at {t}, child started at {started}"
+        );
     }
     // Said once at the first refusal, and once more with the count.
     let warnings: Vec<&String> = marks(&recs)
@@ -91,7 +94,11 @@ sleep 0.3
     assert!(warnings[1].contains("3 events"), "{}", warnings[1]);
 
     // classify puts the peak within the session's second or so.
-    let c = Command::new(provetop()).arg("classify").arg(&s).output().unwrap();
+    let c = Command::new(provetop())
+        .arg("classify")
+        .arg(&s)
+        .output()
+        .unwrap();
     assert!(c.status.success(), "{}", stderr(&c));
     let text = String::from_utf8_lossy(&c.stdout);
     let line = text.lines().find(|l| l.starts_with("peak:")).expect(&text);
@@ -122,7 +129,10 @@ sleep 0.3
     let out = headless(dir.path(), &s, script);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("speaks protocol 2.0, this build speaks 1.1"), "{err}");
+    assert!(
+        err.contains("speaks protocol 2.0, this build speaks 1.1"),
+        "{err}"
+    );
     let recs = load(&s).unwrap().records;
     assert!(events(&recs).is_empty(), "{:?}", events(&recs));
     let m = marks(&recs);
@@ -168,4 +178,81 @@ sleep 0.3
         matches!(ev.as_slice(), [(_, Event::PhaseEnded { duration_s, .. })] if *duration_s == 0.0),
         "{ev:?}"
     );
+}
+
+fn dropped_events(recs: &[Record]) -> u64 {
+    marks(recs)
+        .into_iter()
+        .filter_map(|m| match m {
+            Mark::Dropped { what, count } if what == "events" => Some(*count),
+            _ => None,
+        })
+        .sum()
+}
+
+#[test]
+fn an_event_flood_is_recorded_at_a_bounded_rate_and_what_was_dropped_is_said() {
+    use provetop_collect::supervisor::{EVENT_BURST, EVENT_RATE};
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("flood.ptop");
+    const LINES: u64 = 20_000_000;
+    let script =
+        format!(r#"yes '{{"ts":1,"type":"state","state":"idle"}}' | head -n {LINES} >&3; exit 0"#);
+    let begun = Instant::now();
+    let out = headless(dir.path(), &s, &script);
+    let wall = begun.elapsed().as_secs_f64();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let recs = load(&s).unwrap().records;
+    let n = events(&recs).len() as u64;
+    let bound = EVENT_BURST + (EVENT_RATE as f64 * wall) as u64;
+    assert!(
+        n <= bound,
+        "{n} events recorded in {wall:.1} s (bound {bound})"
+    );
+    // Every line is accounted for: recorded, or counted as dropped in the session.
+    let dropped = dropped_events(&recs);
+    assert!(
+        n + dropped >= LINES && n + dropped <= LINES + 16,
+        "{n} recorded + {dropped} dropped of {LINES}"
+    );
+    assert!(stderr(&out).contains("events dropped"), "{}", stderr(&out));
+    let size = std::fs::metadata(&s).unwrap().len();
+    assert!(size < 64 << 20, "session of {size} bytes");
+    eprintln!("flood: {n} events recorded, {dropped} dropped, session {size} bytes, {wall:.1} s");
+}
+
+#[test]
+fn a_burst_of_ten_to_the_five_partitions_is_read_in_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("burst.ptop");
+    let events_file = dir.path().join("burst.ndjson");
+    let mut text = String::new();
+    text.push_str(r#"{"ts":1,"type":"proof_started","proof_id":1,"mode":"single","sectors":1,"partitions":100000,"constraints":100000}"#);
+    text.push('\n');
+    for p in 0..100_000 {
+        text.push_str(&format!(
+            r#"{{"ts":1,"type":"phase_started","proof_id":1,"phase":"synthesis","partition":{p}}}"#
+        ));
+        text.push('\n');
+        text.push_str(&format!(
+            r#"{{"ts":1,"type":"phase_ended","proof_id":1,"phase":"synthesis","partition":{p},"duration_s":0.001}}"#
+        ));
+        text.push('\n');
+    }
+    std::fs::write(&events_file, text).unwrap();
+    let script = format!("cat '{}' >&3; sleep 0.2", events_file.display());
+    let out = headless(dir.path(), &s, &script);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let recs = load(&s).unwrap().records;
+    assert_eq!(dropped_events(&recs), 0, "{}", stderr(&out));
+    assert!(!marks(&recs)
+        .iter()
+        .any(|m| matches!(m, Mark::Dropped { .. })));
+    let ev = events(&recs);
+    assert_eq!(ev.len(), 200_001);
+    let ended = ev
+        .iter()
+        .filter(|(_, e)| matches!(e, Event::PhaseEnded { .. }))
+        .count();
+    assert_eq!(ended, 100_000);
 }

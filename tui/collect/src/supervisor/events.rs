@@ -7,6 +7,7 @@
 //! `hello` of a newer major protocol version is refused, and nothing the child writes after
 //! it is read as protocol.
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,20 +16,79 @@ use provetop_shared::clock::mono_ns;
 use provetop_shared::protocol::{parse_event, ProtocolError};
 use provetop_shared::{Mark, Record, RecordBody};
 use tokio::io::AsyncReadExt;
+use tokio::sync::mpsc::error::TrySendError;
 
 use super::{lines, Inner};
 
 /// Records the supervisor may lose before it notes so, at most this often.
 const DROP_REPORT: Duration = Duration::from_secs(1);
-/// Reads in a row that (nearly) filled the buffer before the reader sheds load: the pipe stayed
-/// full, so the child was blocked writing, waiting on us. A legitimate burst (a few hundred KiB)
-/// is still read in full.
-const SHED_AFTER_FULL_READS: u32 = 8;
 /// Channel slots lines never take, so the marks that report drops (and lifecycle marks)
 /// still get through while the child floods.
 const CHANNEL_RESERVE: usize = 8;
-/// Lines parsed per buffer while shedding load; the rest are counted as dropped, unparsed.
-const SHED_PARSE: usize = 64;
+/// Events (and bad lines) recorded per second, sustained: far above what a prover says.
+pub const EVENT_RATE: u64 = 10_000;
+/// Events recorded in one burst above [`EVENT_RATE`]: a proof of 10^5 partitions (two events
+/// each) is read in full; a flood is cut after this many and then runs at the rate.
+pub const EVENT_BURST: u64 = 1 << 18;
+/// Bytes of event lines recorded per second, sustained, and in one burst (a child writing
+/// 1 MiB log lines is bounded by bytes long before it is by count).
+pub const BYTE_RATE: u64 = 8 << 20;
+pub const BYTE_BURST: u64 = 64 << 20;
+/// While the app is behind (its channel is full), parsed records wait here, up to this many
+/// (a record is ~272 bytes) and this many bytes of their lines; then the reader waits for the
+/// app as long as it makes progress (see [`STALLED`]), and drops what a stalled app cannot
+/// take, counted.
+const PENDING_MAX: usize = 1 << 14;
+const PENDING_MAX_BYTES: usize = 16 << 20;
+/// An app that takes no record for this long is stalled: the reader stops waiting for it.
+const STALLED: Duration = Duration::from_millis(500);
+/// How often waiting records are offered to the app again while the pipe is quiet.
+const PENDING_RETRY: Duration = Duration::from_millis(2);
+
+/// A token bucket: `rate` per second, at most `burst` saved up.
+#[derive(Debug)]
+pub(super) struct Bucket {
+    rate: u64,
+    burst: u64,
+    tokens: u64,
+    /// Time of the last refill, ns, and the ns of it not yet turned into tokens.
+    at: u64,
+}
+
+impl Bucket {
+    pub(super) fn new(rate: u64, burst: u64, now: u64) -> Self {
+        Bucket {
+            rate,
+            burst,
+            tokens: burst,
+            at: now,
+        }
+    }
+
+    /// Take `n` tokens at time `now` (ns): false (and nothing taken) when there are too few.
+    pub(super) fn take(&mut self, n: u64, now: u64) -> bool {
+        if now > self.at {
+            let earned = (now - self.at) as u128 * self.rate as u128 / 1_000_000_000;
+            if earned > 0 {
+                self.tokens = (self.tokens as u128 + earned).min(self.burst as u128) as u64;
+                // Keep the remainder: a high rate checked often still earns its tokens.
+                let used = (earned * 1_000_000_000 / self.rate.max(1) as u128) as u64;
+                self.at = if self.tokens == self.burst {
+                    now
+                } else {
+                    self.at + used
+                };
+            }
+        }
+        if self.tokens >= n {
+            self.tokens -= n;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 /// How far before its arrival a child's `ts` may lie and still be taken as the time of the
 /// event (the reader is normally behind by microseconds; a loaded machine, by a little).
 pub(super) const MAX_SKEW_NS: u64 = 5_000_000_000;
@@ -59,6 +119,14 @@ struct Stream {
     foreign: Option<String>,
     /// Lines not interpreted because of that.
     ignored: u64,
+    events: Bucket,
+    bytes: Bucket,
+    /// Records waiting for room in the app's channel, and the bytes of their lines.
+    pending: VecDeque<Record>,
+    pending_bytes: usize,
+    reserve: usize,
+    /// The app took nothing for [`STALLED`] while the waiting room was full.
+    stalled: bool,
 }
 
 impl Stream {
@@ -70,6 +138,106 @@ impl Stream {
             implausible: 0,
             foreign: None,
             ignored: 0,
+            events: Bucket::new(EVENT_RATE, EVENT_BURST, run_start),
+            bytes: Bucket::new(BYTE_RATE, BYTE_BURST, run_start),
+            pending: VecDeque::new(),
+            pending_bytes: 0,
+            reserve: 0,
+            stalled: false,
+        }
+    }
+
+    /// Hand waiting records to the app while its channel has room (beyond the reserve).
+    fn flush(&mut self, inner: &Inner) {
+        while let Some(r) = self.pending.pop_front() {
+            if inner.tx.capacity() <= self.reserve {
+                self.pending.push_front(r);
+                return;
+            }
+            match inner.tx.try_send(r) {
+                Ok(()) => {}
+                Err(TrySendError::Full(r)) => {
+                    self.pending.push_front(r);
+                    return;
+                }
+                Err(TrySendError::Closed(_)) => {
+                    self.pending.clear();
+                }
+            }
+        }
+        self.pending_bytes = 0;
+    }
+
+    /// Whether a record of a line of `len` bytes would find no room (channel and waiting
+    /// room both full).
+    fn full(&mut self, inner: &Inner, len: usize) -> bool {
+        if self.pending.is_empty() && inner.tx.capacity() > self.reserve {
+            return false;
+        }
+        self.flush(inner);
+        // Lines of the buffer in hand still fit beyond the room (the reader waits for it
+        // before the next read): up to twice it, then they are dropped.
+        !self.pending.is_empty()
+            && (self.pending.len() >= 2 * PENDING_MAX
+                || self.pending_bytes + len > 2 * PENDING_MAX_BYTES)
+    }
+
+    /// Send a record in stream order: at once when the app has room, else after those
+    /// waiting.
+    fn send(&mut self, inner: &Inner, mut rec: Record, len: usize) {
+        if self.pending.is_empty() && inner.tx.capacity() > self.reserve {
+            match inner.tx.try_send(rec) {
+                Ok(()) | Err(TrySendError::Closed(_)) => return,
+                Err(TrySendError::Full(r)) => rec = r,
+            }
+        }
+        self.pending.push_back(rec);
+        self.pending_bytes += len;
+    }
+
+    fn crowded(&self) -> bool {
+        self.pending.len() >= PENDING_MAX || self.pending_bytes >= PENDING_MAX_BYTES
+    }
+
+    /// While the waiting room is full, wait for the app to take records, as long as it
+    /// takes some every [`STALLED`].
+    async fn wait_for_room(&mut self, inner: &Inner) {
+        if self.stalled {
+            // Until the app takes records again, do not wait for it again.
+            let before = self.pending.len();
+            self.flush(inner);
+            self.stalled = self.pending.len() >= before && !self.pending.is_empty();
+            return;
+        }
+        let mut progress = Instant::now();
+        while self.crowded() && !inner.tx.is_closed() {
+            if progress.elapsed() >= STALLED {
+                self.stalled = true;
+                return;
+            }
+            let before = self.pending.len();
+            tokio::time::sleep(PENDING_RETRY).await;
+            self.flush(inner);
+            if self.pending.len() < before {
+                progress = Instant::now();
+            }
+        }
+    }
+
+    /// End of the stream: hand every waiting record to the app, waiting for room (the app
+    /// drains its channel every tick; a stalled one is given a few seconds).
+    async fn drain(&mut self, inner: &Inner) {
+        let end = Instant::now() + Duration::from_secs(5);
+        self.flush(inner);
+        while !self.pending.is_empty() && !inner.tx.is_closed() {
+            if Instant::now() >= end {
+                let n = self.pending.len() as u64;
+                inner.counters.dropped.fetch_add(n, Ordering::Relaxed);
+                self.pending.clear();
+                return;
+            }
+            tokio::time::sleep(PENDING_RETRY).await;
+            self.flush(inner);
         }
     }
 
@@ -86,35 +254,38 @@ impl Stream {
                 } else {
                     format!("{} before it arrived", secs(self.arrival - ts))
                 };
-                inner.forward(mark(Mark::Warning {
+                let w = mark(Mark::Warning {
                     text: format!(
                         "child {}'s event times are not on this clock (ts {ts} is {how}): \
                          its events are stamped when they arrive",
                         self.pgid
                     ),
-                }));
+                });
+                self.send(inner, w, 0);
             }
         }
         t
     }
 
     /// End of the stream: the counts of what was refused, once.
-    fn finish(&self, inner: &Inner) {
+    fn finish(&mut self, inner: &Inner) {
         if self.implausible > 1 {
-            inner.forward(mark(Mark::Warning {
+            let w = mark(Mark::Warning {
                 text: format!(
                     "child {}: {} events in all had implausible times (stamped when they arrived)",
                     self.pgid, self.implausible
                 ),
-            }));
+            });
+            self.send(inner, w, 0);
         }
         if let (Some(peer), true) = (&self.foreign, self.ignored > 0) {
-            inner.forward(mark(Mark::Warning {
+            let w = mark(Mark::Warning {
                 text: format!(
                     "child {}: {} lines after its protocol {peer} hello were not read as events",
                     self.pgid, self.ignored
                 ),
-            }));
+            });
+            self.send(inner, w, 0);
         }
     }
 }
@@ -143,36 +314,55 @@ pub(super) async fn read_events(
     let mut buf = vec![0u8; 64 << 10];
     let mut last_dropped = inner.counters.dropped.load(Ordering::Relaxed);
     let mut last_report = Instant::now();
-    let mut full_reads = 0u32;
-    let reserve = CHANNEL_RESERVE.min(inner.tx.max_capacity() / 4);
     let mut stream = Stream::new(pgid, run_start);
+    stream.reserve = CHANNEL_RESERVE.min(inner.tx.max_capacity() / 4);
     loop {
-        let n = match pipe.read(&mut buf).await {
+        // Records wait only while the app is behind: offer them again every few ms, and
+        // go on reading the pipe meanwhile (the child never waits for the app).
+        // The waiting room is full: the app is behind by a whole burst. Wait for it (the
+        // child waits meanwhile, on its pipe) as long as it makes progress, so events within
+        // the allowed rate are not lost to a slow moment; an app that takes none for
+        // [`STALLED`] is stalled, and what comes next is dropped, counted.
+        stream.wait_for_room(&inner).await;
+        let read = if stream.pending.is_empty() {
+            pipe.read(&mut buf).await
+        } else {
+            tokio::select! {
+                r = pipe.read(&mut buf) => r,
+                _ = tokio::time::sleep(PENDING_RETRY) => {
+                    stream.flush(&inner);
+                    continue;
+                }
+            }
+        };
+        let n = match read {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
         stream.arrival = mono_ns();
-        // A flooding child must not be slowed to the speed at which we parse: when the pipe
-        // stays full, or the app is behind (its channel is full), lines are only counted.
-        // (A full pipe reads as a little less than its 64 KiB: writers fill it in chunks.)
-        full_reads = if n >= buf.len() / 4 * 3 {
-            full_reads + 1
-        } else {
-            0
-        };
-        let shedding = full_reads >= SHED_AFTER_FULL_READS;
-        let mut parsed = 0usize;
+        // A flooding child must not be slowed to the speed at which we parse: beyond the
+        // rate (and burst) allowed, or when nothing has room for them, lines are only
+        // counted, at memory speed.
         splitter.feed(&buf[..n], |p| {
-            if (shedding && parsed >= SHED_PARSE) || inner.tx.capacity() <= reserve {
-                if !matches!(p, lines::Piece::Line(l) if l.iter().all(|b| b.is_ascii_whitespace()))
-                {
-                    inner.counters.dropped.fetch_add(1, Ordering::Relaxed);
-                }
+            if blank(&p) {
                 return;
             }
-            parsed += 1;
+            if stream.foreign.is_some() {
+                stream.ignored += 1;
+                return;
+            }
+            let len = p.len();
+            let now = stream.arrival;
+            if stream.full(&inner, len)
+                || !stream.events.take(1, now)
+                || !stream.bytes.take(len as u64, now)
+            {
+                inner.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
             handle_piece(&inner, &mut stream, p)
         });
+        stream.flush(&inner);
         if last_report.elapsed() >= DROP_REPORT {
             report_drops(&inner, &mut last_dropped);
             last_report = Instant::now();
@@ -181,6 +371,7 @@ pub(super) async fn read_events(
     stream.arrival = mono_ns();
     splitter.finish(|p| handle_piece(&inner, &mut stream, p));
     stream.finish(&inner);
+    stream.drain(&inner).await;
     report_drops(&inner, &mut last_dropped);
     // End of the stream is normally the child exiting. If it is still running a second
     // later, it closed its events pipe: say so (monitoring goes on without events).
@@ -221,56 +412,60 @@ fn excerpt(b: &[u8]) -> String {
     String::from_utf8_lossy(&b[..b.len().min(lines::EXCERPT)]).into_owned()
 }
 
+/// A line of nothing but white space: not an event, not a bad line, not counted.
+fn blank(p: &lines::Piece<'_>) -> bool {
+    matches!(p, lines::Piece::Line(l) if l.iter().all(|b| b.is_ascii_whitespace()))
+}
+
 fn handle_piece(inner: &Inner, stream: &mut Stream, p: lines::Piece<'_>) {
-    if stream.foreign.is_some() {
-        if !matches!(p, lines::Piece::Line(l) if l.iter().all(|b| b.is_ascii_whitespace())) {
-            stream.ignored += 1;
-        }
+    if blank(&p) {
         return;
     }
-    let bad = |error: String, bytes: &[u8]| {
+    if stream.foreign.is_some() {
+        stream.ignored += 1;
+        return;
+    }
+    let bad = |stream: &mut Stream, error: String, bytes: &[u8]| {
         inner.counters.bad_lines.fetch_add(1, Ordering::Relaxed);
-        inner.forward(mark(Mark::BadLine {
+        let r = mark(Mark::BadLine {
             error,
             excerpt: excerpt(bytes),
-        }));
+        });
+        stream.send(inner, r, bytes.len().min(lines::EXCERPT));
     };
     match p {
-        lines::Piece::Line(l) => {
-            if l.iter().all(|b| b.is_ascii_whitespace()) {
-                return;
-            }
-            match std::str::from_utf8(l) {
-                Err(e) => bad(format!("invalid UTF-8 at byte {}", e.valid_up_to()), l),
-                Ok(s) => match parse_event(s) {
-                    Ok(msg) => {
-                        inner.counters.events.fetch_add(1, Ordering::Relaxed);
-                        let t = stream.time_of(inner, msg.ts);
-                        inner.forward(Record::new(t, RecordBody::Event(msg.event)));
-                    }
-                    Err(ProtocolError::NewerMajor { peer, ours }) => {
-                        bad(
-                            ProtocolError::NewerMajor {
-                                peer: peer.clone(),
-                                ours,
-                            }
-                            .to_string(),
-                            l,
-                        );
-                        inner.forward(mark(Mark::Warning {
-                            text: format!(
-                                "child {} speaks protocol {peer}, this build speaks {ours}: \
-                                 what it writes next is not read as events",
-                                stream.pgid
-                            ),
-                        }));
-                        stream.foreign = Some(peer);
-                    }
-                    Err(e) => bad(e.to_string(), l),
-                },
-            }
-        }
+        lines::Piece::Line(l) => match std::str::from_utf8(l) {
+            Err(e) => bad(
+                stream,
+                format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+                l,
+            ),
+            Ok(s) => match parse_event(s) {
+                Ok(msg) => {
+                    inner.counters.events.fetch_add(1, Ordering::Relaxed);
+                    let t = stream.time_of(inner, msg.ts);
+                    stream.send(inner, Record::new(t, RecordBody::Event(msg.event)), l.len());
+                }
+                Err(e @ ProtocolError::NewerMajor { .. }) => {
+                    let ProtocolError::NewerMajor { peer, ours } = &e else {
+                        unreachable!()
+                    };
+                    let w = mark(Mark::Warning {
+                        text: format!(
+                            "child {} speaks protocol {peer}, this build speaks {ours}: \
+                             what it writes next is not read as events",
+                            stream.pgid
+                        ),
+                    });
+                    stream.foreign = Some(peer.clone());
+                    bad(stream, e.to_string(), l);
+                    stream.send(inner, w, 0);
+                }
+                Err(e) => bad(stream, e.to_string(), l),
+            },
+        },
         lines::Piece::TooLong { len, head } => bad(
+            stream,
             format!(
                 "line of {len}+ bytes exceeds the {} MiB limit (cut)",
                 lines::MAX_LINE >> 20
@@ -278,8 +473,52 @@ fn handle_piece(inner: &Inner, stream: &mut Stream, p: lines::Piece<'_>) {
             &head,
         ),
         lines::Piece::Partial(b) => bad(
+            stream,
             format!("partial line of {} bytes at end of stream", b.len()),
             b,
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claim_is_kept_only_on_this_clock_between_the_start_and_the_arrival() {
+        let start = 100 * 1_000_000_000;
+        let arrival = start + 10 * 1_000_000_000;
+        assert_eq!(
+            stamp(arrival - 1_000, arrival, start),
+            (arrival - 1_000, true)
+        );
+        assert_eq!(stamp(arrival, arrival, start), (arrival, true));
+        for bad in [
+            0,
+            start - 1,
+            arrival - MAX_SKEW_NS - 1,
+            arrival + 1,
+            u64::MAX,
+        ] {
+            assert_eq!(stamp(bad, arrival, start), (arrival, false), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_bucket_allows_a_burst_then_the_rate() {
+        let mut b = Bucket::new(1_000, 10, 0);
+        assert!((0..10).all(|_| b.take(1, 0)));
+        assert!(!b.take(1, 0));
+        // 1 ms earns one token; 0.5 ms twice earns one too (the remainder is kept).
+        assert!(b.take(1, 1_000_000));
+        assert!(!b.take(1, 1_500_000));
+        assert!(b.take(1, 2_000_000));
+        // Never more than the burst saved up, however long it was quiet.
+        assert!((0..10).all(|_| b.take(1, 1_000_000_000_000)));
+        assert!(!b.take(1, 1_000_000_000_000));
+        // A take bigger than what is there takes nothing.
+        let mut b = Bucket::new(1_000, 100, 0);
+        assert!(!b.take(101, 0));
+        assert!(b.take(100, 0));
     }
 }

@@ -25,6 +25,21 @@ pub enum Piece<'a> {
     Partial(&'a [u8]),
 }
 
+impl Piece<'_> {
+    /// Bytes of the line (as far as it was kept).
+    pub fn len(&self) -> usize {
+        match self {
+            Piece::Line(l) | Piece::Partial(l) => l.len(),
+            Piece::TooLong { head, .. } => head.len(),
+        }
+    }
+
+    /// Whether it holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Incremental line splitter.
 #[derive(Debug)]
 pub struct Splitter {

@@ -10,6 +10,15 @@
 //! Stop is SIGTERM to the group, SIGKILL after the grace period. The group is also killed
 //! when the handle is dropped, and [`kill_all_children`] kills every supervised group from a
 //! panic hook.
+//!
+//! A descendant can leave the group (`setsid`, `setpgid`). Provetop is a child subreaper
+//! (`PR_SET_CHILD_SUBREAPER`), so an orphaned descendant is reparented to it rather than to
+//! init, and the supervisor remembers every process it has seen in the child's tree (walked
+//! every second and before each stop): stop signals that whole tree with the group, and
+//! when the child ends, what is left of its tree is killed and reaped with it. Not covered:
+//! a SIGKILL of provetop itself. The child gets SIGKILL then (`PR_SET_PDEATHSIG`), but its
+//! descendants do not; only a cgroup per child would take them along, and none is made
+//! (this needs a writable cgroup v2 subtree, which provetop does not assume).
 
 mod events;
 mod exit;
@@ -32,9 +41,10 @@ use tokio::sync::{mpsc, watch, Notify};
 
 use crate::cgroup::MemCgroup;
 use events::read_events;
+pub use events::{BYTE_BURST, BYTE_RATE, EVENT_BURST, EVENT_RATE};
 pub use exit::ExitInfo;
 pub use launch::EVENTS_FD;
-pub use registry::kill_all_children;
+pub use registry::{helper_ended, kill_all_children, spawn_helper};
 
 /// What to run and how.
 #[derive(Debug, Clone)]
@@ -114,9 +124,25 @@ struct Inner {
     counters: Counters,
     tx: mpsc::Sender<Record>,
     grace: Duration,
+    /// Every process seen in the running child's tree.
+    tree: Mutex<registry::Tree>,
 }
 
 impl Inner {
+    fn tree(&self) -> std::sync::MutexGuard<'_, registry::Tree> {
+        self.tree.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Signal the group and every process remembered in the child's tree.
+    fn kill_tree(&self, sig: Signal) -> bool {
+        let pgid = self.pgid.load(Ordering::Acquire);
+        let group = self.kill_group(sig);
+        if pgid > 0 {
+            self.tree().signal(pgid as u32, sig);
+        }
+        group
+    }
+
     fn kill_group(&self, sig: Signal) -> bool {
         let pgid = self.pgid.load(Ordering::Acquire);
         pgid > 0 && killpg(Pid::from_raw(pgid), sig).is_ok()
@@ -173,6 +199,7 @@ pub async fn spawn(spec: ChildSpec, tx: mpsc::Sender<Record>) -> anyhow::Result<
     if spec.argv.is_empty() {
         anyhow::bail!("empty command: nothing to run");
     }
+    registry::become_subreaper();
     let t_start = mono_ns();
     let first = launch::launch(&spec).await?;
     let inner = Arc::new(Inner {
@@ -184,6 +211,7 @@ pub async fn spawn(spec: ChildSpec, tx: mpsc::Sender<Record>) -> anyhow::Result<
         counters: Counters::default(),
         tx,
         grace: spec.grace,
+        tree: Mutex::new(registry::Tree::default()),
     });
     let (pid_tx, pid_rx) = watch::channel(None);
     let (exit_tx, exit_rx) = watch::channel(None);
@@ -238,7 +266,12 @@ impl SupervisorHandle {
         let reaped = self.inner.reaped.notified();
         tokio::pin!(reaped);
         reaped.as_mut().enable();
-        if !self.inner.kill_group(Signal::SIGTERM) {
+        // The tree as it is now, before anything in it dies and leaves orphans behind.
+        let pgid = self.inner.pgid.load(Ordering::Acquire);
+        if pgid > 0 {
+            self.inner.tree().note(pgid as u32);
+        }
+        if !self.inner.kill_tree(Signal::SIGTERM) {
             return;
         }
         if tokio::time::timeout(self.inner.grace, reaped.as_mut())
@@ -247,7 +280,7 @@ impl SupervisorHandle {
         {
             return;
         }
-        self.inner.kill_group(Signal::SIGKILL);
+        self.inner.kill_tree(Signal::SIGKILL);
         // SIGKILL cannot be ignored; only a task stuck in the kernel (D state) delays it.
         let _ = tokio::time::timeout(Duration::from_secs(10), reaped).await;
     }
@@ -284,7 +317,7 @@ impl Drop for SupervisorHandle {
     fn drop(&mut self) {
         self.inner.stopping.store(true, Ordering::Release);
         self.inner.stop_notify.notify_waiters();
-        self.inner.kill_group(Signal::SIGKILL);
+        self.inner.kill_tree(Signal::SIGKILL);
     }
 }
 
@@ -431,12 +464,26 @@ async fn wait_run(inner: &Arc<Inner>, run: &mut Running) -> ExitInfo {
     let status = loop {
         tokio::select! {
             st = run.child.wait() => break st,
-            _ = poll.tick() => track_cgroup(run),
+            _ = poll.tick() => {
+                track_cgroup(run);
+                let mut tree = inner.tree();
+                tree.note(run.pid);
+                tree.reap();
+            }
         }
     };
     let stopped = inner.stopping.load(Ordering::Acquire);
-    // Leftovers of the group (daemonized helpers, a shell's children) go with the leader.
+    // Leftovers of the group and of the tree (daemonized helpers, a shell's children, what
+    // left the group) go with the leader; those reparented to provetop are reaped.
     inner.kill_group(Signal::SIGKILL);
+    let tree_inner = inner.clone();
+    let root = run.pid;
+    let _ = tokio::task::spawn_blocking(move || {
+        let mut tree = tree_inner.tree();
+        tree.kill(root, Duration::from_secs(2));
+        *tree = registry::Tree::default();
+    })
+    .await;
     let pgid = inner.pgid.swap(0, Ordering::AcqRel);
     registry::unregister(pgid);
     *inner.stdin.lock().unwrap_or_else(|e| e.into_inner()) = None;
