@@ -119,8 +119,8 @@ fn start(argv: &[String], alert: &Alert, t: u64) -> std::io::Result<Child> {
             String::new()
         }
     };
-    Command::new(program)
-        .args(&argv[1..])
+    let mut cmd = Command::new(program);
+    cmd.args(&argv[1..])
         .env("PROVETOP_ALERT_RULE", inert(&alert.rule, ENV_MAX))
         .env("PROVETOP_ALERT_LEVEL", level)
         .env("PROVETOP_ALERT_STATE", state)
@@ -133,14 +133,27 @@ fn start(argv: &[String], alert: &Alert, t: u64) -> std::io::Result<Child> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
+        .process_group(0);
+    // A helper of provetop's own: never taken for an orphan of the supervised child's tree.
+    crate::supervisor::spawn_helper(|| cmd.spawn())
 }
 
 fn kill_group(child: &mut Child) {
     let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
     let _ = child.kill();
     let _ = child.wait();
+    crate::supervisor::helper_ended(child.id());
+}
+
+/// Whether a hook has ended (it is then reaped and forgotten as a helper).
+fn ended(child: &mut Child) -> bool {
+    match child.try_wait() {
+        Ok(None) => false,
+        Ok(Some(_)) | Err(_) => {
+            crate::supervisor::helper_ended(child.id());
+            true
+        }
+    }
 }
 
 /// Start `argv` for `alert` (raised at monotonic time `t`) once, unthrottled; errors
@@ -153,11 +166,13 @@ pub fn spawn_hook(argv: &[String], alert: &Alert, t: u64) -> std::io::Result<()>
         .spawn(move || {
             let begun = Instant::now();
             loop {
-                match child.try_wait() {
-                    Ok(Some(_)) | Err(_) => return,
-                    Ok(None) if begun.elapsed() >= HOOK_TIMEOUT => return kill_group(&mut child),
-                    Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+                if ended(&mut child) {
+                    return;
                 }
+                if begun.elapsed() >= HOOK_TIMEOUT {
+                    return kill_group(&mut child);
+                }
+                std::thread::sleep(Duration::from_millis(50));
             }
         })?;
     Ok(())
@@ -299,16 +314,14 @@ impl HookRunner {
         let mut running = 0;
         for slot in st.slots.values_mut() {
             if let Some((child, begun)) = &mut slot.running {
-                match child.try_wait() {
-                    Ok(None) if now.duration_since(*begun) >= self.limits.timeout => {
-                        kill_group(child);
-                        slot.running = None;
-                    }
-                    Ok(None) => {
-                        running += 1;
-                        soon(Duration::from_millis(20));
-                    }
-                    Ok(Some(_)) | Err(_) => slot.running = None,
+                if ended(child) {
+                    slot.running = None;
+                } else if now.duration_since(*begun) >= self.limits.timeout {
+                    kill_group(child);
+                    slot.running = None;
+                } else {
+                    running += 1;
+                    soon(Duration::from_millis(20));
                 }
             }
         }

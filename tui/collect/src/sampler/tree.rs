@@ -27,6 +27,46 @@ pub fn descendants(root: u32, children_files: bool) -> Vec<u32> {
     }
 }
 
+/// The direct children of `pid`.
+pub fn children(pid: u32) -> Vec<u32> {
+    if has_children_files() {
+        children_of(pid)
+    } else {
+        parent_map().remove(&pid).unwrap_or_default()
+    }
+}
+
+/// Every live process among `roots` and all their descendants, each once (one scan of
+/// `/proc` at most, however many roots).
+pub fn descendants_of_all(roots: &[u32], children_files: bool) -> Vec<u32> {
+    let live: Vec<u32> = roots
+        .iter()
+        .copied()
+        .filter(|r| fs::metadata(format!("/proc/{r}")).is_ok())
+        .collect();
+    if live.is_empty() {
+        return Vec::new();
+    }
+    let map = (!children_files).then(parent_map);
+    let mut out: Vec<u32> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for r in live {
+        if seen.contains(&r) {
+            continue;
+        }
+        let tree = match &map {
+            Some(m) => walk(r, |p| m.get(&p).cloned().unwrap_or_default()),
+            None => walk(r, children_of),
+        };
+        for p in tree {
+            if seen.insert(p) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
 fn walk(root: u32, mut kids: impl FnMut(u32) -> Vec<u32>) -> Vec<u32> {
     let mut out = vec![root];
     let mut i = 0;

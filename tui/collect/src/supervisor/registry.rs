@@ -38,3 +38,172 @@ pub fn kill_all_children() {
         }
     }
 }
+
+/// Provetop's own helper processes (alert hooks): its direct children that are not orphans
+/// of a supervised child's tree.
+static HELPERS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+fn helpers() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    HELPERS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Start a helper process of provetop's own (an alert hook) with `spawn`, remembered as
+/// such (under the lock the tree walk takes, so it is never mistaken for an orphan).
+pub fn spawn_helper(
+    spawn: impl FnOnce() -> std::io::Result<std::process::Child>,
+) -> std::io::Result<std::process::Child> {
+    let mut h = helpers();
+    let c = spawn()?;
+    h.push(c.id());
+    Ok(c)
+}
+
+/// A helper was reaped.
+pub fn helper_ended(pid: u32) {
+    helpers().retain(|&p| p != pid);
+}
+
+/// Provetop's direct children that are neither a supervised child (`root` or another
+/// registered one) nor a helper, and not in provetop's own process group (every supervised
+/// tree runs outside it; a plain child of a program embedding the supervisor stays in it):
+/// orphans reparented to provetop, the subreaper.
+fn orphans(root: u32) -> Vec<u32> {
+    let h = helpers();
+    let me = std::process::id();
+    let my_group = nix::unistd::getpgrp().as_raw();
+    crate::sampler::tree::children(me)
+        .into_iter()
+        .filter(|&p| {
+            p != root
+                && !h.contains(&p)
+                && pgid_of(p).is_some_and(|g| g != my_group)
+                && !PGIDS.iter().any(|s| s.load(Ordering::Acquire) == p as i32)
+        })
+        .collect()
+}
+
+/// Make provetop a child subreaper (once): a descendant of a supervised child whose parent
+/// dies is reparented to provetop instead of init, so it stays in reach (it can be found
+/// by its parent pid, killed and reaped). Returns whether that holds.
+pub fn become_subreaper() -> bool {
+    static DONE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DONE.get_or_init(|| nix::sys::prctl::set_child_subreaper(true).is_ok())
+}
+
+/// The process group of `pid`.
+fn pgid_of(pid: u32) -> Option<i32> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s.rsplit_once(')')?
+        .1
+        .split_ascii_whitespace()
+        .nth(2)?
+        .parse()
+        .ok()
+}
+
+/// Parent pid and start time (clock ticks since boot: with the pid, a process's identity
+/// across pid reuse) from `/proc/PID/stat`.
+fn stat_of(pid: u32) -> Option<(u32, u64, char)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = s.rsplit_once(')')?;
+    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+    // Fields after the command: 3 state, 4 ppid, …, 22 starttime.
+    let state = f.first()?.chars().next()?;
+    Some((f.get(1)?.parse().ok()?, f.get(19)?.parse().ok()?, state))
+}
+
+/// Every process seen in a supervised child's tree (the tree the sampler samples), by pid
+/// and start time: what is killed on stop, even a descendant that left the child's process
+/// group (`setsid`, `setpgid`) or was orphaned (reparented to provetop, the subreaper).
+#[derive(Debug, Default)]
+pub struct Tree {
+    seen: std::collections::HashMap<u32, u64>,
+}
+
+impl Tree {
+    /// Remember `root`'s descendants now, and those of every remembered one still alive
+    /// (an orphan's own children). Forgets the dead.
+    pub fn note(&mut self, root: u32) {
+        let children_files = crate::sampler::tree::has_children_files();
+        let mut roots: Vec<u32> = vec![root];
+        roots.extend(orphans(root));
+        // Only those still the process remembered: a reused pid's children are not ours.
+        roots.extend(
+            self.seen
+                .iter()
+                .filter(|(&p, &start)| stat_of(p).is_some_and(|(_, s, _)| s == start))
+                .map(|(&p, _)| p),
+        );
+        let found: Vec<u32> = crate::sampler::tree::descendants_of_all(&roots, children_files)
+            .into_iter()
+            .filter(|&p| p != root)
+            .collect();
+        let mut seen = std::collections::HashMap::new();
+        for p in found {
+            if let Some((_, start, _)) = stat_of(p) {
+                // A remembered pid now used by another process is not ours.
+                match self.seen.get(&p) {
+                    Some(s) if *s != start => {}
+                    _ => {
+                        seen.insert(p, start);
+                    }
+                }
+            }
+        }
+        self.seen = seen;
+    }
+
+    /// Send `sig` to every remembered process that is still the one remembered (after
+    /// [`Self::note`]); returns how many were signalled.
+    pub fn signal(&mut self, root: u32, sig: nix::sys::signal::Signal) -> usize {
+        self.note(root);
+        let mut n = 0;
+        for (&p, &start) in &self.seen {
+            if stat_of(p).is_some_and(|(_, s, _)| s == start)
+                && nix::sys::signal::kill(nix::unistd::Pid::from_raw(p as i32), sig).is_ok()
+            {
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Reap the remembered processes that were reparented to provetop and have ended (never
+    /// the supervised child itself, which its own waiter reaps).
+    pub fn reap(&mut self) {
+        let me = std::process::id();
+        self.seen.retain(|&p, &mut start| match stat_of(p) {
+            Some((ppid, s, state)) if ppid == me && s == start && state == 'Z' => {
+                let _ = nix::sys::wait::waitpid(
+                    nix::unistd::Pid::from_raw(p as i32),
+                    Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+                );
+                false
+            }
+            Some((_, s, _)) => s == start,
+            None => false,
+        });
+    }
+
+    /// SIGKILL the whole remembered tree and reap what was reparented to provetop, waiting
+    /// up to `wait` for the kernel to finish them.
+    pub fn kill(&mut self, root: u32, wait: std::time::Duration) {
+        use nix::sys::signal::Signal;
+        let end = std::time::Instant::now() + wait;
+        // Twice: a process forking while it is killed leaves a child the first pass missed.
+        for _ in 0..2 {
+            self.signal(root, Signal::SIGKILL);
+        }
+        loop {
+            self.reap();
+            let me = std::process::id();
+            let left = self.seen.iter().any(|(&p, &start)| {
+                stat_of(p).is_some_and(|(ppid, s, st)| s == start && (st != 'Z' || ppid == me))
+            });
+            if !left || std::time::Instant::now() >= end {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! The supervised child's whole process tree, end to end through the real `provetop`
+//! binary: descendants that leave the child's process group (`setsid`) or are orphaned do
+//! not outlive provetop's stop, nor the child's own end.
+
+use std::process::Child;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use provetop_testkit::faults::*;
+use provetop_testkit::procs::{alive, signal, wait_until};
+
+/// A `sleep` argument no other process has: this test's own marker.
+fn token(n: u32) -> String {
+    format!("{}.{:03}{n}", 300 + n, std::process::id() % 1000)
+}
+
+/// Live processes whose command line is exactly `sleep TOKEN`.
+fn sleeps(token: &str) -> Vec<u32> {
+    let want = format!("sleep\0{token}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c == want.as_bytes())
+                && alive(*p)
+        })
+        .collect()
+}
+
+fn ppid(pid: u32) -> Option<u32> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Kill what a failed test left behind.
+struct Reap(Vec<String>);
+impl Drop for Reap {
+    fn drop(&mut self) {
+        for t in &self.0 {
+            for p in sleeps(t) {
+                let _ =
+                    nix::sys::signal::kill(nix::unistd::Pid::from_raw(p as i32), Signal::SIGKILL);
+            }
+        }
+    }
+}
+
+fn start(dir: &std::path::Path, script: &str) -> Child {
+    let s = dir.join("s.ptop");
+    spawn_headless(dir, &s, &["--", "sh", "-c", script])
+}
+
+fn finish(mut pt: Child) -> String {
+    use std::io::Read;
+    let _ = pt.wait().unwrap();
+    let mut err = String::new();
+    pt.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    err
+}
+
+#[test]
+fn a_grandchild_that_calls_setsid_does_not_survive_a_sigterm_of_provetop() {
+    let (a, b) = (token(1), token(2));
+    let _reap = Reap(vec![a.clone(), b.clone()]);
+    let dir = tempfile::tempdir().unwrap();
+    let pt = start(dir.path(), &format!("setsid sleep {a} & sleep {b}"));
+    assert!(
+        wait_until(Duration::from_secs(20), || sleeps(&a).len() == 1
+            && sleeps(&b).len() == 1),
+        "the child's sleeps never started"
+    );
+    signal(pt.id(), Signal::SIGTERM);
+    let err = finish(pt);
+    assert!(err.contains("session recorded to"), "{err}");
+    assert!(
+        wait_until(Duration::from_secs(5), || sleeps(&a).is_empty()
+            && sleeps(&b).is_empty()),
+        "left behind: setsid sleep {:?}, sleep {:?}\n{err}",
+        sleeps(&a),
+        sleeps(&b)
+    );
+}
+
+#[test]
+fn an_orphaned_grandchild_is_reparented_to_provetop_and_killed_with_the_tree() {
+    let (a, b) = (token(3), token(4));
+    let _reap = Reap(vec![a.clone(), b.clone()]);
+    let dir = tempfile::tempdir().unwrap();
+    // The subshell exits at once: its setsid sleep is an orphan in another session.
+    let pt = start(dir.path(), &format!("(setsid sleep {a} &); sleep {b}"));
+    let me = pt.id();
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            sleeps(&a).first().and_then(|p| ppid(*p)) == Some(me) && sleeps(&b).len() == 1
+        }),
+        "the orphan was not reparented to provetop (ppid {:?}, provetop {me})",
+        sleeps(&a).first().and_then(|p| ppid(*p))
+    );
+    // Long enough for the supervisor's once-a-second walk to have seen the orphan.
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(pt.id(), Signal::SIGTERM);
+    let err = finish(pt);
+    assert!(
+        wait_until(Duration::from_secs(5), || sleeps(&a).is_empty()
+            && sleeps(&b).is_empty()),
+        "left behind: {:?} {:?}\n{err}",
+        sleeps(&a),
+        sleeps(&b)
+    );
+}
+
+#[test]
+fn a_setsid_grandchild_goes_with_a_child_that_exits_by_itself() {
+    let a = token(5);
+    let _reap = Reap(vec![a.clone()]);
+    let dir = tempfile::tempdir().unwrap();
+    let pt = start(dir.path(), &format!("setsid sleep {a} & sleep 2"));
+    assert!(
+        wait_until(Duration::from_secs(20), || sleeps(&a).len() == 1),
+        "the setsid sleep never started"
+    );
+    let err = finish(pt);
+    assert!(err.contains("child exited 0"), "{err}");
+    assert!(
+        wait_until(Duration::from_secs(5), || sleeps(&a).is_empty()),
+        "left behind: {:?}\n{err}",
+        sleeps(&a)
+    );
+}
