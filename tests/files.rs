@@ -1,15 +1,19 @@
 //! Files and security, end to end through the real binary: provetop writes only new files,
 //! never through a link planted at the session, child-log or export path; its state
 //! directory is private whatever the umask; an export never replaces its input; a command
-//! that cannot start leaves no file behind.
+//! that cannot start leaves no file behind; a session file lost while recording (deleted,
+//! replaced, moved, its directory gone) is noticed, said, and nothing recorded is lost.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::time::Duration;
 
 use provetop_shared::session::load;
+use provetop_shared::Mark;
 use provetop_testkit::bins::{provetop, run_provetop};
 use provetop_testkit::faults::*;
 use provetop_testkit::fixtures::demo_session;
+use provetop_testkit::procs::{signal, wait_until};
 
 fn mode(p: &Path) -> u32 {
     std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
@@ -278,4 +282,173 @@ fn a_command_that_cannot_start_leaves_no_child_log_and_no_session() {
         .filter(|n| n.starts_with("s.ptop"))
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// A headless `run -- sleep 60` recording to DIR/s.ptop, once a few samples are on disk.
+fn recording(dir: &Path) -> (std::process::Child, std::path::PathBuf) {
+    let s = dir.join("s.ptop");
+    let pt = spawn_headless(dir, &s, &["--", "sleep", "60"]);
+    assert!(
+        wait_until(Duration::from_secs(20), || load(&s).is_ok_and(|l| samples(
+            &l
+        )
+        .len()
+            >= 5)),
+        "no samples recorded"
+    );
+    (pt, s)
+}
+
+/// SIGTERM provetop and take what it said.
+fn stop(mut pt: std::process::Child) -> (Option<i32>, String) {
+    signal(pt.id(), nix::sys::signal::Signal::SIGTERM);
+    let o = std::mem::replace(&mut pt, dummy())
+        .wait_with_output()
+        .unwrap();
+    (o.status.code(), stderr(&o))
+}
+
+fn dummy() -> std::process::Child {
+    std::process::Command::new("true").spawn().unwrap()
+}
+
+/// The records a file held before it was lost are all in `at`, with the warning and the end.
+fn assert_everything_in(at: &Path, before: &provetop_shared::session::Loaded, said: &str) {
+    let l = session(at);
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    assert_eq!(
+        &l.records[..before.records.len()],
+        &before.records[..],
+        "records from before the loss are missing"
+    );
+    assert!(
+        marks(&l)
+            .iter()
+            .any(|(_, m)| matches!(m, Mark::Warning { text } if text.contains(said))),
+        "no warning {said:?}: {:?}",
+        marks(&l)
+    );
+    assert!(marks(&l)
+        .iter()
+        .any(|(_, m)| matches!(m, Mark::ChildExited { .. })));
+    assert!(samples(&l).len() > samples(before).len());
+}
+
+#[test]
+fn a_session_file_deleted_while_recording_is_re_created_with_everything_and_it_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pt, s) = recording(dir.path());
+    let before = session(&s);
+    std::fs::remove_file(&s).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || s.exists()),
+        "not re-created"
+    );
+    std::thread::sleep(Duration::from_millis(600));
+    let (code, err) = stop(pt);
+    assert_eq!(code, Some(143), "{err}");
+    assert!(err.contains("was deleted while recording"), "{err}");
+    assert!(
+        err.contains(&format!("session recorded to {}", s.display())),
+        "{err}"
+    );
+    assert_everything_in(&s, &before, "was deleted while recording");
+    assert_eq!(mode(&s), 0o600);
+}
+
+#[test]
+fn a_session_file_replaced_while_recording_is_recovered_next_to_it_and_the_new_file_is_left_alone()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let (pt, s) = recording(dir.path());
+    let pid = pt.id();
+    let before = session(&s);
+    let other = dir.path().join("other");
+    std::fs::write(&other, b"someone else's file").unwrap();
+    std::fs::rename(&other, &s).unwrap();
+    let recovered = dir.path().join(format!("s.ptop.recovered-{pid}"));
+    assert!(
+        wait_until(Duration::from_secs(10), || recovered.exists()),
+        "not recovered"
+    );
+    std::thread::sleep(Duration::from_millis(600));
+    let (code, err) = stop(pt);
+    assert_eq!(code, Some(143), "{err}");
+    assert!(err.contains("replaced by another file"), "{err}");
+    assert!(
+        err.contains(&format!("session recorded to {}", recovered.display())),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&s).unwrap(), b"someone else's file");
+    assert_everything_in(&recovered, &before, "replaced by another file");
+}
+
+#[test]
+fn a_session_file_moved_while_recording_is_followed_and_it_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pt, s) = recording(dir.path());
+    let before = session(&s);
+    let moved = dir.path().join("moved.ptop");
+    std::fs::rename(&s, &moved).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let (code, err) = stop(pt);
+    assert_eq!(code, Some(143), "{err}");
+    assert!(err.contains("was moved to"), "{err}");
+    assert!(
+        err.contains(&format!("session recorded to {}", moved.display())),
+        "{err}"
+    );
+    assert!(!s.exists());
+    assert_everything_in(&moved, &before, "was moved to");
+}
+
+#[test]
+fn a_session_file_lost_with_its_directory_shows_rec_failing_and_is_saved_when_it_comes_back() {
+    use provetop_testkit::tmux::{have_tmux, sh_quote, Tmux};
+    let name = "a_session_file_lost_with_its_directory_shows_rec_failing";
+    if !have_tmux(name) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let s = sub.join("s.ptop");
+    let cmd = format!(
+        "cd {d} && exec env XDG_STATE_HOME={d}/state XDG_CONFIG_HOME={d}/config {} run --record {} -- sleep 600",
+        sh_quote(&provetop().display().to_string()),
+        s.display()
+    );
+    let tmux = Tmux::start(
+        name,
+        120,
+        30,
+        &format!("sh -c {}; echo PROVETOP-EXIT=$?; sleep 600", sh_quote(&cmd)),
+    );
+    tmux.wait_for("the child running", Duration::from_secs(30), |t| {
+        t.contains("running pid")
+    });
+    assert!(wait_until(Duration::from_secs(20), || load(&s)
+        .is_ok_and(|l| samples(&l).len() >= 5)));
+    let before = session(&s);
+    std::fs::remove_dir_all(&sub).unwrap();
+    let screen = tmux.wait_for("✖ rec failing", Duration::from_secs(15), |t| {
+        t.contains("✖ rec failing")
+    });
+    assert!(screen.contains("cannot be re-created"), "{screen}");
+    // The directory comes back: the recording is saved into it, and the header says so.
+    std::fs::create_dir(&sub).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || s.exists()),
+        "not re-created"
+    );
+    tmux.wait_for("the header healthy", Duration::from_secs(10), |t| {
+        !t.contains("✖ rec failing")
+    });
+    tmux.keys(&["q"]);
+    let out = tmux.wait_for("exit", Duration::from_secs(30), |t| {
+        t.contains("PROVETOP-EXIT=")
+    });
+    assert!(out.contains("PROVETOP-EXIT=0"), "{out}");
+    assert_everything_in(&s, &before, "was deleted while recording");
 }

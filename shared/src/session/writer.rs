@@ -39,6 +39,18 @@ pub fn create_private(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// Where a session file being written is, by [`SessionWriter::whereabouts`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Whereabouts {
+    /// At its path.
+    InPlace,
+    /// No longer at its path but still linked: at this one.
+    Moved(PathBuf),
+    /// Unlinked: deleted, or its path replaced by another file. Written on, it is lost when
+    /// closed.
+    Deleted,
+}
+
 /// Appends records to a session file (created with mode 0600: it may hold command lines).
 pub struct SessionWriter {
     out: BufWriter<File>,
@@ -95,6 +107,62 @@ impl SessionWriter {
     /// Path written.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the file is still at [`path`](Self::path) (same device and inode); if not,
+    /// where it went. Costs two `stat`s.
+    pub fn whereabouts(&self) -> io::Result<Whereabouts> {
+        use std::os::unix::fs::MetadataExt;
+        let ours = self.out.get_ref().metadata()?;
+        if let Ok(m) = std::fs::symlink_metadata(&self.path) {
+            if (m.dev(), m.ino()) == (ours.dev(), ours.ino()) {
+                return Ok(Whereabouts::InPlace);
+            }
+        }
+        if ours.nlink() == 0 {
+            return Ok(Whereabouts::Deleted);
+        }
+        // Still linked somewhere: where the kernel says the descriptor points.
+        use std::os::fd::AsRawFd;
+        let fd = self.out.get_ref().as_raw_fd();
+        match std::fs::read_link(format!("/proc/self/fd/{fd}")) {
+            Ok(p) if p.is_absolute() && !p.to_string_lossy().ends_with(" (deleted)") => {
+                Ok(Whereabouts::Moved(p))
+            }
+            _ => Ok(Whereabouts::Deleted),
+        }
+    }
+
+    /// The file was moved: go on calling it `path`.
+    pub fn moved_to(&mut self, path: PathBuf) {
+        self.path = path;
+    }
+
+    /// Go on in a new file at `path` ([`create_private`]) holding everything written so far
+    /// (copied from the file written until now, which may have been deleted: it lives while
+    /// it is open).
+    pub fn relocate(&mut self, path: &Path) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.out.flush()?;
+        let mut new = create_private(path)?;
+        let old = self.out.get_ref();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut at = 0u64;
+        let copied = (|| loop {
+            let n = old.read_at(&mut buf, at)?;
+            if n == 0 {
+                return new.flush();
+            }
+            new.write_all(&buf[..n])?;
+            at += n as u64;
+        })();
+        if let Err(e) = copied {
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
+        self.out = BufWriter::with_capacity(256 << 10, new);
+        self.path = path.to_path_buf();
+        Ok(())
     }
 
     /// Records appended.

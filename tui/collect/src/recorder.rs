@@ -8,14 +8,24 @@
 //! reports it once as a [`Mark::Warning`], keeps the records that could not be written in a
 //! bounded queue (oldest dropped first), retries once a second, and reports again when writing
 //! works again, with how many records were lost.
+//!
+//! Losing the file is noticed at every flush (its device and inode against its path's):
+//! * moved (renamed): recording goes on in it, under its new name, and says so;
+//! * deleted, or its path replaced by another file: everything recorded so far is copied
+//!   from the open (deleted) file into a new file at the path, or, when another file took the
+//!   path, next to it (`PATH.recovered-PID`), and recording goes on there; said once;
+//! * when no new file can be made (the directory went too): said, the recording shows as
+//!   failing (`✖ rec failing`), it goes on into the deleted file and making the new file is
+//!   retried every second and at the end; if that never works, the end says the recording is
+//!   lost.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use provetop_shared::session::{SessionHeader, SessionWriter};
-use provetop_shared::{Mark, Record};
+use provetop_shared::session::{SessionHeader, SessionWriter, Whereabouts};
+use provetop_shared::{Mark, Record, RecordBody};
 
 /// Longest time records stay in the buffer. Half a second: a kill -9 loses this, plus up to
 /// one tick of the caller (50 ms) and one sampling interval, which must stay under a second.
@@ -34,6 +44,9 @@ pub struct Recorder {
     last_retry: Instant,
     backlog: VecDeque<Record>,
     lost: u64,
+    /// Set while the file is deleted and no new one could be made: the path it had.
+    orphaned: Option<PathBuf>,
+    rescue_failed_once: bool,
 }
 
 impl Recorder {
@@ -53,6 +66,8 @@ impl Recorder {
             last_retry: Instant::now(),
             backlog: VecDeque::new(),
             lost: 0,
+            orphaned: None,
+            rescue_failed_once: false,
         })
     }
 
@@ -75,6 +90,13 @@ impl Recorder {
     /// Flush if [`FLUSH_EVERY`] has passed since the last flush; while failing, retry once a
     /// second.
     pub fn tick(&mut self) -> Option<Mark> {
+        if self.orphaned.is_some() {
+            if self.last_retry.elapsed() >= RETRY_EVERY {
+                self.last_retry = Instant::now();
+                return self.rescue();
+            }
+            return None;
+        }
         if self.failing.is_some() {
             if self.last_retry.elapsed() >= RETRY_EVERY {
                 self.last_retry = Instant::now();
@@ -87,13 +109,86 @@ impl Recorder {
             if let Err(e) = self.writer.flush() {
                 return self.start_failing(e);
             }
+            return self.check_whereabouts();
         }
         None
     }
 
+    /// Is the file still at its path? Follow a move; rescue a deleted file.
+    fn check_whereabouts(&mut self) -> Option<Mark> {
+        match self.writer.whereabouts() {
+            Ok(Whereabouts::InPlace) | Err(_) => None,
+            Ok(Whereabouts::Moved(to)) => {
+                let text = format!(
+                    "session file {} was moved to {} while recording; recording goes on there",
+                    self.writer.path().display(),
+                    to.display()
+                );
+                self.writer.moved_to(to);
+                Some(Mark::Warning { text })
+            }
+            Ok(Whereabouts::Deleted) => {
+                self.orphaned = Some(self.writer.path().to_path_buf());
+                self.last_retry = Instant::now();
+                self.rescue()
+            }
+        }
+    }
+
+    /// The file was deleted: copy it into a new file (at its path, or next to it when another
+    /// file took the path) and go on there. Says what happened, once: when it works, or the
+    /// first time it does not.
+    fn rescue(&mut self) -> Option<Mark> {
+        let path = self.orphaned.clone()?;
+        let first = !self.rescue_failed_once;
+        let taken = std::fs::symlink_metadata(&path).is_ok();
+        let to = if taken {
+            let mut p = path.clone().into_os_string();
+            p.push(format!(".recovered-{}", std::process::id()));
+            PathBuf::from(p)
+        } else {
+            path.clone()
+        };
+        match self.writer.relocate(&to) {
+            Ok(()) => {
+                self.orphaned = None;
+                self.rescue_failed_once = false;
+                let what = if taken {
+                    "replaced by another file (left alone)"
+                } else {
+                    "deleted"
+                };
+                Some(Mark::Warning {
+                    text: format!(
+                        "session file {} was {what} while recording; everything recorded so far is in {}, and recording goes on there",
+                        path.display(),
+                        to.display()
+                    ),
+                })
+            }
+            Err(e) => {
+                self.rescue_failed_once = true;
+                let what = if taken {
+                    format!(
+                        "replaced by another file, and {} cannot be created",
+                        to.display()
+                    )
+                } else {
+                    "deleted, and cannot be re-created".to_string()
+                };
+                first.then(|| Mark::Warning {
+                    text: format!(
+                        "session file {} was {what} ({e}); recording goes on into the deleted file, retrying every second: the recording is lost if provetop ends first",
+                        path.display(),
+                    ),
+                })
+            }
+        }
+    }
+
     /// Whether writes are failing now.
     pub fn is_failing(&self) -> bool {
-        self.failing.is_some()
+        self.failing.is_some() || self.orphaned.is_some()
     }
 
     /// Flush, fsync and close; the path of the file. Fails if records could not be written.
@@ -101,7 +196,28 @@ impl Recorder {
         if self.failing.is_some() {
             let _ = self.retry();
         }
+        if self.orphaned.is_none() && self.failing.is_none() && self.writer.flush().is_ok() {
+            // Lost since the last flush?
+            // Lost since the last flush? What is said goes into the file (the caller names
+            // the path it ends up at).
+            if let Some(m) = self.check_whereabouts() {
+                let now = provetop_shared::clock::mono_ns();
+                let _ = self.writer.append(&Record::new(now, RecordBody::Mark(m)));
+            }
+        }
+        if self.orphaned.is_some() {
+            if let Some(m) = self.rescue() {
+                let now = provetop_shared::clock::mono_ns();
+                let _ = self.writer.append(&Record::new(now, RecordBody::Mark(m)));
+            }
+        }
         let path = self.writer.path().to_path_buf();
+        if let Some(was) = &self.orphaned {
+            anyhow::bail!(
+                "session file {} was deleted while recording and could not be re-created: the recording is lost",
+                was.display()
+            );
+        }
         if let Some(e) = &self.failing {
             anyhow::bail!(
                 "session file {} is incomplete: {} records not written ({e})",

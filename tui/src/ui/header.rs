@@ -274,7 +274,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 vec![sep(), Span::styled(format!("⚠ {short}{more}"), style)],
             ),
         );
-    } else if app.recording.is_some() {
+    } else if app.recording.is_some() && !app.recording_failing {
         l2.push(Item::new(
             3,
             vec![
