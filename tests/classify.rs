@@ -285,11 +285,11 @@ fn unreadable_file() {
     // Tests run as root, so permissions do not stop a read; a directory does.
     let dir = tempfile::tempdir().unwrap();
     let out = classify(dir.path());
-    one_line_error(&out, "Is a directory");
+    one_line_error(&out, "a directory");
     assert_eq!(
         out.stderr,
         format!(
-            "provetop: {}: Is a directory (os error 21)\n",
+            "provetop: {}: a directory, not a file (provetop reads regular files only)\n",
             dir.path().display()
         )
     );
