@@ -167,3 +167,71 @@ fn replay_seek_pause_quit() {
     assert!(s.contains("REPLAY-EXIT=0"), "{s}");
     assert_eq!(tmux.format("#{alternate_on}"), "0");
 }
+
+/// The replay's header (first line) and log at the driver's position, drawn at 120×30.
+fn screen_at(d: &mut ReplayDriver, app: &mut provetop::app::App, t: u64) -> String {
+    d.seek(app, t);
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 30)).unwrap();
+    term.draw(|f| {
+        provetop::ui::draw(f, app);
+    })
+    .unwrap();
+    let buf = term.backend().buffer();
+    (0..30)
+        .map(|y| (0..120).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
+        .collect()
+}
+
+#[test]
+fn a_recording_provetop_did_not_stop_says_so_at_its_end() {
+    use provetop::replay::ABRUPT_END;
+    use provetop_testkit::faults::{child_pid_from, spawn_headless};
+    let dir = tempfile::tempdir().unwrap();
+    // provetop killed -9 while recording: no stop note, no exit mark.
+    let killed = dir.path().join("killed.ptop");
+    let mut pt = spawn_headless(dir.path(), &killed, &["--", "sleep", "30"]);
+    let child = child_pid_from(&killed, Duration::from_secs(20)).expect("child started");
+    assert!(provetop_testkit::procs::wait_until(
+        Duration::from_secs(20),
+        || { Store::open(&killed).is_ok_and(|s| s.records().len() > 3) }
+    ));
+    pt.kill().unwrap();
+    pt.wait().unwrap();
+    // The child goes with provetop (parent-death signal); make sure of it.
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    // And one that ended as it should.
+    let clean = dir.path().join("clean.ptop");
+    let out = provetop_testkit::faults::headless(dir.path(), &clean, &["--", "sleep", "0.3"]);
+    assert_eq!(out.status.code(), Some(0));
+
+    let mut d = ReplayDriver::new(Store::open(&killed).unwrap());
+    let mut app = d.app(1.0, Theme::mono());
+    let (start, end) = (d.store().start(), d.store().end());
+    let s = screen_at(&mut d, &mut app, start);
+    assert!(!s.contains(ABRUPT_END), "{s}");
+    let s = screen_at(&mut d, &mut app, end);
+    let header = s.lines().next().unwrap();
+    assert!(header.contains(ABRUPT_END), "{s}");
+    assert!(
+        s.lines().skip(1).any(|l| l.contains(ABRUPT_END)),
+        "the log says it: {s}"
+    );
+    // A seek back forgets it; the end says it again, once.
+    let s = screen_at(&mut d, &mut app, start);
+    assert!(!s.contains(ABRUPT_END), "{s}");
+    let s = screen_at(&mut d, &mut app, end);
+    assert_eq!(
+        s.matches(ABRUPT_END).count(),
+        2,
+        "header and one log line: {s}"
+    );
+
+    let mut d = ReplayDriver::new(Store::open(&clean).unwrap());
+    let mut app = d.app(1.0, Theme::mono());
+    let end = d.store().end();
+    let s = screen_at(&mut d, &mut app, end);
+    assert!(!s.contains(ABRUPT_END), "{s}");
+}

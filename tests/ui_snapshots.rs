@@ -1,6 +1,7 @@
 //! Layout snapshots: the live and replay screens at 80×24 and 200×60, drawn into ratatui's
 //! `TestBackend` from deterministic synthetic records.
 
+use crossterm::event::KeyCode;
 use provetop::app::{Action, App, Playback, Screen, NS};
 use provetop::theme::Theme;
 use provetop_shared::{BatchMode, Event, Mark, Record, RecordBody};
@@ -154,6 +155,7 @@ fn replay_app() -> App {
             end,
             alerts: vec![],
             file: "session.ptop".into(),
+            abrupt_end: false,
         }),
         Default::default(),
         Theme::mono(),
@@ -539,4 +541,160 @@ fn modes_overlay_compares_what_each_mode_did() {
     );
     app.act(Action::Escape);
     assert!(!screen_text(&app, 120, 40).contains("batch modes"));
+}
+
+/// The live app of an 8-partition prover (the bundled prover's default) whose newest proof
+/// also ran the phases the synthetic one leaves out (SRS load, prove, GPU setup): 17 rows.
+fn eight_partition_app() -> App {
+    use provetop_shared::Phase;
+    let cfg = SynthConfig {
+        seconds: 30.0,
+        partitions: 8,
+        ..SynthConfig::default()
+    };
+    let t0 = cfg.t0;
+    let mut app = App::new(Screen::Run, Default::default(), Theme::mono(), t0);
+    for r in records(cfg) {
+        app.clock = app.clock.max(r.t);
+        app.model.apply(&r);
+    }
+    finish_running(&mut app);
+    for (phase, part) in [
+        (Phase::SrsGenerate, None),
+        (Phase::SrsLoad, None),
+        (Phase::Prove, None),
+        (Phase::GpuSetup, None),
+    ] {
+        let started = Event::PhaseStarted {
+            proof_id: 99,
+            phase: phase.clone(),
+            partition: part,
+        };
+        feed(&mut app, RecordBody::Event(started));
+        for _ in 0..3 {
+            feed(&mut app, RecordBody::Mark(Mark::Note { text: ".".into() }));
+        }
+        let ended = Event::PhaseEnded {
+            proof_id: 99,
+            phase,
+            partition: part,
+            duration_s: 0.3,
+        };
+        feed(&mut app, RecordBody::Event(ended));
+    }
+    app
+}
+
+/// The rows of the phases pane (its title first).
+fn timeline_rows(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .skip_while(|l| !l.starts_with("─ phases"))
+        .take_while(|l| !l.starts_with("─ log"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn per_partition_timeline_rows_appear_when_there_is_room() {
+    let app = eight_partition_app();
+    for (w, h) in [(200, 80), (200, 60), (160, 45)] {
+        let rows = timeline_rows(&screen_text(&app, w, h));
+        let all = rows.join("\n");
+        for p in 0..8 {
+            assert!(all.contains(&format!("synth p{p}│")), "{w}x{h}:\n{all}");
+        }
+        assert!(!all.contains(" rows "), "{w}x{h}: rows left out:\n{all}");
+    }
+    // 160×45 has room for the partitions, not for every other phase: those are lettered
+    // on their group's row, and the legend names their letters.
+    let rows = timeline_rows(&screen_text(&app, 160, 45));
+    assert!(
+        rows.iter().any(|r| r.trim_start().starts_with("prove│")),
+        "{rows:#?}"
+    );
+    for l in ["G srs gen", "L srs load", "p prove", "u gpu setup"] {
+        assert!(rows[0].contains(l), "{l}: {}", rows[0]);
+    }
+}
+
+#[test]
+fn the_timeline_legend_names_every_letter_it_draws() {
+    let app = eight_partition_app();
+    for (w, h) in [(80, 24), (120, 30), (160, 45)] {
+        let rows = timeline_rows(&screen_text(&app, w, h));
+        let lettered: Vec<&String> = rows[1..]
+            .iter()
+            .filter(|r| r.contains(|c: char| c.is_ascii_alphabetic() && r.find('│').is_some()))
+            .collect();
+        let drawn: std::collections::BTreeSet<char> = lettered
+            .iter()
+            .filter_map(|r| r.split_once('│'))
+            .flat_map(|(_, cells)| cells.chars().filter(|c| c.is_ascii_alphabetic()))
+            .collect();
+        // The title line names each drawn letter, as a word of its own.
+        let title = &rows[0];
+        let words: Vec<&str> = title.split([' ', '/']).collect();
+        for c in &drawn {
+            assert!(
+                words.contains(&c.to_string().as_str()),
+                "{w}x{h}: letter {c} is not in the legend: {title}\n{rows:#?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn replay_help_does_not_speak_of_stopping_a_prover() {
+    let mut app = replay_app();
+    app.act(Action::Help);
+    let help = screen_text(&app, 100, 40);
+    assert!(help.contains("quit"), "{help}");
+    assert!(!help.contains("stops the prover"), "{help}");
+    let mut live = live_app(true);
+    live.act(Action::Help);
+    assert!(screen_text(&live, 100, 40).contains("quit (stops the prover)"));
+}
+
+#[test]
+fn the_footer_offers_prover_keys_only_once_the_child_speaks_the_protocol() {
+    let footer = |app: &App| {
+        screen_text(app, 120, 24)
+            .lines()
+            .last()
+            .unwrap()
+            .to_string()
+    };
+    let silent = footer(&live_app(false));
+    assert!(silent.contains("q:quit"), "{silent}");
+    for hint in ["p:pause", "n:prove", "1-4:mode"] {
+        assert!(!silent.contains(hint), "{silent}");
+        assert!(footer(&live_app(true)).contains(hint));
+    }
+}
+
+#[test]
+fn a_long_log_line_can_be_read_whole() {
+    let mut app = live_app(true);
+    let message = format!("start {} the end of it", "word ".repeat(60));
+    feed(
+        &mut app,
+        RecordBody::Event(Event::Log {
+            level: "warn".into(),
+            target: "prover".into(),
+            message: message.clone(),
+        }),
+    );
+    let pane = screen_text(&app, 80, 24);
+    assert!(!pane.contains("the end of it"), "{pane}");
+    for key in [KeyCode::Char('l'), KeyCode::Enter] {
+        let ev = crossterm::event::KeyEvent::new(key, crossterm::event::KeyModifiers::NONE);
+        let action = provetop::keymap::lookup(app.sections(), &ev).unwrap();
+        assert_eq!(app.act(action), None);
+        let whole = screen_text(&app, 80, 24);
+        assert!(whole.contains("log line"), "{whole}");
+        assert!(whole.contains("the end of it"), "{whole}");
+        app.act(Action::Escape);
+        assert!(!screen_text(&app, 80, 24).contains("the end of it"));
+    }
 }

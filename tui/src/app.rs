@@ -59,6 +59,9 @@ pub struct Playback {
     pub alerts: Vec<u64>,
     /// File name shown.
     pub file: String,
+    /// The recording ends without provetop's stop (provetop was killed, or the machine went
+    /// down): said at the end rather than leaving the child "running".
+    pub abrupt_end: bool,
 }
 
 /// What the screen looks at: window, freeze, cursor, help, log scroll.
@@ -76,6 +79,8 @@ pub struct View {
     pub modes: bool,
     /// Log lines scrolled back from the newest.
     pub log_back: usize,
+    /// The newest shown log line is shown whole, wrapped, over the screen.
+    pub log_line: bool,
     /// Rows the help is scrolled down (on a screen too small for all of it).
     pub help_scroll: usize,
     /// What the last frame was drawn with (the event loop keeps it).
@@ -166,6 +171,7 @@ impl App {
                 help: false,
                 modes: false,
                 log_back: 0,
+                log_line: false,
                 help_scroll: 0,
                 drawn: Drawn::default(),
             },
@@ -206,6 +212,24 @@ impl App {
         (end.saturating_sub(w), end)
     }
 
+    /// The zoom's footer message: the window the axis shows, which is shorter than the zoom
+    /// level when the clock it runs on does not reach back that far (the monotonic clock
+    /// starts at boot): "window 1h", "window 3h12m (24h asked; the clock starts at boot)".
+    pub fn window_text(&self) -> String {
+        let asked = self.view.window_ns();
+        let (t0, t1) = self.window();
+        let shown = t1.saturating_sub(t0);
+        if shown < asked {
+            format!(
+                "window {} ({} asked; the clock starts at boot)",
+                fmt_window(shown),
+                fmt_window(asked)
+            )
+        } else {
+            format!("window {}", fmt_window(asked))
+        }
+    }
+
     /// Set a footer message.
     pub fn flash(&mut self, text: impl Into<String>, error: bool) {
         self.flash = Some(Flash {
@@ -224,27 +248,25 @@ impl App {
                 self.view.help_scroll = 0;
             }
             Action::Modes => self.view.modes = !self.view.modes,
+            Action::LogLine => self.view.log_line = !self.view.log_line,
             Action::Escape => {
-                if self.view.help || self.view.modes {
+                if self.view.help || self.view.modes || self.view.log_line {
                     self.view.help = false;
                     self.view.modes = false;
+                    self.view.log_line = false;
                 } else {
                     self.view.cursor = None;
                 }
             }
             Action::ZoomIn => {
                 self.view.zoom = self.view.zoom.saturating_sub(1);
-                self.flash(
-                    format!("window {}", fmt_window(self.view.window_ns())),
-                    false,
-                );
+                let text = self.window_text();
+                self.flash(text, false);
             }
             Action::ZoomOut => {
                 self.view.zoom = (self.view.zoom + 1).min(ZOOMS.len() - 1);
-                self.flash(
-                    format!("window {}", fmt_window(self.view.window_ns())),
-                    false,
-                );
+                let text = self.window_text();
+                self.flash(text, false);
             }
             Action::Freeze => {
                 self.view.frozen = match self.view.frozen {
@@ -332,7 +354,31 @@ mod tests {
         app.act(Action::Escape);
         assert_eq!(app.cursor(), None);
         assert_eq!(app.act(Action::ProveNow), Some(Action::ProveNow));
+        app.act(Action::LogLine);
+        assert!(app.view.log_line);
+        app.act(Action::Escape);
+        assert!(!app.view.log_line);
         app.act(Action::Quit);
         assert!(app.quit);
+    }
+
+    #[test]
+    fn the_zoom_message_names_the_window_shown() {
+        // 3 hours after boot: a 24 h window shows those 3 hours.
+        let mut app = App::new(
+            Screen::Run,
+            Thresholds::default(),
+            Theme::mono(),
+            3 * 3600 * NS,
+        );
+        app.act(Action::ZoomIn);
+        assert_eq!(app.flash.as_ref().unwrap().text, "window 30s");
+        for _ in 0..20 {
+            app.act(Action::ZoomOut);
+        }
+        assert_eq!(
+            app.flash.as_ref().unwrap().text,
+            "window 3h (24h asked; the clock starts at boot)"
+        );
     }
 }

@@ -55,6 +55,8 @@ pub enum Action {
     LogOlder,
     /// Scroll the log pane forward (newer lines).
     LogNewer,
+    /// Show the newest (or scrolled-to) log line whole, or hide it.
+    LogLine,
 }
 
 /// One key (modifiers other than shift matter for characters; all matter otherwise).
@@ -166,33 +168,38 @@ const fn b(
     }
 }
 
-/// Always available.
-pub const GLOBAL: Section = Section {
-    title: "general",
-    bindings: &[
-        b(
-            &[k('?'), code(KeyCode::F(1))],
-            "?",
-            "show/hide this help",
-            Action::Help,
-        )
-        .hint("?", "help", 0),
-        b(&[k('m')], "m", "batch modes side by side", Action::Modes).hint("m", "modes", 20),
-        b(
-            &[k('q'), ctrl('c')],
-            "q",
-            "quit (stops the prover)",
-            Action::Quit,
-        )
-        .hint("q", "quit", 1),
-        b(
-            &[code(KeyCode::Esc)],
-            "Esc",
-            "close help/modes, hide cursor",
-            Action::Escape,
-        ),
-    ],
-};
+/// The keys every screen has; only what quitting does differs.
+macro_rules! global {
+    ($quit:expr) => {
+        Section {
+            title: "general",
+            bindings: &[
+                b(
+                    &[k('?'), code(KeyCode::F(1))],
+                    "?",
+                    "show/hide this help",
+                    Action::Help,
+                )
+                .hint("?", "help", 0),
+                b(&[k('m')], "m", "batch modes side by side", Action::Modes).hint("m", "modes", 20),
+                b(&[k('q'), ctrl('c')], "q", $quit, Action::Quit).hint("q", "quit", 1),
+                b(
+                    &[code(KeyCode::Esc)],
+                    "Esc",
+                    "close a box, hide cursor",
+                    Action::Escape,
+                ),
+            ],
+        }
+    };
+}
+
+/// Always available (the live screen: quitting stops the supervised prover).
+pub const GLOBAL: Section = global!("quit (stops the prover)");
+/// Always available in `watch`: the watched process is not ours to stop.
+pub const GLOBAL_WATCH: Section = global!("quit (the process keeps running)");
+/// Always available in replay: there is no prover.
+pub const GLOBAL_REPLAY: Section = global!("quit");
 
 /// The live view of the chart and timeline.
 pub const LIVE_VIEW: Section = Section {
@@ -376,6 +383,13 @@ pub const LOG: Section = Section {
     title: "log",
     bindings: &[
         b(
+            &[code(KeyCode::Enter), k('l')],
+            "Enter/l",
+            "newest line whole (wrapped)",
+            Action::LogLine,
+        )
+        .hint("l", "log line", 21),
+        b(
             &[code(KeyCode::PageUp), code(KeyCode::Up)],
             "PgUp/↑",
             "scroll the log back",
@@ -393,14 +407,22 @@ pub const LOG: Section = Section {
 /// Key sections of the live screen, in help order.
 pub const LIVE: &[Section] = &[GLOBAL, LIVE_VIEW, PROVER, LOG];
 /// Key sections of `watch` (no prover to command).
-pub const WATCH: &[Section] = &[GLOBAL, LIVE_VIEW, LOG];
+pub const WATCH: &[Section] = &[GLOBAL_WATCH, LIVE_VIEW, LOG];
 /// Key sections of the replay screen, in help order.
-pub const REPLAY: &[Section] = &[GLOBAL, PLAYBACK, REPLAY_VIEW, LOG];
+pub const REPLAY: &[Section] = &[GLOBAL_REPLAY, PLAYBACK, REPLAY_VIEW, LOG];
 
 /// The footer hints of a screen's sections, in their order.
 pub fn hints(sections: &[Section]) -> Vec<Hint> {
+    hints_for(sections, true)
+}
+
+/// The footer hints, without the prover's (`p n 1-4`) unless the child speaks the protocol
+/// (`prover_keys`): before its first event they would only be answered "does not speak the
+/// provetop protocol".
+pub fn hints_for(sections: &[Section], prover_keys: bool) -> Vec<Hint> {
     let mut v: Vec<Hint> = sections
         .iter()
+        .filter(|s| prover_keys || s.title != PROVER.title)
         .flat_map(|s| s.bindings.iter())
         .filter_map(|b| b.hint)
         .collect();
@@ -480,6 +502,34 @@ mod tests {
                 Some(Action::Modes)
             );
         }
+    }
+
+    #[test]
+    fn quit_says_what_it_does_on_each_screen() {
+        let quit = |screen: &[Section]| {
+            screen
+                .iter()
+                .flat_map(|s| s.bindings.iter())
+                .find(|b| b.action == Action::Quit)
+                .unwrap()
+                .help
+        };
+        assert_eq!(quit(LIVE), "quit (stops the prover)");
+        assert_eq!(quit(WATCH), "quit (the process keeps running)");
+        assert_eq!(quit(REPLAY), "quit");
+    }
+
+    #[test]
+    fn prover_hints_wait_for_the_protocol() {
+        let keys = |on| {
+            hints_for(LIVE, on)
+                .iter()
+                .map(|h| h.keys)
+                .collect::<Vec<_>>()
+        };
+        assert!(keys(true).contains(&"p") && keys(true).contains(&"1-4"));
+        assert!(!keys(false).contains(&"p") && !keys(false).contains(&"n"));
+        assert!(!keys(false).contains(&"1-4") && keys(false).contains(&"q"));
     }
 
     #[test]

@@ -13,6 +13,11 @@ use crate::cli::ReplayArgs;
 use crate::event_loop::{self, Driver};
 use crate::store::Store;
 use crate::theme::Theme;
+use provetop_shared::session::SourceKind;
+use provetop_shared::{Mark, Record, RecordBody};
+
+/// What the end of a recording that provetop did not stop says (header and log).
+pub const ABRUPT_END: &str = "recording ends here without provetop's stop (killed?)";
 
 /// Playback speeds `+`/`-` step through.
 pub const SPEEDS: &[f64] = &[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
@@ -22,15 +27,44 @@ pub struct ReplayDriver {
     store: Store,
     applied: usize,
     last: Instant,
+    /// The recording ends without provetop's stop ([`ends_abruptly`]).
+    abrupt: bool,
+    /// The model has been told so (at the end; a seek back forgets it).
+    told_abrupt: bool,
+}
+
+/// Whether a session file ends without provetop's stop: its last lifecycle mark is a start
+/// (of the child, a restart, or watching a pid) with neither the child's exit nor provetop's
+/// "provetop stopping" note after it. A CSV, or a file without lifecycle marks, says
+/// nothing either way.
+pub fn ends_abruptly(store: &Store) -> bool {
+    if store.kind() != SourceKind::Session {
+        return false;
+    }
+    for r in store.records().iter().rev() {
+        if let RecordBody::Mark(m) = &r.body {
+            match m {
+                Mark::Note { text } if text.starts_with("provetop stopping") => return false,
+                Mark::ChildExited { .. } => return false,
+                Mark::Note { text } if text.starts_with("watching pid") => return true,
+                Mark::ChildStarted { .. } | Mark::Restart { .. } => return true,
+                _ => {}
+            }
+        }
+    }
+    false
 }
 
 impl ReplayDriver {
     /// A driver over an opened store.
     pub fn new(store: Store) -> Self {
+        let abrupt = ends_abruptly(&store);
         ReplayDriver {
             store,
             applied: 0,
             last: Instant::now(),
+            abrupt,
+            told_abrupt: false,
         }
     }
 
@@ -55,6 +89,7 @@ impl ReplayDriver {
                 end: s.end(),
                 alerts: s.alert_times().to_vec(),
                 file,
+                abrupt_end: self.abrupt,
             }),
             s.thresholds(),
             theme,
@@ -76,6 +111,8 @@ impl ReplayDriver {
             app.model = self.store.model_at(t);
             self.applied = self.store.index_at(t);
             app.clock = t;
+            self.told_abrupt = false;
+            self.tell_abrupt_end(app);
         }
         // A cursor placed earlier stays put; the window follows the position.
         app.view.frozen = None;
@@ -89,7 +126,20 @@ impl ReplayDriver {
             app.model.apply(r);
         }
         self.applied = self.applied.max(upto);
-        changed
+        self.tell_abrupt_end(app) || changed
+    }
+
+    /// At the end of a recording that provetop did not stop, the log says so (once).
+    fn tell_abrupt_end(&mut self, app: &mut App) -> bool {
+        let end = self.store.end();
+        if !self.abrupt || self.told_abrupt || app.clock < end {
+            return false;
+        }
+        self.told_abrupt = true;
+        let text = ABRUPT_END.to_string();
+        app.model
+            .apply(&Record::new(end, RecordBody::Mark(Mark::Warning { text })));
+        true
     }
 
     fn playback(app: &mut App) -> Option<&mut Playback> {

@@ -31,14 +31,19 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
 
     // Child state and pid.
     let state = match (&app.screen, &m.child) {
+        (Screen::Replay(p), _) if p.abrupt_end && app.clock >= p.end => {
+            Span::styled(format!("■ {}", crate::replay::ABRUPT_END), t.bad())
+        }
         (Screen::Watch { pid }, ChildStatus::Exited { reason, .. }) => {
             Span::styled(format!("■ pid {pid} {reason}"), t.bad())
         }
         (Screen::Watch { pid }, _) => Span::styled(format!("◉ watching pid {pid}"), t.ok()),
         (Screen::Replay(_), ChildStatus::None) => Span::styled("▷ replay", t.dim()),
         (_, ChildStatus::None) => Span::styled("○ starting", t.dim()),
-        (_, ChildStatus::Running { pid, .. }) => {
-            if m.prover.state == Some(ProverState::Paused) {
+        (_, ChildStatus::Running { pid, stopped, .. }) => {
+            if let Some(how) = stopped {
+                Span::styled(format!("‖ pid {pid} {how}"), t.warn())
+            } else if m.prover.state == Some(ProverState::Paused) {
                 // A pause lets the proofs in flight finish: say so until they have.
                 let word = if m.running.is_empty() {
                     "paused"

@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span};
 
 use crate::app::App;
 use crate::text::{log_level, log_text};
-use crate::ui::{fmt_clock, title_line, Item};
+use crate::ui::{fmt_clock, overlay, title_line, Item};
 
 /// Draw the title row and as many log lines as fit.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
@@ -42,5 +42,88 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             Span::styled(log_text(&line.what), t.log(log_level(&line.what))),
         ]);
         buf.set_line(area.x, area.y + 1 + i as u16, &l, area.width);
+    }
+}
+
+/// The newest shown log line (the newest, or the one scrolled back to) whole: wrapped in a
+/// box over the screen, for lines the pane cuts at its width.
+pub fn draw_whole(buf: &mut Buffer, area: Rect, app: &App) {
+    let t = &app.theme;
+    let log = &app.model.log;
+    let title = "log line (l or Esc closes)";
+    let end = log.len().saturating_sub(app.view.log_back);
+    let Some(line) = end.checked_sub(1).and_then(|i| log.get(i)) else {
+        let rect = overlay(buf, area, 40, 3, title, app);
+        buf.set_stringn(rect.x + 2, rect.y + 1, "no log line yet", 36, t.dim());
+        return;
+    };
+    let stamp = fmt_clock(line.t.saturating_sub(app.origin), true);
+    let text = format!("{stamp} {}", log_text(&line.what));
+    let inner = area.width.saturating_sub(6).max(1) as usize;
+    // No more than the screen can show, whatever the line's length.
+    let text: String = text.chars().take(inner * area.height as usize).collect();
+    let rows = wrap(&text, inner);
+    let longest = rows.iter().map(|r| r.chars().count()).max().unwrap_or(0);
+    let w = (longest.max(title.chars().count() + 2) + 4) as u16;
+    let h = (rows.len() as u16).saturating_add(2);
+    let rect = overlay(buf, area, w, h, title, app);
+    let style = t.log(log_level(&line.what));
+    for (i, r) in rows.iter().enumerate() {
+        let y = rect.y + 1 + i as u16;
+        if y + 1 >= rect.y + rect.height {
+            break;
+        }
+        buf.set_stringn(
+            rect.x + 2,
+            y,
+            r,
+            rect.width.saturating_sub(4) as usize,
+            style,
+        );
+    }
+}
+
+/// `text` in rows of at most `w` characters, broken at spaces where there is one.
+pub fn wrap(text: &str, w: usize) -> Vec<String> {
+    let w = w.max(1);
+    let mut rows = Vec::new();
+    let mut rest: Vec<char> = text.chars().collect();
+    while rest.len() > w {
+        let cut = rest[..=w]
+            .iter()
+            .rposition(|c| *c == ' ')
+            .filter(|&i| i > 0)
+            .unwrap_or(w);
+        rows.push(
+            rest[..cut]
+                .iter()
+                .collect::<String>()
+                .trim_end()
+                .to_string(),
+        );
+        let skip = if rest.get(cut) == Some(&' ') {
+            cut + 1
+        } else {
+            cut
+        };
+        rest.drain(..skip);
+    }
+    rows.push(rest.into_iter().collect());
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_breaks_at_spaces_and_loses_nothing() {
+        assert_eq!(wrap("abc def ghi", 7), vec!["abc def", "ghi"]);
+        assert_eq!(wrap("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("", 4), vec![""]);
+        let long = "word ".repeat(50);
+        let rows = wrap(&long, 13);
+        assert!(rows.iter().all(|r| r.chars().count() <= 13));
+        assert_eq!(rows.join(" ").split_whitespace().count(), 50);
     }
 }

@@ -66,7 +66,10 @@ pub fn layout(area: Rect, replay: bool, timeline_rows: u16) -> Layout {
     let pos_h = u16::from(replay);
     let rest = area.height.saturating_sub(header_h + footer_h + pos_h);
     let log_h = (rest / 5).clamp(3, 12) + 1;
-    let tl_rows = timeline_rows.clamp(1, (rest / 5).clamp(2, 16));
+    // A fifth of the rows; on a tall screen up to two fifths, as long as the chart keeps
+    // 20 (one row per partition of an 8-partition proof beside the other phases).
+    let tall = rest.saturating_sub(log_h + 20).min(rest * 2 / 5);
+    let tl_rows = timeline_rows.clamp(1, (rest / 5).clamp(2, 16).max(tall));
     let tl_h = tl_rows + 1;
     let chart_h = rest.saturating_sub(log_h + tl_h);
     let mut y = 0;
@@ -107,7 +110,7 @@ pub fn draw(f: &mut Frame, app: &App) -> Drawn {
     }
     let replay = matches!(app.screen, Screen::Replay(_));
     let (t0, t1) = app.window();
-    let rows = timeline::rows(app, t0, t1, 16);
+    let rows = timeline::rows(app, t0, t1, 64);
     let l = layout(area, replay, rows.len() as u16);
     let mut drawn = Drawn {
         plot_cols: l.chart.width.saturating_sub(l.gutter),
@@ -123,6 +126,9 @@ pub fn draw(f: &mut Frame, app: &App) -> Drawn {
     footer(buf, l.footer, app);
     if app.view.modes {
         modes::draw(buf, area, app);
+    }
+    if app.view.log_line && !app.view.help {
+        log::draw_whole(buf, area, app);
     }
     if app.view.help {
         drawn.help_scroll_max = help::draw(buf, area, app);
@@ -267,7 +273,9 @@ fn footer(buf: &mut Buffer, area: Rect, app: &App) {
     }
     // Hints whole or not at all, the later ones first (`?` lists them all); each one's
     // trailing space may fall off the edge.
-    let items = crate::keymap::hints(app.sections())
+    // The prover's keys once the child has said it speaks the protocol.
+    let prover_keys = app.model.has_events();
+    let items = crate::keymap::hints_for(app.sections(), prover_keys)
         .into_iter()
         .enumerate()
         .map(|(i, h)| {

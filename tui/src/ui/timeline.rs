@@ -27,6 +27,10 @@ pub enum RowKey {
     Threshold(ThresholdPhase),
     /// A group of phases on one row, each cell lettered by its phase (short screens).
     Group(Group),
+    /// The spans of a group that belong to no partition, lettered like [`RowKey::Group`]:
+    /// beside one row per partition of the partitioned phases, when those fit and the rest
+    /// does not.
+    Rest(Group),
 }
 
 /// Phase groups of the compact timeline.
@@ -87,8 +91,61 @@ pub fn letter(p: &Phase) -> char {
         Phase::MsmAB1 => 'a',
         Phase::MsmB2 => 'b',
         Phase::Verify => 'v',
-        Phase::Other(s) => s.chars().next().unwrap_or('?'),
+        Phase::Other(s) => s.chars().next().filter(|c| !c.is_control()).unwrap_or('?'),
     }
+}
+
+/// The legend of the lettered rows: every letter the phases in `phases` are drawn with,
+/// in a fixed order ("G srs gen s synth h/l msm v verify").
+/// `short`: shorter names for narrow screens ("G gen u gpu").
+pub fn legend<'a>(phases: impl IntoIterator<Item = &'a Phase>, short: bool) -> String {
+    const KNOWN: &[(&[Phase], &str, &str)] = &[
+        (&[Phase::SrsGenerate], "srs gen", "gen"),
+        (&[Phase::SrsLoad], "srs load", "load"),
+        (&[Phase::Synthesis], "synth", "synth"),
+        (&[Phase::Prove], "prove", "prove"),
+        (&[Phase::GpuSetup], "gpu setup", "gpu"),
+        (&[Phase::FftH], "fft", "fft"),
+        (
+            &[Phase::MsmH, Phase::MsmL, Phase::MsmAB1, Phase::MsmB2],
+            "msm",
+            "msm",
+        ),
+        (&[Phase::Verify], "verify", "verify"),
+    ];
+    let mut seen: Vec<&Phase> = Vec::new();
+    for p in phases {
+        if !seen.contains(&p) {
+            seen.push(p);
+        }
+    }
+    let mut parts: Vec<String> = Vec::new();
+    for (group, long, brief) in KNOWN {
+        let name = if short { brief } else { long };
+        let letters: Vec<String> = group
+            .iter()
+            .filter(|p| seen.contains(p))
+            .map(|p| letter(p).to_string())
+            .collect();
+        if !letters.is_empty() {
+            parts.push(format!("{} {name}", letters.join("/")));
+        }
+    }
+    let mut others: Vec<String> = seen
+        .iter()
+        .filter(|p| matches!(p, Phase::Other(_)))
+        .map(|p| {
+            let name: String = inert(p.as_str())
+                .chars()
+                .take(if short { 8 } else { 24 })
+                .collect();
+            format!("{} {name}", letter(p))
+        })
+        .collect();
+    others.sort();
+    others.dedup();
+    parts.extend(others);
+    parts.join(" ")
 }
 
 impl RowKey {
@@ -98,6 +155,7 @@ impl RowKey {
             RowKey::Part(p, Some(i)) => format!("{} p{i}", short_phase(p)),
             RowKey::Part(p, None) | RowKey::Phase(p) => short_phase(p).to_string(),
             RowKey::Group(g) => g.name().to_string(),
+            RowKey::Rest(g) => g.name().to_string(),
             RowKey::Threshold(t) => match t {
                 ThresholdPhase::GpuOrTransition => "gpu/trans".into(),
                 other => other.name().into(),
@@ -141,6 +199,27 @@ pub fn rows(app: &App, t0: u64, t1: u64, max: usize) -> Vec<RowKey> {
     phases.sort();
     phases.dedup();
     phases.into_iter().map(RowKey::Threshold).collect()
+}
+
+/// One row per partition of the phases that have partitions, the other phases lettered on
+/// a row per group.
+fn per_partition(rows: &[RowKey]) -> Vec<RowKey> {
+    let mut out: Vec<RowKey> = rows
+        .iter()
+        .filter(|r| matches!(r, RowKey::Part(_, Some(_))))
+        .cloned()
+        .collect();
+    let mut rest: Vec<Group> = rows
+        .iter()
+        .filter_map(|r| match r {
+            RowKey::Part(p, None) => Some(Group::of(p)),
+            _ => None,
+        })
+        .collect();
+    rest.sort();
+    rest.dedup();
+    out.extend(rest.into_iter().map(RowKey::Rest));
+    out
 }
 
 fn compact(rows: &[RowKey]) -> Vec<RowKey> {
@@ -191,13 +270,25 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
     let (t0, t1) = app.window();
     let h = (area.height - 1) as usize;
     let mut rows: Vec<RowKey> = wanted.to_vec();
+    // The most detailed form that fits: every phase and partition; one row per partition
+    // with the other phases lettered by group; one row per phase; one lettered row per group.
     if rows.len() > h {
-        rows = grouped(&rows);
+        let parts = per_partition(&rows);
+        let partitioned = parts.iter().any(|r| matches!(r, RowKey::Part(..)));
+        rows = if partitioned && parts.len() <= h {
+            parts
+        } else {
+            let g = grouped(&rows);
+            if m.has_events() && g.len() > h {
+                compact(&rows)
+            } else {
+                g
+            }
+        };
     }
-    let compact_rows = m.has_events() && rows.len() > h;
-    if compact_rows {
-        rows = compact(&rows);
-    }
+    let lettered = rows
+        .iter()
+        .any(|r| matches!(r, RowKey::Group(_) | RowKey::Rest(_)));
     let hidden = rows.len().saturating_sub(h);
     let single_threshold_row = !m.has_events() && rows.len() > h;
     rows.truncate(h);
@@ -206,7 +297,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
     if m.has_events() {
         if let Some(p) = m.running.last() {
             items.push(Item::new(
-                0,
+                2,
                 vec![
                     Span::styled(format!("proof {} ", p.proof_id), t.dim()),
                     Span::styled(inert(&m.current_phase_text()).into_owned(), t.bold()),
@@ -214,19 +305,31 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
             ));
         } else if let Some(p) = m.proofs.back() {
             items.push(Item::new(
-                0,
+                2,
                 vec![Span::styled(format!("last proof {} ", p.proof_id), t.dim())],
             ));
         }
-        if compact_rows {
-            items.push(Item::new(
-                1,
-                vec![Span::styled(
-                    "  s synth f fft h/l/a/b msm v verify",
-                    t.dim(),
-                )],
-            ));
-        } else if hidden > 0 {
+        if lettered {
+            // Every letter a lettered row draws in this window.
+            let drawn: Vec<&Phase> = m
+                .spans_in(t0, t1)
+                .filter(|s| {
+                    rows.iter().any(|r| match r {
+                        RowKey::Group(g) => Group::of(&s.phase) == *g,
+                        RowKey::Rest(g) => Group::of(&s.phase) == *g && s.partition.is_none(),
+                        _ => false,
+                    })
+                })
+                .map(|s| &s.phase)
+                .collect();
+            // It stays longer than the proof's name: without it the letters say nothing.
+            let text = |short| format!("  {}", legend(drawn.iter().copied(), short));
+            items.push(
+                Item::new(1, vec![Span::styled(text(false), t.dim())])
+                    .or(0, vec![Span::styled(text(true), t.dim())]),
+            );
+        }
+        if hidden > 0 {
             items.push(Item::new(
                 1,
                 vec![Span::styled(format!("  +{hidden} rows"), t.dim())],
@@ -306,11 +409,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
         let w = (gutter - 1) as usize;
         let label: String = label.chars().take(w).collect();
         buf.set_stringn(area.x, y, format!("{label:>w$}│"), gutter as usize, dim);
-        if let RowKey::Group(g) = key {
+        if let RowKey::Group(g) | RowKey::Rest(g) = key {
             // Each cell shows the innermost (latest started) phase of the group over it.
+            let rest = matches!(key, RowKey::Rest(_));
             let mut best: Vec<Option<(u64, &Phase)>> = vec![None; pw as usize];
             for s in m.spans_in(t0, t1) {
-                if Group::of(&s.phase) != *g {
+                if Group::of(&s.phase) != *g || (rest && s.partition.is_some()) {
                     continue;
                 }
                 let end = s.end_or(app.clock.max(m.now()));
@@ -353,7 +457,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
                 }
                 t.phase(p)
             }
-            RowKey::Group(_) => unreachable!("drawn above"),
+            RowKey::Group(_) | RowKey::Rest(_) => unreachable!("drawn above"),
             RowKey::Threshold(ph) => {
                 for r in m.runs_in(t0, t1) {
                     if r.phase == *ph && r.end >= t0 && r.start <= t1 {
