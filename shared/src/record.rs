@@ -179,6 +179,21 @@ pub enum Mark {
         /// Human text: "exited 0", "killed by SIGKILL (OOM kill)", …
         reason: String,
     },
+    /// The supervised child was stopped by a signal (SIGSTOP, SIGTSTP, …): alive, not
+    /// running.
+    ChildStopped {
+        /// Its pid.
+        pid: u32,
+        /// The signal that stopped it.
+        signal: i32,
+        /// Human text: "stopped (SIGSTOP)".
+        reason: String,
+    },
+    /// The stopped child was continued (SIGCONT).
+    ChildContinued {
+        /// Its pid.
+        pid: u32,
+    },
     /// The child is being restarted.
     Restart {
         /// Attempt number (1-based).

@@ -76,10 +76,11 @@ impl Driver for LiveDriver {
             );
             return;
         }
-        if sup.send(control) {
-            app.flash(format!("sent: {text}"), false);
-        } else {
-            app.flash(format!("{text}: the prover is not running"), true);
+        // Said sent only when written: a child that closed its stdin, or does not read
+        // it, gets nothing, and the flash says so.
+        match sup.try_send(control) {
+            Ok(()) => app.flash(format!("sent: {text}"), false),
+            Err(e) => app.flash(format!("{text}: not sent: {e}"), true),
         }
     }
 

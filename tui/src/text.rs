@@ -141,6 +141,7 @@ pub fn log_level(l: &Logged) -> LogLevel {
         Logged::Mark(m) => match m {
             Mark::ChildExited { code, .. } if *code != Some(0) => LogLevel::Error,
             Mark::Restart { .. }
+            | Mark::ChildStopped { .. }
             | Mark::Dropped { .. }
             | Mark::BadLine { .. }
             | Mark::Warning { .. } => LogLevel::Warn,
@@ -302,7 +303,10 @@ fn mark_text(m: &Mark) -> String {
         Mark::ChildStarted { pid, command } => {
             format!("child {pid} started: {}", command.join(" "))
         }
-        Mark::ChildExited { pid, reason, .. } => format!("child {pid} {reason}"),
+        Mark::ChildExited { pid, reason, .. } | Mark::ChildStopped { pid, reason, .. } => {
+            format!("child {pid} {reason}")
+        }
+        Mark::ChildContinued { pid } => format!("child {pid} continued"),
         Mark::Restart { attempt, backoff_s } => {
             format!("restarting child (attempt {attempt}, after {backoff_s:.0}s)")
         }

@@ -23,6 +23,8 @@ pub enum ChildStatus {
         pid: u32,
         since: u64,
         command: Vec<String>,
+        /// Stopped by a signal, in words ("stopped (SIGSTOP)"): alive, not running.
+        stopped: Option<String>,
     },
     /// Gone at `at` (ns).
     Exited {
@@ -39,6 +41,20 @@ pub enum ChildStatus {
 }
 
 impl Model {
+    /// The running child `pid` was stopped (`Some`: how) or continued (`None`).
+    fn set_stopped(&mut self, pid: u32, how: Option<String>) {
+        if let ChildStatus::Running {
+            pid: running,
+            stopped,
+            ..
+        } = &mut self.child
+        {
+            if *running == pid {
+                *stopped = how;
+            }
+        }
+    }
+
     pub(super) fn on_mark(&mut self, t: u64, m: &Mark, fx: &mut Effects) {
         let logged = match m {
             Mark::ChildStarted { pid, command } => {
@@ -46,6 +62,7 @@ impl Model {
                     pid: *pid,
                     since: t,
                     command: command.clone(),
+                    stopped: None,
                 };
                 fx.push(Effect::ChildStarted { pid: *pid });
                 true
@@ -69,6 +86,14 @@ impl Model {
                     pid: *pid,
                     code: *code,
                 });
+                true
+            }
+            Mark::ChildStopped { pid, reason, .. } => {
+                self.set_stopped(*pid, Some(reason.clone()));
+                true
+            }
+            Mark::ChildContinued { pid } => {
+                self.set_stopped(*pid, None);
                 true
             }
             Mark::Restart { attempt, backoff_s } => {

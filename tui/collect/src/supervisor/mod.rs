@@ -36,7 +36,6 @@ use nix::unistd::Pid;
 use provetop_shared::clock::mono_ns;
 use provetop_shared::protocol::{Control, ControlMsg};
 use provetop_shared::{Mark, Record, RecordBody};
-use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch, Notify};
 
 use crate::cgroup::MemCgroup;
@@ -120,7 +119,9 @@ struct Inner {
     stop_notify: Notify,
     /// Fires whenever the running child is reaped.
     reaped: Notify,
-    stdin: Mutex<Option<mpsc::Sender<String>>>,
+    /// The running child's stdin, written without waiting (a control line is far shorter
+    /// than a pipe's atomic write size).
+    stdin: Mutex<Option<tokio::process::ChildStdin>>,
     counters: Counters,
     tx: mpsc::Sender<Record>,
     grace: Duration,
@@ -185,6 +186,17 @@ impl Inner {
     }
 }
 
+/// Why a control did not reach the child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    #[error("the prover is not running")]
+    NotRunning,
+    #[error("the child closed its stdin: controls go nowhere")]
+    Closed,
+    #[error("the child is not reading its controls (its stdin is full)")]
+    Full,
+}
+
 /// The app's handle on a supervised child.
 pub struct SupervisorHandle {
     inner: Arc<Inner>,
@@ -238,21 +250,38 @@ impl SupervisorHandle {
     }
 
     /// Send a control to the child's stdin (one ControlMsg line) and emit it as a
-    /// [`RecordBody::Control`]. False when no child is running, its stdin is closed, or its
-    /// stdin queue is full.
+    /// [`RecordBody::Control`]. False when it was not written: see [`Self::try_send`].
     pub fn send(&self, c: Control) -> bool {
+        self.try_send(c).is_ok()
+    }
+
+    /// Send a control to the child's stdin (one ControlMsg line, written at once, never
+    /// waiting) and emit it as a [`RecordBody::Control`]; or why it was not written: no
+    /// child is running, the child closed its stdin, or it is not reading it (the pipe is
+    /// full).
+    pub fn try_send(&self, c: Control) -> Result<(), SendError> {
         let msg = ControlMsg::now(c);
         let mut line = msg.to_line();
         line.push('\n');
-        let ok = match &*self.inner.stdin.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(tx) => tx.try_send(line).is_ok(),
-            None => false,
+        let mut stdin = self.inner.stdin.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(w) = stdin.as_ref() else {
+            return Err(SendError::NotRunning);
         };
-        if ok {
-            self.inner
-                .forward(Record::new(msg.ts, RecordBody::Control(msg.control)));
+        match nix::unistd::write(w, line.as_bytes()) {
+            Ok(n) if n == line.len() => {}
+            // A pipe writes a line this short whole or not at all; a part is still a fault.
+            Ok(_) => return Err(SendError::Full),
+            Err(nix::errno::Errno::EAGAIN) => return Err(SendError::Full),
+            Err(_) => {
+                // EPIPE: nobody reads it any more; it stays closed for this run.
+                *stdin = None;
+                return Err(SendError::Closed);
+            }
         }
-        ok
+        drop(stdin);
+        self.inner
+            .forward(Record::new(msg.ts, RecordBody::Control(msg.control)));
+        Ok(())
     }
 
     /// Stop for good: SIGTERM to the process group, SIGKILL after the grace period. Returns
@@ -326,7 +355,6 @@ struct Running {
     pid: u32,
     child: tokio::process::Child,
     reader: tokio::task::JoinHandle<()>,
-    writer: tokio::task::JoinHandle<()>,
     started: Instant,
     cgroups: Vec<(MemCgroup, Option<u64>)>,
 }
@@ -342,17 +370,7 @@ fn start_run(
     inner.pgid.store(pid as i32, Ordering::Release);
     registry::register(pid as i32);
     inner.counters.starts.fetch_add(1, Ordering::Relaxed);
-    let (stdin_tx, mut stdin_rx) = mpsc::channel::<String>(256);
-    let mut stdin = child.stdin.take();
-    let writer = tokio::spawn(async move {
-        while let Some(line) = stdin_rx.recv().await {
-            let Some(w) = stdin.as_mut() else { break };
-            if w.write_all(line.as_bytes()).await.is_err() || w.flush().await.is_err() {
-                break;
-            }
-        }
-    });
-    *inner.stdin.lock().unwrap_or_else(|e| e.into_inner()) = Some(stdin_tx);
+    *inner.stdin.lock().unwrap_or_else(|e| e.into_inner()) = child.stdin.take();
     let reader = tokio::spawn(read_events(inner.clone(), events, pid as i32, t_start));
     let cgroups = MemCgroup::of_pid(pid)
         .map(|c| {
@@ -365,7 +383,6 @@ fn start_run(
         pid,
         child,
         reader,
-        writer,
         started: Instant::now(),
         cgroups,
     }
@@ -461,9 +478,16 @@ async fn supervise(
 async fn wait_run(inner: &Arc<Inner>, run: &mut Running) -> ExitInfo {
     let mut poll = tokio::time::interval(Duration::from_secs(1));
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut stops = tokio::time::interval(STOP_POLL);
+    stops.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let status = loop {
         tokio::select! {
             st = run.child.wait() => break st,
+            _ = stops.tick() => {
+                if let Some(m) = stop_change(run.pid) {
+                    inner.forward_wait(Record::new(mono_ns(), RecordBody::Mark(m))).await;
+                }
+            }
             _ = poll.tick() => {
                 track_cgroup(run);
                 let mut tree = inner.tree();
@@ -488,7 +512,6 @@ async fn wait_run(inner: &Arc<Inner>, run: &mut Running) -> ExitInfo {
     registry::unregister(pgid);
     *inner.stdin.lock().unwrap_or_else(|e| e.into_inner()) = None;
     inner.reaped.notify_waiters();
-    run.writer.abort();
     // Let the reader forward what the child wrote before it died (it sees EOF now that the
     // whole group is gone).
     let _ = tokio::time::timeout(Duration::from_secs(2), &mut run.reader).await;
@@ -500,6 +523,25 @@ async fn wait_run(inner: &Arc<Inner>, run: &mut Running) -> ExitInfo {
     match status {
         Ok(st) => ExitInfo::from_status(st, oom, stopped),
         Err(e) => ExitInfo::unknown(format!("lost track of the child: {e}")),
+    }
+}
+
+/// How often the child is checked for being stopped (SIGSTOP, SIGTSTP, …) or continued.
+const STOP_POLL: Duration = Duration::from_millis(200);
+
+/// Whether the child `pid` was stopped or continued since the last look: waitid with
+/// WSTOPPED | WCONTINUED only (never WEXITED: the exit stays for the child's own waiter).
+fn stop_change(pid: u32) -> Option<Mark> {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+    let flags = WaitPidFlag::WSTOPPED | WaitPidFlag::WCONTINUED | WaitPidFlag::WNOHANG;
+    match waitid(Id::Pid(Pid::from_raw(pid as i32)), flags) {
+        Ok(WaitStatus::Stopped(_, sig)) => Some(Mark::ChildStopped {
+            pid,
+            signal: sig as i32,
+            reason: format!("stopped ({})", sig.as_str()),
+        }),
+        Ok(WaitStatus::Continued(_)) => Some(Mark::ChildContinued { pid }),
+        _ => None,
     }
 }
 

@@ -82,6 +82,14 @@ fn orphans(root: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Whether `pid` belongs to another supervised child than `root`: it is one, or is in
+/// one's process group (a child started by another supervisor in this process, seen in the
+/// moment between its start and its registration).
+fn foreign(pid: u32, root: u32) -> bool {
+    let other = |g: i32| g != root as i32 && PGIDS.iter().any(|s| s.load(Ordering::Acquire) == g);
+    other(pid as i32) || pgid_of(pid).is_some_and(other)
+}
+
 /// Make provetop a child subreaper (once): a descendant of a supervised child whose parent
 /// dies is reparented to provetop instead of init, so it stays in reach (it can be found
 /// by its parent pid, killed and reaped). Returns whether that holds.
@@ -136,7 +144,7 @@ impl Tree {
         );
         let found: Vec<u32> = crate::sampler::tree::descendants_of_all(&roots, children_files)
             .into_iter()
-            .filter(|&p| p != root)
+            .filter(|&p| p != root && !foreign(p, root))
             .collect();
         let mut seen = std::collections::HashMap::new();
         for p in found {
@@ -160,6 +168,7 @@ impl Tree {
         let mut n = 0;
         for (&p, &start) in &self.seen {
             if stat_of(p).is_some_and(|(_, s, _)| s == start)
+                && !foreign(p, root)
                 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(p as i32), sig).is_ok()
             {
                 n += 1;
