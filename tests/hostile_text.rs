@@ -96,3 +96,52 @@ fn escape_sequences_from_the_child_reach_no_terminal_raw() {
     assert_inert("export csv", &export.stdout);
     assert_inert("export stderr", &export.stderr);
 }
+
+#[test]
+fn the_screen_shows_the_childs_escape_sequences_as_visible_text() {
+    use provetop::app::{App, Screen};
+    use provetop::theme::Theme;
+    use provetop_shared::{Event, Phase, Record, RecordBody};
+    let evil = "\x1b[2J\x1b]52;c;aGVsbG8=\x07\rX";
+    let mut app = App::new(
+        Screen::Run,
+        Default::default(),
+        Theme::mono(),
+        1_000_000_000,
+    );
+    let events = [
+        Event::PhaseStarted {
+            proof_id: 1,
+            phase: Phase::Other(format!("p{evil}")),
+            partition: None,
+        },
+        Event::Log {
+            level: "warn".into(),
+            target: "t".into(),
+            message: format!("m{evil}"),
+        },
+    ];
+    for (i, e) in events.into_iter().enumerate() {
+        app.clock += 100_000_000;
+        app.model
+            .apply(&Record::new(app.clock + i as u64, RecordBody::Event(e)));
+    }
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 30)).unwrap();
+    term.draw(|f| {
+        provetop::ui::draw(f, &app);
+    })
+    .unwrap();
+    let buf = term.backend().buffer();
+    let text: String = (0..30)
+        .map(|y| (0..120).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
+        .collect();
+    assert_inert("the screen", text.as_bytes());
+    assert!(
+        text.contains("t: m\\x1b[2J\\x1b]52;c;aGVsbG8=\\x07\\rX"),
+        "{text}"
+    );
+    assert!(
+        text.contains("p\\x1b[2J"),
+        "the phase, in the timeline: {text}"
+    );
+}
