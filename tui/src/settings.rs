@@ -190,9 +190,8 @@ pub fn default_session_path() -> anyhow::Result<PathBuf> {
 /// created them under the umask).
 pub fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-    let private = |d: &std::path::Path| {
-        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700))
-    };
+    let private =
+        |d: &std::path::Path| std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700));
     let mut missing = Vec::new();
     let mut d = dir;
     while std::fs::symlink_metadata(d).is_err() {
