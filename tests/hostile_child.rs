@@ -256,3 +256,49 @@ fn a_burst_of_ten_to_the_five_partitions_is_read_in_full() {
         .count();
     assert_eq!(ended, 100_000);
 }
+
+#[test]
+fn a_child_writing_200_mb_to_stdout_gets_a_log_of_at_most_the_cap_and_the_drop_is_said() {
+    use provetop_collect::supervisor::LOG_CAP;
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("chatty.ptop");
+    const BYTES: u64 = 200_000_000;
+    // Half on stdout, half on stderr: both go through the one capped log.
+    let script = format!(
+        "head -c {} /dev/zero | tr '\\0' o; head -c {} /dev/zero | tr '\\0' e >&2; echo finished >&3",
+        BYTES / 2,
+        BYTES / 2
+    );
+    let out = headless(dir.path(), &s, &script);
+    // The child is never blocked for good on its output: it finishes, with its own status.
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = dir.path().join("chatty.ptop.child.log");
+    let size = std::fs::metadata(&log).unwrap().len();
+    assert!(
+        size > LOG_CAP && size <= LOG_CAP + 200,
+        "log of {size} bytes (cap {LOG_CAP})"
+    );
+    let text = std::fs::read(&log).unwrap();
+    let tail = String::from_utf8_lossy(&text[LOG_CAP as usize..]);
+    assert!(tail.contains("reached its cap of 64 MiB"), "{tail}");
+    let recs = load(&s).unwrap().records;
+    let warnings: Vec<&String> = marks(&recs)
+        .into_iter()
+        .filter_map(|m| match m {
+            Mark::Warning { text } => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("reached the 64 MiB cap")),
+        "{warnings:?}"
+    );
+    let said = format!("{} bytes of its output were not logged", BYTES - LOG_CAP);
+    assert!(warnings.iter().any(|w| w.contains(&said)), "{warnings:?}");
+    // The bad line "finished" shows the events pipe still worked alongside.
+    assert!(marks(&recs)
+        .iter()
+        .any(|m| matches!(m, Mark::BadLine { excerpt, .. } if excerpt == "finished")));
+}

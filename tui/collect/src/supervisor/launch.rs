@@ -22,10 +22,13 @@ pub const EVENTS_FD: i32 = 3;
 
 /// A started child with the read end of its events pipe.
 pub struct Launched {
-    /// The child (stdin piped, stdout/stderr to the log or /dev/null).
+    /// The child (stdin piped, stdout/stderr to the output pipe or /dev/null).
     pub child: Child,
     /// Read end of the events pipe.
     pub events: OwnedFd,
+    /// Read end of the pipe the child's stdout and stderr go to, and the log it is copied
+    /// into (with a cap: `output.rs`); `None` without a log.
+    pub output: Option<(OwnedFd, std::fs::File)>,
 }
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -103,16 +106,22 @@ fn launch_here(spec: &ChildSpec) -> anyhow::Result<Launched> {
     let program = spec.argv.first().context("empty command: nothing to run")?;
     let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .context("cannot create the events pipe")?;
-    let (out, err, created_log) = match &spec.log_path {
+    let (out, err, created_log, output) = match &spec.log_path {
         Some(p) => {
             let (f, created) =
                 open_log(p).with_context(|| format!("cannot open child log {}", p.display()))?;
-            let f2 = f
-                .try_clone()
-                .with_context(|| format!("cannot open child log {}", p.display()))?;
-            (Stdio::from(f), Stdio::from(f2), created.then_some(p))
+            // One pipe for both outputs (their order is kept); provetop copies it to the log.
+            let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+                .context("cannot create the output pipe")?;
+            let w2 = w.try_clone().context("cannot create the output pipe")?;
+            (
+                Stdio::from(w),
+                Stdio::from(w2),
+                created.then_some(p),
+                Some((r, f)),
+            )
         }
-        None => (Stdio::null(), Stdio::null(), None),
+        None => (Stdio::null(), Stdio::null(), None, None),
     };
     let mut cmd = Command::new(program);
     cmd.args(&spec.argv[1..])
@@ -157,8 +166,11 @@ fn launch_here(spec: &ChildSpec) -> anyhow::Result<Launched> {
     };
     // Our copy of the write end must go, or the reader never sees end-of-file.
     drop(write_end);
+    // (The output pipe's write ends go with `cmd`.)
+    drop(cmd);
     Ok(Launched {
         child,
         events: read_end,
+        output,
     })
 }

@@ -2,10 +2,11 @@
 //!
 //! The child runs without a shell, in its own process group, with `PR_SET_PDEATHSIG=SIGKILL`,
 //! its protocol events on a dedicated pipe (fd 3, `PROVETOP_EVENTS_FD=3`), controls on its
-//! stdin, and its stdout/stderr appended to a log file. Its events become
-//! [`RecordBody::Event`] records; lines that are not protocol messages become
-//! [`Mark::BadLine`]s. Forwarding never waits for the app (`try_send`; drops are counted and
-//! reported as [`Mark::Dropped`]), so a flooding child cannot wedge the monitor.
+//! stdin, and its stdout/stderr copied by provetop into a log file, up to [`LOG_CAP`]. Its
+//! events become [`RecordBody::Event`] records, stamped on the monitor's clock; lines that
+//! are not protocol messages become [`Mark::BadLine`]s. Events are recorded at a bounded rate
+//! ([`EVENT_RATE`], bursts of [`EVENT_BURST`]); what is over it is counted and reported as
+//! [`Mark::Dropped`], so a flooding child can neither wedge the monitor nor fill the disk.
 //!
 //! Stop is SIGTERM to the group, SIGKILL after the grace period. The group is also killed
 //! when the handle is dropped, and [`kill_all_children`] kills every supervised group from a
@@ -24,6 +25,7 @@ mod events;
 mod exit;
 mod launch;
 pub mod lines;
+mod output;
 mod registry;
 
 use std::path::PathBuf;
@@ -43,6 +45,7 @@ use events::read_events;
 pub use events::{BYTE_BURST, BYTE_RATE, EVENT_BURST, EVENT_RATE};
 pub use exit::ExitInfo;
 pub use launch::EVENTS_FD;
+pub use output::LOG_CAP;
 pub use registry::{helper_ended, kill_all_children, spawn_helper};
 
 /// What to run and how.
@@ -52,7 +55,8 @@ pub struct ChildSpec {
     pub argv: Vec<String>,
     /// Extra environment variables.
     pub env: Vec<(String, String)>,
-    /// File the child's stdout and stderr are appended to (created 0600); `None` = /dev/null.
+    /// File the child's stdout and stderr are appended to (created 0600; at most [`LOG_CAP`]
+    /// bytes, then one line saying the rest is dropped); `None` = /dev/null.
     pub log_path: Option<PathBuf>,
     pub restart: Restart,
     /// Time between SIGTERM and SIGKILL on stop.
@@ -355,6 +359,8 @@ struct Running {
     pid: u32,
     child: tokio::process::Child,
     reader: tokio::task::JoinHandle<()>,
+    /// The copy of its output into the log.
+    output: Option<output::Copier>,
     started: Instant,
     cgroups: Vec<(MemCgroup, Option<u64>)>,
 }
@@ -365,13 +371,31 @@ fn start_run(
     pid_tx: &watch::Sender<Option<u32>>,
     t_start: u64,
 ) -> Running {
-    let launch::Launched { mut child, events } = l;
+    let launch::Launched {
+        mut child,
+        events,
+        output,
+    } = l;
     let pid = child.id().unwrap_or(0);
     inner.pgid.store(pid as i32, Ordering::Release);
     registry::register(pid as i32);
     inner.counters.starts.fetch_add(1, Ordering::Relaxed);
     *inner.stdin.lock().unwrap_or_else(|e| e.into_inner()) = child.stdin.take();
     let reader = tokio::spawn(read_events(inner.clone(), events, pid as i32, t_start));
+    let output = output.and_then(|(pipe, log)| {
+        match output::spawn(inner.clone(), pipe, log, pid, LOG_CAP) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                inner.forward(Record::new(
+                    mono_ns(),
+                    RecordBody::Mark(Mark::Warning {
+                        text: format!("cannot copy child {pid}'s output to its log: {e}"),
+                    }),
+                ));
+                None
+            }
+        }
+    });
     let cgroups = MemCgroup::of_pid(pid)
         .map(|c| {
             let n = c.oom_kills();
@@ -383,6 +407,7 @@ fn start_run(
         pid,
         child,
         reader,
+        output,
         started: Instant::now(),
         cgroups,
     }
@@ -516,6 +541,9 @@ async fn wait_run(inner: &Arc<Inner>, run: &mut Running) -> ExitInfo {
     // whole group is gone).
     let _ = tokio::time::timeout(Duration::from_secs(2), &mut run.reader).await;
     run.reader.abort();
+    if let Some(o) = run.output.take() {
+        o.finish(Duration::from_secs(2)).await;
+    }
     let oom = run
         .cgroups
         .iter()
