@@ -129,7 +129,7 @@ fn two_gib_of_zeros_is_refused_after_reading_its_first_bytes() {
 }
 
 #[test]
-fn a_header_that_claims_4_gib_is_a_one_line_error() {
+fn a_header_that_claims_4_gib_is_a_one_line_error_even_before_2_gib_of_data() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("huge-header.ptop");
     let mut data = MAGIC.to_vec();
@@ -138,6 +138,32 @@ fn a_header_that_claims_4_gib_is_a_one_line_error() {
     std::fs::write(&p, &data).unwrap();
     let o = bounded(&["classify", p.to_str().unwrap()], dir.path());
     assert_one_line_error(&o, &["header length 4294967295"]);
+    // Followed by 2 GiB (sparse): refused from the first bytes, not after reading them all.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    for args in [
+        vec!["classify", p.to_str().unwrap()],
+        vec!["export", p.to_str().unwrap(), "--format", "jsonl"],
+    ] {
+        let o = bounded(&args, dir.path());
+        assert_one_line_error(&o, &["header length 4294967295"]);
+    }
+    // So is another format version.
+    let mut v2 = data.clone();
+    v2[7] = 2;
+    std::fs::write(&p, &v2).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    let o = bounded(&["classify", p.to_str().unwrap()], dir.path());
+    assert_one_line_error(&o, &["session format version 2 is not supported"]);
 }
 
 #[test]

@@ -42,6 +42,8 @@ pub use writer::{create_private, encode_payload, SessionWriter, Whereabouts};
 pub const MAGIC: &[u8; 8] = b"PTSESS\0\x01";
 /// Largest payload a reader accepts; anything longer is damage.
 pub const MAX_FRAME: u32 = 16 << 20;
+/// Largest header a reader accepts.
+pub const MAX_HEADER: u32 = 1 << 20;
 
 /// What a session is about; the JSON header of the file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -190,6 +192,14 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
         .map_err(io)?;
     if !data.is_empty() && !data.starts_with(&MAGIC[..7]) && !looks_like_csv(&data) {
         return load_bytes(path, &data);
+    }
+    // A session header that cannot be read (another format version, an impossible length)
+    // is refused from these first bytes too, before the rest is read.
+    if data.starts_with(&MAGIC[..7]) && data.len() >= 12 {
+        let hlen = u32::from_le_bytes(data[8..12].try_into().expect("4 bytes"));
+        if data[7] != MAGIC[7] || hlen > MAX_HEADER {
+            return load_bytes(path, &data);
+        }
     }
     if data.len() == SNIFF {
         let size = file.metadata().map_or(0, |m| m.len()) as usize;

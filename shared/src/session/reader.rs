@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::{LoadError, Loaded, SessionHeader, SourceKind, Warning, MAGIC, MAX_FRAME};
+use super::{LoadError, Loaded, SessionHeader, SourceKind, Warning, MAGIC, MAX_FRAME, MAX_HEADER};
 use crate::record::{Record, RecordBody, Sample};
 
 /// Decode a payload written by [`encode_payload`].
@@ -44,7 +44,7 @@ pub(super) fn load_session(path: &Path, data: &[u8]) -> Result<Loaded, LoadError
         ));
     }
     let hlen = u32::from_le_bytes(data[8..12].try_into().expect("4 bytes")) as usize;
-    if hlen > 1 << 20 || 12 + hlen > data.len() {
+    if hlen > MAX_HEADER as usize || 12 + hlen > data.len() {
         return Err(fmt_err(
             8,
             format!("header length {hlen} is impossible or cut off"),
