@@ -127,6 +127,11 @@ impl SessionWriter {
         let fd = self.out.get_ref().as_raw_fd();
         match std::fs::read_link(format!("/proc/self/fd/{fd}")) {
             Ok(p) if p.is_absolute() && !p.to_string_lossy().ends_with(" (deleted)") => {
+                // A file system whose stat and fstat disagree on the numbers still names
+                // the same path: not a move.
+                if std::fs::canonicalize(&self.path).is_ok_and(|c| c == p) {
+                    return Ok(Whereabouts::InPlace);
+                }
                 Ok(Whereabouts::Moved(p))
             }
             _ => Ok(Whereabouts::Deleted),
