@@ -184,7 +184,7 @@ fn screen_at(d: &mut ReplayDriver, app: &mut provetop::app::App, t: u64) -> Stri
 
 #[test]
 fn a_recording_provetop_did_not_stop_says_so_at_its_end() {
-    use provetop::replay::ABRUPT_END;
+    use provetop::text::ABRUPT_END;
     use provetop_testkit::faults::{child_pid_from, spawn_headless};
     let dir = tempfile::tempdir().unwrap();
     // provetop killed -9 while recording: no stop note, no exit mark.

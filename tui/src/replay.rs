@@ -16,9 +16,6 @@ use crate::theme::Theme;
 use provetop_shared::session::SourceKind;
 use provetop_shared::{Mark, Record, RecordBody};
 
-/// What the end of a recording that provetop did not stop says (header and log).
-pub const ABRUPT_END: &str = "recording ends here without provetop's stop (killed?)";
-
 /// Playback speeds `+`/`-` step through.
 pub const SPEEDS: &[f64] = &[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
 
@@ -136,7 +133,7 @@ impl ReplayDriver {
             return false;
         }
         self.told_abrupt = true;
-        let text = ABRUPT_END.to_string();
+        let text = crate::text::ABRUPT_END.to_string();
         app.model
             .apply(&Record::new(end, RecordBody::Mark(Mark::Warning { text })));
         true

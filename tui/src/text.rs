@@ -39,6 +39,9 @@ pub fn inert(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// What the end of a recording that provetop did not stop says (header and log).
+pub const ABRUPT_END: &str = "recording ends here without provetop's stop (killed?)";
+
 /// "pause", "prove 1", "set mode batch:2", "shutdown".
 pub fn control_text(c: &Control) -> String {
     match c {

@@ -32,7 +32,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     // Child state and pid.
     let state = match (&app.screen, &m.child) {
         (Screen::Replay(p), _) if p.abrupt_end && app.clock >= p.end => {
-            Span::styled(format!("■ {}", crate::replay::ABRUPT_END), t.bad())
+            Span::styled(format!("■ {}", crate::text::ABRUPT_END), t.bad())
         }
         (Screen::Watch { pid }, ChildStatus::Exited { reason, .. }) => {
             Span::styled(format!("■ pid {pid} {reason}"), t.bad())
