@@ -178,6 +178,14 @@ pub struct WatchArgs {
     /// The same, as an option.
     #[arg(long = "pid", value_name = "PID", conflicts_with = "pid_arg")]
     pid_flag: Option<u32>,
+    /// Measure interval peaks by resetting the process's VmHWM after each sample
+    /// (`clear_refs` ← 5). Off by default for a process provetop did not start: the reset
+    /// is visible to every other reader of VmHWM (`/usr/bin/time`'s max RSS, a job
+    /// scheduler's accounting, another provetop) and spoils their figure. Without it the
+    /// peak column is not measured, only VmRSS at each sample (a spike between two samples
+    /// is missed).
+    #[arg(long)]
+    pub reset_peak: bool,
     /// Monitoring options.
     #[command(flatten)]
     pub monitor: MonitorOpts,

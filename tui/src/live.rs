@@ -107,7 +107,9 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
 /// `provetop watch PID`.
 pub fn main_watch(args: &WatchArgs) -> anyhow::Result<i32> {
     let target = Target::pid(args.pid())?;
-    let s = setup(&args.monitor)?;
+    let mut s = setup(&args.monitor)?;
+    // Not ours to reset unless asked (`--reset-peak`'s help says why).
+    s.sampler.reset_peak = args.reset_peak;
     if args.monitor.headless {
         return crate::headless::main(s, target);
     }

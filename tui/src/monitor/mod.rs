@@ -38,6 +38,8 @@ pub struct Monitor {
     /// The supervised child (None when watching a pid).
     pub supervisor: Option<SupervisorHandle>,
     grace: Duration,
+    /// This session's claim on sampling its target's tree.
+    _claim: sampler::SamplingClaim,
 }
 
 impl Monitor {
@@ -61,10 +63,12 @@ impl Monitor {
                     .context("cannot start the sampler")?;
                 pipeline.supervised(rx, sup.pid_watch());
                 pipeline.sampled(s);
+                let claim = claim(&mut pipeline, model, pid);
                 Ok(Monitor {
                     pipeline,
                     supervisor: Some(sup),
                     grace,
+                    _claim: claim,
                 })
             }
             Target::Pid(pid) => {
@@ -75,10 +79,20 @@ impl Monitor {
                 pipeline.watch_pid(pid);
                 let text = format!("watching pid {pid} ({})", target::cmdline(pid));
                 pipeline.note(model, text);
+                let claim = claim(&mut pipeline, model, pid);
+                if !setup.sampler.reset_peak {
+                    pipeline.note(
+                        model,
+                        "interval peaks are not measured (VmHWM is not reset in a process \
+                         provetop did not start; --reset-peak does)"
+                            .into(),
+                    );
+                }
                 Ok(Monitor {
                     pipeline,
                     supervisor: None,
                     grace: Duration::ZERO,
+                    _claim: claim,
                 })
             }
         }
@@ -164,6 +178,34 @@ impl Monitor {
         self.pipeline.stop_hooks(model);
         self.pipeline.finish()
     }
+}
+
+/// Claim sampling `pid`'s tree; another provetop already sampling it (or a tree holding
+/// it) is said on stderr and recorded as a warning.
+fn claim(pipeline: &mut Pipeline, model: &mut Model, pid: u32) -> sampler::SamplingClaim {
+    let (claim, others) = sampler::SamplingClaim::take(pid);
+    for (holder, root) in others {
+        let whose = if root == pid {
+            format!("pid {pid}")
+        } else {
+            format!("the tree of pid {root}, which holds pid {pid},")
+        };
+        let text = format!(
+            "{whose} is also sampled by another provetop (pid {holder}): where either resets \
+             VmHWM, the other's interval peaks are spoiled"
+        );
+        crate::say!("provetop: warning: {text}");
+        let was = std::mem::replace(&mut pipeline.to_stderr, false);
+        pipeline.push(
+            model,
+            provetop_shared::Record::new(
+                provetop_shared::clock::mono_ns(),
+                provetop_shared::RecordBody::Mark(provetop_shared::Mark::Warning { text }),
+            ),
+        );
+        pipeline.to_stderr = was;
+    }
+    claim
 }
 
 /// The async runtime every front end runs on.

@@ -42,6 +42,7 @@ pub use config::{
     Bounds, SamplerConfig, DEFAULT_GPU_HZ, DEFAULT_HZ, DEFAULT_SMAPS_DUTY, GPU_HZ_BOUNDS,
     HZ_BOUNDS, SMAPS_DUTY_BOUNDS,
 };
+pub use peak::SamplingClaim;
 pub use pinned::read_pinned;
 
 /// Samples the ring holds before the sampler starts dropping (about 200 s at 20 Hz).

@@ -147,3 +147,117 @@ fn run(s: &Shared) {
         s.done_seq.store(seen, Ordering::Release);
     }
 }
+
+/// A claim on sampling one process's tree, so that a second provetop on the same tree is
+/// noticed (their VmHWM resets spoil each other's interval peaks). An advisory lock
+/// (`flock`) on `sampling-PID-STARTTIME` in provetop's runtime directory
+/// (`$XDG_RUNTIME_DIR/provetop`, else `/tmp/provetop-UID`), held while the file is open: the
+/// kernel drops it when provetop ends, however it ends. The file holds the holder's pid.
+pub struct SamplingClaim {
+    _lock: Option<nix::fcntl::Flock<std::fs::File>>,
+}
+
+impl SamplingClaim {
+    /// Claim `pid`'s tree, and look whether another provetop samples it or one of its
+    /// ancestors' trees (which hold it). Returns the claim (a no-op where the runtime
+    /// directory cannot be used) and, for each other sampler found, `(its pid, the pid it
+    /// samples)`.
+    pub fn take(pid: u32) -> (SamplingClaim, Vec<(u32, u32)>) {
+        let Some(dir) = runtime_dir() else {
+            return (SamplingClaim { _lock: None }, Vec::new());
+        };
+        let mut others = Vec::new();
+        let mut lock = None;
+        let me = std::process::id();
+        // The target, then its ancestors (never provetop itself or init).
+        let mut p = pid;
+        let mut first = true;
+        while p > 1 && p != me {
+            let Some((ppid, start)) = ppid_start(p) else {
+                break;
+            };
+            let path = dir.join(format!("sampling-{p}-{start}"));
+            if first {
+                match claim(&path) {
+                    Ok(l) => lock = Some(l),
+                    Err(Some(holder)) => others.push((holder, p)),
+                    Err(None) => {}
+                }
+                first = false;
+            } else if let Some(holder) = held_by(&path) {
+                others.push((holder, p));
+            }
+            p = ppid;
+        }
+        (SamplingClaim { _lock: lock }, others)
+    }
+}
+
+fn runtime_dir() -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { nix::libc::geteuid() };
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => std::path::PathBuf::from(d).join("provetop"),
+        None => std::path::PathBuf::from(format!("/tmp/provetop-{uid}")),
+    };
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    // Only a real directory of ours, private: never one planted by someone else.
+    let m = std::fs::symlink_metadata(&dir).ok()?;
+    (m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0).then_some(dir)
+}
+
+fn open_lock(path: &std::path::Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+        .ok()
+}
+
+/// Take the lock at `path` and write our pid in it; `Err(Some(pid))` when another provetop
+/// holds it, `Err(None)` when it cannot be used.
+fn claim(path: &std::path::Path) -> Result<nix::fcntl::Flock<std::fs::File>, Option<u32>> {
+    use std::io::{Seek, Write};
+    let f = open_lock(path).ok_or(None)?;
+    match nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        Ok(mut l) => {
+            let _ = l.set_len(0);
+            let _ = l.rewind();
+            let _ = write!(l, "{}", std::process::id());
+            Ok(l)
+        }
+        Err((f, nix::errno::Errno::EWOULDBLOCK)) => Err(Some(holder(&f))),
+        Err(_) => Err(None),
+    }
+}
+
+/// The pid of the provetop holding the lock at `path`, if one does.
+fn held_by(path: &std::path::Path) -> Option<u32> {
+    let f = std::fs::File::open(path).ok()?;
+    match nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockSharedNonblock) {
+        Ok(_) => None,
+        Err((f, nix::errno::Errno::EWOULDBLOCK)) => Some(holder(&f)),
+        Err(_) => None,
+    }
+}
+
+fn holder(f: &std::fs::File) -> u32 {
+    use std::io::Read;
+    let mut s = String::new();
+    let _ = f.take(32).read_to_string(&mut s);
+    s.trim().parse().unwrap_or(0)
+}
+
+/// Parent pid and start time of `pid`.
+fn ppid_start(pid: u32) -> Option<(u32, u64)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = s.rsplit_once(')')?;
+    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+    Some((f.get(1)?.parse().ok()?, f.get(19)?.parse().ok()?))
+}
