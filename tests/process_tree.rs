@@ -133,3 +133,37 @@ fn a_setsid_grandchild_goes_with_a_child_that_exits_by_itself() {
         sleeps(&a)
     );
 }
+
+#[test]
+fn a_setsid_grandchild_does_not_survive_q_on_the_screen() {
+    use provetop_testkit::tmux::{have_tmux, sh_quote, Tmux};
+    if !have_tmux("a_setsid_grandchild_does_not_survive_q_on_the_screen") {
+        return;
+    }
+    let (a, b) = (token(6), token(7));
+    let _reap = Reap(vec![a.clone(), b.clone()]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let cmd = format!(
+        "cd {d} && env XDG_STATE_HOME={d}/state XDG_CACHE_HOME={d}/cache XDG_CONFIG_HOME={d}/config {} run --no-record -- sh -c {}; echo PROVETOP-EXIT; sleep 600",
+        sh_quote(&provetop_testkit::bins::provetop().display().to_string()),
+        sh_quote(&format!("setsid sleep {a} & sleep {b}")),
+    );
+    let tmux = Tmux::start("tree-q", 100, 30, &cmd);
+    assert!(
+        wait_until(Duration::from_secs(20), || sleeps(&a).len() == 1
+            && sleeps(&b).len() == 1),
+        "the child's sleeps never started"
+    );
+    tmux.keys(&["q"]);
+    tmux.wait_for("provetop's exit", Duration::from_secs(30), |s| {
+        s.contains("PROVETOP-EXIT")
+    });
+    assert!(
+        wait_until(Duration::from_secs(5), || sleeps(&a).is_empty()
+            && sleeps(&b).is_empty()),
+        "left behind after q: setsid sleep {:?}, sleep {:?}",
+        sleeps(&a),
+        sleeps(&b)
+    );
+}
