@@ -48,7 +48,45 @@ pub fn layer<T>(flag: Option<T>, file: Option<T>, default: T) -> T {
 /// a [`Setup`]. A bad file is an error naming the file, the line and the key.
 pub fn setup(opts: &MonitorOpts) -> anyhow::Result<Setup> {
     let file = alerts::load_config(opts.config.as_deref())?;
-    resolve(opts, &file)
+    let setup = resolve(opts, &file)?;
+    if let Some(argv) = &setup.hook {
+        let whence = if opts.on_alert.is_some() {
+            "--on-alert"
+        } else {
+            "config on_alert"
+        };
+        check_hook(&argv[0]).map_err(|e| anyhow::anyhow!("{whence} {:?}: {e}", argv[0]))?;
+    }
+    Ok(setup)
+}
+
+/// Whether the hook `program` can run: a path (with a `/`) must be an executable file; a
+/// bare name must be one in a directory of `PATH`. Checked at start, not when the first
+/// alert fires. Returns the program's path.
+pub fn check_hook(program: &str) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let usable = |p: &std::path::Path| -> Result<(), String> {
+        let m = std::fs::metadata(p).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            _ => format!("cannot be read: {e}"),
+        })?;
+        if !m.is_file() {
+            return Err("not a file".into());
+        }
+        if m.permissions().mode() & 0o111 == 0 {
+            return Err("not executable".into());
+        }
+        Ok(())
+    };
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return usable(&p).map(|()| p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| usable(p).is_ok())
+        .ok_or_else(|| "not found on PATH (or not an executable file there)".to_string())
 }
 
 /// Merge flags and an already read config file ([`layer`] for each value).
