@@ -101,7 +101,8 @@ pub struct SupervisorStats {
     pub events: u64,
     /// Lines that were not valid protocol messages (including over-long and partial ones).
     pub bad_lines: u64,
-    /// Records dropped because the app's channel was full.
+    /// Event lines dropped: over the recorded rate ([`EVENT_RATE`]), or with no room left
+    /// while the app was behind; and records the app had no room for.
     pub dropped: u64,
     /// Children started (1 + restarts).
     pub starts: u64,
