@@ -1,6 +1,10 @@
-//! The child's events pipe: read without ever blocking the child for long (it sheds load when
-//! the pipe stays full), parse each line, forward events and bad lines as records, and count
-//! and report what was dropped.
+//! The child's events pipe: read it, parse each line, forward events and bad lines as
+//! records, and count and report what was dropped. What is recorded is bounded by a rate with
+//! a burst allowance ([`EVENT_RATE`], [`EVENT_BURST`], and the same in bytes): a proof's burst
+//! of events is read in full, a flood beyond it is only counted, at memory speed, so the child
+//! is never slowed to the speed at which we parse. Records the app has no room for yet wait
+//! in a bounded queue; the reader waits for an app that is behind but makes progress, and
+//! drops (counted) only for one that is stalled.
 //!
 //! The child's clock is not trusted either: every event is stamped on the monitor's clock when
 //! it arrives, and the child's own `ts` is kept only when it is plausible (see [`stamp`]). A
