@@ -501,3 +501,29 @@ pub fn seed_awk(path: &Path) -> String {
     );
     String::from_utf8(o.stdout).expect("utf-8")
 }
+
+/// A proof of one sector, 10 × 2^20, started (the forecast and alert engine tests).
+pub fn proof_started(id: u64, mode: BatchMode) -> Event {
+    Event::ProofStarted {
+        proof_id: id,
+        mode,
+        sectors: 1,
+        partitions: 10,
+        constraints: 1 << 20,
+    }
+}
+
+/// A single-mode proof finished after 1 s, verified when `ok`.
+pub fn proof_finished(id: u64, ok: bool) -> Event {
+    Event::ProofFinished {
+        proof_id: id,
+        ok,
+        verified: ok,
+        duration_s: 1.0,
+        mode: BatchMode::Single,
+        phases: vec![],
+        error: None,
+        cancelled: false,
+        requeued_as: vec![],
+    }
+}

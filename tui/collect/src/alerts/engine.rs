@@ -309,24 +309,7 @@ mod tests {
     #[test]
     fn predicted_free_fires_for_a_proof_that_will_not_fit() {
         use provetop_shared::protocol::BatchMode;
-        let started = |id, mode| Event::ProofStarted {
-            proof_id: id,
-            mode,
-            sectors: 1,
-            partitions: 10,
-            constraints: 1 << 20,
-        };
-        let finished = |id, ok| Event::ProofFinished {
-            proof_id: id,
-            ok,
-            verified: ok,
-            duration_s: 1.0,
-            mode: BatchMode::Single,
-            phases: vec![],
-            error: None,
-            cancelled: false,
-            requeued_as: vec![],
-        };
+        use provetop_testkit::fixtures::{proof_finished as finished, proof_started as started};
         let mut e = AlertEngine::new(vec!["predicted_free < 0".parse().unwrap()]);
         let ev = |t, e: Event| Record::new(t, RecordBody::Event(e));
         let mem = |t, rss, avail| {
