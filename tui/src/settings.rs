@@ -199,15 +199,8 @@ fn mem_total() -> Option<u64> {
 /// `$XDG_STATE_HOME/provetop/sessions/provetop-<UTC date>-<pid>.ptop` (directory created
 /// private: [`private_dir`]).
 pub fn default_session_path() -> anyhow::Result<PathBuf> {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".local/state"))
-        })
-        .ok_or_else(|| {
+    let base =
+        provetop_collect::xdg::base_dir("XDG_STATE_HOME", ".local/state").ok_or_else(|| {
             anyhow::anyhow!(
                 "neither XDG_STATE_HOME nor HOME is set: pass --record FILE or --no-record"
             )

@@ -19,5 +19,6 @@ pub mod procstatus;
 pub mod recorder;
 pub mod sampler;
 pub mod supervisor;
+pub mod xdg;
 
 pub use supervisor::kill_all_children;

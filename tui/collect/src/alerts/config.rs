@@ -76,14 +76,7 @@ enum SizeValue {
 
 /// `$XDG_CONFIG_HOME/provetop/config.toml`, else `$HOME/.config/provetop/config.toml`.
 fn default_config_path() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".config"))
-        })?;
+    let base = crate::xdg::base_dir("XDG_CONFIG_HOME", ".config")?;
     Some(base.join("provetop").join("config.toml"))
 }
 
