@@ -167,3 +167,55 @@ fn a_setsid_grandchild_does_not_survive_q_on_the_screen() {
         sleeps(&b)
     );
 }
+
+#[test]
+fn a_setsid_grandchild_does_not_survive_a_sigkill_of_provetop() {
+    let (a, b) = (token(8), token(9));
+    let _reap = Reap(vec![a.clone(), b.clone()]);
+    let dir = tempfile::tempdir().unwrap();
+    let pt = start(dir.path(), &format!("setsid sleep {a} & sleep {b}"));
+    assert!(
+        wait_until(Duration::from_secs(20), || sleeps(&a).len() == 1
+            && sleeps(&b).len() == 1),
+        "the child's sleeps never started"
+    );
+    let before: Vec<u32> = sleeps(&a).into_iter().chain(sleeps(&b)).collect();
+    // Long enough for the supervisor's once-a-second walk to have seen the setsid sleep.
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(pt.id(), Signal::SIGKILL);
+    let _ = finish(pt);
+    assert!(
+        wait_until(Duration::from_secs(5), || before.iter().all(|&p| !alive(p))),
+        "left behind after kill -9 of provetop: {:?} (setsid sleep {:?}, sleep {:?})",
+        before.iter().filter(|&&p| alive(p)).collect::<Vec<_>>(),
+        sleeps(&a),
+        sleeps(&b)
+    );
+}
+
+#[test]
+fn a_wrapper_scripts_setsid_child_does_not_survive_a_sigkill_of_provetop() {
+    let a = token(10);
+    let _reap = Reap(vec![a.clone()]);
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("wrapper.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nsh -c 'setsid sleep {a} & wait' &\nwait\n"),
+    )
+    .unwrap();
+    let s = dir.path().join("s.ptop");
+    let pt = spawn_headless(dir.path(), &s, &["--", "sh", script.to_str().unwrap()]);
+    assert!(
+        wait_until(Duration::from_secs(20), || sleeps(&a).len() == 1),
+        "the wrapper's setsid sleep never started"
+    );
+    let before = sleeps(&a);
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(pt.id(), Signal::SIGKILL);
+    let _ = finish(pt);
+    assert!(
+        wait_until(Duration::from_secs(5), || before.iter().all(|&p| !alive(p))),
+        "left behind after kill -9 of provetop: {before:?}"
+    );
+}

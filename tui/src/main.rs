@@ -31,6 +31,18 @@ fn main() {
     // kill provetop: SIGXFSZ's default action terminates. A handler rather than SIG_IGN, so
     // supervised children start with the default disposition again (exec resets handlers).
     ignore_sigxfsz();
+    // The guard (a hidden subcommand, not on the command line's --help): kills the
+    // supervised trees if this provetop dies without stopping them (supervisor/guard.rs).
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(
+            provetop_collect::supervisor::GUARD_ARG,
+        ))
+    {
+        std::process::exit(provetop_collect::supervisor::guard_main());
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        provetop_collect::supervisor::enable_guard(exe);
+    }
     let cli = Cli::parse();
     let result = match &cli.command {
         Some(Command::Classify(a)) => provetop::classify::main(a),

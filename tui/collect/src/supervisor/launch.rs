@@ -164,6 +164,12 @@ fn launch_here(spec: &ChildSpec) -> anyhow::Result<Launched> {
             return Err(e).with_context(|| format!("cannot start {program:?}"));
         }
     };
+    // The guard kills this tree if provetop dies without stopping it (`guard.rs`).
+    if let Some(pid) = child.id() {
+        if let Some(start) = super::registry::start_of(pid) {
+            super::guard::remember(pid, start);
+        }
+    }
     // Our copy of the write end must go, or the reader never sees end-of-file.
     drop(write_end);
     // (The output pipe's write ends go with `cmd`.)

@@ -23,6 +23,7 @@
 
 mod events;
 mod exit;
+mod guard;
 mod launch;
 pub mod lines;
 mod output;
@@ -44,6 +45,7 @@ use crate::cgroup::MemCgroup;
 use events::read_events;
 pub use events::{BYTE_BURST, BYTE_RATE, EVENT_BURST, EVENT_RATE};
 pub use exit::ExitInfo;
+pub use guard::{enable as enable_guard, guard_main, GUARD_ARG};
 pub use launch::EVENTS_FD;
 pub use output::LOG_CAP;
 pub use registry::{helper_ended, kill_all_children, spawn_helper};

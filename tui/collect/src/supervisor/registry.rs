@@ -109,6 +109,11 @@ fn pgid_of(pid: u32) -> Option<i32> {
         .ok()
 }
 
+/// The start time of `pid` (clock ticks since boot).
+pub(super) fn start_of(pid: u32) -> Option<u64> {
+    stat_of(pid).map(|(_, s, _)| s)
+}
+
 /// Parent pid and start time (clock ticks since boot: with the pid, a process's identity
 /// across pid reuse) from `/proc/PID/stat`.
 fn stat_of(pid: u32) -> Option<(u32, u64, char)> {
@@ -152,7 +157,12 @@ impl Tree {
                 // A remembered pid now used by another process is not ours.
                 match self.seen.get(&p) {
                     Some(s) if *s != start => {}
-                    _ => {
+                    Some(_) => {
+                        seen.insert(p, start);
+                    }
+                    None => {
+                        // New in the tree: the guard kills it too if provetop dies.
+                        super::guard::remember(p, start);
                         seen.insert(p, start);
                     }
                 }
