@@ -44,15 +44,24 @@ pub fn main(s: Setup, target: Target) -> anyhow::Result<i32> {
     };
     let child_log = child_log(&target);
     let mut m = Model::new(s.thresholds);
-    let (code, recorded) = rt.block_on(async {
+    let (code, recorded, dead) = rt.block_on(async {
         let mut mon = Monitor::start(&s, target, &mut m).await?;
         mon.pipeline.to_stderr = true;
         let mut tick = tokio::time::interval(monitor::TICK);
         let stop = stop_signal();
         tokio::pin!(stop);
+        let mut dead = None;
         let (ended, by_itself, recorded) = loop {
             tokio::select! {
-                _ = tick.tick() => { mon.pump(&mut m); }
+                _ = tick.tick() => {
+                    mon.pump(&mut m);
+                    // A dead sampler is fatal: no more samples would come.
+                    if let Some(d) = mon.pipeline.sampler_died().map(str::to_string) {
+                        let (e, r) = mon.stop(&mut m, &d).await;
+                        dead = Some(d);
+                        break (e, false, r);
+                    }
+                }
                 e = mon.ended(&mut m) => break (e, true, mon.finish(&mut m).await),
                 sig = &mut stop => {
                     let why = format!("got {}", signal_name(sig));
@@ -78,10 +87,13 @@ pub fn main(s: Setup, target: Target) -> anyhow::Result<i32> {
             }
             _ => 0,
         };
-        anyhow::Ok((code, recorded))
+        anyhow::Ok((code, recorded, dead))
     })?;
     report(&m, recorded);
-    Ok(code)
+    match dead {
+        Some(d) => Err(anyhow::anyhow!("{d}: the session was stopped")),
+        None => Ok(code),
+    }
 }
 
 /// How many of the child's last output lines a failure shows.

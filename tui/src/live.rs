@@ -19,6 +19,8 @@ use crate::theme::Theme;
 pub struct LiveDriver {
     pub monitor: Monitor,
     told_exit: bool,
+    /// Why the sampler thread died, once it has.
+    sampler_died: Option<String>,
 }
 
 impl LiveDriver {
@@ -26,6 +28,7 @@ impl LiveDriver {
         LiveDriver {
             monitor,
             told_exit: false,
+            sampler_died: None,
         }
     }
 }
@@ -35,6 +38,14 @@ impl Driver for LiveDriver {
         app.clock = mono_ns();
         let n = self.monitor.pump(&mut app.model);
         app.recording_failing = self.monitor.pipeline.recording_failing();
+        // A dead sampler is fatal: say it and end the screen (the child is stopped).
+        if let Some(d) = self.monitor.pipeline.sampler_died() {
+            if self.sampler_died.is_none() {
+                app.flash(format!("{d}: stopping"), true);
+                self.sampler_died = Some(d.to_string());
+                app.quit = true;
+            }
+        }
         if let ChildStatus::Exited { reason, .. } = &app.model.child {
             if !self.told_exit {
                 self.told_exit = true;
@@ -86,7 +97,10 @@ impl Driver for LiveDriver {
 
     fn farewell(&mut self, app: &mut App, _exit: Exit) -> bool {
         // Stopping the child may take its grace period: say so.
-        app.flash("stopping…", false);
+        match &self.sampler_died {
+            Some(d) => app.flash(format!("{d}: stopping…"), true),
+            None => app.flash("stopping…", false),
+        }
         self.monitor.supervisor.is_some()
     }
 }
@@ -154,7 +168,13 @@ fn screen(s: Setup, target: Target, kind: Screen) -> anyhow::Result<i32> {
             Err(e) => Err(e),
         };
         let by_itself = matches!(app.model.child, crate::model::ChildStatus::Exited { .. });
-        let (ended, recorded) = driver.monitor.stop(&mut app.model, &why(&exit)).await;
+        let dead = driver.sampler_died.take();
+        let why = dead.clone().unwrap_or_else(|| why(&exit));
+        let (ended, recorded) = driver.monitor.stop(&mut app.model, &why).await;
+        let exit = match dead {
+            Some(d) => Err(anyhow::anyhow!("{d}: the session was stopped")),
+            None => exit,
+        };
         (
             exit.map(|e| e.status()),
             recorded,

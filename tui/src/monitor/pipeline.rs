@@ -42,6 +42,8 @@ pub struct Pipeline {
     watched: Option<u32>,
     watched_gone: bool,
     hook_failed: bool,
+    /// The sampler thread ended without a stop: why (fatal: the session must stop).
+    sampler_died: Option<String>,
     /// Print alerts and warnings to stderr (headless).
     pub to_stderr: bool,
 }
@@ -71,6 +73,7 @@ impl Pipeline {
             watched: None,
             watched_gone: false,
             hook_failed: false,
+            sampler_died: None,
             to_stderr: false,
         })
     }
@@ -224,6 +227,10 @@ impl Pipeline {
                 self.reported_drops = dropped;
             }
         }
+        let died = self.sampler.as_mut().and_then(|s| s.died());
+        if let Some(why) = died {
+            self.sampler_ended(model, why);
+        }
         if let Some(rx) = &mut self.rx {
             while let Ok(r) = rx.try_recv() {
                 buf.push(r);
@@ -265,6 +272,22 @@ impl Pipeline {
         n
     }
 
+    /// The sampler thread died (a [`Mark::Warning`] names it, on stderr too when
+    /// headless): no more samples come, so the session is stopped by its owner.
+    fn sampler_ended(&mut self, model: &mut Model, why: String) {
+        let text = format!("{why}: no more samples, the session is stopped");
+        self.push(
+            model,
+            Record::new(mono_ns(), RecordBody::Mark(Mark::Warning { text })),
+        );
+        self.sampler_died = Some(why);
+    }
+
+    /// Why the sampler thread died, once it has (fatal: the session must stop).
+    pub fn sampler_died(&self) -> Option<&str> {
+        self.sampler_died.as_deref()
+    }
+
     /// Whether the watched process is gone.
     pub fn watched_gone(&self) -> bool {
         self.watched_gone
@@ -294,5 +317,30 @@ pub fn finish_on_panic(recorder: &SharedRecorder) {
                 crate::say!("provetop: session recorded to {}", p.display());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dead_sampler_is_recorded_as_a_warning_that_names_it_and_is_kept_for_the_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.ptop");
+        let header = SessionHeader::now(vec!["x".into()], 10.0);
+        let mut p = Pipeline::new(Vec::new(), None, Some((&path, header))).unwrap();
+        let mut m = Model::new(Default::default());
+        assert_eq!(p.sampler_died(), None);
+        p.sampler_ended(&mut m, "the sampler thread panicked: boom".into());
+        assert_eq!(p.sampler_died(), Some("the sampler thread panicked: boom"));
+        let recorded = p.finish().unwrap();
+        let loaded = provetop_shared::session::load(&recorded).unwrap();
+        let warned = loaded.records.iter().any(|r| {
+            matches!(&r.body, RecordBody::Mark(Mark::Warning { text })
+                if text.contains("the sampler thread panicked: boom")
+                    && text.contains("the session is stopped"))
+        });
+        assert!(warned, "no warning recorded");
     }
 }

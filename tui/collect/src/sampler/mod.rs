@@ -85,6 +85,22 @@ struct Shared {
 }
 
 impl Shared {
+    fn new(root_pid: u32) -> Self {
+        Shared {
+            root: AtomicU32::new(root_pid),
+            gen: AtomicU64::new(1),
+            stop: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
+            late_resets: AtomicU64::new(0),
+            tree: Mutex::new((1, vec![root_pid])),
+            pinned: Mutex::new((1, NONE)),
+            gpu: Mutex::new(GpuState::default()),
+            notes: Mutex::new(Vec::new()),
+            tids: Mutex::new(Vec::new()),
+            helpers: Mutex::new(Vec::new()),
+        }
+    }
+
     fn note(&self, text: String) {
         self.notes
             .lock()
@@ -153,19 +169,7 @@ pub struct SamplerHandle {
 pub fn spawn(cfg: SamplerConfig, root_pid: u32) -> io::Result<SamplerHandle> {
     cfg.validate()?;
     let (prod, cons) = HeapRb::<Record>::new(RING_CAPACITY).split();
-    let shared = Arc::new(Shared {
-        root: AtomicU32::new(root_pid),
-        gen: AtomicU64::new(1),
-        stop: AtomicBool::new(false),
-        dropped: AtomicU64::new(0),
-        late_resets: AtomicU64::new(0),
-        tree: Mutex::new((1, vec![root_pid])),
-        pinned: Mutex::new((1, NONE)),
-        gpu: Mutex::new(GpuState::default()),
-        notes: Mutex::new(Vec::new()),
-        tids: Mutex::new(Vec::new()),
-        helpers: Mutex::new(Vec::new()),
-    });
+    let shared = Arc::new(Shared::new(root_pid));
     let resets = peak::PeakResets::spawn()?;
     let peak_shared = resets.shared().clone();
 
@@ -265,6 +269,37 @@ impl SamplerHandle {
     /// the interval peak can miss; it grows while the target holds its mmap lock.
     pub fn max_reset_delay(&self) -> Duration {
         Duration::from_micros(self.peak_shared.max_delay_us.load(Ordering::Relaxed))
+    }
+
+    /// Whether the sampling thread is still running (false once it has ended, stopped or
+    /// not).
+    pub fn is_alive(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+    }
+
+    /// The sampling thread ended without being stopped (it panicked): what happened, once
+    /// (the thread is joined then; later calls return `None`). No more samples come: the
+    /// caller must treat it as fatal.
+    pub fn died(&mut self) -> Option<String> {
+        if self.shared.stop.load(Ordering::Acquire)
+            || !self.thread.as_ref().is_some_and(|t| t.is_finished())
+        {
+            return None;
+        }
+        let t = self.thread.take()?;
+        Some(match t.join() {
+            Ok(()) => "the sampler thread ended by itself".to_string(),
+            Err(payload) => {
+                let msg = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned());
+                match msg {
+                    Some(m) => format!("the sampler thread panicked: {m}"),
+                    None => "the sampler thread panicked".to_string(),
+                }
+            }
+        })
     }
 
     /// Stop all threads; joins the sampling thread.
@@ -567,5 +602,55 @@ impl Sampler {
             (s.cgroup_current, s.cgroup_max) = cg.read();
         }
         self.push(Record::new(t, RecordBody::Sample(s)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A handle over `thread`, as `spawn` builds it.
+    fn handle_over(thread: JoinHandle<()>) -> SamplerHandle {
+        let (_prod, cons) = HeapRb::<Record>::new(4).split();
+        SamplerHandle {
+            cons,
+            shared: Arc::new(Shared::new(std::process::id())),
+            thread: Some(thread),
+            peak_shared: Arc::new(peak::Shared::default()),
+        }
+    }
+
+    fn ended(t: &JoinHandle<()>) {
+        let end = Instant::now() + Duration::from_secs(30);
+        while !t.is_finished() && Instant::now() < end {
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn a_sampler_thread_that_panicked_is_reported_dead_once_with_its_message() {
+        let t = thread::spawn(|| panic!("boom at 1e-300 Hz"));
+        ended(&t);
+        let mut h = handle_over(t);
+        assert!(!h.is_alive());
+        let d = h.died().expect("a panicked thread is dead");
+        assert!(
+            d.contains("panicked") && d.contains("boom at 1e-300 Hz"),
+            "{d}"
+        );
+        assert_eq!(h.died(), None, "said once");
+    }
+
+    #[test]
+    fn a_sampler_thread_that_was_stopped_or_still_runs_is_not_dead() {
+        let t = thread::spawn(|| {});
+        ended(&t);
+        let mut stopped = handle_over(t);
+        stopped.signal_stop();
+        assert_eq!(stopped.died(), None);
+        let mut live = spawn(SamplerConfig::default(), std::process::id()).unwrap();
+        assert!(live.is_alive());
+        assert_eq!(live.died(), None);
+        live.stop();
     }
 }
