@@ -195,13 +195,21 @@ fn kill_all(known: &mut HashMap<u32, u64>, wait: Duration) -> usize {
 /// The guard's whole life (`provetop __guard`): remember what provetop says until its end
 /// of the pipe closes, then kill it all. Returns the exit code.
 pub fn guard_main() -> i32 {
+    const PRUNE_FIRST: usize = 4096;
     let mut known: HashMap<u32, u64> = HashMap::new();
+    let mut prune_at = PRUNE_FIRST;
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         let mut w = line.split_ascii_whitespace();
         if let (Some(Ok(p)), Some(Ok(s))) = (w.next().map(str::parse), w.next().map(str::parse)) {
             known.insert(p, s);
+            // Bounded over a long session: forget those that have ended (whenever the
+            // table has doubled since the last pruning).
+            if known.len() >= prune_at {
+                known.retain(|&p, s| stat(p).is_some_and(|pr| pr.start == *s));
+                prune_at = (known.len() * 2).max(PRUNE_FIRST);
+            }
         }
     }
     kill_all(&mut known, Duration::from_secs(10));
