@@ -128,10 +128,18 @@ impl Drop for Tui {
 }
 
 /// Install the panic hook: restore the terminal, run `cleanup` (the session's: kill the
-/// supervised children, flush the recording), then print the panic as usual.
+/// supervised children, flush the recording), then print the panic as usual. A panic of the
+/// sampler thread is left to the pipeline, which notices the dead thread (with the panic's
+/// message), records it and stops the session in order.
 pub fn install_panic_hook(cleanup: impl Fn() + Send + Sync + 'static) {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().name() == Some(provetop_collect::sampler::THREAD_NAME) {
+            if !ACTIVE.load(Ordering::SeqCst) {
+                previous(info);
+            }
+            return;
+        }
         restore();
         cleanup();
         previous(info);

@@ -16,8 +16,8 @@ use provetop_shared::{Mark, RecordBody};
 use tokio::sync::mpsc;
 
 const PARTITIONS: u32 = 100_000;
-/// The monitor's channel and pump (tui/src/monitor: CHANNEL, TICK).
-const CHANNEL: usize = 16_384;
+/// The monitor's channel and pump (`RECORD_CHANNEL`; tui/src/monitor: TICK).
+const CHANNEL: usize = provetop_collect::supervisor::RECORD_CHANNEL;
 const TICK: Duration = Duration::from_millis(50);
 
 fn burst(path: &Path) -> u64 {

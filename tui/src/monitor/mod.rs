@@ -29,8 +29,6 @@ use crate::settings::Setup;
 
 /// How often a front end pumps records.
 pub const TICK: Duration = Duration::from_millis(50);
-/// Records the supervisor may queue before the pipeline drains them.
-const CHANNEL: usize = 16_384;
 
 /// A running session.
 pub struct Monitor {
@@ -53,7 +51,7 @@ impl Monitor {
         match target {
             Target::Command(spec) => {
                 let grace = spec.grace;
-                let (tx, rx) = mpsc::channel(CHANNEL);
+                let (tx, rx) = mpsc::channel(supervisor::RECORD_CHANNEL);
                 let sup = supervisor::spawn(spec, tx).await?;
                 // Only now: a command that cannot start leaves no empty session behind. The
                 // child's first records wait in the channel.

@@ -45,6 +45,9 @@ pub use config::{
 pub use peak::SamplingClaim;
 pub use pinned::read_pinned;
 
+/// The sampler's own thread (the front ends let its panic reach the pipeline, which stops
+/// the session in order).
+pub const THREAD_NAME: &str = "provetop-sampler";
 /// Samples the ring holds before the sampler starts dropping (about 200 s at 20 Hz).
 pub const RING_CAPACITY: usize = 4096;
 /// Share of one core the process-tree walk may use.
@@ -208,9 +211,9 @@ fn start_threads(
     let s = shared.clone();
     let cfg = cfg.clone();
     thread::Builder::new()
-        .name("provetop-sampler".into())
+        .name(THREAD_NAME.into())
         .spawn(move || {
-            s.register_tid("provetop-sampler");
+            s.register_tid(THREAD_NAME);
             Sampler::new(cfg, s, prod, resets).run()
         })
 }

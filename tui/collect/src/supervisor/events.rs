@@ -24,6 +24,11 @@ use tokio::sync::mpsc::error::TrySendError;
 
 use super::{lines, Inner};
 
+/// Records the supervisor's channel to the monitor holds: the monitor drains it every tick
+/// (50 ms), so a 10^5-partition burst (~300k events/s) finds room without the reader, and so
+/// the child, waiting on it (65,536 records of ~272 bytes: at most ~17 MiB in flight).
+pub const RECORD_CHANNEL: usize = 65_536;
+
 /// Records the supervisor may lose before it notes so, at most this often.
 const DROP_REPORT: Duration = Duration::from_secs(1);
 /// Channel slots lines never take, so the marks that report drops (and lifecycle marks)

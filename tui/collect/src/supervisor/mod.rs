@@ -42,6 +42,7 @@ use provetop_shared::{Mark, Record, RecordBody};
 use tokio::sync::{mpsc, watch, Notify};
 
 use crate::cgroup::MemCgroup;
+pub use events::RECORD_CHANNEL;
 use events::read_events;
 pub use events::{BYTE_BURST, BYTE_RATE, EVENT_BURST, EVENT_RATE};
 pub use exit::ExitInfo;
