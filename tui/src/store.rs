@@ -253,7 +253,7 @@ impl Store {
             self.between_ns += hi - t0;
         }
         self.loaded.records = records;
-        self.spans.extend(model.open.iter().cloned());
+        self.spans.extend(model.open.with_stats());
     }
 
     /// The file this came from.
@@ -404,7 +404,9 @@ fn last_before(v: &[u64], t: u64) -> Option<u64> {
 
 /// Rough heap size of a model: the series dominates; bounded queues count ~256 B a entry.
 fn estimate_bytes(m: &Model) -> usize {
+    // An open span also sits in the key index and the per-phase count.
     m.series.heap_bytes()
+        + 512 * (m.open.len() + m.running.len())
         + 256
             * (m.spans.len()
                 + m.proofs.len()

@@ -88,27 +88,63 @@ impl PhaseSpan {
 
 type SpanKey = (u64, Phase, Option<u32>);
 
-/// The prover's phases open now, in start order.
+/// The memory seen by every span that opened between the same two samples: they have seen
+/// the same samples ever since, so they share one set of stats while open.
+#[derive(Debug, Clone, Default)]
+struct Group {
+    members: usize,
+    rss: Stats,
+    pinned: Stats,
+    gpu: Stats,
+}
+
+impl Group {
+    fn fill(&self, span: &mut PhaseSpan) {
+        span.rss = self.rss;
+        span.pinned = self.pinned;
+        span.gpu = self.gpu;
+    }
+}
+
+/// The prover's phases open now, in start order. A sample costs one update per group of
+/// spans opened between the same two samples, not one per span: 10^5 partitions opened in one
+/// burst are one group.
 #[derive(Clone, Default)]
 pub struct OpenSpans {
-    by_seq: BTreeMap<u64, PhaseSpan>,
+    /// By opening order: the group (samples seen when it opened) and the span, whose stats
+    /// are its group's, filled in when it closes (or by [`OpenSpans::with_stats`]).
+    by_seq: BTreeMap<u64, (u64, PhaseSpan)>,
     seq_of: HashMap<SpanKey, u64>,
     per_phase: HashMap<Phase, usize>,
+    groups: BTreeMap<u64, Group>,
+    samples: u64,
     next: u64,
 }
 
-/// The spans in start order: the index maps are derived (and a hash map's order differs
-/// between two maps of the same spans).
+/// The spans in start order with their stats: the index maps are derived (and a hash map's
+/// order differs between two maps of the same spans).
 impl std::fmt::Debug for OpenSpans {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.by_seq.values()).finish()
+        f.debug_list().entries(self.with_stats()).finish()
     }
 }
 
 impl OpenSpans {
-    /// Spans open, in start order.
+    /// Spans open, in start order (their memory stats are not filled in: see
+    /// [`OpenSpans::with_stats`]).
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &PhaseSpan> + '_ {
-        self.by_seq.values()
+        self.by_seq.values().map(|(_, s)| s)
+    }
+
+    /// Spans open, in start order, with the memory seen so far.
+    pub fn with_stats(&self) -> impl Iterator<Item = PhaseSpan> + '_ {
+        self.by_seq.values().map(|(g, s)| {
+            let mut s = s.clone();
+            if let Some(g) = self.groups.get(g) {
+                g.fill(&mut s);
+            }
+            s
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -121,7 +157,7 @@ impl OpenSpans {
 
     /// The latest started.
     pub fn last(&self) -> Option<&PhaseSpan> {
-        self.by_seq.values().next_back()
+        self.iter().next_back()
     }
 
     /// How many spans of `phase` are open.
@@ -132,13 +168,21 @@ impl OpenSpans {
     fn insert(&mut self, span: PhaseSpan) {
         *self.per_phase.entry(span.phase.clone()).or_default() += 1;
         self.seq_of.insert(span.key(), self.next);
-        self.by_seq.insert(self.next, span);
+        self.groups.entry(self.samples).or_default().members += 1;
+        self.by_seq.insert(self.next, (self.samples, span));
         self.next += 1;
     }
 
     fn remove(&mut self, key: &SpanKey) -> Option<PhaseSpan> {
         let seq = self.seq_of.remove(key)?;
-        let span = self.by_seq.remove(&seq)?;
+        let (g, mut span) = self.by_seq.remove(&seq)?;
+        if let Some(group) = self.groups.get_mut(&g) {
+            group.fill(&mut span);
+            group.members -= 1;
+            if group.members == 0 {
+                self.groups.remove(&g);
+            }
+        }
         if let Some(n) = self.per_phase.get_mut(&span.phase) {
             *n -= 1;
             if *n == 0 {
@@ -148,8 +192,18 @@ impl OpenSpans {
         Some(span)
     }
 
-    fn iter_mut(&mut self) -> impl Iterator<Item = &mut PhaseSpan> + '_ {
-        self.by_seq.values_mut()
+    /// Every open span sees the sample (through its group).
+    fn observe(&mut self, s: &Sample, pinned: Option<u64>) {
+        for g in self.groups.values_mut() {
+            g.rss.add(s.rss);
+            if let Some(x) = pinned {
+                g.pinned.add(x);
+            }
+            if let Some(x) = s.gpu_used {
+                g.gpu.add(x);
+            }
+        }
+        self.samples += 1;
     }
 }
 
@@ -274,7 +328,8 @@ impl Model {
 
     /// Every open span sees the sample.
     pub(super) fn spans_observe(&mut self, s: &Sample, pinned: Option<u64>) {
-        for span in self.open.iter_mut().chain(self.srs_open.as_mut()) {
+        self.open.observe(s, pinned);
+        if let Some(span) = self.srs_open.as_mut() {
             span.observe(s, pinned);
         }
     }

@@ -517,3 +517,35 @@ fn many_open_partitions_close_in_any_order() {
     assert_eq!(m.current_phase_text(), "synthesis ×500");
     assert_eq!(m.spans.len(), 500);
 }
+
+/// Spans opened between the same two samples share their memory stats while open; one that
+/// opens later sees only the samples after it, and a closed one keeps what it saw.
+#[test]
+fn each_span_sees_exactly_the_samples_taken_while_it_was_open() {
+    let mut m = Model::new(Thresholds::default());
+    m.apply(&ev(0, hello()));
+    m.apply(&phase(S, 1, Phase::Synthesis, Some(0), true));
+    m.apply(&phase(S, 1, Phase::Synthesis, Some(1), true));
+    m.apply(&sample(2 * S, GIB));
+    m.apply(&phase(3 * S, 1, Phase::Synthesis, Some(2), true));
+    m.apply(&sample(4 * S, 3 * GIB));
+    m.apply(&phase(5 * S, 1, Phase::Synthesis, Some(0), false));
+    m.apply(&sample(6 * S, 2 * GIB));
+    let open: Vec<(Option<u32>, u64, u64)> = m
+        .open
+        .with_stats()
+        .map(|s| (s.partition, s.rss.n, s.rss.max))
+        .collect();
+    assert_eq!(open, [(Some(1), 3, 3 * GIB), (Some(2), 2, 3 * GIB)]);
+    let closed = m.spans.back().unwrap();
+    assert_eq!(
+        (closed.partition, closed.rss.n, closed.rss.min),
+        (Some(0), 2, GIB)
+    );
+    m.apply(&phase(7 * S, 1, Phase::Synthesis, Some(2), false));
+    let last = m.spans.back().unwrap();
+    assert_eq!(
+        (last.partition, last.rss.n, last.rss.min),
+        (Some(2), 2, 2 * GIB)
+    );
+}
