@@ -42,8 +42,8 @@ use provetop_shared::{Mark, Record, RecordBody};
 use tokio::sync::{mpsc, watch, Notify};
 
 use crate::cgroup::MemCgroup;
-pub use events::RECORD_CHANNEL;
 use events::read_events;
+pub use events::RECORD_CHANNEL;
 pub use events::{BYTE_BURST, BYTE_RATE, EVENT_BURST, EVENT_RATE};
 pub use exit::ExitInfo;
 pub use guard::{enable as enable_guard, guard_main, GUARD_ARG};
