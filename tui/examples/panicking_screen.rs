@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 use provetop::app::{Action, App, Screen};
 use provetop::event_loop::{self, Driver};
 use provetop::live::LiveDriver;
-use provetop::monitor::signals::stop_signal;
 use provetop::monitor::{self, Monitor, Target};
 use provetop::settings::Setup;
 use provetop::theme::Theme;
@@ -69,16 +68,7 @@ fn main() -> anyhow::Result<()> {
             live: LiveDriver::new(monitor),
             at,
         };
-        let mut tui = provetop::terminal::Tui::enter()?;
-        let input = crossterm::event::EventStream::new();
-        event_loop::run(
-            &mut tui.terminal,
-            &mut app,
-            &mut driver,
-            input,
-            stop_signal(),
-        )
-        .await?;
+        event_loop::run_on_terminal(&mut app, &mut driver).await?;
         Ok(())
     })
 }

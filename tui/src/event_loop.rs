@@ -129,3 +129,18 @@ where
         }
     }
 }
+
+/// [`run`] on the real terminal (raw mode and the alternate screen for as long as it runs),
+/// with crossterm's keys and the signals that stop provetop.
+pub async fn run_on_terminal<D: Driver>(app: &mut App, driver: &mut D) -> anyhow::Result<Exit> {
+    let mut tui = crate::terminal::Tui::enter()?;
+    let input = crossterm::event::EventStream::new();
+    run(
+        &mut tui.terminal,
+        app,
+        driver,
+        input,
+        crate::monitor::signals::stop_signal(),
+    )
+    .await
+}

@@ -9,7 +9,7 @@ use crate::app::{Action, App, Screen};
 use crate::cli::{RunArgs, WatchArgs};
 use crate::event_loop::{self, Driver, Exit};
 use crate::model::ChildStatus;
-use crate::monitor::signals::{signal_name, stop_signal};
+use crate::monitor::signals::signal_name;
 use crate::monitor::{self, Monitor, Target};
 use crate::settings::{rule_lines, setup, watchdog_rule, Setup};
 use crate::text::control_text;
@@ -153,20 +153,7 @@ fn screen(s: Setup, target: Target, kind: Screen) -> anyhow::Result<i32> {
         };
         crate::terminal::install_panic_hook(monitor.panic_cleanup());
         let mut driver = LiveDriver::new(monitor);
-        let exit = match crate::terminal::Tui::enter() {
-            Ok(mut tui) => {
-                let input = crossterm::event::EventStream::new();
-                event_loop::run(
-                    &mut tui.terminal,
-                    &mut app,
-                    &mut driver,
-                    input,
-                    stop_signal(),
-                )
-                .await
-            }
-            Err(e) => Err(e),
-        };
+        let exit = event_loop::run_on_terminal(&mut app, &mut driver).await;
         let by_itself = matches!(app.model.child, crate::model::ChildStatus::Exited { .. });
         let dead = driver.sampler_died.take();
         let why = dead.clone().unwrap_or_else(|| why(&exit));

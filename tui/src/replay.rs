@@ -274,18 +274,7 @@ pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
     }
     crate::terminal::install_panic_hook(|| {});
     let rt = crate::monitor::runtime()?;
-    let result = rt.block_on(async {
-        let mut tui = crate::terminal::Tui::enter()?;
-        let input = crossterm::event::EventStream::new();
-        event_loop::run(
-            &mut tui.terminal,
-            &mut app,
-            &mut driver,
-            input,
-            crate::monitor::signals::stop_signal(),
-        )
-        .await
-    });
+    let result = rt.block_on(event_loop::run_on_terminal(&mut app, &mut driver));
     crate::terminal::restore();
     for w in &warnings {
         crate::say!("provetop: {}: {w}", args.file.display());
