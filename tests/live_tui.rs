@@ -8,7 +8,7 @@ use provetop_shared::session::load;
 use provetop_shared::{Control, Event, RecordBody};
 use provetop_testkit::bins::{panicking_screen, prover, provetop};
 use provetop_testkit::procs::alive;
-use provetop_testkit::tmux::{have_tmux, header_pid, sh_quote, Tmux};
+use provetop_testkit::tmux::{have_tmux, header_pid, sh_quote, start_sleeper, Tmux};
 
 fn proofs_done(screen: &str) -> u64 {
     screen
@@ -115,40 +115,6 @@ fn live_screen_with_real_prover() {
         b,
         RecordBody::Control(Control::SetMode { .. })
     )));
-}
-
-/// Start `provetop run ... -- sleep 600` in tmux; returns (tmux, provetop pid, child pid).
-/// `provetop run --record DIR/s.ptop -- sleep 600` in tmux (or `program`, given the same
-/// words after its own first ones); returns the tmux session, the program's pid and the
-/// child's.
-fn start_sleeper(name: &str, program: Option<String>, dir: &std::path::Path) -> (Tmux, u32, u32) {
-    let d = dir.display().to_string();
-    let program = program.unwrap_or_else(|| {
-        format!(
-            "{} run --record {d}/s.ptop --",
-            sh_quote(&provetop().display().to_string())
-        )
-    });
-    let cmd = format!(
-        "cd {d} && echo $$ > {d}/pid && exec env XDG_STATE_HOME={d}/state XDG_CONFIG_HOME={d}/config {program} sleep 600",
-    );
-    // The pane stays after provetop exits, so the screen it leaves can be read.
-    let tmux = Tmux::start(
-        name,
-        80,
-        24,
-        &format!("sh -c {}; echo PROVETOP-EXIT=$?; sleep 600", sh_quote(&cmd)),
-    );
-    let screen = tmux.wait_for("the child running", Duration::from_secs(30), |s| {
-        s.contains("running pid")
-    });
-    let child = header_pid(&screen).expect("child pid");
-    let me: u32 = std::fs::read_to_string(dir.join("pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    (tmux, me, child)
 }
 
 #[test]

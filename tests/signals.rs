@@ -8,41 +8,14 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use provetop_shared::session::load;
 use provetop_shared::{Mark, RecordBody};
-use provetop_testkit::bins::provetop;
 use provetop_testkit::procs::{alive, wait_until};
-use provetop_testkit::tmux::{have_tmux, header_pid, sh_quote, Tmux};
-
-/// `provetop run --record DIR/s.ptop -- sleep 600` in tmux; (tmux, provetop pid, child pid).
-fn start_sleeper(name: &str, dir: &std::path::Path) -> (Tmux, u32, u32) {
-    let d = dir.display().to_string();
-    let cmd = format!(
-        "cd {d} && echo $$ > {d}/pid && exec env XDG_STATE_HOME={d}/state XDG_CONFIG_HOME={d}/config {} run --record {d}/s.ptop -- sleep 600",
-        sh_quote(&provetop().display().to_string())
-    );
-    // The pane stays after provetop exits, so the screen it leaves can be read.
-    let tmux = Tmux::start(
-        name,
-        80,
-        24,
-        &format!("sh -c {}; echo PROVETOP-EXIT=$?; sleep 600", sh_quote(&cmd)),
-    );
-    let screen = tmux.wait_for("the child running", Duration::from_secs(30), |s| {
-        s.contains("running pid")
-    });
-    let child = header_pid(&screen).expect("child pid");
-    let me: u32 = std::fs::read_to_string(dir.join("pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    (tmux, me, child)
-}
+use provetop_testkit::tmux::{have_tmux, start_sleeper};
 
 /// Send `sig` (a number: real-time signals have no `Signal`) to provetop on a screen; the
 /// screen after it exited, with its exit status checked, the terminal restored and the
 /// child gone.
 fn end_with(name: &str, sig: i32, dir: &std::path::Path) -> String {
-    let (tmux, me, child) = start_sleeper(name, dir);
+    let (tmux, me, child) = start_sleeper(name, None, dir);
     assert_eq!(tmux.format("#{alternate_on}"), "1");
     std::thread::sleep(Duration::from_millis(1000));
     // SAFETY: kill has no memory-safety preconditions.

@@ -129,3 +129,40 @@ pub fn header_pid(screen: &str) -> Option<u32> {
         .parse()
         .ok()
 }
+
+/// `provetop run --record DIR/s.ptop -- sleep 600` in tmux (or `program`, given the same
+/// words after its own first ones); returns the tmux session, the program's pid and the
+/// child's.
+pub fn start_sleeper(
+    name: &str,
+    program: Option<String>,
+    dir: &std::path::Path,
+) -> (Tmux, u32, u32) {
+    let d = dir.display().to_string();
+    let program = program.unwrap_or_else(|| {
+        format!(
+            "{} run --record {d}/s.ptop --",
+            sh_quote(&crate::bins::provetop().display().to_string())
+        )
+    });
+    let cmd = format!(
+        "cd {d} && echo $$ > {d}/pid && exec env XDG_STATE_HOME={d}/state XDG_CONFIG_HOME={d}/config {program} sleep 600",
+    );
+    // The pane stays after provetop exits, so the screen it leaves can be read.
+    let tmux = Tmux::start(
+        name,
+        80,
+        24,
+        &format!("sh -c {}; echo PROVETOP-EXIT=$?; sleep 600", sh_quote(&cmd)),
+    );
+    let screen = tmux.wait_for("the child running", Duration::from_secs(30), |s| {
+        s.contains("running pid")
+    });
+    let child = header_pid(&screen).expect("child pid");
+    let me: u32 = std::fs::read_to_string(dir.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    (tmux, me, child)
+}
