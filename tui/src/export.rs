@@ -86,11 +86,7 @@ fn refuse_existing(input: &Path, out: &Path) -> anyhow::Result<()> {
             input.display()
         );
     }
-    let what = if o.file_type().is_symlink() {
-        "is a symbolic link"
-    } else {
-        "already exists"
-    };
+    let what = provetop_shared::session::taken(out).unwrap_or("already exists");
     anyhow::bail!(
         "-o {}: {what}; provetop export writes only a new file (choose another name, remove it, or leave out -o for standard output)",
         out.display()

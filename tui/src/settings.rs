@@ -136,12 +136,7 @@ pub fn resolve(opts: &MonitorOpts, file: &FileConfig) -> anyhow::Result<Setup> {
             Some(p) => {
                 // Checked before anything starts; creating the file (O_EXCL) is what makes
                 // it sure.
-                if let Ok(m) = std::fs::symlink_metadata(p) {
-                    let what = if m.file_type().is_symlink() {
-                        "is a symbolic link"
-                    } else {
-                        "already exists"
-                    };
+                if let Some(what) = provetop_shared::session::taken(p) {
                     anyhow::bail!(
                         "--record {}: {what}; provetop records only to a new file (choose another name, or remove it)",
                         p.display()

@@ -36,7 +36,7 @@ use crate::record::Record;
 
 use reader::load_session;
 pub use reader::{decode_payload, FrameItem, Frames};
-pub use writer::{create_private, encode_payload, SessionWriter, Whereabouts};
+pub use writer::{create_private, encode_payload, taken, SessionWriter, Whereabouts};
 
 /// First bytes of every session file.
 pub const MAGIC: &[u8; 8] = b"PTSESS\0\x01";

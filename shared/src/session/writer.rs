@@ -7,6 +7,17 @@ use std::path::{Path, PathBuf};
 use super::{SessionHeader, MAGIC};
 use crate::record::{Record, RecordBody};
 
+/// What is already at `path`, in words ("is a symbolic link", "already exists"), when
+/// something is: why [`create_private`] will refuse it, said before anything starts.
+pub fn taken(path: &Path) -> Option<&'static str> {
+    let m = std::fs::symlink_metadata(path).ok()?;
+    Some(if m.file_type().is_symlink() {
+        "is a symbolic link"
+    } else {
+        "already exists"
+    })
+}
+
 /// Create a new file for writing (and reading back) with mode 0600, whatever the umask: never
 /// an existing path, never through a symbolic link (`O_CREAT | O_EXCL | O_NOFOLLOW`), so a
 /// link planted at the path cannot make provetop truncate, chmod or append to another file.
