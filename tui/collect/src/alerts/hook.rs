@@ -240,6 +240,14 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Wait for a wake-up, at most `d`.
+    fn wait<'a>(&self, st: MutexGuard<'a, State>, d: Duration) -> MutexGuard<'a, State> {
+        self.wake
+            .wait_timeout(st, d)
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+    }
 }
 
 /// Runs the alert hook with the limits of [`HookLimits`]; one background thread starts,
@@ -373,14 +381,7 @@ impl HookRunner {
         let mut st = self.shared.lock();
         loop {
             match self.dispatch(&mut st) {
-                Some(d) => {
-                    st = self
-                        .shared
-                        .wake
-                        .wait_timeout(st, d)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0;
-                }
+                Some(d) => st = self.shared.wait(st, d),
                 None => {
                     if st.shutting_down {
                         st.worker = false;
@@ -423,13 +424,9 @@ impl HookRunner {
             if !st.busy() || now >= end {
                 break;
             }
-            let d = (end - now).min(Duration::from_millis(20));
             st = self
                 .shared
-                .wake
-                .wait_timeout(st, d)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+                .wait(st, (end - now).min(Duration::from_millis(20)));
         }
         let (mut killed, mut dropped) = (0, 0);
         for slot in st.slots.values_mut() {
