@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
-use futures::Stream;
 use provetop::app::{App, Screen};
 use provetop::event_loop::{self, Exit};
 use provetop::live::LiveDriver;
@@ -19,25 +17,12 @@ use provetop_collect::sampler::SamplerConfig;
 use provetop_collect::supervisor::{ChildSpec, Restart};
 use provetop_shared::classify::Thresholds;
 use provetop_shared::clock::mono_ns;
+use provetop_testkit::keys::keys;
 use provetop_testkit::synth::{write_session, SynthConfig};
 use ratatui::backend::{Backend, TestBackend, WindowSize};
 use ratatui::buffer::Cell;
 use ratatui::layout::{Position, Size};
 use ratatui::Terminal;
-
-/// Keys, each after a pause (so frames are drawn between them).
-fn keys(script: &[(u64, char)]) -> impl Stream<Item = std::io::Result<TermEvent>> + Unpin {
-    let script: Vec<(u64, char)> = script.to_vec();
-    Box::pin(futures::stream::unfold(
-        script.into_iter(),
-        |mut it| async {
-            let (ms, c) = it.next()?;
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            let k = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
-            Some((Ok(TermEvent::Key(k)), it))
-        },
-    ))
-}
 
 /// A `TestBackend` that keeps the text of every frame flushed, to read screens that later
 /// frames replaced.

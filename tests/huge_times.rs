@@ -5,8 +5,6 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
-use futures::Stream;
 use provetop::app::{Action, App};
 use provetop::event_loop::{self, Driver as _, Exit};
 use provetop::replay::ReplayDriver;
@@ -16,6 +14,7 @@ use provetop_shared::{
     Alert, AlertLevel, AlertState, BatchMode, Event, Phase, Record, RecordBody, Sample,
 };
 use provetop_testkit::fixtures::{h200_hello, write_session, GIB};
+use provetop_testkit::keys::keys;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
@@ -160,19 +159,6 @@ fn a_session_spanning_all_of_u64_draws_at_start_middle_and_end() {
     }
     let text = draw(&mut app, 120, 40);
     assert!(text.contains("memory"), "{text}");
-}
-
-fn keys(script: &[(u64, char)]) -> impl Stream<Item = std::io::Result<TermEvent>> + Unpin {
-    let script: Vec<(u64, char)> = script.to_vec();
-    Box::pin(futures::stream::unfold(
-        script.into_iter(),
-        |mut it| async {
-            let (ms, c) = it.next()?;
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            let k = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
-            Some((Ok(TermEvent::Key(k)), it))
-        },
-    ))
 }
 
 #[test]

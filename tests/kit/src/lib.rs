@@ -9,12 +9,14 @@
 //! - [`tmux`]: a private tmux server to drive and read the screen.
 //! - [`faults`]: headless runs of `provetop` and reading their sessions back.
 //! - [`procs`]: process facts from /proc, signals, waiting, a limited memory cgroup.
+//! - [`keys`]: scripted key presses for the screen's event loop.
 //!
-//! It depends on `provetop-shared` only, so every crate of the workspace can dev-depend on it.
+//! Of the workspace it depends on `provetop-shared` only, so every crate can dev-depend on it.
 
 pub mod bins;
 pub mod faults;
 pub mod fixtures;
+pub mod keys;
 pub mod procs;
 pub mod synth;
 pub mod tmux;
