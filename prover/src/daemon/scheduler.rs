@@ -52,6 +52,8 @@ struct InFlight<'s> {
     mode: BatchMode,
     /// Raised once its synthesis is over (the next pipelined proof may start).
     synthesized: Arc<Latch>,
+    /// Raised once its proving is over (it holds no working set any more).
+    proved: Arc<Latch>,
     /// Raised once its `proof_finished` is out.
     announced: Arc<Latch>,
     /// Most proofs alive at once during its life (its working set is theirs together).
@@ -134,9 +136,9 @@ pub(super) fn prove_queue(shared: &Shared, backend: &Backend, cfg: &Config) -> T
                     let latch = Arc::new(Latch::default());
                     let l = latch.clone();
                     // Proofs alive at once during each proof's life: its working set is
-                    // theirs together. One that has announced is over (it may wait to be
-                    // reaped) and holds nothing.
-                    let live: Vec<_> = flight.iter().filter(|f| !f.announced.is_set()).collect();
+                    // theirs together. One that has proved is over (it may still wait to
+                    // announce or be reaped) and holds nothing.
+                    let live: Vec<_> = flight.iter().filter(|f| !f.proved.is_set()).collect();
                     let alive = live.len() + 1;
                     for f in live {
                         f.overlap.fetch_max(alive, Relaxed);
@@ -147,9 +149,12 @@ pub(super) fn prove_queue(shared: &Shared, backend: &Backend, cfg: &Config) -> T
                     let before = flight.back().map(|f| f.announced.clone());
                     let announced = Arc::new(Latch::default());
                     let a = announced.clone();
+                    let proved = Arc::new(Latch::default());
+                    let p = proved.clone();
                     let (b, sh) = (backend, shared);
                     let handle = scope.spawn(move || {
                         let out = job::run(b, &w, &spec, mode, &sh.emitter, &sh.abort, Some(l));
+                        p.set();
                         if let Some(before) = before {
                             before.wait();
                         }
@@ -165,6 +170,7 @@ pub(super) fn prove_queue(shared: &Shared, backend: &Backend, cfg: &Config) -> T
                         spec,
                         mode,
                         synthesized: latch,
+                        proved,
                         announced,
                         overlap,
                         handle,
