@@ -1,0 +1,281 @@
+//! A `tracing_subscriber::Layer` that turns spans into provetop phase events.
+//!
+//! A span's name is mapped ([`SpanKind`], [`default_map`] unless [`PhaseLayer::with_map`]
+//! says otherwise) to a proof, a phase, or nothing:
+//!
+//! * a **proof** span (named `proof` by default) writes `proof_started` when first entered and
+//!   `proof_finished` when closed; its id is its `proof_id` field, else the next of 1, 2, 3…;
+//!   fields `ok = false` or `error = "…"` make it a failure, `verified = true` says it was
+//!   verified (they may be recorded later, with `Span::record`);
+//! * a **phase** span writes `phase_started` when first entered and `phase_ended`, with the
+//!   time since, when closed. Its proof is its own `proof_id` field, else that of the nearest
+//!   enclosing proof span (or span with a `proof_id` field), else 0; its partition is its own
+//!   or the nearest enclosing `partition` field.
+//!
+//! Times are those of entering and closing, so a span that is entered and left several times
+//! (an async task) counts from its first entry to its close. A span never entered writes
+//! nothing. Use `with_filter` (tracing-subscriber) to keep other libraries' spans out.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use provetop_shared::protocol::{BatchMode, Event, Phase};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::Subscriber;
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::Layer;
+
+use crate::Emitter;
+
+/// What a span stands for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SpanKind {
+    /// A whole proof: `proof_started` … `proof_finished`.
+    Proof,
+    /// A phase of a proof.
+    Phase(Phase),
+}
+
+/// The default mapping: `proof` (any case) is a proof; the protocol's phase names and common
+/// spellings of them (`synthesize`, `constraint synthesis`, `multiexp h`, `fft`, `setup`, …)
+/// are those phases; any other name is a phase kept as it is.
+pub fn default_map(name: &str) -> Option<SpanKind> {
+    let key = name.trim().to_ascii_lowercase().replace(['-', ' '], "_");
+    let phase = match key.as_str() {
+        "proof" | "prove_proof" | "proof_job" => return Some(SpanKind::Proof),
+        "srs_generate"
+        | "setup"
+        | "generate_parameters"
+        | "generate_random_parameters"
+        | "circuit_specific_setup"
+        | "paramgen" => Phase::SrsGenerate,
+        "srs_load" | "load_parameters" | "load_params" | "read_parameters" => Phase::SrsLoad,
+        "synthesis"
+        | "synthesize"
+        | "constraint_synthesis"
+        | "synthesize_circuits"
+        | "witness_generation" => Phase::Synthesis,
+        "prove" | "prover" | "create_proof" | "groth16_prove" => Phase::Prove,
+        "gpu_setup" | "gpu_init" => Phase::GpuSetup,
+        "fft_h" | "fft" | "ntt" | "compute_h" | "get_h" | "witness_map" | "r1cs_to_qap" => {
+            Phase::FftH
+        }
+        "msm_h" | "multiexp_h" => Phase::MsmH,
+        "msm_l" | "multiexp_l" => Phase::MsmL,
+        "msm_a_b1" | "multiexp_a_b_g1" | "msm_a" => Phase::MsmAB1,
+        "msm_b2" | "multiexp_b_g2" | "msm_b_g2" => Phase::MsmB2,
+        "verify" | "verification" | "verify_proof" => Phase::Verify,
+        _ => Phase::Other(name.to_string()),
+    };
+    Some(SpanKind::Phase(phase))
+}
+
+type Map = dyn Fn(&str) -> Option<SpanKind> + Send + Sync;
+
+/// The layer; see the module documentation.
+pub struct PhaseLayer {
+    emitter: Emitter,
+    map: Box<Map>,
+    next_proof: AtomicU64,
+}
+
+impl PhaseLayer {
+    /// A layer writing to `emitter` with [`default_map`].
+    pub fn new(emitter: Emitter) -> Self {
+        PhaseLayer {
+            emitter,
+            map: Box::new(default_map),
+            next_proof: AtomicU64::new(1),
+        }
+    }
+
+    /// Map span names with `map` instead: `None` leaves a span out.
+    pub fn with_map(
+        mut self,
+        map: impl Fn(&str) -> Option<SpanKind> + Send + Sync + 'static,
+    ) -> Self {
+        self.map = Box::new(map);
+        self
+    }
+}
+
+/// What the layer keeps in a span's extensions.
+struct Tracked {
+    kind: SpanKind,
+    fields: Fields,
+    /// When first entered, with the proof id and partition then resolved.
+    started: Option<(Instant, u64, Option<u32>)>,
+}
+
+#[derive(Default)]
+struct Fields {
+    proof_id: Option<u64>,
+    partition: Option<u32>,
+    ok: Option<bool>,
+    verified: bool,
+    error: Option<String>,
+}
+
+impl Visit for Fields {
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        match field.name() {
+            "proof_id" => self.proof_id = Some(value),
+            "partition" => self.partition = u32::try_from(value).ok(),
+            _ => {}
+        }
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        if let Ok(v) = u64::try_from(value) {
+            self.record_u64(field, v);
+        }
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        match field.name() {
+            "ok" => self.ok = Some(value),
+            "verified" => self.verified = value,
+            _ => {}
+        }
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "error" {
+            self.error = Some(value.to_string());
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "error" {
+            self.error = Some(format!("{value:?}"));
+        }
+    }
+}
+
+impl<S> Layer<S> for PhaseLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(kind) = (self.map)(attrs.metadata().name()) else {
+            return;
+        };
+        let Some(span) = ctx.span(id) else { return };
+        let mut fields = Fields::default();
+        attrs.record(&mut fields);
+        span.extensions_mut().insert(Tracked {
+            kind,
+            fields,
+            started: None,
+        });
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let mut ext = span.extensions_mut();
+        if let Some(t) = ext.get_mut::<Tracked>() {
+            values.record(&mut t.fields);
+        }
+    }
+
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let (kind, own_proof, own_partition) = {
+            let ext = span.extensions();
+            match ext.get::<Tracked>() {
+                Some(t) if t.started.is_none() => {
+                    (t.kind.clone(), t.fields.proof_id, t.fields.partition)
+                }
+                _ => return,
+            }
+        };
+        let event = match kind {
+            SpanKind::Proof => {
+                let proof_id =
+                    own_proof.unwrap_or_else(|| self.next_proof.fetch_add(1, Ordering::Relaxed));
+                set_started(&span, proof_id, None);
+                Event::ProofStarted {
+                    proof_id,
+                    mode: BatchMode::Single,
+                    sectors: 1,
+                    partitions: 1,
+                    constraints: 0,
+                }
+            }
+            SpanKind::Phase(phase) => {
+                let mut proof_id = own_proof;
+                let mut partition = own_partition;
+                for outer in span.scope().skip(1) {
+                    let ext = outer.extensions();
+                    let Some(t) = ext.get::<Tracked>() else {
+                        continue;
+                    };
+                    // An entered ancestor has its proof resolved already; one not entered yet
+                    // (entered after its child, unusual) offers only its own field.
+                    proof_id = proof_id.or(t.started.map(|s| s.1)).or(t.fields.proof_id);
+                    partition = partition
+                        .or(t.started.and_then(|s| s.2))
+                        .or(t.fields.partition);
+                }
+                let proof_id = proof_id.unwrap_or(0);
+                set_started(&span, proof_id, partition);
+                Event::PhaseStarted {
+                    proof_id,
+                    phase,
+                    partition,
+                }
+            }
+        };
+        self.emitter.emit(event);
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else { return };
+        let Some(t) = span.extensions_mut().remove::<Tracked>() else {
+            return;
+        };
+        let Some((at, proof_id, partition)) = t.started else {
+            return;
+        };
+        let duration_s = at.elapsed().as_secs_f64();
+        let event = match t.kind {
+            SpanKind::Proof => {
+                let failed = t.fields.ok == Some(false) || t.fields.error.is_some();
+                Event::ProofFinished {
+                    proof_id,
+                    ok: !failed,
+                    verified: t.fields.verified,
+                    duration_s,
+                    mode: BatchMode::Single,
+                    phases: Vec::new(),
+                    error: if failed {
+                        Some(t.fields.error.unwrap_or_else(|| "failed".to_string()))
+                    } else {
+                        None
+                    },
+                    cancelled: false,
+                    requeued_as: Vec::new(),
+                }
+            }
+            SpanKind::Phase(phase) => Event::PhaseEnded {
+                proof_id,
+                phase,
+                partition,
+                duration_s,
+            },
+        };
+        self.emitter.emit(event);
+    }
+}
+
+fn set_started<'a, S: LookupSpan<'a>>(
+    span: &tracing_subscriber::registry::SpanRef<'a, S>,
+    proof_id: u64,
+    partition: Option<u32>,
+) {
+    if let Some(t) = span.extensions_mut().get_mut::<Tracked>() {
+        t.started = Some((Instant::now(), proof_id, partition));
+    }
+}
