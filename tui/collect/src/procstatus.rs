@@ -28,6 +28,9 @@ pub struct MemStatus {
     pub locked: u64,
     /// VmPin.
     pub pin: u64,
+    /// VmSize: the address space's size. Any mmap, munmap or mremap changes it, so the sampler
+    /// reads the mapping table again only when it moved (or once a second).
+    pub size: u64,
     pub ppid: u32,
     pub threads: u32,
     /// True for kernel threads and zombies (no `VmRSS` line at all).
@@ -57,6 +60,7 @@ pub fn parse_status(text: &[u8]) -> MemStatus {
             b"VmSwap" => &mut m.swap,
             b"VmLck" => &mut m.locked,
             b"VmPin" => &mut m.pin,
+            b"VmSize" => &mut m.size,
             b"PPid" => {
                 m.ppid = leading_u64(rest) as u32;
                 continue;
@@ -123,7 +127,7 @@ mod tests {
 
     #[test]
     fn parses_memory_fields() {
-        let text = b"Name:\tx\nPPid:\t17\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\nRssAnon:\t 600 kB\nRssFile:\t 300 kB\nRssShmem:\t 124 kB\nVmLck:\t 8 kB\nVmPin:\t 0 kB\nVmSwap:\t 4 kB\nThreads:\t3\n";
+        let text = b"Name:\tx\nPPid:\t17\nVmSize:\t  9000 kB\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\nRssAnon:\t 600 kB\nRssFile:\t 300 kB\nRssShmem:\t 124 kB\nVmLck:\t 8 kB\nVmPin:\t 0 kB\nVmSwap:\t 4 kB\nThreads:\t3\n";
         let m = parse_status(text);
         assert_eq!(m.rss, 1024 * 1024);
         assert_eq!(m.hwm, 2048 * 1024);
@@ -134,6 +138,7 @@ mod tests {
         assert_eq!(m.swap, 4 * 1024);
         assert_eq!(m.ppid, 17);
         assert_eq!(m.threads, 3);
+        assert_eq!(m.size, 9000 * 1024);
         assert!(!m.no_mm);
     }
 

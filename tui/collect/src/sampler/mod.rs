@@ -2,21 +2,28 @@
 //!
 //! Every tick (default 20 Hz, absolute deadlines so the rate never drifts) it re-reads the
 //! open `/proc/PID/status` of every process in the tree (VmRSS, RssAnon/File/Shmem, VmSwap,
-//! VmLck, VmPin and VmHWM), sums them, adds system and cgroup memory, attaches the latest
-//! pinned-memory and GPU readings, and pushes a [`Sample`] into a lock-free SPSC ring that
-//! the app drains. Slow or blocking work runs on helper threads so the schedule holds:
+//! VmLck, VmPin, VmHWM and VmSize), sums them, adds system and cgroup memory, attaches the
+//! latest pinned-memory and GPU readings, and pushes a [`Sample`] into a lock-free SPSC ring
+//! that the app drains. Slow or blocking work runs on helper threads so the schedule holds:
 //!
 //! * `provetop-peak` resets VmHWM after each sample (`clear_refs` may block on the target's
 //!   mmap lock), so each sample's `peak` is the true maximum of its interval.
-//! * `provetop-smaps` sums the Rss of CUDA pinned host memory (`/dev/nvidia*` mappings, and
-//!   shared `/dev/zero` mappings of a CUDA process),
-//!   resting after each pass so it uses at most `smaps_duty` of a core.
+//! * `provetop-maps` follows CUDA pinned host memory in the mapping table (`maps.rs`): woken
+//!   when a process's VmSize moved, and once a second; its cost follows the number of
+//!   mappings, not the RSS (`pinned.rs`).
+//! * `provetop-smaps` cross-checks it with full smaps passes, resting after each pass so it
+//!   uses at most `smaps_duty` of a core.
 //! * `provetop-gpu` reads NVML at `gpu_hz`.
+//!
+//! A sample's `pinned` is the tree's CUDA pinned host memory plus its VmLck (less what smaps
+//! found locked inside CUDA's mappings): `None` while any process's reading is unknown
+//! (unreadable table, unclassified mapping, not read yet) or older than [`PINNED_STALE`].
 //!
 //! The tree itself is re-discovered at a rate bounded by the walk's measured cost.
 
 mod config;
 mod gpu;
+pub mod maps;
 mod peak;
 mod pinned;
 pub mod system;
@@ -43,7 +50,7 @@ pub use config::{
     HZ_BOUNDS, SMAPS_DUTY_BOUNDS,
 };
 pub use peak::SamplingClaim;
-pub use pinned::read_pinned;
+pub use pinned::{cross_check, read_pinned, smaps_pinned, Check, MAPS_DUTY, MAPS_FLOOR};
 
 /// The sampler's own thread (the front ends let its panic reach the pipeline, which stops
 /// the session in order).
@@ -58,9 +65,9 @@ const TREE_MIN_INTERVAL: Duration = Duration::from_millis(250);
 const TREE_MAX_INTERVAL: Duration = Duration::from_secs(2);
 /// Smaps passes never run more often than this.
 const SMAPS_MIN_INTERVAL: Duration = Duration::from_secs(1);
-
-/// No reading yet (or reading turned off).
-const NONE: u64 = u64::MAX;
+/// A process's pinned reading older than this (its table read is stuck behind the target's
+/// mmap lock) makes the sample's pinned unknown.
+pub const PINNED_STALE: Duration = Duration::from_secs(3);
 
 /// Latest GPU state, carried into every sample.
 #[derive(Default, Clone)]
@@ -79,8 +86,11 @@ struct Shared {
     dropped: AtomicU64,
     late_resets: AtomicU64,
     tree: Mutex<(u64, Vec<u32>)>,
-    /// (gen, pinned bytes or NONE).
-    pinned: Mutex<(u64, u64)>,
+    pinned: Mutex<pinned::PinnedState>,
+    learned: Mutex<pinned::LearnedState>,
+    /// Processes whose address space changed since their last table read.
+    maps_dirty: Mutex<Vec<u32>>,
+    maps_thread: Mutex<Option<Thread>>,
     gpu: Mutex<GpuState>,
     notes: Mutex<Vec<Mark>>,
     tids: Mutex<Vec<(String, u32)>>,
@@ -96,7 +106,10 @@ impl Shared {
             dropped: AtomicU64::new(0),
             late_resets: AtomicU64::new(0),
             tree: Mutex::new((1, vec![root_pid])),
-            pinned: Mutex::new((1, NONE)),
+            pinned: Mutex::new(pinned::PinnedState::default()),
+            learned: Mutex::new(pinned::LearnedState::default()),
+            maps_dirty: Mutex::new(Vec::new()),
+            maps_thread: Mutex::new(None),
             gpu: Mutex::new(GpuState::default()),
             notes: Mutex::new(Vec::new()),
             tids: Mutex::new(Vec::new()),
@@ -130,7 +143,7 @@ impl Shared {
         self: &Arc<Self>,
         name: &'static str,
         run: impl FnOnce(&Shared) + Send + 'static,
-    ) -> io::Result<()> {
+    ) -> io::Result<Thread> {
         let s = self.clone();
         let t = thread::Builder::new().name(name.into()).spawn(move || {
             s.register_tid(name);
@@ -140,7 +153,18 @@ impl Shared {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(t.thread().clone());
-        Ok(())
+        Ok(t.thread().clone())
+    }
+
+    /// Ask `provetop-maps` to read the tables of `pids` now.
+    fn mark_maps(&self, pids: &[u32]) {
+        self.maps_dirty
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(pids);
+        if let Some(t) = &*self.maps_thread.lock().unwrap_or_else(|e| e.into_inner()) {
+            t.unpark();
+        }
     }
 
     /// Unpark every helper (to see `stop`).
@@ -200,6 +224,9 @@ fn start_threads(
     prod: HeapProd<Record>,
     resets: peak::PeakResets,
 ) -> io::Result<JoinHandle<()>> {
+    let hz = cfg.hz;
+    let maps = shared.spawn_helper("provetop-maps", move |s| pinned::maps_loop(s, hz))?;
+    *shared.maps_thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(maps);
     if cfg.smaps_duty > 0.0 {
         let duty = cfg.smaps_duty;
         shared.spawn_helper("provetop-smaps", move |s| pinned::smaps_loop(s, duty))?;
@@ -251,8 +278,8 @@ impl SamplerHandle {
         self.shared.root.load(Ordering::Acquire)
     }
 
-    /// Names and kernel thread ids of the sampler's threads (sampler, peak reset, smaps,
-    /// GPU), for measuring the sampler's own CPU use in `/proc/self/task/TID/stat`.
+    /// Names and kernel thread ids of the sampler's threads (sampler, peak reset, maps,
+    /// smaps, GPU), for measuring the sampler's own CPU use in `/proc/self/task/TID/stat`.
     pub fn thread_ids(&self) -> Vec<(String, u32)> {
         let mut v = self
             .shared
@@ -341,6 +368,8 @@ struct Proc {
     status: StatusReader,
     /// First reading not taken yet: its VmHWM is a lifetime peak, not this interval's.
     fresh: bool,
+    /// VmSize when its mapping table was last asked for (0: never).
+    vm_size: u64,
 }
 
 struct Sampler {
@@ -360,6 +389,11 @@ struct Sampler {
     no_reset: Vec<u32>,
     pending_drops: u64,
     reset_pids: Vec<u32>,
+    /// (pid, VmLck) of the processes counted in this tick.
+    locked: Vec<(u32, u64)>,
+    maps_marks: Vec<u32>,
+    /// A stale or missing pinned reading was said (cleared once readings are whole again).
+    pinned_stale_said: bool,
 }
 
 impl Sampler {
@@ -387,6 +421,9 @@ impl Sampler {
             no_reset: Vec::new(),
             pending_drops: 0,
             reset_pids: Vec::new(),
+            locked: Vec::new(),
+            maps_marks: Vec::new(),
+            pinned_stale_said: false,
         }
     }
 
@@ -471,7 +508,7 @@ impl Sampler {
         self.cgroup = MemCgroup::of_pid(self.root).map(|c| UsageReader::open(&c));
         self.next_walk = Instant::now();
         *self.shared.tree.lock().unwrap_or_else(|e| e.into_inner()) = (self.gen, vec![self.root]);
-        *self.shared.pinned.lock().unwrap_or_else(|e| e.into_inner()) = (self.gen, NONE);
+        self.pinned_stale_said = false;
     }
 
     fn walk_tree(&mut self) {
@@ -484,6 +521,7 @@ impl Sampler {
                     v.insert(Proc {
                         status,
                         fresh: true,
+                        vm_size: 0,
                     });
                 }
             }
@@ -520,6 +558,8 @@ impl Sampler {
         let mut procs = 0u32;
         let mut gone = Vec::new();
         self.reset_pids.clear();
+        self.locked.clear();
+        self.maps_marks.clear();
         for &pid in &self.order {
             let Some(p) = self.procs.get_mut(&pid) else {
                 continue;
@@ -539,6 +579,11 @@ impl Sampler {
                         m.hwm.max(m.rss)
                     };
                     p.fresh = false;
+                    if m.size != p.vm_size {
+                        p.vm_size = m.size;
+                        self.maps_marks.push(pid);
+                    }
+                    self.locked.push((pid, m.locked));
                     peak += interval_peak;
                     procs += 1;
                     if !self.no_reset.contains(&pid) {
@@ -552,6 +597,9 @@ impl Sampler {
         }
         if self.cfg.reset_peak && !self.reset_pids.is_empty() {
             self.resets.request(&self.reset_pids);
+        }
+        if !self.maps_marks.is_empty() {
+            self.shared.mark_maps(&self.maps_marks);
         }
         if !gone.is_empty() {
             for pid in &gone {
@@ -582,12 +630,7 @@ impl Sampler {
             procs,
             ..Sample::default()
         };
-        {
-            let p = self.shared.pinned.lock().unwrap_or_else(|e| e.into_inner());
-            if p.0 == self.gen && p.1 != NONE {
-                s.pinned = Some(p.1);
-            }
-        }
+        s.pinned = self.pinned();
         {
             let g = self.shared.gpu.lock().unwrap_or_else(|e| e.into_inner());
             if g.gen == self.gen {
@@ -605,6 +648,52 @@ impl Sampler {
             (s.cgroup_current, s.cgroup_max) = cg.read();
         }
         self.push(Record::new(t, RecordBody::Sample(s)));
+    }
+
+    /// The tree's pinned memory from the latest table readings plus VmLck: `None` (and a note,
+    /// once) while a process's reading is unknown, missing or stale.
+    fn pinned(&mut self) -> Option<u64> {
+        let mut sum = 0u64;
+        let mut why: Option<String> = None;
+        {
+            let st = self.shared.pinned.lock().unwrap_or_else(|e| e.into_inner());
+            for &(pid, locked) in &self.locked {
+                let r = (st.gen == self.gen).then(|| st.pids.get(&pid)).flatten();
+                match r {
+                    Some(p) if p.at.elapsed() > PINNED_STALE => {
+                        why.get_or_insert_with(|| {
+                            format!(
+                                "pinned memory unknown: the mapping table of pid {pid} was last read {:.1} s ago (its mmap lock is held?)",
+                                p.at.elapsed().as_secs_f64()
+                            )
+                        });
+                    }
+                    Some(p) => match p.reading {
+                        Some(r) => sum += r.pinned + locked.saturating_sub(r.locked_overlap),
+                        // Said by the maps thread.
+                        None => why = why.or(Some(String::new())),
+                    },
+                    // Not read yet (a new process): known within one tick.
+                    None => why = why.or(Some(String::new())),
+                }
+            }
+        }
+        match why {
+            None => {
+                self.pinned_stale_said = false;
+                Some(sum)
+            }
+            Some(text) => {
+                if !text.is_empty() && !self.pinned_stale_said {
+                    self.pinned_stale_said = true;
+                    self.push(Record::new(
+                        mono_ns(),
+                        RecordBody::Mark(Mark::Note { text }),
+                    ));
+                }
+                None
+            }
+        }
     }
 }
 

@@ -1,65 +1,109 @@
-//! Pinned host memory of a CUDA process, from `/proc/PID/smaps`.
+//! Pinned host memory: the two threads that follow it.
 //!
-//! CUDA's `cudaHostAlloc` memory is neither VmLck nor VmPin. Small allocations show as the
-//! Rss of mappings of the NVIDIA device files; large ones (driver 580 / CUDA 13 on the H200:
-//! SupraSeal's whole pinned SRS) are shared anonymous mappings (`rw-s … /dev/zero`) that the
-//! driver pins, inside RssShmem. Both are counted, the second only in a process that has
-//! NVIDIA mappings at all (elsewhere shared anonymous memory is not CUDA's). smaps walks the target's page tables (about 15 ms per
-//! GiB of RSS, seconds on a 200 GiB prover), so this runs on its own thread and sleeps long
-//! enough after each pass that it uses at most `duty` of one core.
+//! * `provetop-maps` reads the mapping table ([`maps`](super::maps)) of every process of the
+//!   tree whose address space changed (the sampler sees VmSize move and wakes it), and of every
+//!   process once a second whatever happened: the pinned series at the sample rate while
+//!   mappings come and go, at a cost that grows with the number of mappings and not with the
+//!   RSS. Its reads are spaced so they use at most [`MAPS_DUTY`] of a core, the once-a-second
+//!   floor excepted.
+//! * `provetop-smaps` is the cross-check: a full smaps pass (it walks the page tables, about
+//!   15 ms per GiB of RSS) measures every candidate mapping's Rss, which the mapping table's
+//!   estimate learns from ([`Learned`](super::maps::Learned)), and compares the two on the
+//!   same mappings: a disagreement beyond 2 % (and 1 MiB) is said in a note, and so is the
+//!   agreement that ends it. It rests after each pass so it uses at most `smaps_duty` of a
+//!   core, and never runs on a thread that keeps a schedule. A mapping that appears or
+//!   vanishes between the smaps pass and the table read that follows it, or a process that
+//!   exits meanwhile, makes that pass's comparison void (not a disagreement).
+//!
+//! What counts: the Rss of `/dev/nvidiactl`/`/dev/nvidiaN` mappings that hold host memory,
+//! plus that of shared `/dev/zero` mappings in a process that has NVIDIA mappings (driver 580
+//! puts large `cudaHostAlloc` allocations there, inside RssShmem); `/dev/nvidia-uvm` managed
+//! memory is pageable and left out. The sampler adds VmLck (mlocked memory) less what smaps
+//! found locked inside those mappings, so nothing counts twice.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use provetop_shared::units::fmt_bytes;
+
+use super::maps::{parse_line, Kind, Learned, Mapping, MapsError, PidMaps, Reading};
 use super::{park_until, Shared, SMAPS_MIN_INTERVAL};
 use crate::procfile::leading_u64;
 
-#[derive(Clone, Copy, PartialEq)]
-enum Kind {
-    Other,
-    Nvidia,
-    SharedAnon,
+/// Share of one core the mapping-table reads may use (the once-a-second floor excepted).
+pub const MAPS_DUTY: f64 = 0.002;
+/// Every process's table is read at least this often.
+pub const MAPS_FLOOR: Duration = Duration::from_secs(1);
+/// A disagreement between the table and smaps is said beyond this share of the truth…
+const CHECK_TOLERANCE: f64 = 0.02;
+/// …and beyond this many bytes.
+const CHECK_SLACK: u64 = 1 << 20;
+
+/// The latest mapping-table reading of one process.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PidPinned {
+    /// None: unknown (unreadable, or a mapping not classified yet).
+    pub reading: Option<Reading>,
+    pub at: Instant,
 }
 
-/// Pinned bytes: the Rss of `/dev/nvidia*` mappings, plus that of shared anonymous
-/// (`/dev/zero`) mappings when the process has any NVIDIA mapping.
-pub fn pinned_rss(smaps: &[u8]) -> u64 {
-    let (mut nvidia_kb, mut shared_kb) = (0u64, 0u64);
-    let mut has_nvidia = false;
-    let mut kind = Kind::Other;
+/// The readings of the tree (`gen`: the tree they belong to).
+#[derive(Debug, Default)]
+pub(super) struct PinnedState {
+    pub gen: u64,
+    pub pids: HashMap<u32, PidPinned>,
+}
+
+/// What the smaps passes measured, per process, for the table's estimates.
+#[derive(Debug, Default)]
+pub(super) struct LearnedState {
+    pub gen: u64,
+    pub pids: HashMap<u32, Arc<Learned>>,
+}
+
+/// One smaps text's candidate mappings with their Rss and Locked (bytes), into `out`; returns
+/// their summed Rss (the truth the table's estimate is checked against).
+pub fn smaps_pinned(smaps: &[u8], out: &mut Vec<(Mapping, u64, u64)>) -> u64 {
+    out.clear();
+    let mut nvidia = false;
+    let mut cur: Option<usize> = None;
     for line in smaps.split(|&b| b == b'\n') {
-        if is_mapping_header(line) {
-            let path = mapping_path(line);
-            kind = if path.is_some_and(|p| p.starts_with(b"/dev/nvidia")) {
-                Kind::Nvidia
-            } else if path.is_some_and(|p| p == b"/dev/zero" || p == b"/dev/zero (deleted)")
-                && is_shared(line)
-            {
-                Kind::SharedAnon
-            } else {
-                Kind::Other
-            };
-            has_nvidia |= kind == Kind::Nvidia;
-        } else if kind != Kind::Other {
-            if let Some(v) = line.strip_prefix(b"Rss:") {
-                match kind {
-                    Kind::Nvidia => nvidia_kb += leading_u64(v),
-                    _ => shared_kb += leading_u64(v),
+        if let Some(v) = line.strip_prefix(b"Rss:") {
+            if let Some(i) = cur {
+                out[i].1 = leading_u64(v) * 1024;
+            }
+        } else if let Some(v) = line.strip_prefix(b"Locked:") {
+            if let Some(i) = cur {
+                out[i].2 = leading_u64(v) * 1024;
+            }
+        } else if is_mapping_header(line) {
+            cur = None;
+            if let Some(m) = parse_line(line) {
+                match m.kind {
+                    Kind::Other => {}
+                    Kind::Uvm => nvidia = true,
+                    Kind::Device | Kind::SharedZero => {
+                        nvidia |= m.kind == Kind::Device;
+                        out.push((m, 0, 0));
+                        cur = Some(out.len() - 1);
+                    }
                 }
             }
         }
     }
-    (nvidia_kb + if has_nvidia { shared_kb } else { 0 }) * 1024
+    if !nvidia {
+        out.retain(|(m, _, _)| m.kind != Kind::SharedZero);
+    }
+    out.iter().map(|(_, rss, _)| rss).sum()
 }
 
-/// The permissions field (2nd) ends in `s` for a shared mapping.
-fn is_shared(header: &[u8]) -> bool {
-    header
-        .split(|&b| b == b' ')
-        .nth(1)
-        .is_some_and(|perms| perms.len() == 4 && perms[3] == b's')
+/// Pinned bytes of one smaps text (the Rss of its candidate mappings).
+pub fn pinned_rss(smaps: &[u8]) -> u64 {
+    smaps_pinned(smaps, &mut Vec::new())
 }
 
 /// Mapping lines look like `7f12a000-7f12b000 rw-s 00000000 00:05 123  /dev/nvidiactl`;
@@ -72,23 +116,16 @@ fn is_mapping_header(line: &[u8]) -> bool {
         && first.iter().all(|b| b.is_ascii_hexdigit() || *b == b'-')
 }
 
-/// The path of a mapping header (6th field), if any.
-fn mapping_path(line: &[u8]) -> Option<&[u8]> {
-    let mut rest = line;
-    for _ in 0..5 {
-        let sp = rest.iter().position(|&b| b == b' ')?;
-        rest = &rest[sp..];
-        let start = rest.iter().position(|&b| b != b' ')?;
-        rest = &rest[start..];
-    }
-    (!rest.is_empty()).then_some(rest)
-}
-
 /// Read `/proc/PID/smaps` into `buf` and sum its pinned Rss (`pinned_rss`).
 pub fn read_pinned(pid: u32, buf: &mut Vec<u8>) -> io::Result<u64> {
+    read_smaps(pid, buf)?;
+    Ok(pinned_rss(buf))
+}
+
+fn read_smaps(pid: u32, buf: &mut Vec<u8>) -> io::Result<()> {
     buf.clear();
     File::open(format!("/proc/{pid}/smaps"))?.read_to_end(buf)?;
-    Ok(pinned_rss(buf))
+    Ok(())
 }
 
 /// How long to rest after a pass that took `cost`, so passes use at most `duty` of a core,
@@ -99,28 +136,120 @@ pub fn rest_after(cost: Duration, duty: f64, min_interval: Duration) -> Duration
     Duration::from_secs_f64((period - busy).max(0.0))
 }
 
-/// The `provetop-smaps` thread: sum the pinned memory of the tree, then rest so that it uses
-/// at most `duty` of a core.
+/// The outcome of one cross-check of a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// Within tolerance.
+    Agree { bytes: u64 },
+    /// The table's estimate and smaps differ beyond tolerance.
+    Disagree { table: u64, smaps: u64 },
+    /// The mappings changed between the two reads, or the process went: no verdict.
+    Void,
+}
+
+/// Compare the table's estimate with the smaps truth on the same mappings.
+pub fn cross_check(
+    table: &[Mapping],
+    estimate: u64,
+    smaps: &[(Mapping, u64, u64)],
+    truth: u64,
+) -> Check {
+    // Uvm mappings are in the table's candidates but never in smaps' list: compare the rest.
+    let same = table
+        .iter()
+        .filter(|m| matches!(m.kind, Kind::Device | Kind::SharedZero))
+        .map(|m| (m.start, m.end))
+        .eq(smaps.iter().map(|(m, _, _)| (m.start, m.end)));
+    if !same {
+        return Check::Void;
+    }
+    let diff = estimate.abs_diff(truth);
+    if diff > CHECK_SLACK && diff as f64 > CHECK_TOLERANCE * truth as f64 {
+        Check::Disagree {
+            table: estimate,
+            smaps: truth,
+        }
+    } else {
+        Check::Agree { bytes: truth }
+    }
+}
+
+/// The `provetop-smaps` thread: a full smaps pass over the tree, each process's estimate
+/// checked against it, then a rest so that it uses at most `duty` of a core.
 pub(super) fn smaps_loop(s: &Shared, duty: f64) {
     let mut buf = Vec::with_capacity(1 << 20);
+    let mut found = Vec::new();
+    let mut gen = 0;
+    let mut tables: HashMap<u32, PidMaps> = HashMap::new();
+    let mut learned: HashMap<u32, Learned> = HashMap::new();
+    let mut disagreeing: HashMap<u32, bool> = HashMap::new();
+    let mut unreadable: Vec<u32> = Vec::new();
     while !s.stop.load(Ordering::Acquire) {
-        let (gen, pids) = s.tree_snapshot();
+        let (g, pids) = s.tree_snapshot();
+        if g != gen {
+            gen = g;
+            tables.clear();
+            learned.clear();
+            disagreeing.clear();
+            unreadable.clear();
+        }
+        tables.retain(|p, _| pids.contains(p));
+        learned.retain(|p, _| pids.contains(p));
         let t0 = Instant::now();
-        let mut total = 0u64;
-        let mut any = false;
-        for pid in pids {
-            if let Ok(b) = read_pinned(pid, &mut buf) {
-                total += b;
-                any = true;
+        for &pid in &pids {
+            if let Err(e) = read_smaps(pid, &mut buf) {
+                if !gone(&e) && !unreadable.contains(&pid) {
+                    unreadable.push(pid);
+                    s.note(format!(
+                        "pinned memory of pid {pid} is not cross-checked: /proc/{pid}/smaps: {e}"
+                    ));
+                }
+                continue;
             }
+            let truth = smaps_pinned(&buf, &mut found);
+            let l = learned.entry(pid).or_default();
+            let table = match tables.entry(pid) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => match PidMaps::open(pid) {
+                    Ok(t) => v.insert(t),
+                    Err(_) => continue,
+                },
+            };
+            // The table read right after the pass; a process gone meanwhile (its smaps may
+            // have been cut short) teaches nothing.
+            let check = match table.read(Some(l)) {
+                Ok(r) => cross_check(table.candidates(), r.pinned, &found, truth),
+                Err(MapsError::Gone) => continue,
+                Err(_) => Check::Void,
+            };
+            l.update(&found);
+            let was = disagreeing.get(&pid).copied().unwrap_or(false);
+            match check {
+                Check::Disagree { table, smaps } if !was => {
+                    disagreeing.insert(pid, true);
+                    s.note(format!(
+                        "pinned memory of pid {pid}: the mapping table says {}, smaps {} (cross-check)",
+                        fmt_bytes(table),
+                        fmt_bytes(smaps)
+                    ));
+                }
+                Check::Agree { bytes } if was => {
+                    disagreeing.insert(pid, false);
+                    s.note(format!(
+                        "pinned memory of pid {pid}: the mapping table and smaps agree again ({})",
+                        fmt_bytes(bytes)
+                    ));
+                }
+                _ => {}
+            }
+            let mut ls = s.learned.lock().unwrap_or_else(|e| e.into_inner());
+            if ls.gen != gen {
+                ls.gen = gen;
+                ls.pids.clear();
+            }
+            ls.pids.insert(pid, Arc::new(l.clone()));
         }
         let cost = t0.elapsed();
-        if any {
-            let mut p = s.pinned.lock().unwrap_or_else(|e| e.into_inner());
-            if p.0 == gen {
-                p.1 = total;
-            }
-        }
         // A big read buffer is only needed while the target is big.
         if buf.capacity() > 64 << 20 {
             buf = Vec::with_capacity(1 << 20);
@@ -129,6 +258,139 @@ pub(super) fn smaps_loop(s: &Shared, duty: f64) {
         while Instant::now() < deadline && !s.stop.load(Ordering::Acquire) {
             park_until(deadline);
         }
+    }
+}
+
+fn gone(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(nix::errno::Errno::ESRCH as i32)
+}
+
+/// The `provetop-maps` thread: read the table of every process the sampler marked (its
+/// VmSize moved) and of all of them once a second; publish each process's reading.
+pub(super) fn maps_loop(s: &Shared, hz: f64) {
+    let min_gap = Duration::from_secs_f64(1.0 / hz);
+    let mut tables: HashMap<u32, PidMaps> = HashMap::new();
+    let mut noted: HashMap<u32, String> = HashMap::new();
+    let mut gen = 0;
+    let mut last_full: Option<Instant> = None;
+    let mut next_allowed = Instant::now();
+    let mut todo: Vec<u32> = Vec::new();
+    let mut results: Vec<(u32, Option<Reading>)> = Vec::new();
+    loop {
+        // Wait for a marked process or the floor, never sooner than the duty allows.
+        loop {
+            if s.stop.load(Ordering::Acquire) {
+                return;
+            }
+            let now = Instant::now();
+            let due = last_full.map_or(now, |t| t + MAPS_FLOOR);
+            let dirty = !s
+                .maps_dirty
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_empty();
+            if now >= next_allowed && (now >= due || dirty) {
+                break;
+            }
+            park_until(if now < next_allowed {
+                next_allowed
+            } else {
+                due
+            });
+        }
+        let t0 = Instant::now();
+        let (g, pids) = s.tree_snapshot();
+        if g != gen {
+            gen = g;
+            tables.clear();
+            noted.clear();
+        }
+        let full = last_full.is_none_or(|t| t0 >= t + MAPS_FLOOR);
+        todo.clear();
+        {
+            let mut d = s.maps_dirty.lock().unwrap_or_else(|e| e.into_inner());
+            if full {
+                d.clear();
+                todo.extend_from_slice(&pids);
+            } else {
+                todo.extend(d.drain(..).filter(|p| pids.contains(p)));
+                todo.sort_unstable();
+                todo.dedup();
+            }
+        }
+        if full {
+            last_full = Some(t0);
+            tables.retain(|p, _| pids.contains(p));
+        }
+        let learned: Vec<Option<Arc<Learned>>> = {
+            let ls = s.learned.lock().unwrap_or_else(|e| e.into_inner());
+            todo.iter()
+                .map(|p| (ls.gen == gen).then(|| ls.pids.get(p).cloned()).flatten())
+                .collect()
+        };
+        results.clear();
+        let mut gone_pids: Vec<u32> = Vec::new();
+        for (&pid, l) in todo.iter().zip(&learned) {
+            let table = match tables.entry(pid) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => match PidMaps::open(pid) {
+                    Ok(t) => v.insert(t),
+                    Err(e) if gone(&e) => {
+                        gone_pids.push(pid);
+                        continue;
+                    }
+                    Err(e) => {
+                        unknown(s, &mut noted, pid, &format!("/proc/{pid}/maps: {e}"));
+                        results.push((pid, None));
+                        continue;
+                    }
+                },
+            };
+            match table.read(l.as_deref()) {
+                Ok(r) => {
+                    noted.remove(&pid);
+                    results.push((pid, Some(r)));
+                }
+                Err(MapsError::Gone) => {
+                    tables.remove(&pid);
+                    gone_pids.push(pid);
+                }
+                Err(e) => {
+                    unknown(s, &mut noted, pid, &e.to_string());
+                    results.push((pid, None));
+                }
+            }
+        }
+        {
+            let now = Instant::now();
+            let mut st = s.pinned.lock().unwrap_or_else(|e| e.into_inner());
+            if st.gen != gen {
+                st.gen = gen;
+                st.pids.clear();
+            }
+            for &(pid, reading) in &results {
+                st.pids.insert(pid, PidPinned { reading, at: now });
+            }
+            for pid in &gone_pids {
+                st.pids.remove(pid);
+            }
+            if full {
+                st.pids.retain(|p, _| pids.contains(p));
+            }
+        }
+        let cost = t0.elapsed();
+        let space = Duration::from_secs_f64(cost.as_secs_f64() / MAPS_DUTY)
+            .max(min_gap)
+            .min(MAPS_FLOOR);
+        next_allowed = t0 + space;
+    }
+}
+
+/// Say once (per reason) why a process's pinned memory is unknown.
+fn unknown(s: &Shared, noted: &mut HashMap<u32, String>, pid: u32, why: &str) {
+    if noted.get(&pid).map(String::as_str) != Some(why) {
+        noted.insert(pid, why.to_string());
+        s.note(format!("pinned memory of pid {pid} is unknown: {why}"));
     }
 }
 
@@ -155,6 +417,9 @@ Rss:                 256 kB
 
     #[test]
     fn sums_only_nvidia_mappings() {
+        let mut found = Vec::new();
+        assert_eq!(smaps_pinned(SMAPS, &mut found), (4096 + 1024) * 1024);
+        assert_eq!(found.len(), 2);
         assert_eq!(pinned_rss(SMAPS), (4096 + 1024) * 1024);
     }
 
