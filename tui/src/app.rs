@@ -152,6 +152,8 @@ pub struct App {
     pub recording_failing: bool,
     /// Extra horizontal lines on the chart (alert rule thresholds): label, bytes.
     pub rule_lines: Vec<(String, u64)>,
+    /// A baseline recording drawn in dim beside the data (`--baseline`).
+    pub baseline: Option<crate::compare::overlay::Baseline>,
     /// Footer message.
     pub flash: Option<Flash>,
     /// Set when the loop should end.
@@ -182,6 +184,7 @@ impl App {
             recording: None,
             recording_failing: false,
             rule_lines: Vec::new(),
+            baseline: None,
             flash: None,
             quit: false,
         }
@@ -192,6 +195,7 @@ impl App {
         match self.screen {
             Screen::Run => keymap::LIVE,
             Screen::Watch { .. } => keymap::WATCH,
+            Screen::Replay(_) if self.baseline.is_some() => keymap::REPLAY_BASELINE,
             Screen::Replay(_) => keymap::REPLAY,
         }
     }
@@ -249,6 +253,11 @@ impl App {
             }
             Action::Modes => self.view.modes = !self.view.modes,
             Action::LogLine => self.view.log_line = !self.view.log_line,
+            Action::BaselineAlign => {
+                if let Some(text) = self.baseline.as_mut().map(|b| b.cycle()) {
+                    self.flash(text, false);
+                }
+            }
             Action::Escape => {
                 if self.view.help || self.view.modes || self.view.log_line {
                     self.view.help = false;

@@ -36,6 +36,9 @@ pub enum Command {
     Classify(ClassifyArgs),
     /// Export a session or CSV as CSV (`timestamp,rss_kb,...`) or JSON lines.
     Export(ExportArgs),
+    /// Compare sessions (or CSVs) with a baseline: one table of memory, throughput and
+    /// phases as value, difference and ratio; `--fail-if` gates a CI run on it.
+    Compare(crate::compare::CompareArgs),
 }
 
 /// Seconds between SIGTERM and SIGKILL when stopping the child, unless `--grace` says.
@@ -214,6 +217,10 @@ pub struct ReplayArgs {
     /// Phase threshold lines in GiB: idle,gpu,synth,peak.
     #[arg(long, default_value = "10,50,100,180", value_name = "GIB,GIB,GIB,GIB")]
     pub thresholds: Thresholds,
+    /// A baseline session (or CSV) drawn in dim on the chart and the timeline, aligned at
+    /// the start (the `b` key: proof 1, 2, … of each); the cursor box gives both values.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
 }
 
 /// `provetop classify`.

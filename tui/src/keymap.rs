@@ -57,6 +57,8 @@ pub enum Action {
     LogNewer,
     /// Show the newest (or scrolled-to) log line whole, or hide it.
     LogLine,
+    /// Replay with `--baseline`: align the baseline at the next anchor (start, proof N).
+    BaselineAlign,
 }
 
 /// One key (modifiers other than shift matter for characters; all matter otherwise).
@@ -404,12 +406,26 @@ pub const LOG: Section = Section {
     ],
 };
 
+/// The baseline overlay of a replay (`--baseline`).
+pub const BASELINE: Section = Section {
+    title: "baseline",
+    bindings: &[b(
+        &[k('b')],
+        "b",
+        "align the baseline: start, proof 1, 2, …",
+        Action::BaselineAlign,
+    )
+    .hint("b", "align", 8)],
+};
+
 /// Key sections of the live screen, in help order.
 pub const LIVE: &[Section] = &[GLOBAL, LIVE_VIEW, PROVER, LOG];
 /// Key sections of `watch` (no prover to command).
 pub const WATCH: &[Section] = &[GLOBAL_WATCH, LIVE_VIEW, LOG];
 /// Key sections of the replay screen, in help order.
 pub const REPLAY: &[Section] = &[GLOBAL_REPLAY, PLAYBACK, REPLAY_VIEW, LOG];
+/// Key sections of a replay with a baseline drawn in.
+pub const REPLAY_BASELINE: &[Section] = &[GLOBAL_REPLAY, PLAYBACK, REPLAY_VIEW, BASELINE, LOG];
 
 /// The footer hints of a screen's sections, in their order.
 pub fn hints(sections: &[Section]) -> Vec<Hint> {
@@ -534,7 +550,7 @@ mod tests {
 
     #[test]
     fn no_key_bound_twice_in_a_screen() {
-        for screen in [LIVE, WATCH, REPLAY] {
+        for screen in [LIVE, WATCH, REPLAY, REPLAY_BASELINE] {
             let all: Vec<Key> = screen
                 .iter()
                 .flat_map(|s| s.bindings.iter())

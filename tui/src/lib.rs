@@ -7,6 +7,7 @@
 pub mod app;
 pub mod classify;
 pub mod cli;
+pub mod compare;
 pub mod event_loop;
 pub mod export;
 pub mod headless;

@@ -46,6 +46,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match &cli.command {
         Some(Command::Classify(a)) => provetop::classify::main(a),
+        Some(Command::Compare(a)) => provetop::compare::main(a),
         Some(Command::Export(a)) => provetop::export::main(a),
         Some(Command::Run(a)) => provetop::live::main_run(a),
         Some(Command::Watch(a)) => provetop::live::main_watch(a),

@@ -41,7 +41,8 @@ use provetop_shared::units::{fmt_bytes, fmt_secs};
 use provetop_shared::{Phase, Record, RecordBody};
 
 use crate::model::{
-    busy_ns, mode_rows, Effect, Effects, FinishedProof, Model, PhaseSpan, SpanSource, Stats,
+    busy_ns, mode_rows, Effect, Effects, FinishedProof, Model, PhaseSpan, ProofSpan, SpanSource,
+    Stats,
 };
 
 /// Most bytes the model snapshots may hold together (estimated); beyond it every other
@@ -71,6 +72,8 @@ pub struct Store {
     spans: Vec<PhaseSpan>,
     /// Proofs that finished ok, as the reducer closed them (unbounded, unlike the model's).
     finished: Vec<FinishedProof>,
+    /// The same proofs whole (id, sectors, RSS seen), for `compare`'s selections.
+    finished_spans: Vec<ProofSpan>,
     /// Lowest RSS sampled (interval peaks included) once the SRS was first ready.
     srs_floor: Option<u64>,
     /// Samples taken while no prover phase was open (after the first event).
@@ -131,6 +134,7 @@ impl Store {
             alerts: Vec::new(),
             spans: Vec::new(),
             finished: Vec::new(),
+            finished_spans: Vec::new(),
             srs_floor: None,
             between: Stats::default(),
             between_ns: 0,
@@ -182,6 +186,7 @@ impl Store {
                     Effect::ProofFinished(p) => {
                         if let Some(f) = p.finished_ok() {
                             self.finished.push(f);
+                            self.finished_spans.push(p.clone());
                         }
                     }
                     Effect::SrsReady { .. } => srs_ready = true,
@@ -375,6 +380,18 @@ impl Store {
     /// end of the file), with the memory the reducer saw while each was open.
     pub fn spans(&self) -> &[PhaseSpan] {
         &self.spans
+    }
+
+    /// Proofs that finished ok, in the order they finished, with their ids and the RSS seen
+    /// while each ran (interval peaks included).
+    pub fn finished_proofs(&self) -> &[ProofSpan] {
+        &self.finished_spans
+    }
+
+    /// Lowest RSS sampled (interval peaks included) once the SRS was first ready: the floor
+    /// between proofs that `classify`'s mode table subtracts.
+    pub fn srs_floor(&self) -> Option<u64> {
+        self.srs_floor
     }
 
     /// The prover's phase text (the live header's "phase" field) in effect at record `i`;

@@ -4,7 +4,10 @@
 //! it (see [`crate::series::Series::columns`]), drawn as a vertical stroke joined to its
 //! neighbour, so a spike of one sample stays visible at any zoom. RSS is the main stroke, the
 //! interval peak (VmHWM, reset every sample) its upper envelope; anon, file, shmem, pinned
-//! and GPU memory are thinner layers under it; threshold lines are dashed.
+//! and GPU memory are thinner layers under it; threshold lines are dashed. A baseline
+//! (`--baseline`, [`crate::compare::overlay`]) is a dim dotted line of its RSS top with its
+//! peak envelope, under everything else, on the same scale; the cursor box gives its value
+//! and the difference.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -220,12 +223,27 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
         Some(c) => m.value_at(c),
         None => latest,
     };
+    let mut items = legend(app, shown.as_ref());
+    if let Some(b) = &app.baseline {
+        let at = cursor.unwrap_or_else(|| shown.map_or(app.clock, |r| r.t()));
+        let v = b
+            .value_at(m, at)
+            .and_then(|r| r.range(Metric::Rss))
+            .map(|r| r.1);
+        items.push(Item::new(
+            3,
+            vec![
+                Span::styled(format!(" base@{} ", b.align_text()), t.dim()),
+                Span::styled(v.map_or("-".into(), short_bytes), t.dim()),
+            ],
+        ));
+    }
     title_line(
         buf,
         Rect::new(area.x, area.y, area.width, 1),
         app,
         "memory",
-        legend(app, shown.as_ref()),
+        items,
     );
 
     let mut grid = Braille::new(plot.width, plot.height);
@@ -239,10 +257,18 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
         .filter(|l| *l == Metric::Rss || cols.iter().any(|c| c.max(*l).unwrap_or(0) > 0))
         .collect();
 
-    // Scale: the largest drawn value, and thresholds within reach of it.
+    let base_cols: Option<Vec<Bucket>> = app.baseline.as_ref().map(|b| b.columns(m, t0, t1, ncols));
+    // Scale: the largest drawn value (the baseline's too), and thresholds within reach of it.
     let data_max = cols
         .iter()
         .flat_map(|c| layers.iter().filter_map(|l| c.max(*l)))
+        .chain(
+            base_cols
+                .iter()
+                .flatten()
+                .flat_map(|c| [c.max(Metric::Rss), c.max(Metric::Peak)])
+                .flatten(),
+        )
         .max()
         .unwrap_or(0);
     let hlines: Vec<(String, u64)> = lines(app)
@@ -269,6 +295,9 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
         for x in (0..grid.dots_w()).step_by(4) {
             grid.set(x, y, t.threshold());
         }
+    }
+    if let Some(bc) = &base_cols {
+        baseline_line(&mut grid, bc, &ydot, t.dim());
     }
     for &layer in &layers {
         let style = t.metric(layer);
@@ -422,6 +451,30 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
     }
 }
 
+/// The baseline: its RSS top as one dot per column (two where it jumps, so it reads as a
+/// line without covering the data's strokes) and its interval peak where it rises above.
+fn baseline_line(grid: &mut Braille, cols: &[Bucket], ydot: &dyn Fn(u64) -> u32, style: Style) {
+    let mut prev: Option<u32> = None;
+    for (x, c) in cols.iter().enumerate() {
+        let Some(hi) = c.max(Metric::Rss).map(ydot) else {
+            prev = None;
+            continue;
+        };
+        grid.set(x as u32, hi, style);
+        if let Some(p) = prev {
+            // A jump of more than a dot: a sparse dotted riser, every other dot.
+            let (a, b) = (p.min(hi), p.max(hi));
+            for y in (a + 1..b).step_by(2) {
+                grid.set(x as u32, y, style);
+            }
+        }
+        if let Some(pk) = c.max(Metric::Peak).map(ydot).filter(|pk| *pk > hi + 1) {
+            grid.set(x as u32, pk, style);
+        }
+        prev = Some(hi);
+    }
+}
+
 /// Exact values at the cursor, in a box on the side away from it.
 fn cursor_box(buf: &mut Buffer, plot: Rect, cx: u16, c: u64, app: &App) {
     let t = &app.theme;
@@ -454,10 +507,24 @@ fn cursor_box(buf: &mut Buffer, plot: Rect, cx: u16, c: u64, app: &App) {
                         format!("{}–{}", short_bytes(lo), short_bytes(hi))
                     };
                     lines.push((format!("{:<10} {v:>10}", metric.name()), t.metric(metric)));
+                    if metric == Metric::Rss {
+                        lines.extend(baseline_lines(app, c, hi));
+                    }
                 }
             }
         }
         None => lines.push((format!("{when}: no sample"), t.bold())),
+    }
+    if !lines.iter().any(|l| l.0.starts_with("base ")) {
+        // No sample of the shown session here: the baseline's value still is one.
+        if let Some(b) = &app.baseline {
+            if let Some(v) = b.value_at(m, c).and_then(|r| r.range(Metric::Rss)) {
+                lines.push((
+                    format!("{:<10} {:>10}", "base rss", fmt_bytes(v.1)),
+                    t.dim(),
+                ));
+            }
+        }
     }
     // The phase under the cursor goes right under the time: the box may be cut short.
     let mut phase_line: Vec<(String, Style)> = Vec::new();
@@ -496,6 +563,36 @@ fn cursor_box(buf: &mut Buffer, plot: Rect, cx: u16, c: u64, app: &App) {
         }
         buf.set_stringn(area.x + 1, y, text, (w - 2) as usize, *style);
     }
+}
+
+/// The baseline's RSS at the cursor and the difference to the shown RSS `rss`: "base rss
+/// 3.2 GiB", "Δ rss +200.0 MiB (+6.2%)".
+fn baseline_lines(app: &App, c: u64, rss: u64) -> Vec<(String, Style)> {
+    let Some(b) = &app.baseline else {
+        return Vec::new();
+    };
+    let dim = app.theme.dim();
+    let Some((lo, hi)) = b.value_at(&app.model, c).and_then(|r| r.range(Metric::Rss)) else {
+        return vec![(format!("{:<10} {:>10}", "base rss", "-"), dim)];
+    };
+    let v = if lo == hi {
+        fmt_bytes(hi)
+    } else {
+        format!("{}–{}", short_bytes(lo), short_bytes(hi))
+    };
+    let d = crate::compare::table::delta(hi as f64, rss as f64);
+    vec![
+        (format!("{:<10} {v:>10}", "base rss"), dim),
+        (
+            format!(
+                "{:<10} {:>10} ({})",
+                "Δ rss",
+                crate::compare::table::fmt_diff(crate::compare::summary::Unit::Bytes, d.diff),
+                crate::compare::table::fmt_pct(&d)
+            ),
+            app.theme.bold(),
+        ),
+    ]
 }
 
 #[cfg(test)]

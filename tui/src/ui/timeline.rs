@@ -3,6 +3,8 @@
 //! With prover events: one row per phase and partition (grouped per phase when the screen is
 //! short), each interval a bar at half-cell resolution. Without events: one row per
 //! threshold phase of the seed classifier (or one shaded row when even those do not fit).
+//! With a baseline (`--baseline`), its phases follow as a second, dim row set when there is
+//! room: one row per phase, else one lettered row, else none.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -31,6 +33,10 @@ pub enum RowKey {
     /// beside one row per partition of the partitioned phases, when those fit and the rest
     /// does not.
     Rest(Group),
+    /// One phase of the baseline, every partition (dim, under the shown session's rows).
+    Base(Phase),
+    /// Every phase of the baseline on one row, lettered (when a row per phase does not fit).
+    BaseAll,
 }
 
 /// Phase groups of the compact timeline.
@@ -156,6 +162,8 @@ impl RowKey {
             RowKey::Part(p, None) | RowKey::Phase(p) => short_phase(p).to_string(),
             RowKey::Group(g) => g.name().to_string(),
             RowKey::Rest(g) => g.name().to_string(),
+            RowKey::Base(p) => format!("b {}", short_phase(p)),
+            RowKey::BaseAll => "baseline".into(),
             RowKey::Threshold(t) => match t {
                 ThresholdPhase::GpuOrTransition => "gpu/trans".into(),
                 other => other.name().into(),
@@ -175,8 +183,24 @@ pub fn short_phase(p: &Phase) -> &str {
     }
 }
 
-/// The rows the data in `[t0, t1]` would like, most detailed first (at most `max`).
+/// The rows the data in `[t0, t1]` would like, most detailed first (at most `max`), then
+/// the baseline's ([`RowKey::Base`]) when one is drawn in.
 pub fn rows(app: &App, t0: u64, t1: u64, max: usize) -> Vec<RowKey> {
+    let mut out = own_rows(app, t0, t1, max);
+    if let Some(b) = &app.baseline {
+        let mut phases: Vec<Phase> = Vec::new();
+        for s in b.spans_in(&app.model, t0, t1) {
+            if !phases.contains(&s.phase) {
+                phases.push(s.phase);
+            }
+        }
+        phases.sort();
+        out.extend(phases.into_iter().map(RowKey::Base));
+    }
+    out
+}
+
+fn own_rows(app: &App, t0: u64, t1: u64, max: usize) -> Vec<RowKey> {
     let m = &app.model;
     if m.has_events() {
         let mut keys = m.phase_rows(t0, t1);
@@ -269,7 +293,9 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
     let m = &app.model;
     let (t0, t1) = app.window();
     let h = (area.height - 1) as usize;
-    let mut rows: Vec<RowKey> = wanted.to_vec();
+    let is_base = |r: &&RowKey| matches!(r, RowKey::Base(_) | RowKey::BaseAll);
+    let base_rows: Vec<RowKey> = wanted.iter().filter(is_base).cloned().collect();
+    let mut rows: Vec<RowKey> = wanted.iter().filter(|r| !is_base(r)).cloned().collect();
     // The most detailed form that fits: every phase and partition; one row per partition
     // with the other phases lettered by group; one row per phase; one lettered row per group.
     if rows.len() > h {
@@ -292,6 +318,15 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
     let hidden = rows.len().saturating_sub(h);
     let single_threshold_row = !m.has_events() && rows.len() > h;
     rows.truncate(h);
+    // The baseline's rows in the room left: one per phase, else one lettered row.
+    let room = h - rows.len();
+    let base_rows: Vec<RowKey> = if base_rows.len() <= room {
+        base_rows
+    } else if room >= 1 && !base_rows.is_empty() {
+        vec![RowKey::BaseAll]
+    } else {
+        Vec::new()
+    };
 
     let mut items: Vec<Item> = Vec::new();
     if m.has_events() {
@@ -403,6 +438,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
         return;
     }
 
+    let shown_rows = rows.len();
     for (i, key) in rows.iter().enumerate() {
         let y = area.y + 1 + i as u16;
         let label = inert(&key.label()).into_owned();
@@ -457,7 +493,9 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
                 }
                 t.phase(p)
             }
-            RowKey::Group(_) | RowKey::Rest(_) => unreachable!("drawn above"),
+            RowKey::Group(_) | RowKey::Rest(_) | RowKey::Base(_) | RowKey::BaseAll => {
+                unreachable!("drawn above or below")
+            }
             RowKey::Threshold(ph) => {
                 for r in m.runs_in(t0, t1) {
                     if r.phase == *ph && r.end >= t0 && r.start <= t1 {
@@ -481,8 +519,83 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
             }
         }
     }
+    baseline_rows(buf, area, gutter, app, &base_rows, shown_rows);
     mode_marks(buf, area, gutter, app);
     cursor_column(buf, area, gutter, app);
+}
+
+/// The baseline's rows under the shown session's (from row `below` on), dim: a bar per
+/// phase row, the innermost phase's letter on the lettered row.
+fn baseline_rows(
+    buf: &mut Buffer,
+    area: Rect,
+    gutter: u16,
+    app: &App,
+    rows: &[RowKey],
+    below: usize,
+) {
+    let Some(b) = &app.baseline else { return };
+    if rows.is_empty() {
+        return;
+    }
+    let (t0, t1) = app.window();
+    let pw = area.width - gutter;
+    let halves = pw as u64 * 2;
+    let span = t1.saturating_sub(t0).max(1);
+    let hc = |x: u64| -> u64 {
+        ((x.saturating_sub(t0)) as u128 * halves as u128 / span as u128).min(halves as u128 - 1)
+            as u64
+    };
+    let dim = app.theme.dim();
+    let spans = b.spans_in(&app.model, t0, t1);
+    let w = (gutter - 1) as usize;
+    for (i, key) in rows.iter().enumerate() {
+        let y = area.y + 1 + (below + i) as u16;
+        if y >= area.y + area.height {
+            break;
+        }
+        let label: String = inert(&key.label()).chars().take(w).collect();
+        buf.set_stringn(area.x, y, format!("{label:>w$}│"), gutter as usize, dim);
+        if *key == RowKey::BaseAll {
+            let mut best: Vec<Option<(u64, &Phase)>> = vec![None; pw as usize];
+            for s in &spans {
+                let end = s.end_or(s.start);
+                for c in hc(s.start) / 2..=hc(end) / 2 {
+                    let slot = &mut best[c as usize];
+                    if slot.is_none_or(|(st, _)| s.start >= st) {
+                        *slot = Some((s.start, &s.phase));
+                    }
+                }
+            }
+            for (x, cell) in best.iter().enumerate() {
+                if let Some((_, p)) = cell {
+                    if let Some(c) = buf.cell_mut((area.x + gutter + x as u16, y)) {
+                        c.set_char(letter(p)).set_style(dim);
+                    }
+                }
+            }
+            continue;
+        }
+        let RowKey::Base(phase) = key else { continue };
+        let mut cover = vec![false; halves as usize];
+        for s in spans.iter().filter(|s| &s.phase == phase) {
+            for c in hc(s.start)..=hc(s.end_or(s.start)) {
+                cover[c as usize] = true;
+            }
+        }
+        for x in 0..pw as usize {
+            // Lighter shades than the shown session's bars: a second set, not more of it.
+            let ch = match (cover[2 * x], cover[2 * x + 1]) {
+                (true, true) => '▒',
+                (true, false) => '▌',
+                (false, true) => '▐',
+                (false, false) => continue,
+            };
+            if let Some(c) = buf.cell_mut((area.x + gutter + x as u16, y)) {
+                c.set_char(ch).set_style(dim);
+            }
+        }
+    }
 }
 
 /// Batch-mode switches: a dotted line down the Gantt rows at the switch and the new mode's

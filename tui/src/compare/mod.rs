@@ -1,0 +1,192 @@
+//! `provetop compare BASELINE OTHER [OTHER...]`: sessions side by side, and the baseline
+//! overlay of the replay and live screens.
+//!
+//! Each file (session or `timestamp,rss_kb` CSV, mixed) is opened by the [`Store`] (the one
+//! reader and the one reducer pass that `classify` and `export` use) and summarized over the
+//! proofs selected for it ([`summary`]); the [`table`] puts the figures side by side and
+//! renders them; [`rules`] is the `--fail-if` gate; [`overlay`] draws a baseline into the
+//! screens. Nothing here reads a file or folds a record another way than the store does.
+//!
+//! Exit status: 0; [`REGRESSION_EXIT`] when a `--fail-if` rule fails; 1 on an error (a file
+//! that cannot be read, a bad rule: before anything is loaded).
+
+pub mod overlay;
+pub mod rules;
+pub mod summary;
+pub mod table;
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use provetop_shared::classify::Thresholds;
+use provetop_shared::BatchMode;
+
+use crate::store::Store;
+use rules::FailIf;
+use summary::{parse_range, Selection};
+use table::Comparison;
+
+/// Exit status when the other session is worse than a `--fail-if` rule allows.
+pub const REGRESSION_EXIT: i32 = 3;
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// An aligned table for the terminal.
+    Table,
+    /// A GitHub markdown table (for a pull request).
+    Markdown,
+    /// One JSON document: sessions, rows (raw values), notes.
+    Json,
+    /// One line per metric and other session.
+    Csv,
+}
+
+/// `provetop compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The baseline: a session file or a `timestamp,rss_kb` CSV.
+    pub baseline: PathBuf,
+    /// The sessions compared with it (sessions or CSVs, mixed).
+    #[arg(required = true, value_name = "OTHER")]
+    pub others: Vec<PathBuf>,
+    /// Compare only the proofs of this batch mode (single, batch:N, sps, pipelined:D). Once:
+    /// every file; repeated: one per file in order, the baseline first
+    /// (`--mode single --mode sps`).
+    #[arg(long, value_name = "MODE")]
+    pub mode: Vec<BatchMode>,
+    /// Compare only these proofs, numbered from 1 in the order they started (after --mode):
+    /// N, A..B, A.., ..B. Once: every file; repeated: one per file in order.
+    #[arg(long, value_name = "RANGE")]
+    pub proofs: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+    pub format: CompareFormat,
+    /// Fail (exit 3) when an other session is worse than this, e.g. 'peak > +5%',
+    /// 's_per_sector > +3%', 'above_floor > +1GiB' (repeatable; docs/compare.md).
+    #[arg(long = "fail-if", value_name = "RULE")]
+    pub fail_if: Vec<String>,
+    /// Phase threshold lines in GiB: idle,gpu,synth,peak (CSV phases and the idle floor).
+    #[arg(long, default_value = "10,50,100,180", value_name = "GIB,GIB,GIB,GIB")]
+    pub thresholds: Thresholds,
+}
+
+/// The per-file selections: one flag for all, or one per file.
+fn selections(args: &CompareArgs) -> anyhow::Result<Vec<Selection>> {
+    let n = 1 + args.others.len();
+    let pick = |len: usize, flag: &str| -> anyhow::Result<()> {
+        if len > 1 && len != n {
+            anyhow::bail!(
+                "{flag} given {len} times for {n} files: give it once (every file) or once per file, the baseline first"
+            );
+        }
+        Ok(())
+    };
+    pick(args.mode.len(), "--mode")?;
+    pick(args.proofs.len(), "--proofs")?;
+    let ranges: Vec<(usize, Option<usize>)> = args
+        .proofs
+        .iter()
+        .map(|s| parse_range(s).map_err(|e| anyhow::anyhow!("--proofs: {e}")))
+        .collect::<anyhow::Result<_>>()?;
+    Ok((0..n)
+        .map(|i| Selection {
+            mode: args.mode.get(i).or(args.mode.first()).copied(),
+            range: ranges.get(i).or(ranges.first()).copied(),
+        })
+        .collect())
+}
+
+/// Open every file (on as many threads as files: loading dominates) and compare.
+pub fn compare(
+    paths: &[PathBuf],
+    sels: &[Selection],
+    thresholds: Thresholds,
+) -> anyhow::Result<Comparison> {
+    let stores: Vec<anyhow::Result<Store>> = std::thread::scope(|s| {
+        let handles: Vec<_> = paths
+            .iter()
+            .map(|p| {
+                s.spawn(move || {
+                    // LoadError already names the file and the cause.
+                    Store::scan(p, thresholds).map_err(|e| anyhow::anyhow!("{e}"))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a loading thread panicked")))
+            })
+            .collect()
+    });
+    let mut sums = Vec::with_capacity(paths.len());
+    for (store, sel) in stores.into_iter().zip(sels) {
+        sums.push(summary::summarize_store(&store?, sel));
+    }
+    let baseline = sums.remove(0);
+    Ok(Comparison::new(baseline, sums))
+}
+
+/// Run `provetop compare`; returns the process exit code.
+pub fn main(args: &CompareArgs) -> anyhow::Result<i32> {
+    // Rules first: a typo in a CI gate is an error before any file is read.
+    let rules: Vec<FailIf> = args
+        .fail_if
+        .iter()
+        .map(|r| r.parse::<FailIf>().map_err(anyhow::Error::msg))
+        .collect::<anyhow::Result<_>>()?;
+    let sels = selections(args)?;
+    let mut paths = vec![args.baseline.clone()];
+    paths.extend(args.others.iter().cloned());
+    let c = compare(&paths, &sels, args.thresholds)?;
+    let verdicts = rules::check(&rules, &c);
+    let text = match args.format {
+        CompareFormat::Table => {
+            let mut t = table::render_text(&c);
+            if !verdicts.is_empty() {
+                t.push('\n');
+                for v in &verdicts {
+                    t.push_str(&format!(
+                        "rule {}: {}: {}: {}\n",
+                        v.rule,
+                        crate::text::inert(&v.other),
+                        if v.ok { "ok" } else { "FAILED" },
+                        v.text
+                    ));
+                }
+            }
+            t
+        }
+        CompareFormat::Markdown => table::render_markdown(&c),
+        CompareFormat::Json => {
+            let mut j = table::to_json(&c);
+            j["rules"] = serde_json::json!(verdicts
+                .iter()
+                .map(|v| serde_json::json!({
+                    "rule": v.rule, "other": v.other, "ok": v.ok, "text": v.text,
+                }))
+                .collect::<Vec<_>>());
+            let mut s = serde_json::to_string_pretty(&j)?;
+            s.push('\n');
+            s
+        }
+        CompareFormat::Csv => table::render_csv(&c),
+    };
+    crate::export::write_stdout(text.as_bytes())?;
+    let failed: Vec<_> = verdicts.iter().filter(|v| !v.ok).collect();
+    for v in &failed {
+        crate::say!(
+            "provetop: compare: {} fails --fail-if '{}': {}",
+            crate::text::inert(&v.other),
+            v.rule,
+            v.text
+        );
+    }
+    Ok(if failed.is_empty() {
+        0
+    } else {
+        REGRESSION_EXIT
+    })
+}
