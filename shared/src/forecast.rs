@@ -1,4 +1,5 @@
-//! The memory forecast behind `predicted_free`: will the proof now running fit?
+//! The memory forecasts: `predicted_free` (will the proof now running fit?) and
+//! `time_to_oom` (at this rate, when does memory run out?).
 //!
 //! A proof's peak is predicted from the proofs before it of the same shape (batch mode,
 //! sectors, partitions, constraints): the highest peak RSS of the tree over the last
@@ -6,6 +7,14 @@
 //! get is MemAvailable, or the cgroup's room when that is less. `predicted_free` is the
 //! difference: below zero, the proof is expected to run out of memory before it gets there.
 //! The first proof of a shape has no forecast.
+//!
+//! The trend forecast works from the first proof and for any process (watched, foreign or the
+//! bundled prover, protocol or not): the tree's RSS growth rate over the last seconds against
+//! the same room. The rate is the smaller of two least-squares slopes, over the last
+//! [`TREND_WINDOW_S`] and the last [`TREND_SHORT_S`] seconds: growth must be sustained to
+//! raise an alarm, and a rise that levels off (a synthesis that fits) clears it within a few
+//! seconds instead of the long window's ten. Growth under [`TREND_MIN_RATE`] is no trend;
+//! `time_to_oom` is then not measured (an alert on it clears).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -15,6 +24,19 @@ use crate::{Mark, Record, RecordBody, Sample};
 
 /// Finished proofs kept per shape.
 pub const KEPT: usize = 3;
+/// Seconds of RSS history the trend's long slope reads.
+pub const TREND_WINDOW_S: f64 = 10.0;
+/// Seconds of RSS history the trend's short slope reads.
+pub const TREND_SHORT_S: f64 = 3.0;
+/// Growth slower than this (bytes per second) is no trend.
+pub const TREND_MIN_RATE: f64 = 1024.0 * 1024.0;
+/// The header shows `time_to_oom` in red under this many seconds. A minute would flag every
+/// climb of the H200's 33 GiB SupraSeal wave on its 128 GiB host (1.5 GiB/s with 90 GiB left
+/// reads under 45 s for seconds), which fits; 20 s flags none of it and still warns of the
+/// seed's 202.9 GiB wave on a 192 GiB machine seconds before it runs out.
+pub const DEFAULT_OOM_HORIZON_S: f64 = 20.0;
+/// The trend keeps at most one point per this many ns (20 Hz).
+const TREND_STEP_NS: u64 = 50_000_000;
 
 /// What makes two proofs comparable in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -32,18 +54,124 @@ struct InFlight {
     peak: u64,
 }
 
-/// Peaks of finished proofs per shape, and the proofs in flight.
+/// Peaks of finished proofs per shape, the proofs in flight, and the RSS trend.
 #[derive(Debug, Clone, Default)]
 pub struct Forecast {
     inflight: BTreeMap<u64, InFlight>,
     history: HashMap<Shape, VecDeque<u64>>,
+    trend: Trend,
+}
+
+/// The tree's RSS over the last [`TREND_WINDOW_S`] seconds, for `time_to_oom`.
+#[derive(Debug, Clone, Default)]
+pub struct Trend {
+    /// (t ns, rss bytes), oldest first, at most one per [`TREND_STEP_NS`].
+    points: VecDeque<(u64, u64)>,
+}
+
+impl Trend {
+    /// Add the sample taken at `t`.
+    pub fn push(&mut self, t: u64, rss: u64) {
+        if let Some(&(last, _)) = self.points.back() {
+            if t < last {
+                // Time went back (another stream): start again.
+                self.points.clear();
+            } else if t - last < TREND_STEP_NS {
+                return;
+            }
+        }
+        self.points.push_back((t, rss));
+        let keep = (TREND_WINDOW_S * 1e9) as u64;
+        while self
+            .points
+            .front()
+            .is_some_and(|&(f, _)| t.saturating_sub(f) > keep)
+        {
+            self.points.pop_front();
+        }
+    }
+
+    /// Forget the history (a new child).
+    pub fn clear(&mut self) {
+        self.points.clear();
+    }
+
+    /// The growth rate now, bytes per second ([`growth_rate`]).
+    pub fn rate(&self) -> Option<f64> {
+        let (a, b) = self.points.as_slices();
+        growth_rate(a.iter().chain(b).copied())
+    }
+
+    /// `time_to_oom` at sample `s` (seconds, with what it rests on): see [`time_to_oom`].
+    pub fn time_to_oom(&self, s: &Sample) -> Option<(f64, String)> {
+        time_to_oom(self.rate()?, s)
+    }
+}
+
+/// The RSS growth rate of `points` ((t ns, rss bytes), oldest first), bytes per second: the
+/// smaller of the least-squares slopes over the last [`TREND_WINDOW_S`] and the last
+/// [`TREND_SHORT_S`] seconds. `None` with less than the short window's span of history.
+pub fn growth_rate(points: impl Iterator<Item = (u64, u64)> + Clone) -> Option<f64> {
+    let last = points.clone().last()?.0;
+    let first = points.clone().next()?.0;
+    let short_ns = (TREND_SHORT_S * 1e9) as u64;
+    // Sampled at 1 Hz a 3 s window holds 3 or 4 points: allow one step of slack.
+    if last.saturating_sub(first) + TREND_STEP_NS < short_ns {
+        return None;
+    }
+    let long = slope(points.clone(), last, (TREND_WINDOW_S * 1e9) as u64)?;
+    let short = slope(points, last, short_ns)?;
+    Some(long.min(short))
+}
+
+/// Least-squares slope (bytes/s) of the points within `span` ns of `last`.
+fn slope(points: impl Iterator<Item = (u64, u64)>, last: u64, span: u64) -> Option<f64> {
+    let (mut n, mut sx, mut sy, mut sxx, mut sxy) = (0f64, 0f64, 0f64, 0f64, 0f64);
+    for (t, y) in points.filter(|&(t, _)| last.saturating_sub(t) <= span) {
+        // Seconds before the last point: small numbers, no loss of precision.
+        let x = -((last - t) as f64 / 1e9);
+        let y = y as f64;
+        n += 1.0;
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        sxy += x * y;
+    }
+    let den = n * sxx - sx * sx;
+    (n >= 2.0 && den > 0.0).then(|| (n * sxy - sx * sy) / den)
+}
+
+/// Seconds until memory runs out at `rate` bytes/s from sample `s`: the room (MemAvailable, or
+/// the cgroup's room when that is less) over the rate; with what it rests on. `None` when the
+/// tree is not growing ([`TREND_MIN_RATE`]) or the sample has no MemAvailable.
+pub fn time_to_oom(rate: f64, s: &Sample) -> Option<(f64, String)> {
+    // NaN is no trend either.
+    if rate.is_nan() || rate < TREND_MIN_RATE {
+        return None;
+    }
+    let mut room = s.mem_available?;
+    let mut of = "MemAvailable";
+    if let (Some(max), Some(cur)) = (s.cgroup_max, s.cgroup_current) {
+        let left = max.saturating_sub(cur);
+        if left < room {
+            room = left;
+            of = "the cgroup's room";
+        }
+    }
+    let secs = room as f64 / rate;
+    let what = format!(
+        "RSS growing {}/s, {} left in {of}",
+        fmt_bytes(rate as u64),
+        fmt_bytes(room)
+    );
+    Some((secs, what))
 }
 
 impl Forecast {
     /// Follow one record of the stream (the alert engine and the screen's model both do).
     pub fn observe(&mut self, rec: &Record) {
         match &rec.body {
-            RecordBody::Sample(s) => self.sample(s),
+            RecordBody::Sample(s) => self.sample_at(rec.t, s),
             RecordBody::Event(e) => self.event(e),
             RecordBody::Mark(Mark::ChildExited { .. } | Mark::ChildStarted { .. }) => self.reset(),
             _ => {}
@@ -84,9 +212,24 @@ impl Forecast {
         }
     }
 
-    /// The child ended or a new one started: nothing is in flight (what was learnt stays).
+    /// The child ended or a new one started: nothing is in flight (what was learnt stays),
+    /// and the trend starts again.
     pub fn reset(&mut self) {
         self.inflight.clear();
+        self.trend.clear();
+    }
+
+    /// Follow the tree's memory at time `t` (the trend needs the sample's time).
+    pub fn sample_at(&mut self, t: u64, s: &Sample) {
+        self.trend.push(t, s.rss);
+        self.sample(s);
+    }
+
+    /// `time_to_oom` at this sample, seconds (with what it rests on); `None` while the tree's
+    /// RSS is not growing, before [`TREND_SHORT_S`] seconds of samples, or without
+    /// MemAvailable.
+    pub fn time_to_oom(&self, s: &Sample) -> Option<(f64, String)> {
+        self.trend.time_to_oom(s)
     }
 
     /// Follow the tree's memory: every proof in flight sees the tree's peak (overlapping

@@ -47,6 +47,9 @@ pub enum Metric {
     /// Memory predicted to be left when the proof now running peaks (negative: short by
     /// that much); known once a proof of the same shape has finished.
     PredictedFree,
+    /// Seconds until memory runs out at the tree's current RSS growth rate (the trend
+    /// forecast); known while the RSS grows.
+    TimeToOom,
 }
 
 /// How many metrics the chart's series keeps (the first variants of [`Metric`]).
@@ -78,7 +81,7 @@ fn none(_: &Sample) -> Option<u64> {
 }
 
 /// Every metric, in [`Metric`] order.
-pub const TABLE: [Def; 14] = [
+pub const TABLE: [Def; 15] = [
     Def {
         metric: Metric::Rss,
         name: "rss",
@@ -128,8 +131,7 @@ pub const TABLE: [Def; 14] = [
         metric: Metric::Pinned,
         name: "pinned",
         unit: Unit::Bytes,
-        help:
-            "CUDA pinned host memory (smaps; alerts take the larger of it and the prover's report)",
+        help: "CUDA pinned host memory and mlocked memory (mapping table, smaps-checked; alerts take the larger of it and the prover's report)",
         read: |s| s.pinned,
         // The CSV's one pinned column: measured, else what the prover reported.
         csv: Some(("pinned_kb", |s| s.pinned.or(s.pinned_reported))),
@@ -203,6 +205,15 @@ pub const TABLE: [Def; 14] = [
         name: "predicted_free",
         unit: Unit::Bytes,
         help: "memory expected to be left when the running proof peaks",
+        read: none,
+        csv: None,
+        legend: None,
+    },
+    Def {
+        metric: Metric::TimeToOom,
+        name: "time_to_oom",
+        unit: Unit::Seconds,
+        help: "seconds until memory runs out at the RSS growth rate of the last seconds",
         read: none,
         csv: None,
         legend: None,

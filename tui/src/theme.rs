@@ -114,9 +114,11 @@ impl Theme {
             Metric::Pinned | Metric::PinnedReported => Color::Yellow,
             Metric::Gpu => Color::Cyan,
             Metric::MemAvailable => Color::DarkGray,
-            Metric::Locked | Metric::PhaseDuration | Metric::EventAge | Metric::PredictedFree => {
-                Color::Gray
-            }
+            Metric::Locked
+            | Metric::PhaseDuration
+            | Metric::EventAge
+            | Metric::PredictedFree
+            | Metric::TimeToOom => Color::Gray,
             Metric::Swap => Color::LightRed,
         })
     }

@@ -4,11 +4,13 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
+use provetop_shared::forecast::{self, DEFAULT_OOM_HORIZON_S, TREND_WINDOW_S};
+use provetop_shared::metric::Metric;
 use provetop_shared::protocol::ProverState;
 use provetop_shared::units::fmt_secs;
 
 use crate::app::{App, Screen, NS};
-use crate::model::ChildStatus;
+use crate::model::{ChildStatus, Model};
 use crate::ui::{fit, short_bytes, Item};
 
 /// Draw the header into `area` (two rows). Every item is shown whole or left out whole; on a
@@ -18,7 +20,7 @@ use crate::ui::{fit, short_bytes, Item};
 /// MemAvailable, a zero drop count, an alert's explanation, the uptime, the SRS, the
 /// recording dot, the memory predicted free at the running proof's peak, then dropped samples
 /// or events, then the phase. Never the state, the proof count, an alert's rule, a predicted
-/// shortage or a failing recording.
+/// shortage, a time to OOM under the horizon or a failing recording.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let t = &app.theme;
     let m = &app.model;
@@ -211,6 +213,17 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         };
         l2.push(item);
     }
+    // At this rate, when does memory run out? (the trend forecast, for any process): under
+    // the horizon, in red and kept.
+    if let Some(secs) = time_to_oom(m).filter(|&s| s < DEFAULT_OOM_HORIZON_S) {
+        l2.push(Item::new(
+            0,
+            vec![
+                sep(),
+                Span::styled(format!("OOM in {}", fmt_secs(secs)), t.bad()),
+            ],
+        ));
+    }
     let up = match &m.child {
         ChildStatus::Running { since, .. } => Some(app.clock.saturating_sub(*since)),
         _ => m.first_t().map(|f| app.clock.saturating_sub(f)),
@@ -302,4 +315,19 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     if area.height > 1 {
         buf.set_line(area.x, area.y + 1, &Line::from(fit(l2, room)), area.width);
     }
+}
+
+/// Seconds until memory runs out at the RSS growth of the last seconds (the same trend forecast
+/// as the `time_to_oom` alert metric, read from the chart's recent points).
+fn time_to_oom(m: &Model) -> Option<f64> {
+    let s = m.last_sample.as_ref()?;
+    let last = m.series.last_t()?;
+    let from = last.saturating_sub((TREND_WINDOW_S * 1e9) as u64);
+    let points: Vec<(u64, u64)> = m
+        .series
+        .points_in(from, last)
+        .filter_map(|p| Some((p.t, p.get(Metric::Rss)?)))
+        .collect();
+    let rate = forecast::growth_rate(points.iter().copied())?;
+    forecast::time_to_oom(rate, s).map(|(secs, _)| secs)
 }

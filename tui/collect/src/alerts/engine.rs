@@ -153,6 +153,9 @@ impl AlertEngine {
         if m == Metric::PredictedFree {
             return self.forecast.predicted_free(s).map(|(v, w)| (v, Some(w)));
         }
+        if m == Metric::TimeToOom {
+            return self.forecast.time_to_oom(s).map(|(v, w)| (v, Some(w)));
+        }
         let v = match m {
             // The larger of what smaps measured and what the prover reported.
             Metric::Pinned => match (s.pinned, s.pinned_reported.or(self.reported_pinned)) {
@@ -169,8 +172,9 @@ impl AlertEngine {
         let limit = s.and_then(|s| s.cgroup_max.or(s.mem_total));
         for i in 0..self.rules.len() {
             let rule = &self.rules[i];
-            // Memory metrics are judged on samples only; durations on every record.
-            if s.is_none() && !rule.metric.is_duration() {
+            // Memory metrics and the trend forecast are judged on samples only; the other
+            // durations on every record.
+            if s.is_none() && (!rule.metric.is_duration() || rule.metric == Metric::TimeToOom) {
                 continue;
             }
             let reading = self.value(rule.metric, t, s);
