@@ -1,4 +1,5 @@
-//! A `log::Log` that turns bellperson's log records into phase boundaries and events.
+//! The prover's logger: provetop-emit's log bridge, with bellperson's log records turned into
+//! phase boundaries.
 //!
 //! bellperson logs its proving steps ("starting proof timer", "multiexp h", …, "prover time")
 //! on the thread that called it. A proving call registers its [`CallTracker`] on that thread
@@ -10,6 +11,7 @@ use std::cell::RefCell;
 use std::sync::{Arc, OnceLock};
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
+use provetop_emit::logger::{Bridge, Intercept};
 use provetop_shared::protocol::Event;
 
 use crate::events::Emitter;
@@ -39,11 +41,9 @@ impl Drop for CallScope {
     }
 }
 
-struct Bridge {
-    default_emitter: Emitter,
-    stderr_ours: LevelFilter,
-    stderr_deps: LevelFilter,
-}
+/// bellperson's markers go to the thread's [`CallTracker`]; other records, while a proving call
+/// is on this thread, become `log` events on that call's emitter.
+struct Markers;
 
 fn is_ours(target: &str) -> bool {
     target.starts_with("provetop")
@@ -53,72 +53,70 @@ fn is_prover_lib(target: &str) -> bool {
     target.starts_with("bellperson") || target.starts_with("ec_gpu")
 }
 
-impl Log for Bridge {
-    fn enabled(&self, m: &Metadata<'_>) -> bool {
-        let t = m.target();
-        (is_prover_lib(t) && m.level() <= Level::Debug)
-            || m.level() <= Level::Info
-            || m.level() <= self.stderr_level(t)
+impl Intercept for Markers {
+    fn wants(&self, m: &Metadata<'_>) -> bool {
+        is_prover_lib(m.target()) && m.level() <= Level::Debug
     }
 
-    fn log(&self, r: &Record<'_>) {
-        if !self.enabled(r.metadata()) {
-            return;
-        }
-        let target = r.target();
-        let msg = r.args().to_string();
-        let mut consumed = false;
-        if is_prover_lib(target) {
-            if let Some(m) = Marker::parse(&msg) {
-                consumed = true;
+    fn record(&self, r: &Record<'_>, msg: &str) -> bool {
+        if is_prover_lib(r.target()) {
+            if let Some(m) = Marker::parse(msg) {
                 CURRENT.with(|c| {
                     if let Some(t) = c.borrow().as_ref() {
                         t.marker(m);
                     }
                 });
+                return true;
             }
         }
-        if !consumed && r.level() <= Level::Info {
-            let ev = Event::Log {
-                level: r.level().as_str().to_ascii_lowercase(),
-                target: target.to_string(),
-                message: msg.clone(),
-            };
-            let routed = CURRENT.with(|c| {
-                c.borrow().as_ref().map(|t| {
-                    t.emitter().emit(ev.clone());
-                })
-            });
-            if routed.is_none() {
-                self.default_emitter.emit(ev);
-            }
+        if r.level() > Level::Info {
+            return false;
         }
-        if r.level() <= self.stderr_level(target) {
-            eprintln!(
-                "provetop-prover: [{} {}] {}",
-                r.level().as_str().to_ascii_lowercase(),
-                target,
-                msg
-            );
-        }
+        CURRENT.with(|c| {
+            c.borrow().as_ref().is_some_and(|t| {
+                t.emitter().emit(Event::Log {
+                    level: r.level().as_str().to_ascii_lowercase(),
+                    target: r.target().to_string(),
+                    message: msg.to_string(),
+                });
+                true
+            })
+        })
+    }
+}
+
+/// Human logs on stderr: the prover's own at `ours`, libraries' at `deps`.
+struct Stderr {
+    ours: LevelFilter,
+    deps: LevelFilter,
+}
+
+impl Log for Stderr {
+    fn enabled(&self, m: &Metadata<'_>) -> bool {
+        let level = if is_ours(m.target()) {
+            self.ours
+        } else {
+            self.deps
+        };
+        m.level() <= level
+    }
+
+    fn log(&self, r: &Record<'_>) {
+        eprintln!(
+            "provetop-prover: [{} {}] {}",
+            r.level().as_str().to_ascii_lowercase(),
+            r.target(),
+            r.args()
+        );
     }
 
     fn flush(&self) {}
 }
 
-impl Bridge {
-    fn stderr_level(&self, target: &str) -> LevelFilter {
-        if is_ours(target) {
-            self.stderr_ours
-        } else {
-            self.stderr_deps
-        }
-    }
-}
-
 static INSTALLED: OnceLock<()> = OnceLock::new();
 
-/// Install the bridge as the process logger (once; later calls are no-ops).
+/// Install the bridge as the process logger (once; later calls are no-ops): provetop-emit's
+/// [`Bridge`] writing to `default_emitter`, with the markers above and stderr behind it.
 ///
 /// `RUST_LOG` set to a bare level (`debug`, `info`, …) sets the stderr level for every
 /// target; otherwise stderr gets info and above from the prover, warnings from libraries.
@@ -127,14 +125,14 @@ pub fn install(default_emitter: Emitter) {
         let env = std::env::var("RUST_LOG")
             .ok()
             .and_then(|v| v.trim().parse::<LevelFilter>().ok());
-        let bridge = Bridge {
-            default_emitter,
-            stderr_ours: env.unwrap_or(LevelFilter::Info),
-            stderr_deps: env.unwrap_or(LevelFilter::Warn),
+        let stderr = Stderr {
+            ours: env.unwrap_or(LevelFilter::Info),
+            deps: env.unwrap_or(LevelFilter::Warn),
         };
         let max = LevelFilter::Debug.max(env.unwrap_or(LevelFilter::Off));
-        if log::set_logger(Box::leak(Box::new(bridge))).is_ok() {
-            log::set_max_level(max);
-        }
+        let _ = Bridge::new(default_emitter)
+            .intercept(Markers)
+            .inner(stderr)
+            .install(max);
     });
 }
