@@ -51,6 +51,7 @@ fn main() -> anyhow::Result<()> {
         hook: None,
         thresholds: Thresholds::default(),
         record: Some(PathBuf::from(record)),
+        metrics: None,
     };
     let target = Target::Command(ChildSpec {
         argv: argv.to_vec(),

@@ -63,6 +63,10 @@ fn smaps_duty_arg(s: &str) -> Result<f64, String> {
     SMAPS_DUTY_BOUNDS.parse(s)
 }
 
+fn metrics_arg(s: &str) -> Result<std::net::SocketAddr, String> {
+    provetop_collect::alerts::parse_listen_addr(s)
+}
+
 fn grace_arg(s: &str) -> Result<f64, String> {
     GRACE_BOUNDS.parse(s)
 }
@@ -98,8 +102,8 @@ pub struct MonitorOpts {
     /// Alert rule, e.g. 'rss > 180GiB for 5s' or 'crit: mem_available < 2GiB' (repeatable).
     #[arg(long = "alert", value_name = "RULE")]
     pub alerts: Vec<String>,
-    /// Config file (TOML): hz, gpu_hz, smaps_duty, rules, thresholds, on_alert, default_rule;
-    /// a flag wins over it. Default: $XDG_CONFIG_HOME/provetop/config.toml when present.
+    /// Config file (TOML): hz, gpu_hz, smaps_duty, rules, thresholds, on_alert, default_rule,
+    /// metrics; a flag wins over it. Default: $XDG_CONFIG_HOME/provetop/config.toml when present.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Program run on every alert change; details in PROVETOP_ALERT_* environment variables.
@@ -120,6 +124,11 @@ pub struct MonitorOpts {
     /// No terminal UI: record, print alerts to stderr, exit with the child's status.
     #[arg(long)]
     pub headless: bool,
+    /// Serve Prometheus/OpenMetrics metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 or a
+    /// bare 9464 (loopback); an explicit 0.0.0.0:9464 serves every interface. Off by default
+    /// (or the config file's `metrics`).
+    #[arg(long, value_name = "ADDR", value_parser = metrics_arg)]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// `provetop run`.

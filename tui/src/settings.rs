@@ -37,6 +37,8 @@ pub struct Setup {
     pub thresholds: Thresholds,
     /// Session file, unless recording is off.
     pub record: Option<PathBuf>,
+    /// Where to serve `/metrics` (`--metrics`, else the file's `metrics`; off by default).
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// The precedence rule: the flag when given, else the config file's value, else the default.
@@ -153,6 +155,7 @@ pub fn resolve(opts: &MonitorOpts, file: &FileConfig) -> anyhow::Result<Setup> {
         hook,
         thresholds,
         record,
+        metrics: layer(opts.metrics.map(Some), file.metrics.map(Some), None),
     })
 }
 
@@ -400,6 +403,19 @@ mod tests {
         let o = opts(&[]);
         assert_eq!((o.hz, o.smaps_duty, o.gpu_hz), (None, None, None));
         assert_eq!(o.thresholds, None);
+    }
+
+    #[test]
+    fn the_metrics_address_is_the_flag_then_the_file_and_off_by_default() {
+        let f = file("metrics = \"9100\"\n");
+        let s = resolve(&opts(&["--metrics", "[::1]:9464"]), &f).unwrap();
+        assert_eq!(s.metrics, Some("[::1]:9464".parse().unwrap()));
+        let s = resolve(&opts(&[]), &f).unwrap();
+        assert_eq!(s.metrics, Some("127.0.0.1:9100".parse().unwrap()));
+        let s = resolve(&opts(&[]), &FileConfig::default()).unwrap();
+        assert_eq!(s.metrics, None);
+        let e = try_opts(&["--metrics", "somewhere:9464"]).unwrap_err();
+        assert!(e.to_string().contains("bad address \"somewhere:9464\""), "{e}");
     }
 
     #[test]

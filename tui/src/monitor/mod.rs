@@ -8,6 +8,7 @@
 //!
 //! The front ends are thin: [`crate::live`] (the screen) and [`crate::headless`].
 
+pub mod metrics;
 pub mod pipeline;
 pub mod signals;
 pub mod target;
@@ -48,6 +49,11 @@ impl Monitor {
             .record
             .as_deref()
             .map(|p| (p, SessionHeader::now(command.clone(), setup.sampler.hz)));
+        // Listening comes first: a port that cannot be had starts nothing.
+        let endpoint = setup
+            .metrics
+            .map(|a| metrics::Endpoint::start(a, metrics::Metrics::new(&setup.rules)))
+            .transpose()?;
         match target {
             Target::Command(spec) => {
                 let grace = spec.grace;
@@ -56,6 +62,7 @@ impl Monitor {
                 // Only now: a command that cannot start leaves no empty session behind. The
                 // child's first records wait in the channel.
                 let mut pipeline = Pipeline::new(setup.rules.clone(), setup.hook.clone(), record)?;
+                pipeline.serve_metrics(endpoint, model);
                 let pid = sup.pid().unwrap_or(0);
                 let s = sampler::spawn(setup.sampler.clone(), pid)
                     .context("cannot start the sampler")?;
@@ -71,6 +78,7 @@ impl Monitor {
             }
             Target::Pid(pid) => {
                 let mut pipeline = Pipeline::new(setup.rules.clone(), setup.hook.clone(), record)?;
+                pipeline.serve_metrics(endpoint, model);
                 let s = sampler::spawn(setup.sampler.clone(), pid)
                     .context("cannot start the sampler")?;
                 pipeline.sampled(s);

@@ -46,6 +46,8 @@ pub struct Pipeline {
     sampler_died: Option<String>,
     /// Print alerts and warnings to stderr (headless).
     pub to_stderr: bool,
+    /// The metrics endpoint, fed every record stored and its effects (`--metrics`).
+    pub metrics: Option<super::metrics::Endpoint>,
 }
 
 impl Pipeline {
@@ -75,6 +77,7 @@ impl Pipeline {
             hook_failed: false,
             sampler_died: None,
             to_stderr: false,
+            metrics: None,
         })
     }
 
@@ -87,6 +90,14 @@ impl Pipeline {
     /// Take samples from the sampler.
     pub fn sampled(&mut self, s: SamplerHandle) {
         self.sampler = Some(s);
+    }
+
+    /// Feed `endpoint` from now on (none: no metrics), and note where it serves.
+    pub fn serve_metrics(&mut self, endpoint: Option<super::metrics::Endpoint>, model: &mut Model) {
+        let Some(e) = endpoint else { return };
+        let text = format!("metrics served on http://{}/metrics", e.addr());
+        self.metrics = Some(e);
+        self.note(model, text);
     }
 
     /// Also notice when a watched (not supervised) process goes away.
@@ -188,7 +199,10 @@ impl Pipeline {
     }
 
     fn store(&mut self, model: &mut Model, rec: &Record) {
-        model.apply(rec);
+        let fx = model.apply(rec);
+        if let Some(e) = &self.metrics {
+            e.metrics().observe(rec, &fx, model);
+        }
         if let Some(m) = self.with_recorder(|r| r.as_mut().and_then(|r| r.record(rec))) {
             self.recorder_warning(model, m);
         }
@@ -200,8 +214,12 @@ impl Pipeline {
             crate::say!("provetop: warning: {text}");
         }
         let w = Record::new(mono_ns(), RecordBody::Mark(m));
-        model.apply(&w);
+        let fx = model.apply(&w);
         self.with_recorder(|r| r.as_mut().and_then(|r| r.record(&w)));
+        if let Some(e) = &self.metrics {
+            e.metrics().observe(&w, &fx, model);
+            e.metrics().recorder_warning(self.recording_failing());
+        }
     }
 
     /// Whether writing the recording fails now (disk full, …).

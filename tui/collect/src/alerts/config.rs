@@ -9,12 +9,14 @@
 //! thresholds = ["10GiB", "50GiB", "100GiB", "180GiB"]   # threshold lines on the chart
 //! on_alert = ["/usr/local/bin/page-oncall", "--team", "provers"]   # argv, no shell
 //! default_rule = true     # keep the built-in rules: RSS > 90 % of the limit, predicted_free < 0
+//! metrics = "127.0.0.1:9464"   # serve /metrics there (a bare port: loopback); off when unset
 //! ```
 //! Unknown keys are errors (a typo must not silently disable an alert), and so is a value out
 //! of its range ([`crate::sampler::HZ_BOUNDS`] and its neighbours, the same bounds as the
 //! flags') or a thresholds list that is not four ascending sizes: one line naming the line,
 //! the key and the value. A flag given on the command line wins over the file.
 
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -42,6 +44,8 @@ pub struct FileConfig {
     pub thresholds: Vec<u64>,
     /// Whether the built-in default rules apply (default true).
     pub default_rule: Option<bool>,
+    /// Where to serve `/metrics` ([`parse_listen_addr`]).
+    pub metrics: Option<SocketAddr>,
     /// The file it was read from (None when no file was found).
     pub source: Option<PathBuf>,
 }
@@ -58,6 +62,7 @@ struct Raw {
     smaps_duty: Option<Spanned<f64>>,
     thresholds: Option<Spanned<Vec<Spanned<SizeValue>>>>,
     default_rule: Option<bool>,
+    metrics: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -191,6 +196,13 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
         None => Vec::new(),
         Some(list) => thresholds(text, list)?,
     };
+    let metrics = raw
+        .metrics
+        .map(|v| {
+            parse_listen_addr(v.get_ref())
+                .map_err(|e| Place::new(text, v.span()).error("metrics", &e))
+        })
+        .transpose()?;
     Ok(FileConfig {
         rules,
         on_alert,
@@ -199,7 +211,29 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
         smaps_duty,
         thresholds,
         default_rule: raw.default_rule,
+        metrics,
         source: None,
+    })
+}
+
+/// A listening address for the metrics endpoint, as `--metrics` and the file's `metrics`
+/// write it: `HOST:PORT` with an IP address (`127.0.0.1:9464`, `[::1]:9464`, `0.0.0.0:9464`
+/// for every interface), `localhost:PORT`, or a bare `PORT`/`:PORT`, which is loopback.
+pub fn parse_listen_addr(s: &str) -> Result<SocketAddr, String> {
+    let t = s.trim();
+    let port = |p: &str| {
+        p.parse::<u16>()
+            .map_err(|_| format!("bad port {p:?} (want 0 to 65535)"))
+    };
+    let bare = t.strip_prefix(':').unwrap_or(t);
+    if !bare.is_empty() && bare.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port(bare)?)));
+    }
+    if let Some(p) = t.strip_prefix("localhost:") {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port(p)?)));
+    }
+    t.parse::<SocketAddr>().map_err(|_| {
+        format!("bad address {t:?} (want IP:PORT such as 127.0.0.1:9464, localhost:PORT or a bare PORT)")
     })
 }
 
@@ -317,6 +351,27 @@ mod tests {
             e,
             "line 1: thresholds: a size: bytes, or a string such as \"10GiB\""
         );
+    }
+
+    #[test]
+    fn the_metrics_address_is_an_ip_and_port_and_a_bare_port_is_loopback() {
+        let c = parse_config("metrics = \"9464\"").unwrap();
+        assert_eq!(c.metrics, Some("127.0.0.1:9464".parse().unwrap()));
+        assert_eq!(
+            parse_listen_addr("[::1]:80"),
+            Ok("[::1]:80".parse().unwrap())
+        );
+        assert_eq!(
+            parse_listen_addr("localhost:1"),
+            Ok("127.0.0.1:1".parse().unwrap())
+        );
+        assert_eq!(parse_listen_addr(":0"), Ok("127.0.0.1:0".parse().unwrap()));
+        let e = parse_config("hz = 1\nmetrics = \"example.org:9464\"").unwrap_err();
+        assert!(
+            e.starts_with("line 2: metrics = \"example.org:9464\": bad address"),
+            "{e}"
+        );
+        assert!(parse_listen_addr("99999").unwrap_err().contains("bad port"));
     }
 
     #[test]

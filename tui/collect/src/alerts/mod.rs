@@ -5,7 +5,7 @@ mod engine;
 mod hook;
 mod rule;
 
-pub use config::{load_config, parse_config, FileConfig};
+pub use config::{load_config, parse_config, parse_listen_addr, FileConfig};
 pub use engine::AlertEngine;
 pub use hook::{inert, spawn_hook, HookLimits, HookRunner, CUT_MARKER, ENV_MAX, HOOK_TIMEOUT};
 pub use provetop_shared::forecast::Forecast;
