@@ -27,4 +27,7 @@ pub use protocol::{
     Backend, BatchMode, Control, ControlMsg, Event, EventMsg, Phase, ProtocolError, SrsSource,
     PROTOCOL_VERSION,
 };
-pub use record::{Alert, AlertLevel, AlertState, Mark, Record, RecordBody, Sample};
+pub use record::{
+    Alert, AlertLevel, AlertState, Derived, Mark, OutputLine, OutputSource, Record, RecordBody,
+    Sample,
+};

@@ -33,6 +33,62 @@ pub enum RecordBody {
     Control(Control),
     /// Something the monitor itself noted (child lifecycle, drops, notes).
     Mark(Mark),
+    /// A line the child wrote on its stdout or stderr (or of a log file `watch` follows).
+    Output(OutputLine),
+    /// A prover event provetop derived from the child's log lines, not one the child sent:
+    /// the protocol's own events stay the precise path, and a child that speaks the
+    /// protocol gets none of these.
+    Derived(Derived),
+}
+
+/// Where a line of output came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputSource {
+    /// The supervised child's standard output.
+    Stdout,
+    /// The supervised child's standard error.
+    Stderr,
+    /// A log file (`watch PID --log FILE`).
+    File,
+    /// provetop's standard input (`watch PID --log -`).
+    Stdin,
+}
+
+impl OutputSource {
+    /// The short marker the log pane and headless mode show ("out", "err", "file", "in").
+    pub fn marker(self) -> &'static str {
+        match self {
+            OutputSource::Stdout => "out",
+            OutputSource::Stderr => "err",
+            OutputSource::File => "file",
+            OutputSource::Stdin => "in",
+        }
+    }
+}
+
+/// One line of output, as text (invalid UTF-8 replaced; never interpreted: it is made inert
+/// where it is shown).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputLine {
+    /// Which stream.
+    pub source: OutputSource,
+    /// The line without its line ending (`\n` or `\r\n`); its head only when it was cut.
+    pub text: String,
+    /// The line's whole length in bytes when it was longer than provetop keeps (`text` is
+    /// its head).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<u64>,
+}
+
+/// An event derived from log lines, and the grammar that read it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Derived {
+    /// The line grammar ("bellperson", "fil_proofs", "cuzk", "tracing", "ark", or a user
+    /// rule's name).
+    pub grammar: String,
+    /// The event, as if the prover had sent it.
+    pub event: Event,
 }
 
 /// Memory of the watched process tree at one instant. Bytes throughout.
@@ -233,6 +289,8 @@ impl Record {
             RecordBody::Alert(_) => "alert",
             RecordBody::Control(_) => "control",
             RecordBody::Mark(_) => "mark",
+            RecordBody::Output(_) => "output",
+            RecordBody::Derived(_) => "derived",
         }
     }
 }

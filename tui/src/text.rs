@@ -157,6 +157,30 @@ pub fn log_level(l: &Logged) -> LogLevel {
             (_, AlertLevel::Info) => LogLevel::Info,
         },
         Logged::Control(_) => LogLevel::Info,
+        Logged::Output(o) => output_level(&o.text),
+    }
+}
+
+/// The level a line of the child's output reads as: a level word near its start (`ERROR`,
+/// `WARN`, `panicked at`), else info.
+fn output_level(text: &str) -> LogLevel {
+    let head: String = text.chars().take(64).collect::<String>().to_ascii_uppercase();
+    let word = |w: &str| {
+        head.match_indices(w).any(|(i, _)| {
+            let before = head[..i].chars().next_back();
+            let after = head[i + w.len()..].chars().next();
+            !before.is_some_and(|c| c.is_ascii_alphanumeric())
+                && !after.is_some_and(|c| c.is_ascii_alphanumeric())
+        })
+    };
+    if word("ERROR") || word("PANICKED") || word("FATAL") || text.contains("panicked at") {
+        LogLevel::Error
+    } else if word("WARN") || word("WARNING") {
+        LogLevel::Warn
+    } else if word("DEBUG") || word("TRACE") {
+        LogLevel::Debug
+    } else {
+        LogLevel::Info
     }
 }
 
@@ -192,6 +216,14 @@ fn log_words(l: &Logged) -> String {
         }
         Logged::Event(e) => event_text(e),
         Logged::Mark(m) => mark_text(m),
+        Logged::Output(o) => match o.cut {
+            Some(len) => format!(
+                "{} {} [cut: the line had {len} bytes]",
+                o.source.marker(),
+                o.text
+            ),
+            None => format!("{} {}", o.source.marker(), o.text),
+        },
         Logged::Alert(a) => {
             // The level once: "CRIT rss > 1GiB", not "CRIT crit: rss > 1GiB".
             let (rule, detail) = alert_parts(a);

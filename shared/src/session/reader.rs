@@ -6,6 +6,10 @@ use std::path::Path;
 use super::{LoadError, Loaded, SessionHeader, SourceKind, Warning, MAGIC, MAX_FRAME, MAX_HEADER};
 use crate::record::{Record, RecordBody, Sample};
 
+/// The highest record kind byte this reader knows (6 output and 7 derived came after the
+/// first files; files without them read as before).
+const MAX_KIND: u8 = 7;
+
 /// Decode a payload written by [`encode_payload`].
 pub fn decode_payload(p: &[u8]) -> Result<Record, String> {
     if p.len() < 9 {
@@ -20,6 +24,8 @@ pub fn decode_payload(p: &[u8]) -> Result<Record, String> {
         3 => RecordBody::Alert(serde_json::from_slice(b).map_err(je)?),
         4 => RecordBody::Control(serde_json::from_slice(b).map_err(je)?),
         5 => RecordBody::Mark(serde_json::from_slice(b).map_err(je)?),
+        6 => RecordBody::Output(serde_json::from_slice(b).map_err(je)?),
+        7 => RecordBody::Derived(serde_json::from_slice(b).map_err(je)?),
         k => return Err(format!("unknown record kind {k}")),
     };
     Ok(Record { t, body })
@@ -217,7 +223,7 @@ impl<'a> Frames<'a> {
         }
         // A kind byte this reader does not know is damage; checking it before the CRC keeps
         // resynchronization over garbage cheap (most candidate offsets fail here).
-        if !(1..=5).contains(&rest[8]) {
+        if !(1..=MAX_KIND).contains(&rest[8]) {
             return Err(FrameProblem::Bad(format!(
                 "unknown record kind {}",
                 rest[8]
@@ -244,7 +250,7 @@ impl Frames<'_> {
             if !(9..=MAX_FRAME).contains(&len) || rest.len() < 8 + len as usize {
                 continue;
             }
-            if !(1..=5).contains(&rest[8]) {
+            if !(1..=MAX_KIND).contains(&rest[8]) {
                 continue;
             }
             if self.budget < u64::from(len) {

@@ -201,6 +201,8 @@ pub fn encode_payload(rec: &Record) -> Vec<u8> {
         RecordBody::Alert(a) => (3, serde_json::to_vec(a).expect("alert encodes")),
         RecordBody::Control(c) => (4, serde_json::to_vec(c).expect("control encodes")),
         RecordBody::Mark(m) => (5, serde_json::to_vec(m).expect("mark encodes")),
+        RecordBody::Output(o) => (6, serde_json::to_vec(o).expect("output encodes")),
+        RecordBody::Derived(d) => (7, serde_json::to_vec(d).expect("derived encodes")),
     };
     p.push(kind);
     p.extend_from_slice(&rec.t.to_le_bytes());

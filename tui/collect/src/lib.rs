@@ -7,6 +7,9 @@
 //! * [`supervisor`]: runs the prover (or any command) in its own process group, reads its
 //!   protocol events from fd 3, forwards controls to its stdin, reports how it ended,
 //!   restarts it on failure.
+//! * [`loglines`]: phases from what provers print: the line grammars (env_logger,
+//!   fil_logger, GOLOG, journald, bellperson, rust-fil-proofs, cuzk, tracing, ark-std, the
+//!   user's rules) that turn a child's output lines into derived phase events.
 //! * [`alerts`]: threshold rules, the TOML config file, the engine that turns records into
 //!   firing/cleared [`provetop_shared::Alert`]s, and the shell-free alert hook.
 //! * [`recorder`]: appends records to a session file, flushing at least once a second and
@@ -14,6 +17,7 @@
 
 pub mod alerts;
 pub mod cgroup;
+pub mod loglines;
 mod procfile;
 pub mod procstatus;
 pub mod recorder;

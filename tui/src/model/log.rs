@@ -1,7 +1,7 @@
 //! The log pane's entries as data: what happened, not how it reads. The words are made
 //! where the log is shown (`crate::text`).
 
-use provetop_shared::{Alert, BatchMode, Control, Event, Mark};
+use provetop_shared::{Alert, BatchMode, Control, Event, Mark, OutputLine};
 
 use super::{push_bounded, Model};
 
@@ -37,6 +37,8 @@ pub enum Logged {
     Alert(Alert),
     /// A control sent to the prover.
     Control(Control),
+    /// A line of the child's output (or of the log file `watch` follows), with its source.
+    Output(OutputLine),
 }
 
 /// One entry of the log, at `t` (ns).

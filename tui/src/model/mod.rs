@@ -93,6 +93,12 @@ pub struct Model {
     last_t: u64,
     records: u64,
     events: u64,
+    /// Events derived from log lines that were applied.
+    derived: u64,
+    /// Derived events left out because the child speaks the protocol (counted once).
+    pub derived_ignored: u64,
+    /// Applying a derived event now: the spans it opens or closes are marked as from logs.
+    deriving: bool,
 }
 
 impl Model {
@@ -131,6 +137,9 @@ impl Model {
             last_t: 0,
             records: 0,
             events: 0,
+            derived: 0,
+            derived_ignored: 0,
+            deriving: false,
         }
     }
 
@@ -163,7 +172,28 @@ impl Model {
                 push_bounded(&mut self.controls, (t, c.clone()), child::MAX_MARKS);
             }
             RecordBody::Mark(m) => self.on_mark(t, m, fx),
+            RecordBody::Output(o) => self.push_log(t, Logged::Output(o.clone())),
+            RecordBody::Derived(d) => self.on_derived(t, d, fx),
         }
+    }
+
+    /// An event read from the child's log lines: applied like the prover's own, its spans
+    /// marked as from logs, unless the child speaks the protocol (the precise path wins and
+    /// nothing is counted twice).
+    fn on_derived(&mut self, t: u64, d: &provetop_shared::Derived, fx: &mut Effects) {
+        if self.events > 0 {
+            self.derived_ignored += 1;
+            return;
+        }
+        self.derived += 1;
+        self.deriving = true;
+        self.on_event(t, &d.event, fx);
+        self.deriving = false;
+    }
+
+    /// Whether phases were read from the child's log lines (it does not speak the protocol).
+    pub fn has_derived(&self) -> bool {
+        self.derived > 0
     }
 
     fn on_event(&mut self, t: u64, e: &provetop_shared::Event, fx: &mut Effects) {

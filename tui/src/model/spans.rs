@@ -35,6 +35,8 @@ pub struct PhaseSpan {
     pub pinned: Stats,
     /// GPU memory used while open.
     pub gpu: Stats,
+    /// Read from the child's log lines, not sent by it (`Derived` records).
+    pub derived: bool,
 }
 
 impl PhaseSpan {
@@ -50,6 +52,7 @@ impl PhaseSpan {
             rss: Stats::default(),
             pinned: Stats::default(),
             gpu: Stats::default(),
+            derived: false,
         }
     }
 
@@ -220,8 +223,9 @@ impl Model {
     ) {
         let first_of_phase = self.open.count(phase) == 0;
         self.close_span(t, proof_id, phase, partition, None, fx);
-        self.open
-            .insert(PhaseSpan::open(proof_id, phase.clone(), partition, t));
+        let mut span = PhaseSpan::open(proof_id, phase.clone(), partition, t);
+        span.derived = self.deriving;
+        self.open.insert(span);
         fx.push(Effect::SpanOpened {
             source: SpanSource::Prover,
             phase: phase.clone(),
@@ -249,6 +253,7 @@ impl Model {
             );
             span.end = Some(t);
             span.duration_s = Some(duration_s);
+            span.derived = self.deriving;
             self.finish_span(SpanSource::Prover, span, fx);
         }
     }

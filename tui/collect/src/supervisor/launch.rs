@@ -22,13 +22,16 @@ pub const EVENTS_FD: i32 = 3;
 
 /// A started child with the read end of its events pipe.
 pub struct Launched {
-    /// The child (stdin piped, stdout/stderr to the output pipe or /dev/null).
+    /// The child (stdin, stdout and stderr piped).
     pub child: Child,
     /// Read end of the events pipe.
     pub events: OwnedFd,
-    /// Read end of the pipe the child's stdout and stderr go to, and the log it is copied
-    /// into (with a cap: `output.rs`); `None` without a log.
-    pub output: Option<(OwnedFd, std::fs::File)>,
+    /// Read end of the child's stdout pipe.
+    pub stdout: OwnedFd,
+    /// Read end of the child's stderr pipe.
+    pub stderr: OwnedFd,
+    /// The side log the output is also copied into (with a cap: `output.rs`), if any.
+    pub log: Option<std::fs::File>,
 }
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -106,23 +109,20 @@ fn launch_here(spec: &ChildSpec) -> anyhow::Result<Launched> {
     let program = spec.argv.first().context("empty command: nothing to run")?;
     let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .context("cannot create the events pipe")?;
-    let (out, err, created_log, output) = match &spec.log_path {
+    let (created_log, log) = match &spec.log_path {
         Some(p) => {
             let (f, created) =
                 open_log(p).with_context(|| format!("cannot open child log {}", p.display()))?;
-            // One pipe for both outputs (their order is kept); provetop copies it to the log.
-            let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-                .context("cannot create the output pipe")?;
-            let w2 = w.try_clone().context("cannot create the output pipe")?;
-            (
-                Stdio::from(w),
-                Stdio::from(w2),
-                created.then_some(p),
-                Some((r, f)),
-            )
+            (created.then_some(p), Some(f))
         }
-        None => (Stdio::null(), Stdio::null(), None, None),
+        None => (None, None),
     };
+    // A pipe per output, so each line's source is known (`output.rs` reads both).
+    let (out_r, out_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .context("cannot create the output pipe")?;
+    let (err_r, err_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .context("cannot create the output pipe")?;
+    let (out, err) = (Stdio::from(out_w), Stdio::from(err_w));
     let mut cmd = Command::new(program);
     cmd.args(&spec.argv[1..])
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
@@ -177,6 +177,8 @@ fn launch_here(spec: &ChildSpec) -> anyhow::Result<Launched> {
     Ok(Launched {
         child,
         events: read_end,
-        output,
+        stdout: out_r,
+        stderr: err_r,
+        log,
     })
 }

@@ -2,7 +2,9 @@
 //!
 //! The child runs without a shell, in its own process group, with `PR_SET_PDEATHSIG=SIGKILL`,
 //! its protocol events on a dedicated pipe (fd 3, `PROVETOP_EVENTS_FD=3`), controls on its
-//! stdin, and its stdout/stderr copied by provetop into a log file, up to [`LOG_CAP`]. Its
+//! stdin, and every line of its stdout and stderr recorded (bounded: `output.rs`), read by
+//! the line grammars ([`crate::loglines`]) into derived phases, and copied into a side log
+//! file when recording, up to [`LOG_CAP`]. Its
 //! events become [`RecordBody::Event`] records, stamped on the monitor's clock; lines that
 //! are not protocol messages become [`Mark::BadLine`]s. Events are recorded at a bounded rate
 //! ([`EVENT_RATE`], bursts of [`EVENT_BURST`]); what is over it is counted and reported as
@@ -48,7 +50,7 @@ pub use events::{BYTE_BURST, BYTE_RATE, EVENT_BURST, EVENT_RATE};
 pub use exit::ExitInfo;
 pub use guard::{enable as enable_guard, guard_main, GUARD_ARG};
 pub use launch::EVENTS_FD;
-pub use output::LOG_CAP;
+pub use output::{LOG_CAP, MAX_OUTPUT_LINE, OUTPUT_BURST, OUTPUT_RATE};
 pub use registry::{helper_ended, kill_all_children, spawn_helper};
 
 /// What to run and how.
@@ -58,8 +60,9 @@ pub struct ChildSpec {
     pub argv: Vec<String>,
     /// Extra environment variables.
     pub env: Vec<(String, String)>,
-    /// File the child's stdout and stderr are appended to (created 0600; at most [`LOG_CAP`]
-    /// bytes, then one line saying the rest is dropped); `None` = /dev/null.
+    /// File the child's stdout and stderr are also appended to, byte for byte (created 0600;
+    /// at most [`LOG_CAP`] bytes, then one line saying the rest is dropped); `None`: none
+    /// (the lines are records of the session either way).
     pub log_path: Option<PathBuf>,
     pub restart: Restart,
     /// Time between SIGTERM and SIGKILL on stop.
@@ -169,6 +172,15 @@ impl Inner {
         }
     }
 
+    /// Hand a record on if there is room, else give it back (the caller may retry).
+    fn try_forward(&self, rec: Record) -> Offered {
+        match self.tx.try_send(rec) {
+            Ok(()) => Offered::Sent,
+            Err(mpsc::error::TrySendError::Full(r)) => Offered::Full(Box::new(r)),
+            Err(mpsc::error::TrySendError::Closed(_)) => Offered::Gone,
+        }
+    }
+
     /// Lifecycle marks are rare and must not be lost: wait for room (bounded, so a stalled
     /// app cannot hold the supervisor forever).
     async fn forward_wait(&self, rec: Record) {
@@ -192,6 +204,15 @@ impl Inner {
         ))
         .await;
     }
+}
+
+/// What became of a record offered to the app's channel.
+enum Offered {
+    Sent,
+    /// No room now: the record back (boxed: the other outcomes carry nothing).
+    Full(Box<Record>),
+    /// The app is gone.
+    Gone,
 }
 
 /// Why a control did not reach the child.
@@ -363,7 +384,7 @@ struct Running {
     pid: u32,
     child: tokio::process::Child,
     reader: tokio::task::JoinHandle<()>,
-    /// The copy of its output into the log.
+    /// The reading of its output into the session (and the side log).
     output: Option<output::Copier>,
     started: Instant,
     cgroups: Vec<(MemCgroup, Option<u64>)>,
@@ -378,7 +399,9 @@ fn start_run(
     let launch::Launched {
         mut child,
         events,
-        output,
+        stdout,
+        stderr,
+        log,
     } = l;
     let pid = child.id().unwrap_or(0);
     inner.pgid.store(pid as i32, Ordering::Release);
@@ -386,20 +409,18 @@ fn start_run(
     inner.counters.starts.fetch_add(1, Ordering::Relaxed);
     *inner.stdin.lock().unwrap_or_else(|e| e.into_inner()) = child.stdin.take();
     let reader = tokio::spawn(read_events(inner.clone(), events, pid as i32, t_start));
-    let output = output.and_then(|(pipe, log)| {
-        match output::spawn(inner.clone(), pipe, log, pid, LOG_CAP) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                inner.forward(Record::new(
-                    mono_ns(),
-                    RecordBody::Mark(Mark::Warning {
-                        text: format!("cannot copy child {pid}'s output to its log: {e}"),
-                    }),
-                ));
-                None
-            }
+    let output = match output::spawn(inner.clone(), stdout, stderr, log, pid, LOG_CAP) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            inner.forward(Record::new(
+                mono_ns(),
+                RecordBody::Mark(Mark::Warning {
+                    text: format!("cannot read child {pid}'s output: {e}"),
+                }),
+            ));
+            None
         }
-    });
+    };
     let cgroups = MemCgroup::of_pid(pid)
         .map(|c| {
             let n = c.oom_kills();

@@ -1,55 +1,157 @@
-//! The child's stdout and stderr, through provetop into its log, with a cap.
+//! The child's stdout and stderr, through provetop into the session: every line a record.
 //!
-//! The child writes into one pipe (both of its outputs, so their order is kept); a thread of
-//! ours copies it into the log until the log holds [`LOG_CAP`] bytes, writes one line saying
-//! the rest is dropped, and from then on only reads and counts, at memory speed, so the child
-//! is never blocked on its output for long. The count is said in the session when the child's
-//! output ends. A plain thread, not the runtime's blocking pool: a descendant that keeps the
-//! pipe open can keep it alive without holding up provetop's exit.
+//! Each stream has a pipe of its own and a thread of ours reading it (a plain thread, not the
+//! runtime's blocking pool: a descendant that keeps a pipe open can keep it alive without
+//! holding up provetop's exit). A line becomes an [`OutputLine`] record with its source
+//! (`out`, `err`), bounded:
+//!
+//! * a line longer than [`MAX_OUTPUT_LINE`] bytes keeps its head, and the record says how
+//!   long it was (the rest is read and skipped, at memory speed);
+//! * lines are recorded at most at [`OUTPUT_RATE`] a second (bursts of [`OUTPUT_BURST`]);
+//!   what is over it is counted and said in a [`Mark::Dropped`] (`what: "output lines"`) as
+//!   soon as lines are recorded again, and when the output ends.
+//!
+//! Every line, recorded or not, goes through the line grammars ([`crate::loglines`]), one
+//! engine for both streams, unless the child speaks the protocol: its events are the precise
+//! path, and phases are never counted twice. Derived events are never rate-limited (they are
+//! few: a handful per proof).
+//!
+//! When the session has a recording, the raw bytes also go to `<session>.child.log` (0600),
+//! up to [`LOG_CAP`] bytes, then one line saying the rest is dropped: the child's output
+//! byte for byte, for tools that read logs.
 
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use provetop_shared::clock::mono_ns;
-use provetop_shared::{Mark, Record, RecordBody};
+use provetop_shared::{Mark, OutputLine, OutputSource, Record, RecordBody};
 
-use super::Inner;
+use super::{Inner, Offered};
+use crate::loglines::Engine;
 
-/// Most bytes of the child's output the log holds (restarts append to it; the cap is on the
-/// whole file).
+/// Most bytes of the child's output the side log holds (restarts append to it; the cap is
+/// on the whole file).
 pub const LOG_CAP: u64 = 64 << 20;
+/// Longest line recorded whole; a longer one keeps this many bytes and its length.
+pub const MAX_OUTPUT_LINE: usize = 16 << 10;
+/// Output lines recorded per second, sustained.
+pub const OUTPUT_RATE: f64 = 2_000.0;
+/// Output lines recorded in a burst above the rate.
+pub const OUTPUT_BURST: f64 = 20_000.0;
+
+/// What both streams of one run share.
+struct Shared {
+    log: Option<SideLog>,
+    bucket: f64,
+    refilled: Instant,
+    /// Lines over the rate since the last [`Mark::Dropped`].
+    over: u64,
+    engine: Engine,
+    derived: Vec<Record>,
+}
+
+struct SideLog {
+    file: File,
+    held: u64,
+    cap: u64,
+    full: bool,
+    dropped: u64,
+}
 
 /// The copy of one run's output.
 pub(super) struct Copier {
-    done: tokio::sync::oneshot::Receiver<()>,
+    done: Vec<tokio::sync::oneshot::Receiver<()>>,
+    shared: Arc<Mutex<Shared>>,
+    inner: Arc<Inner>,
+    pid: u32,
 }
 
 impl Copier {
-    /// Wait (at most `within`) for the copy to see the end of the child's output.
+    /// Wait (at most `within`) for both streams to end, then say what was dropped.
     pub(super) async fn finish(self, within: Duration) {
-        let _ = tokio::time::timeout(within, self.done).await;
+        let deadline = tokio::time::Instant::now() + within;
+        for d in self.done {
+            let _ = tokio::time::timeout_at(deadline, d).await;
+        }
+        let mut sh = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        if sh.over > 0 {
+            let count = std::mem::take(&mut sh.over);
+            self.inner.forward(dropped(count));
+        }
+        if let Some(log) = &sh.log {
+            if log.dropped > 0 {
+                warn(
+                    &self.inner,
+                    format!(
+                        "child {}: {} bytes of its output were not logged (over the cap)",
+                        self.pid, log.dropped
+                    ),
+                );
+            }
+        }
     }
 }
 
-/// Copy `pipe` (the read end of the child's output) into `log`, capped at `cap` bytes.
+fn dropped(count: u64) -> Record {
+    Record::new(
+        mono_ns(),
+        RecordBody::Mark(Mark::Dropped {
+            what: "output lines".into(),
+            count,
+        }),
+    )
+}
+
+/// Read `stdout` and `stderr` (the read ends of the child's pipes) into the session, and
+/// into `log` when there is one (capped at `cap` bytes).
 pub(super) fn spawn(
     inner: Arc<Inner>,
-    pipe: OwnedFd,
-    log: File,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    log: Option<File>,
     pid: u32,
     cap: u64,
 ) -> std::io::Result<Copier> {
-    let (tx, done) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("provetop-output".into())
-        .spawn(move || {
-            copy(&inner, File::from(pipe), log, pid, cap);
-            let _ = tx.send(());
-        })?;
-    Ok(Copier { done })
+    let log = log.map(|file| SideLog {
+        held: file.metadata().map(|m| m.len()).unwrap_or(0),
+        file,
+        cap,
+        full: false,
+        dropped: 0,
+    });
+    let shared = Arc::new(Mutex::new(Shared {
+        log,
+        bucket: OUTPUT_BURST,
+        refilled: Instant::now(),
+        over: 0,
+        engine: Engine::configured(),
+        derived: Vec::new(),
+    }));
+    let mut done = Vec::new();
+    for (fd, source) in [
+        (stdout, OutputSource::Stdout),
+        (stderr, OutputSource::Stderr),
+    ] {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (inner, shared) = (inner.clone(), shared.clone());
+        std::thread::Builder::new()
+            .name(format!("provetop-{}", source.marker()))
+            .spawn(move || {
+                copy(&inner, &shared, File::from(fd), source, pid);
+                let _ = tx.send(());
+            })?;
+        done.push(rx);
+    }
+    Ok(Copier {
+        done,
+        shared,
+        inner,
+        pid,
+    })
 }
 
 fn warn(inner: &Inner, text: String) {
@@ -59,11 +161,33 @@ fn warn(inner: &Inner, text: String) {
     ));
 }
 
-fn copy(inner: &Inner, mut pipe: File, mut log: File, pid: u32, cap: u64) {
-    let mut held = log.metadata().map(|m| m.len()).unwrap_or(0);
+/// A derived event must not be lost to a full channel for a moment: retry briefly.
+fn forward_derived(inner: &Inner, rec: Record) {
+    let mut rec = rec;
+    for _ in 0..50 {
+        match inner.try_forward(rec) {
+            Offered::Sent | Offered::Gone => return,
+            Offered::Full(back) => {
+                rec = *back;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+    }
+    inner.counters.dropped.fetch_add(1, Ordering::Relaxed);
+}
+
+/// One stream's line being read: its head so far, and its whole length.
+struct Pending {
+    head: Vec<u8>,
+    len: u64,
+}
+
+fn copy(inner: &Inner, shared: &Mutex<Shared>, mut pipe: File, source: OutputSource, pid: u32) {
     let mut buf = vec![0u8; 64 << 10];
-    let mut dropped = 0u64;
-    let mut writing = true;
+    let mut line = Pending {
+        head: Vec::new(),
+        len: 0,
+    };
     loop {
         let n = match pipe.read(&mut buf) {
             Ok(0) => break,
@@ -71,44 +195,116 @@ fn copy(inner: &Inner, mut pipe: File, mut log: File, pid: u32, cap: u64) {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        if !writing {
-            dropped += n as u64;
-            continue;
+        let data = &buf[..n];
+        let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
+        side_log(inner, &mut sh, data, pid);
+        let mut rest = data;
+        while !rest.is_empty() {
+            let (part, ended) = match memchr::memchr(b'\n', rest) {
+                Some(i) => {
+                    let p = &rest[..i];
+                    rest = &rest[i + 1..];
+                    (p, true)
+                }
+                None => {
+                    let p = rest;
+                    rest = &[];
+                    (p, false)
+                }
+            };
+            let room = MAX_OUTPUT_LINE.saturating_sub(line.head.len());
+            line.head.extend_from_slice(&part[..part.len().min(room)]);
+            line.len += part.len() as u64;
+            if ended {
+                one_line(inner, &mut sh, &line, source);
+                line.head.clear();
+                line.len = 0;
+            }
         }
-        let room = cap.saturating_sub(held).min(n as u64) as usize;
-        if let Err(e) = log.write_all(&buf[..room]) {
-            writing = false;
-            dropped += n as u64;
-            warn(
-                inner,
-                format!("child {pid}'s log cannot be written ({e}): its output is dropped"),
-            );
-            continue;
-        }
-        held += room as u64;
-        if room < n {
-            writing = false;
-            dropped += (n - room) as u64;
-            let _ = log.write_all(
-                format!(
-                    "\n[provetop: this log reached its cap of {} MiB; the rest of the child's output is dropped]\n",
-                    cap >> 20
-                )
-                .as_bytes(),
-            );
-            warn(
-                inner,
-                format!(
-                    "child {pid}'s output reached the {} MiB cap of its log: the rest is dropped",
-                    cap >> 20
-                ),
-            );
-        }
+        drop(sh);
     }
-    if dropped > 0 {
+    let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
+    if line.len > 0 {
+        one_line(inner, &mut sh, &line, source);
+    }
+}
+
+fn side_log(inner: &Inner, sh: &mut Shared, data: &[u8], pid: u32) {
+    let Some(log) = sh.log.as_mut() else { return };
+    if log.full {
+        log.dropped += data.len() as u64;
+        return;
+    }
+    let room = log.cap.saturating_sub(log.held).min(data.len() as u64) as usize;
+    if let Err(e) = log.file.write_all(&data[..room]) {
+        log.full = true;
+        log.dropped += data.len() as u64;
         warn(
             inner,
-            format!("child {pid}: {dropped} bytes of its output were not logged (over the cap)"),
+            format!("child {pid}'s log cannot be written ({e}): its output is dropped"),
+        );
+        return;
+    }
+    log.held += room as u64;
+    if room < data.len() {
+        log.full = true;
+        log.dropped += (data.len() - room) as u64;
+        let _ = log.file.write_all(
+            format!(
+                "\n[provetop: this log reached its cap of {} MiB; the rest of the child's output is dropped]\n",
+                log.cap >> 20
+            )
+            .as_bytes(),
+        );
+        warn(
+            inner,
+            format!(
+                "child {pid}'s output reached the {} MiB cap of its log: the rest is dropped",
+                log.cap >> 20
+            ),
         );
     }
+}
+
+/// One whole line: through the grammars, and recorded if the rate allows.
+fn one_line(inner: &Inner, sh: &mut Shared, line: &Pending, source: OutputSource) {
+    let t = mono_ns();
+    let mut head: &[u8] = &line.head;
+    let cut = (line.len > line.head.len() as u64).then_some(line.len);
+    if cut.is_none() {
+        if let Some(h) = head.strip_suffix(b"\r") {
+            head = h;
+        }
+    }
+    let text = String::from_utf8_lossy(head);
+    // The protocol wins: a child that has sent events gets no derived ones.
+    if inner.counters.events.load(Ordering::Relaxed) == 0 && cut.is_none() {
+        let mut derived = std::mem::take(&mut sh.derived);
+        sh.engine.line(&text, t, &mut derived);
+        for rec in derived.drain(..) {
+            forward_derived(inner, rec);
+        }
+        sh.derived = derived;
+    }
+    let now = Instant::now();
+    let dt = now.duration_since(sh.refilled).as_secs_f64();
+    sh.refilled = now;
+    sh.bucket = (sh.bucket + dt * OUTPUT_RATE).min(OUTPUT_BURST);
+    if sh.bucket < 1.0 {
+        sh.over += 1;
+        return;
+    }
+    sh.bucket -= 1.0;
+    if sh.over > 0 {
+        let count = std::mem::take(&mut sh.over);
+        inner.forward(dropped(count));
+    }
+    inner.forward(Record::new(
+        t,
+        RecordBody::Output(OutputLine {
+            source,
+            text: text.into_owned(),
+            cut,
+        }),
+    ));
 }

@@ -1,0 +1,140 @@
+//! The user's own line rules (the `[[log_rule]]` tables of the config file): a regex with
+//! named captures, for a prover provetop has no grammar for.
+//!
+//! Captures: `phase` (else the rule's `phase`), `partition` (a number), `duration` (`1.2s`,
+//! `850ms`, or a bare number of seconds), `proof` (lines with the same proof are one
+//! proof's phases). The action says what a match is: `start` opens the phase, `end` closes
+//! it (with a `duration` capture and no start seen, it opens that long ago), `instant` is a
+//! phase of no length.
+
+use provetop_shared::Phase;
+use regex::Regex;
+
+use super::duration::parse_secs;
+use super::envelope::Envelope;
+use super::{Hit, Scope};
+
+/// What a match of a rule means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Start,
+    End,
+    Instant,
+}
+
+impl std::str::FromStr for Action {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "start" => Ok(Action::Start),
+            "end" => Ok(Action::End),
+            "instant" => Ok(Action::Instant),
+            _ => Err(format!(
+                "unknown action {s:?} (want \"start\", \"end\" or \"instant\")"
+            )),
+        }
+    }
+}
+
+/// One compiled rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// Its name (the grammar its events are marked with).
+    pub name: String,
+    regex: Regex,
+    action: Action,
+    phase: Option<String>,
+}
+
+impl Rule {
+    /// Compile a rule; the error says what is wrong with it (the caller names the file).
+    pub fn new(
+        name: &str,
+        pattern: &str,
+        action: Action,
+        phase: Option<&str>,
+    ) -> Result<Rule, String> {
+        let regex = Regex::new(pattern).map_err(|e| {
+            // regex's message is several lines (the pattern, a caret, the reason).
+            let text = e.to_string();
+            let reason = text.lines().last().unwrap_or(&text).trim().to_string();
+            format!("regex {pattern:?} does not compile: {reason}")
+        })?;
+        if phase.is_none() && !regex.capture_names().flatten().any(|n| n == "phase") {
+            return Err("names no phase: give `phase = \"…\"` or a `(?P<phase>…)` capture".into());
+        }
+        Ok(Rule {
+            name: name.to_string(),
+            regex,
+            action,
+            phase: phase.map(str::to_string),
+        })
+    }
+
+    /// Match the rule against a line's message, then against the whole line.
+    pub fn read(&self, e: &Envelope<'_>, whole: &str, out: &mut Vec<Hit>) -> bool {
+        let Some(c) = self
+            .regex
+            .captures(&e.msg)
+            .or_else(|| self.regex.captures(whole))
+        else {
+            return false;
+        };
+        let phase = match c.name("phase") {
+            Some(p) => Phase::from(p.as_str().to_string()),
+            None => Phase::from(self.phase.clone().unwrap_or_default()),
+        };
+        let partition = c.name("partition").and_then(|p| p.as_str().parse().ok());
+        let scope = match c.name("proof") {
+            Some(p) => Scope::Job(format!("{}:{}", self.name, p.as_str())),
+            None => Scope::Rule(self.name.clone()),
+        };
+        let secs = c.name("duration").and_then(|d| {
+            let d = d.as_str();
+            d.parse::<f64>()
+                .ok()
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .or_else(|| parse_secs(d))
+        });
+        out.push(match (self.action, secs) {
+            (Action::Start, _) => Hit::Start {
+                scope,
+                phase,
+                partition,
+            },
+            (Action::End, Some(secs)) => Hit::EndOrTook {
+                scope,
+                phase,
+                partition,
+                secs,
+            },
+            (Action::End, None) => Hit::End {
+                scope,
+                phase,
+                partition,
+            },
+            (Action::Instant, _) => Hit::Took {
+                scope,
+                phase,
+                partition,
+                secs: 0.0,
+                ago: 0.0,
+            },
+        });
+        true
+    }
+}
+
+/// The rules of this process's config file, for every engine it makes (the supervisor's,
+/// `watch --log`'s). Installed once at start, before any child runs.
+static INSTALLED: std::sync::RwLock<Vec<Rule>> = std::sync::RwLock::new(Vec::new());
+
+/// Use `rules` in every engine made from now on ([`super::Engine::configured`]).
+pub fn install(rules: Vec<Rule>) {
+    *INSTALLED.write().unwrap_or_else(|e| e.into_inner()) = rules;
+}
+
+/// The rules installed with [`install`].
+pub fn installed() -> Vec<Rule> {
+    INSTALLED.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
