@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use provetop::app::{Action, App, NS};
 use provetop::compare::overlay::{Align, Baseline};
-use provetop::event_loop::Driver as _;
 use provetop::replay::ReplayDriver;
 use provetop::store::Store;
 use provetop::theme::Theme;

@@ -166,6 +166,11 @@ pub struct RunArgs {
     /// Bundled prover: refuse mode switches whose predicted peak exceeds this (e.g. 8GiB).
     #[arg(long, value_name = "BYTES")]
     pub mem_budget: Option<String>,
+    /// A baseline session (or CSV) drawn in dim on the chart and the timeline, each proof
+    /// aligned with the baseline's proof of the same number (its last once there are more):
+    /// whether this proof tracks above or below the baseline while it runs.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
     /// Command to supervise instead of the bundled prover. If it speaks the provetop protocol
     /// it writes events to the fd named in $PROVETOP_EVENTS_FD.
     #[arg(last = true, value_name = "CMD")]

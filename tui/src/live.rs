@@ -111,11 +111,19 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
     if let Some(w) = &args.watchdog {
         s.rules.push(watchdog_rule(w)?);
     }
+    // Read before the prover starts: a bad file is an error with nothing to stop.
+    let baseline = match &args.baseline {
+        Some(_) if args.monitor.headless => {
+            anyhow::bail!("--baseline draws on the live screen; --headless has none")
+        }
+        Some(p) => Some(crate::compare::overlay::Baseline::open(p, s.thresholds)?),
+        None => None,
+    };
     let target = Target::run(args, s.record.as_deref())?;
     if args.monitor.headless {
         return crate::headless::main(s, target);
     }
-    screen(s, target, Screen::Run)
+    screen(s, target, Screen::Run, baseline)
 }
 
 /// `provetop watch PID`.
@@ -127,7 +135,7 @@ pub fn main_watch(args: &WatchArgs) -> anyhow::Result<i32> {
     if args.monitor.headless {
         return crate::headless::main(s, target);
     }
-    screen(s, target, Screen::Watch { pid: args.pid() })
+    screen(s, target, Screen::Watch { pid: args.pid() }, None)
 }
 
 /// Why the screen ended, for the recording.
@@ -140,11 +148,17 @@ fn why(exit: &anyhow::Result<Exit>) -> String {
     }
 }
 
-fn screen(s: Setup, target: Target, kind: Screen) -> anyhow::Result<i32> {
+fn screen(
+    s: Setup,
+    target: Target,
+    kind: Screen,
+    baseline: Option<crate::compare::overlay::Baseline>,
+) -> anyhow::Result<i32> {
     let rt = monitor::runtime()?;
     let child_log = crate::headless::child_log(&target);
     let (result, recorded, failed) = rt.block_on(async {
         let mut app = App::new(kind, s.thresholds, Theme::from_env(), mono_ns());
+        app.baseline = baseline.map(|b| b.for_live(app.origin));
         app.rule_lines = rule_lines(&s.rules);
         app.recording = s.record.as_ref().map(|p| p.display().to_string());
         let monitor = match Monitor::start(&s, target, &mut app.model).await {
