@@ -66,13 +66,20 @@ impl MemCgroup {
     }
 }
 
-/// `memory.current`/`memory.max` (or their v1 names) kept open for cheap re-reads.
+/// `memory.current`/`memory.max` (or their v1 names) kept open for cheap re-reads. The limit
+/// is a setting, not a reading: it is read again once a second ([`MAX_EVERY`]), the usage every
+/// time.
 #[derive(Debug)]
 pub struct UsageReader {
     current: Option<KeptOpen>,
     max: Option<KeptOpen>,
     version: Version,
+    /// The limit last read, and when.
+    max_read: Option<(std::time::Instant, Option<u64>)>,
 }
+
+/// How long a limit read stays in use.
+pub const MAX_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl UsageReader {
     /// Open the usage and limit files of `cg`.
@@ -85,14 +92,23 @@ impl UsageReader {
             current: KeptOpen::open(cg.dir.join(c), 64).ok(),
             max: KeptOpen::open(cg.dir.join(m), 64).ok(),
             version: cg.version,
+            max_read: None,
         }
     }
 
     /// (usage, limit) in bytes; the limit is `None` when unlimited.
     pub fn read(&mut self) -> (Option<u64>, Option<u64>) {
         let cur = read_number(&mut self.current);
-        let max =
-            read_number(&mut self.max).filter(|&v| self.version == Version::V2 || v < V1_UNLIMITED);
+        let now = std::time::Instant::now();
+        let max = match self.max_read {
+            Some((at, max)) if now.duration_since(at) < MAX_EVERY => max,
+            _ => {
+                let max = read_number(&mut self.max)
+                    .filter(|&v| self.version == Version::V2 || v < V1_UNLIMITED);
+                self.max_read = Some((now, max));
+                max
+            }
+        };
         (cur, max)
     }
 }

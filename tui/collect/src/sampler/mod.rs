@@ -91,6 +91,9 @@ struct Shared {
     /// Processes whose address space changed since their last table read.
     maps_dirty: Mutex<Vec<u32>>,
     maps_thread: Mutex<Option<Thread>>,
+    /// A mapping could not be classified from pagemap: smaps should look soon.
+    smaps_urgent: AtomicBool,
+    smaps_thread: Mutex<Option<Thread>>,
     gpu: Mutex<GpuState>,
     notes: Mutex<Vec<Mark>>,
     tids: Mutex<Vec<(String, u32)>>,
@@ -110,6 +113,8 @@ impl Shared {
             learned: Mutex::new(pinned::LearnedState::default()),
             maps_dirty: Mutex::new(Vec::new()),
             maps_thread: Mutex::new(None),
+            smaps_urgent: AtomicBool::new(false),
+            smaps_thread: Mutex::new(None),
             gpu: Mutex::new(GpuState::default()),
             notes: Mutex::new(Vec::new()),
             tids: Mutex::new(Vec::new()),
@@ -229,7 +234,11 @@ fn start_threads(
     *shared.maps_thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(maps);
     if cfg.smaps_duty > 0.0 {
         let duty = cfg.smaps_duty;
-        shared.spawn_helper("provetop-smaps", move |s| pinned::smaps_loop(s, duty))?;
+        let t = shared.spawn_helper("provetop-smaps", move |s| pinned::smaps_loop(s, duty))?;
+        *shared
+            .smaps_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(t);
     }
     if cfg.gpu_hz > 0.0 {
         let period = Duration::from_secs_f64(1.0 / cfg.gpu_hz);

@@ -11,7 +11,9 @@
 //!   estimate learns from ([`Learned`](super::maps::Learned)), and compares the two on the
 //!   same mappings: a disagreement beyond 2 % (and 1 MiB) is said in a note, and so is the
 //!   agreement that ends it. It rests after each pass so it uses at most `smaps_duty` of a
-//!   core, and never runs on a thread that keeps a schedule. A mapping that appears or
+//!   core, and never runs on a thread that keeps a schedule. When the table meets a device
+//!   mapping it cannot classify (pagemap unreadable), the next pass comes at four times the
+//!   duty instead: the one pass that classifies it. A mapping that appears or
 //!   vanishes between the smaps pass and the table read that follows it, or a process that
 //!   exits meanwhile, makes that pass's comparison void (not a disagreement).
 //!
@@ -254,9 +256,20 @@ pub(super) fn smaps_loop(s: &Shared, duty: f64) {
         if buf.capacity() > 64 << 20 {
             buf = Vec::with_capacity(1 << 20);
         }
-        let deadline = Instant::now() + rest_after(cost, duty, SMAPS_MIN_INTERVAL);
+        // A mapping the table could not classify (no pagemap) is waited for at four times
+        // the duty, not at the duty's pace: the one smaps pass that classifies it.
+        let end = Instant::now();
+        let deadline = end + rest_after(cost, duty, SMAPS_MIN_INTERVAL);
+        let urgent_at = end + rest_after(cost, duty * 4.0, SMAPS_MIN_INTERVAL);
         while Instant::now() < deadline && !s.stop.load(Ordering::Acquire) {
-            park_until(deadline);
+            if Instant::now() >= urgent_at && s.smaps_urgent.swap(false, Ordering::AcqRel) {
+                break;
+            }
+            park_until(if s.smaps_urgent.load(Ordering::Acquire) {
+                urgent_at.max(Instant::now()).min(deadline)
+            } else {
+                deadline
+            });
         }
     }
 }
@@ -356,6 +369,13 @@ pub(super) fn maps_loop(s: &Shared, hz: f64) {
                     gone_pids.push(pid);
                 }
                 Err(e) => {
+                    if matches!(e, MapsError::Unclassified { .. }) {
+                        s.smaps_urgent.store(true, Ordering::Release);
+                        if let Some(t) = &*s.smaps_thread.lock().unwrap_or_else(|e| e.into_inner())
+                        {
+                            t.unpark();
+                        }
+                    }
                     unknown(s, &mut noted, pid, &e.to_string());
                     results.push((pid, None));
                 }
