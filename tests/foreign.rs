@@ -1,0 +1,391 @@
+//! Provers no one here wrote, under `provetop run --headless`, read back from the session file:
+//!
+//! * an arkworks Groth16 prover (tests/foreign/ark, built here from the crate registry's
+//!   ark-groth16 0.5) shows its phases through provetop-emit's tracing Layer, and, with its
+//!   protocol off, through ark-std's print-trace lines alone;
+//! * the Python and shell provers of docs/protocol.md (taken from the document itself) land
+//!   their events in the session;
+//! * rust-fil-proofs' filecoin-proofs 19.1.0 sealing a 2 KiB sector (tests/foreign/filecoin; too
+//!   heavy to build in every test run, so its session is a committed asset that
+//!   tests/foreign/filecoin/record.sh makes) shows every sealing phase and, inside C2, bellperson's
+//!   synthesis and proving, from its fil_logger lines alone.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use provetop_shared::session::load;
+use provetop_shared::{Event, Phase, Record, RecordBody};
+use provetop_testkit::bins::{bin_dir, provetop};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `ark-prove`, built from its own workspace into `target/foreign` (its own lock and target
+/// directory: arkworks never enters the product's build).
+fn ark_prove() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let target = bin_dir().join("..").join("foreign");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let st = Command::new(cargo)
+                .args(["build", "-q", "--release", "--manifest-path"])
+                .arg(repo().join("tests/foreign/ark/Cargo.toml"))
+                .arg("--target-dir")
+                .arg(&target)
+                .status()
+                .expect("run cargo build for tests/foreign/ark");
+            assert!(st.success(), "cargo build of tests/foreign/ark failed");
+            let bin = target.join("release").join("ark-prove");
+            assert!(bin.is_file(), "{} missing after the build", bin.display());
+            bin
+        })
+        .clone()
+}
+
+/// `provetop run --headless --record SESSION -- cmd…` to its end (killed and failed after
+/// `limit`); the session's records and provetop's stderr.
+fn run_headless(cmd: &[&str], env: &[(&str, &str)], limit: Duration) -> (Vec<Record>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("s.ptop");
+    let err_path = dir.path().join("stderr");
+    let mut c = Command::new(provetop());
+    c.args(["run", "--headless", "--record"])
+        .arg(&session)
+        .arg("--")
+        .args(cmd)
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .env_remove("PROVETOP_EVENTS")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err_path).unwrap());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c.spawn().expect("start provetop");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("provetop run {cmd:?} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+    assert_eq!(status.code(), Some(0), "provetop run {cmd:?}: {err}");
+    (load(&session).expect("the session reads back").records, err)
+}
+
+/// A phase as the timeline has it: which proof, which phase, where it began and ended.
+#[derive(Debug, Clone)]
+struct Span {
+    proof: u64,
+    phase: String,
+    from: u64,
+    to: u64,
+}
+
+/// The closed phases among `events` (record time of the start, of the end).
+fn spans(events: &[(u64, &Event)]) -> Vec<Span> {
+    let mut open: Vec<(u64, String, u64)> = Vec::new();
+    let mut done = Vec::new();
+    for &(t, e) in events {
+        match e {
+            Event::PhaseStarted {
+                proof_id, phase, ..
+            } => open.push((*proof_id, phase.as_str().to_string(), t)),
+            Event::PhaseEnded {
+                proof_id,
+                phase,
+                duration_s,
+                ..
+            } => {
+                let name = phase.as_str();
+                let from = match open
+                    .iter()
+                    .rposition(|(p, n, _)| p == proof_id && n == name)
+                {
+                    Some(i) => open.remove(i).2,
+                    // A duration-only end (a log line that carries its duration) opens its span
+                    // in the past.
+                    None => t.saturating_sub((duration_s * 1e9) as u64),
+                };
+                done.push(Span {
+                    proof: *proof_id,
+                    phase: name.to_string(),
+                    from,
+                    to: t,
+                });
+            }
+            _ => {}
+        }
+    }
+    done
+}
+
+fn protocol_events(recs: &[Record]) -> Vec<(u64, &Event)> {
+    recs.iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Event(e) => Some((r.t, e)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn derived_events<'a>(recs: &'a [Record], grammar: &str) -> Vec<(u64, &'a Event)> {
+    recs.iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Derived(d) if d.grammar == grammar => Some((r.t, &d.event)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn derived_count(recs: &[Record]) -> usize {
+    recs.iter()
+        .filter(|r| matches!(r.body, RecordBody::Derived(_)))
+        .count()
+}
+
+fn names(spans: &[Span]) -> Vec<&str> {
+    spans.iter().map(|s| s.phase.as_str()).collect()
+}
+
+#[test]
+fn an_arkworks_prover_shows_its_proofs_and_phases_through_the_tracing_layer() {
+    let bin = ark_prove();
+    let (recs, err) = run_headless(
+        &[bin.to_str().unwrap(), "--proofs", "2", "--rounds", "2048"],
+        &[],
+        Duration::from_secs(300),
+    );
+    let events = protocol_events(&recs);
+    assert!(
+        matches!(events.first(), Some((_, Event::Hello { .. }))),
+        "{err}"
+    );
+    let finished: Vec<(u64, bool)> = events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::ProofFinished {
+                proof_id,
+                ok: true,
+                verified,
+                ..
+            } => Some((*proof_id, *verified)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished, [(1, true), (2, true)], "{err}");
+    let spans = spans(&events);
+    for proof in [1, 2] {
+        let of: Vec<&Span> = spans.iter().filter(|s| s.proof == proof).collect();
+        let names: Vec<&str> = of.iter().map(|s| s.phase.as_str()).collect();
+        // The circuit's synthesis span closes inside Groth16::prove, then verify.
+        assert_eq!(names, ["synthesis", "prove", "verify"], "proof {proof}");
+        let (synth, prove) = (of[0], of[1]);
+        assert!(prove.from <= synth.from && synth.to <= prove.to);
+        assert!(prove.to <= of[2].from);
+    }
+    // The key generation outside any proof, as srs_generate.
+    assert!(spans
+        .iter()
+        .any(|s| s.proof == 0 && s.phase == Phase::SrsGenerate.as_str() && s.to > s.from));
+    // A child that speaks the protocol gets no phases derived from its print-trace lines once
+    // its first event has arrived (its stdout and its events pipe are read apart, so a line
+    // read before the hello is counted may still be derived), though they are recorded as its
+    // output.
+    let hello_at = events[0].0;
+    let late: Vec<&Record> = recs
+        .iter()
+        .filter(|r| matches!(r.body, RecordBody::Derived(_)) && r.t > hello_at)
+        .collect();
+    assert!(late.is_empty(), "derived after the hello: {late:?}");
+    assert!(derived_count(&recs) <= 4, "{}", derived_count(&recs));
+    assert!(recs.iter().any(|r| matches!(&r.body,
+        RecordBody::Output(o) if o.text.contains("Start:") && o.text.contains("Groth16::Prover"))));
+}
+
+#[test]
+fn an_arkworks_prover_with_its_protocol_off_shows_its_phases_through_print_trace_lines() {
+    let bin = ark_prove();
+    let (recs, err) = run_headless(
+        &[bin.to_str().unwrap(), "--proofs", "2", "--rounds", "2048"],
+        &[("PROVETOP_EVENTS", "off")],
+        Duration::from_secs(300),
+    );
+    assert!(protocol_events(&recs).is_empty(), "{err}");
+    let spans = spans(&derived_events(&recs, "ark"));
+    let count = |name: &str| spans.iter().filter(|s| s.phase == name).count();
+    // Each Groth16::Prover call (two proofs) is a prove span; the generator's synthesis and each
+    // prover's are synthesis spans, the witness map fft_h.
+    assert_eq!(count("prove"), 2, "{:?}", names(&spans));
+    assert_eq!(count("synthesis"), 3, "{:?}", names(&spans));
+    assert_eq!(count("fft_h"), 2, "{:?}", names(&spans));
+    assert_eq!(count("Groth16::Generator"), 1, "{:?}", names(&spans));
+    for prove in spans.iter().filter(|s| s.phase == "prove") {
+        assert!(
+            spans
+                .iter()
+                .any(|s| s.phase == "fft_h" && prove.from <= s.from && s.to <= prove.to),
+            "no witness map inside {prove:?}"
+        );
+    }
+}
+
+/// The fenced block of docs/protocol.md in `lang`.
+fn protocol_doc_example(lang: &str) -> String {
+    let doc = std::fs::read_to_string(repo().join("docs/protocol.md")).unwrap();
+    let fence = format!("```{lang}\n");
+    let start = doc
+        .find(&fence)
+        .expect("the example is in docs/protocol.md")
+        + fence.len();
+    let len = doc[start..].find("```").unwrap();
+    doc[start..start + len].to_string()
+}
+
+fn assert_doc_prover_lands(recs: &[Record], err: &str) {
+    let events = protocol_events(recs);
+    assert!(
+        matches!(events.first(), Some((_, Event::Hello { .. }))),
+        "{err}"
+    );
+    let spans = spans(&events);
+    assert_eq!(names(&spans), ["synthesis", "prove", "verify"], "{err}");
+    assert!(spans.iter().all(|s| s.proof == 1 && s.to > s.from));
+    assert!(events.iter().any(|(_, e)| matches!(
+        e,
+        Event::ProofFinished {
+            proof_id: 1,
+            ok: true,
+            verified: true,
+            ..
+        }
+    )));
+    assert!(matches!(events.last(), Some((_, Event::Bye { .. }))));
+}
+
+#[test]
+fn the_shell_prover_of_the_protocol_doc_lands_its_events_in_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("prover.sh");
+    std::fs::write(&script, protocol_doc_example("sh")).unwrap();
+    let (recs, err) = run_headless(
+        &["sh", script.to_str().unwrap()],
+        &[],
+        Duration::from_secs(60),
+    );
+    assert_doc_prover_lands(&recs, &err);
+}
+
+#[test]
+fn the_python_prover_of_the_protocol_doc_lands_its_events_in_the_session() {
+    if Command::new("python3").arg("-V").output().is_err() {
+        eprintln!("skipped: no python3 on PATH");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("prover.py");
+    std::fs::write(&script, protocol_doc_example("python")).unwrap();
+    let (recs, err) = run_headless(
+        &["python3", script.to_str().unwrap()],
+        &[],
+        Duration::from_secs(60),
+    );
+    assert_doc_prover_lands(&recs, &err);
+    // Its own clock stamps are kept: the synthesis took its 0.3 s on provetop's axis too.
+    let events = protocol_events(&recs);
+    let synth = &spans(&events)[0];
+    assert!(synth.to - synth.from >= 290_000_000, "{synth:?}");
+}
+
+/// The committed recording of `tests/foreign/filecoin/record.sh`.
+fn filecoin_asset() -> PathBuf {
+    repo().join("assets/foreign-filecoin-seal-2kib.ptop")
+}
+
+#[test]
+fn the_recorded_filecoin_seal_has_every_sealing_phase_from_its_log_lines_alone() {
+    let recs = load(&filecoin_asset()).unwrap().records;
+    // No provetop code in the prover: not one protocol event, every phase derived.
+    assert!(protocol_events(&recs).is_empty());
+    let sealing = spans(&derived_events(&recs, "fil_proofs"));
+    let order: Vec<&str> = sealing
+        .iter()
+        .map(|s| s.phase.as_str())
+        .filter(|n| n.starts_with("seal_") || *n == "verify_seal")
+        .collect();
+    // Spans in the order they close: C2's own verification of its proof, then C2, then ours.
+    assert_eq!(
+        order,
+        [
+            "seal_pre_commit_phase1",
+            "seal_pre_commit_phase2",
+            "seal_commit_phase1",
+            "seal_commit_phase2_circuit_proofs",
+            "verify_seal",
+            "seal_commit_phase2",
+            "verify_seal",
+        ]
+    );
+    let get = |name: &str| sealing.iter().find(|s| s.phase == name).unwrap().clone();
+    let (pc1, pc2, c1, c2) = (
+        get("seal_pre_commit_phase1"),
+        get("seal_pre_commit_phase2"),
+        get("seal_commit_phase1"),
+        get("seal_commit_phase2"),
+    );
+    assert!(pc1.to <= pc2.from && pc2.to <= c1.from && c1.to <= c2.from);
+    // Inside C2: the parameters read, then bellperson's synthesis, then its proving.
+    let inner = spans(&derived_events(&recs, "bellperson"));
+    let synth = inner.iter().find(|s| s.phase == "synthesis").unwrap();
+    let prove = inner.iter().find(|s| s.phase == "prove").unwrap();
+    assert!(c2.from <= synth.from && synth.to <= prove.from && prove.to <= c2.to);
+    assert!(synth.to > synth.from && prove.to - prove.from > 1_000_000_000);
+    assert!(sealing
+        .iter()
+        .any(|s| s.phase == "params_load" && c2.from <= s.from && s.to <= synth.from));
+}
+
+#[test]
+fn the_recorded_filecoin_seal_replays_with_c2s_synthesis_and_proving_inside_c2_on_the_timeline() {
+    let store = provetop::store::Store::open(&filecoin_asset()).unwrap();
+    let model = store.model_at(store.end());
+    let spans = &model.spans;
+    let find = |name: &str| {
+        spans
+            .iter()
+            .find(|s| s.phase.as_str() == name)
+            .unwrap_or_else(|| panic!("no {name} on the timeline: {:?}", spans))
+    };
+    for name in [
+        "seal_pre_commit_phase1",
+        "seal_pre_commit_phase2",
+        "seal_commit_phase1",
+        "seal_commit_phase2",
+        "verify_seal",
+    ] {
+        let s = find(name);
+        assert!(s.derived && s.end.is_some(), "{s:?}");
+    }
+    let c2 = find("seal_commit_phase2");
+    let (synth, prove) = (find("synthesis"), find("prove"));
+    assert!(synth.derived && prove.derived);
+    let end = |s: &provetop::model::spans::PhaseSpan| s.end.unwrap();
+    assert!(c2.start <= synth.start && end(synth) <= prove.start && end(prove) <= end(c2));
+    // The threshold classifier's view is unchanged by the phases (the whole seal stays under
+    // the first band on this small sector): classify reads the recording without a complaint.
+    let out =
+        provetop_testkit::bins::run_provetop(&["classify", filecoin_asset().to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("samples"), "{}", out.stdout);
+}
