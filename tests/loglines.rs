@@ -1,0 +1,410 @@
+//! Golden tests of the line grammars (`provetop_collect::loglines`) on real lines: a real
+//! rust-fil-proofs 19.1.0 capture (sealing a 2 KiB sector, fil_logger, bellperson 0.27 on
+//! the CPU), and lines in the formats of bellperson's GPU builds, SupraSeal under curio
+//! (fil_logger with colours, GOLOG JSON, journald), cuzk, tracing-subscriber and ark-std,
+//! written from those projects' format strings. Plus the user's rules and bad input.
+//!
+//! Each golden file is read as `watch PID --log FILE` reads a finished log: every line
+//! arrives at once, so times come from the lines' own timestamps where they have them.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use provetop_collect::loglines::{Action, Engine, Rule};
+use provetop_shared::{Event, Phase, Record, RecordBody};
+
+/// When the golden files "arrive" (monotonic ns): far enough from 0 for stamps months old.
+const ARRIVAL: u64 = 400 * 86_400 * 1_000_000_000;
+/// The wall clock at their arrival: 2026-12-02T00:00:00Z.
+const WALL: i128 = 1_796_169_600 * 1_000_000_000;
+
+fn golden(name: &str) -> Vec<u8> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/golden/loglines")
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Every derived record of `text`'s lines, read by `engine`.
+fn derive_with(engine: &mut Engine, text: &[u8]) -> Vec<Record> {
+    let mut out = Vec::new();
+    for (i, line) in text.split(|b| *b == b'\n').enumerate() {
+        // CRLF lines are given as they are: the engine copes.
+        let line = String::from_utf8_lossy(line);
+        engine.line_at(&line, ARRIVAL + i as u64, Some(WALL), &mut out);
+    }
+    for r in &out {
+        assert!(
+            matches!(r.body, RecordBody::Derived(_)),
+            "the engine makes derived records only: {r:?}"
+        );
+    }
+    out
+}
+
+fn derive(text: &[u8]) -> Vec<Record> {
+    derive_with(&mut Engine::new(Vec::new()), text)
+}
+
+/// A phase span rebuilt from derived events.
+#[derive(Debug, Clone, PartialEq)]
+struct Span {
+    grammar: String,
+    proof: u64,
+    phase: Phase,
+    partition: Option<u32>,
+    start: u64,
+    end: Option<u64>,
+}
+
+impl Span {
+    fn secs(&self) -> f64 {
+        (self.end.expect("closed") - self.start) as f64 / 1e9
+    }
+
+    fn inside(&self, outer: &Span) -> bool {
+        outer.start <= self.start && self.end <= outer.end
+    }
+}
+
+/// Spans in start order; panics on an end without its start (a phantom).
+fn spans(recs: &[Record]) -> Vec<Span> {
+    let mut out: Vec<Span> = Vec::new();
+    let mut open: HashMap<(u64, Phase, Option<u32>), usize> = HashMap::new();
+    let mut recs: Vec<&Record> = recs.iter().collect();
+    recs.sort_by_key(|r| r.t);
+    for r in recs {
+        let RecordBody::Derived(d) = &r.body else {
+            continue;
+        };
+        match &d.event {
+            Event::PhaseStarted {
+                proof_id,
+                phase,
+                partition,
+            } => {
+                open.insert((*proof_id, phase.clone(), *partition), out.len());
+                out.push(Span {
+                    grammar: d.grammar.clone(),
+                    proof: *proof_id,
+                    phase: phase.clone(),
+                    partition: *partition,
+                    start: r.t,
+                    end: None,
+                });
+            }
+            Event::PhaseEnded {
+                proof_id,
+                phase,
+                partition,
+                duration_s,
+            } => {
+                let i = open
+                    .remove(&(*proof_id, phase.clone(), *partition))
+                    .unwrap_or_else(|| panic!("phantom end of {phase} at {}", r.t));
+                out[i].end = Some(r.t);
+                let measured = (r.t - out[i].start) as f64 / 1e9;
+                assert!(
+                    (measured - duration_s).abs() < 1e-3,
+                    "{phase}: duration_s {duration_s} but the span is {measured}"
+                );
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn named<'a>(s: &'a [Span], phase: &str) -> Vec<&'a Span> {
+    s.iter().filter(|x| x.phase.as_str() == phase).collect()
+}
+
+fn one<'a>(s: &'a [Span], phase: &str) -> &'a Span {
+    let v = named(s, phase);
+    assert_eq!(v.len(), 1, "{phase}: {v:?}");
+    v[0]
+}
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol
+}
+
+#[test]
+fn a_real_rust_fil_proofs_seal_becomes_its_sealing_phases_with_c2s_bellperson_proof_inside() {
+    let s = spans(&derive(&golden("rust-fil-proofs-19.1.0-seal-2kib-cpu.log")));
+    assert!(s.iter().all(|x| x.end.is_some()), "all closed: {s:?}");
+    let pc1 = one(&s, "seal_pre_commit_phase1");
+    let pc2 = one(&s, "seal_pre_commit_phase2");
+    let c1 = one(&s, "seal_commit_phase1");
+    let c2 = one(&s, "seal_commit_phase2");
+    let c2c = one(&s, "seal_commit_phase2_circuit_proofs");
+    assert_eq!(named(&s, "verify_seal").len(), 2);
+    // The pipeline in order, one sector.
+    assert!(pc1.end <= Some(pc2.start) && pc2.end <= Some(c1.start) && c1.end <= Some(c2.start));
+    assert!(c2c.inside(c2));
+    for x in [pc1, pc2, c1, c2] {
+        assert_eq!(x.proof, pc1.proof, "one sector, one proof: {x:?}");
+        assert_eq!(x.grammar, "fil_proofs");
+    }
+    // 20:52:48.375 → 20:52:48.382 (the fil_logger stamps, local time, milliseconds).
+    assert!(close(c1.secs(), 0.007, 1e-6), "{}", c1.secs());
+    assert!(close(c2.secs(), 60.841, 1e-6), "{}", c2.secs());
+    // bellperson inside C2: synthesis 1.607 s (its own figure: 1.607111608 s) and proving
+    // 58.771 s (58.771336807 s), on the sector's proof.
+    let syn = one(&s, "synthesis");
+    let prove = one(&s, "prove");
+    assert_eq!(syn.grammar, "bellperson");
+    assert!(syn.inside(c2c) && prove.inside(c2c));
+    assert_eq!((syn.proof, prove.proof), (c2.proof, c2.proof));
+    assert!(close(syn.secs(), 1.607111608, 0.002), "{}", syn.secs());
+    assert!(close(prove.secs(), 58.771336807, 0.002), "{}", prove.secs());
+    // The FFTs of h: proof timer → "multiexp h" (20:52:50.334 → 20:53:04.033).
+    assert!(close(one(&s, "fft_h").secs(), 13.699, 1e-6));
+    // A CPU build: its multiexps overlap on bellperson's pool, and the markers do not
+    // bound them, so no MSM phase is made up.
+    assert!(named(&s, "msm_h").is_empty() && named(&s, "msm_l").is_empty());
+    // Parameters: the proving parameters (0.343 s) and the verifying key, each loaded once.
+    let params = named(&s, "params_load");
+    assert_eq!(params.len(), 2, "{params:?}");
+    assert!(close(params[0].secs(), 0.343, 1e-6));
+    assert!(params[0].inside(c2c));
+}
+
+#[test]
+fn env_logger_lines_of_a_gpu_build_in_colour_and_crlf_give_its_msm_phases_and_a_warning() {
+    let recs = derive(&golden("bellperson-cuda-env_logger.log"));
+    let s = spans(&recs);
+    for p in [
+        "synthesis",
+        "prove",
+        "fft_h",
+        "msm_h",
+        "msm_l",
+        "msm_a_b1",
+        "msm_b2",
+    ] {
+        let x = one(&s, p);
+        assert!(x.end.is_some(), "{p} closed");
+    }
+    let prove = one(&s, "prove");
+    for p in ["fft_h", "msm_h", "msm_l", "msm_a_b1", "msm_b2"] {
+        assert!(one(&s, p).inside(prove), "{p} inside prove");
+    }
+    // env_logger stamps whole seconds: 17:52:40 → 17:52:42.
+    assert!(close(one(&s, "synthesis").secs(), 2.0, 1e-6));
+    // "multiexp h" came before the kernel line that told this is a GPU build: the MSM still
+    // starts at "multiexp h", not at the kernel line.
+    assert_eq!(one(&s, "msm_h").end, Some(one(&s, "msm_l").start));
+    assert_eq!(one(&s, "fft_h").end, Some(one(&s, "msm_h").start));
+    let warns: Vec<&str> = recs
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Derived(d) => match &d.event {
+                Event::Log { level, message, .. } if level == "warn" => Some(message.as_str()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        warns,
+        ["GPU Multiexp failed! Falling back to CPU... Error: GPU is busy"]
+    );
+}
+
+#[test]
+fn supraseal_under_curio_in_fil_logger_colour_golog_json_and_journald_give_the_same_spans() {
+    let fil = spans(&derive(&golden("supraseal-fil_logger-colour.log")));
+    let json = spans(&derive(&golden("golog-json.log")));
+    let jd = spans(&derive(&golden("journald-curio.log")));
+    for s in [&fil, &json, &jd] {
+        // 23:00:34.528 → 23:01:53.972 and 23:01:53.972 → 23:02:14.971.
+        assert!(close(one(s, "synthesis").secs(), 79.444, 1e-6), "{s:?}");
+        assert!(close(one(s, "prove").secs(), 20.999, 1e-6), "{s:?}");
+        // SupraSeal logs no MSM steps.
+        assert!(named(s, "msm_h").is_empty());
+    }
+    // GOLOG's +0100 and fil_logger's local time name different instants; the spans are the
+    // same length either way. Inside C2 (fil_logger capture): the sector's proof.
+    let c2 = one(&fil, "seal_commit_phase2");
+    assert!(one(&fil, "synthesis").inside(c2) && one(&fil, "prove").inside(c2));
+    assert_eq!(one(&fil, "prove").proof, c2.proof);
+}
+
+#[test]
+fn cuzk_timeline_lines_give_per_partition_synthesis_queue_and_gpu_spans_on_its_own_clock() {
+    let s = spans(&derive(&golden("cuzk-timeline.log")));
+    let synth = named(&s, "synthesis");
+    assert_eq!(synth.len(), 2);
+    fn p<'a>(v: &[&'a Span], n: u32) -> &'a Span {
+        v.iter().find(|x| x.partition == Some(n)).copied().unwrap()
+    }
+    // Placed by cuzk's millisecond offsets, not by when the lines arrived.
+    assert!(close(p(&synth, 0).secs(), 1.831, 1e-9));
+    assert!(close(p(&synth, 1).secs(), 1.947, 1e-9));
+    let gpu = named(&s, "prove");
+    assert!(close(p(&gpu, 0).secs(), 2.210, 1e-9));
+    assert!(close(p(&gpu, 1).secs(), 2.213, 1e-9));
+    let queue = named(&s, "gpu_queue");
+    assert!(close(p(&queue, 1).secs(), 2.096, 1e-9));
+    assert!(synth.iter().chain(&gpu).all(|x| x.proof == synth[0].proof));
+    // SupraSeal's stage lines: durations ending at the line; CUZK_NTT_H's stages one after
+    // another, `total` spanning them.
+    assert!(close(one(&s, "cuzk_ntt_msm_h").secs(), 1.043, 1e-9));
+    let total = one(&s, "cuzk_ntt_h");
+    let ntt = one(&s, "cuzk_ntt_h_ntt_kernels");
+    let inv = one(&s, "cuzk_ntt_h_msm_invoke");
+    assert!(ntt.end <= Some(inv.start) && ntt.inside(total));
+    assert!(close(one(&s, "cuzk_pre_lock_cpu").secs(), 0.012, 1e-9));
+}
+
+#[test]
+fn tracing_span_closes_in_text_with_colour_and_in_json_open_their_spans_in_the_past() {
+    let s = spans(&derive(&golden("tracing-close.log")));
+    let syn = one(&s, "synthesis");
+    assert_eq!(syn.partition, Some(0));
+    assert!(close(syn.secs(), 1.21 + 25.1e-6, 1e-6));
+    assert!(close(one(&s, "msm_h").secs(), 0.815_1, 1e-6));
+    let prove = one(&s, "prove");
+    assert!(close(prove.secs(), 2.83, 1e-6));
+    assert!(syn.inside(prove) && one(&s, "msm_h").inside(prove));
+    assert_eq!(s.len(), 3, "only close events make spans: {s:?}");
+}
+
+#[test]
+fn ark_std_print_trace_start_and_end_lines_pair_into_nested_spans() {
+    let s = spans(&derive(&golden("ark-print-trace.log")));
+    let prove = one(&s, "prove");
+    for p in ["synthesis", "Inlining LCs", "fft_h", "Compute A"] {
+        let x = one(&s, p);
+        assert!(x.inside(prove), "{p}");
+        assert_eq!(x.grammar, "ark");
+    }
+    assert_eq!(s.len(), 5);
+}
+
+#[test]
+fn a_users_rule_maps_named_captures_to_phases_partitions_durations_and_proofs() {
+    let rules = vec![
+        Rule::new(
+            "myprover-start",
+            r"^\[myprover\] begin (?P<phase>\w+) part=(?P<partition>\d+) job=(?P<proof>\w+)$",
+            Action::Start,
+            None,
+        )
+        .unwrap(),
+        Rule::new(
+            "myprover-end",
+            r"^\[myprover\] done (?P<phase>\w+) part=(?P<partition>\d+) job=(?P<proof>\w+) in (?P<duration>\S+)$",
+            Action::End,
+            None,
+        )
+        .unwrap(),
+        Rule::new("myprover-gc", r"GC pause", Action::Instant, Some("gc")).unwrap(),
+    ];
+    let mut e = Engine::new(rules);
+    let text = b"[myprover] begin synthesis part=0 job=a\n\
+        [myprover] begin synthesis part=1 job=a\n\
+        [myprover] done synthesis part=0 job=a in 1.5s\n\
+        [myprover] done msm part=0 job=b in 250ms\n\
+        GC pause of 3ms\n\
+        [myprover] done synthesis part=1 job=a in 2s\n";
+    let recs = derive_with(&mut e, text);
+    let s = spans(&recs);
+    let synth = named(&s, "synthesis");
+    assert_eq!(synth.len(), 2);
+    assert!(synth.iter().all(|x| x.proof == synth[0].proof));
+    assert_eq!(synth[0].grammar, "myprover-start");
+    // An end with a duration and no start opens that long ago, on its own proof.
+    let msm = one(&s, "msm");
+    assert!(close(msm.secs(), 0.25, 1e-9));
+    assert_ne!(msm.proof, synth[0].proof);
+    assert_eq!(one(&s, "gc").secs(), 0.0);
+}
+
+#[test]
+fn a_rule_that_does_not_compile_or_names_no_phase_says_why() {
+    let e = Rule::new("bad", r"(?P<phase>\w+", Action::Start, None).unwrap_err();
+    assert!(
+        e.contains("does not compile") && e.contains("unclosed group"),
+        "{e}"
+    );
+    let e = Rule::new("nophase", r"^start$", Action::Start, None).unwrap_err();
+    assert!(e.contains("names no phase"), "{e}");
+}
+
+#[test]
+fn two_pipelined_bellperson_proofs_are_followed_in_order() {
+    let m = "bellperson::groth16::prover::native";
+    let l = |ts: &str, msg: &str| format!("2026-03-01T10:00:{ts} INFO {m} > {msg}\n");
+    let text = [
+        l("00.000", "Bellperson 0.27.0 is being used!"),
+        l("01.000", "synthesis time: 1s"),
+        l("01.000", "starting proof timer"),
+        l("01.500", "Bellperson 0.27.0 is being used!"),
+        l("02.500", "synthesis time: 1s"),
+        l("04.000", "prover time: 3s"),
+        l("04.000", "starting proof timer"),
+        l("06.000", "prover time: 2s"),
+    ]
+    .concat();
+    let s = spans(&derive(text.as_bytes()));
+    let syn = named(&s, "synthesis");
+    let prove = named(&s, "prove");
+    assert_eq!((syn.len(), prove.len()), (2, 2));
+    assert_ne!(syn[0].proof, syn[1].proof);
+    assert_eq!(prove[0].proof, syn[0].proof);
+    assert_eq!(prove[1].proof, syn[1].proof);
+    assert!(close(prove[0].secs(), 3.0, 1e-6) && close(prove[1].secs(), 2.0, 1e-6));
+    // The second synthesis overlapped the first proving, as it did.
+    assert!(syn[1].start < prove[0].end.unwrap());
+}
+
+#[test]
+fn bad_input_is_only_text_no_phantom_phase_no_crash() {
+    let mut garbage: Vec<u8> = (0..=255u8).cycle().take(64 << 10).collect();
+    garbage.extend_from_slice(b"\n\x1b]0;pwned\x07\x1b[2J\x1b[31mred\n\x00\x01\xff\xfe\n");
+    let ends_without_starts = "\
+2026-12-01T20:53:49.224 INFO filecoin_proofs::api::seal > seal_commit_phase2:finish: SectorId(7)
+2026-12-01T20:53:49.224 INFO bellperson::groth16::prover::native > prover time: 58.771336807s
+2026-12-01T20:53:49.224 DEBUG bellperson::groth16::prover::native > multiexp h
+2026-12-01T20:53:49.224 DEBUG bellperson::groth16::prover::native > proofs
+TIMELINE,5086,GPU_END,job,worker=0,partition=0,gpu_ms=2210
+TIMELINE,notanumber,SYNTH_START,job,partition=0
+TIMELINE,
+End:     Groth16::Prover ......................1.702s
+[myprover] done synthesis
+{\"level\":\"info\",\"ts\":\"2026-02-25T23:00:34.528+0100\",\"msg\":\"seal_commit_phase1:finish\"}
+{\"unclosed\": \"json
+2026-12-01T20:53:49.224 INFO bellperson::groth16::prover::native > synthesis time: NaNs
+2026-12-01T20:53:49.224 INFO bellperson::groth16::prover::native > synthesis time: -5s
+2026-12-01T20:53:49.224 INFO bellperson::groth16::prover::native > synthesis time: 99999999999s
+";
+    let mut text = garbage;
+    text.extend_from_slice(ends_without_starts.as_bytes());
+    let recs = derive(&text);
+    // "seal_commit_phase1:finish" in GOLOG has no filecoin_proofs logger: not read either.
+    assert!(recs.is_empty(), "{recs:#?}");
+}
+
+#[test]
+fn a_clock_in_the_future_is_not_believed_the_line_counts_at_its_arrival() {
+    let mut e = Engine::new(Vec::new());
+    let m = "bellperson::groth16::prover::native";
+    let mut out = Vec::new();
+    e.line_at(
+        &format!("2099-01-01T00:00:00.000 INFO {m} > Bellperson 0.27.0 is being used!"),
+        ARRIVAL,
+        Some(WALL),
+        &mut out,
+    );
+    e.line_at(
+        &format!("2099-01-01T00:00:01.000 INFO {m} > synthesis time: 1s"),
+        ARRIVAL + 5_000,
+        Some(WALL),
+        &mut out,
+    );
+    let s = spans(&out);
+    assert_eq!(s[0].start, ARRIVAL);
+    assert_eq!(s[0].end, Some(ARRIVAL + 5_000));
+}
