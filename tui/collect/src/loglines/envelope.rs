@@ -230,24 +230,42 @@ fn tracing_fmt(stamp: Stamp, rest: &str) -> Option<Envelope<'_>> {
     if !is_target(target) {
         return None;
     }
-    let fields = msg
+    // The event's fields, then the innermost span's own (`synthesize{partition=0}`).
+    let mut fields: Vec<(Cow<'_, str>, Cow<'_, str>)> = msg
         .split(' ')
         .filter_map(|kv| kv.split_once('='))
         .map(|(k, v)| (Cow::Borrowed(k), Cow::Borrowed(v)))
         .collect();
+    if let Some((name, inner)) = span {
+        fields.extend(
+            inner
+                .split(' ')
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (Cow::Borrowed(k), Cow::Borrowed(v))),
+        );
+        return Some(Envelope {
+            format: Format::TracingFmt,
+            stamp: Some(stamp),
+            level: Some(level),
+            target: Some(Cow::Borrowed(target)),
+            msg: Cow::Borrowed(msg),
+            span: Some(Cow::Borrowed(name)),
+            fields,
+        });
+    }
     Some(Envelope {
         format: Format::TracingFmt,
         stamp: Some(stamp),
         level: Some(level),
         target: Some(Cow::Borrowed(target)),
         msg: Cow::Borrowed(msg),
-        span: span.map(Cow::Borrowed),
+        span: None,
         fields,
     })
 }
 
-/// The last span of `outer{a=1}:inner{b=2}` ("inner"), fields left out.
-fn innermost_span(path: &str) -> &str {
+/// The last span of `outer{a=1}:inner{b=2}`: its name ("inner") and fields ("b=2").
+fn innermost_span(path: &str) -> (&str, &str) {
     // Split at ':' outside braces.
     let mut depth = 0;
     let mut last_start = 0;
@@ -260,7 +278,10 @@ fn innermost_span(path: &str) -> &str {
         }
     }
     let last = &path[last_start..];
-    last.split('{').next().unwrap_or(last)
+    match last.split_once('{') {
+        Some((name, rest)) => (name, rest.strip_suffix('}').unwrap_or(rest)),
+        None => (last, ""),
+    }
 }
 
 /// `LEVEL target: msg` (what a shell script that imitates a logger prints).

@@ -41,6 +41,10 @@ pub const MAX_OPEN: usize = 4096;
 pub const MAX_SCOPES: usize = 4096;
 /// Most bellperson proofs in flight followed at once (pipelined provers have a few).
 pub const MAX_BELLPERSON: usize = 64;
+/// A cuzk TIMELINE offset this far past its line's arrival starts a new epoch.
+pub const CUZK_REANCHOR_NS: u64 = 60_000_000_000;
+/// Longest duration a line is believed to state (30 days); a longer one is a broken line.
+pub const MAX_SECS: f64 = 30.0 * 86_400.0;
 
 /// Which proof a phase belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -51,8 +55,6 @@ pub enum Scope {
     Job(String),
     /// One proof for everything the grammar reads (tracing spans, ark-std).
     Grammar,
-    /// One proof for everything a user rule without a `proof` capture reads.
-    Rule(String),
 }
 
 /// What a grammar read in a line.
@@ -128,6 +130,18 @@ impl Engine {
     /// Read one line (without its line ending) that arrived at `arrival` (monotonic ns);
     /// the events it implies are appended to `out`, stamped with their times.
     pub fn line(&mut self, line: &str, arrival: u64, out: &mut Vec<Record>) {
+        self.line_at(line, arrival, None, out)
+    }
+
+    /// [`Engine::line`] with the wall clock at its arrival given (unix ns; `None`: now), for
+    /// lines read back from a file and for tests.
+    pub fn line_at(
+        &mut self,
+        line: &str,
+        arrival: u64,
+        arrival_wall: Option<i128>,
+        out: &mut Vec<Record>,
+    ) {
         // Cheap refusal first: every grammar needs a letter.
         if line.len() < 4 {
             return;
@@ -155,7 +169,10 @@ impl Engine {
         }
         let t = match (self.hits.first(), env.stamp) {
             (Some(Hit::Offset { ms }), _) => self.tracker.cuzk_at(*ms, arrival),
-            (_, Some(s)) => s.to_mono(arrival, provetop_shared::clock::wall_ns() as i128),
+            (_, Some(s)) => s.to_mono(
+                arrival,
+                arrival_wall.unwrap_or_else(|| provetop_shared::clock::wall_ns() as i128),
+            ),
             _ => arrival,
         };
         let grammar = grammar.to_string();
@@ -211,7 +228,6 @@ impl Tracker {
             Scope::Sector(None) => format!("sector:{}", self.last_sector.as_deref().unwrap_or("")),
             Scope::Job(j) => format!("job:{j}"),
             Scope::Grammar => format!("grammar:{grammar}"),
-            Scope::Rule(r) => format!("rule:{r}"),
         };
         if let Some(&id) = self.scopes.get(&key) {
             return id;
@@ -306,6 +322,9 @@ impl Tracker {
         ago: f64,
         out: &mut Vec<Record>,
     ) {
+        if !(0.0..=MAX_SECS).contains(&secs) || !(0.0..=MAX_SECS).contains(&ago) {
+            return;
+        }
         let end = t.saturating_sub((ago * 1e9) as u64);
         let start = end.saturating_sub((secs * 1e9) as u64);
         // Open already (a start was read too): this line is its end.
@@ -378,13 +397,14 @@ impl Tracker {
     }
 
     /// The time of a cuzk TIMELINE line `ms` after its engine's epoch, which the first line
-    /// anchors at its arrival (and a line that would be later than its arrival re-anchors:
-    /// the first one was late).
+    /// anchors at its arrival. Lines that arrive together (a file read at once) keep their
+    /// offsets apart; one more than [`CUZK_REANCHOR_NS`] after its arrival means another
+    /// epoch (cuzk restarted), anchored anew.
     fn cuzk_at(&mut self, ms: u64, arrival: u64) -> u64 {
         let off = ms.saturating_mul(1_000_000);
         let epoch = *self.cuzk_epoch.get_or_insert(arrival.saturating_sub(off));
         let t = epoch.saturating_add(off);
-        if t > arrival {
+        if t > arrival.saturating_add(CUZK_REANCHOR_NS) {
             self.cuzk_epoch = Some(arrival.saturating_sub(off));
             return arrival;
         }

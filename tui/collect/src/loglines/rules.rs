@@ -3,7 +3,7 @@
 //!
 //! Captures: `phase` (else the rule's `phase`), `partition` (a number), `duration` (`1.2s`,
 //! `850ms`, or a bare number of seconds), `proof` (lines with the same proof are one
-//! proof's phases). The action says what a match is: `start` opens the phase, `end` closes
+//! proof's phases, whichever rule read them; without it, all rules' phases are one proof). The action says what a match is: `start` opens the phase, `end` closes
 //! it (with a `duration` capture and no start seen, it opens that long ago), `instant` is a
 //! phase of no length.
 
@@ -85,9 +85,10 @@ impl Rule {
             None => Phase::from(self.phase.clone().unwrap_or_default()),
         };
         let partition = c.name("partition").and_then(|p| p.as_str().parse().ok());
+        // Shared by every rule, so a start rule and an end rule pair up.
         let scope = match c.name("proof") {
-            Some(p) => Scope::Job(format!("{}:{}", self.name, p.as_str())),
-            None => Scope::Rule(self.name.clone()),
+            Some(p) => Scope::Job(format!("rule:{}", p.as_str())),
+            None => Scope::Job("rule".into()),
         };
         let secs = c.name("duration").and_then(|d| {
             let d = d.as_str();
