@@ -32,12 +32,17 @@ pub const EVENTS_FD_VAR: &str = "PROVETOP_EVENTS_FD";
 /// Set to `off` to keep a prover quiet even where provetop passed a pipe.
 pub const EVENTS_SWITCH_VAR: &str = "PROVETOP_EVENTS";
 
+/// Whether `PROVETOP_EVENTS=off` asks for no events at all (any case, spaces ignored).
+pub fn switched_off() -> bool {
+    std::env::var(EVENTS_SWITCH_VAR).is_ok_and(|v| v.trim().eq_ignore_ascii_case("off"))
+}
+
 /// Where the environment says events go: the fd in `$PROVETOP_EVENTS_FD`, or nowhere (a
 /// disabled emitter) when it is absent or `PROVETOP_EVENTS=off`. A value that is not an open
 /// descriptor is said once on stderr and gives a disabled emitter: a prover never fails for
 /// want of a monitor.
 pub fn from_env() -> Emitter {
-    if std::env::var(EVENTS_SWITCH_VAR).is_ok_and(|v| v.trim().eq_ignore_ascii_case("off")) {
+    if switched_off() {
         return Emitter::disabled();
     }
     let Some(raw) = std::env::var_os(EVENTS_FD_VAR) else {
