@@ -42,6 +42,14 @@ pub enum Screen {
     },
     /// Replaying a file.
     Replay(Playback),
+    /// Attached to a running supervisor (`provetop attach`): its session file followed, its
+    /// prover's controls through its socket.
+    Attach {
+        /// Controls are refused (`--read-only`).
+        read_only: bool,
+    },
+    /// Following a growing session file (`provetop replay --follow`): no prover to command.
+    Follow,
 }
 
 /// Replay position and speed, shown in the position bar.
@@ -158,12 +166,19 @@ pub struct App {
     pub flash: Option<Flash>,
     /// Set when the loop should end.
     pub quit: bool,
+    /// Set when the loop should end by detaching (the supervisor goes on).
+    pub detach: bool,
+    /// `q` asks before quitting (an attached screen: quitting stops the prover); while
+    /// `asking`, the next key answers.
+    pub ask_quit: bool,
+    pub asking: bool,
 }
 
 impl App {
     /// A new app over an empty model.
     pub fn new(screen: Screen, thresholds: Thresholds, theme: Theme, clock: u64) -> Self {
         let zoom = View::zoom_for(60.0);
+        let ask_quit = matches!(screen, Screen::Attach { read_only: false });
         App {
             model: Model::new(thresholds),
             view: View {
@@ -187,6 +202,9 @@ impl App {
             baseline: None,
             flash: None,
             quit: false,
+            detach: false,
+            ask_quit,
+            asking: false,
         }
     }
 
@@ -197,6 +215,9 @@ impl App {
             Screen::Watch { .. } => keymap::WATCH,
             Screen::Replay(_) if self.baseline.is_some() => keymap::REPLAY_BASELINE,
             Screen::Replay(_) => keymap::REPLAY,
+            Screen::Attach { read_only: false } => keymap::ATTACH,
+            Screen::Attach { read_only: true } => keymap::ATTACH_READ_ONLY,
+            Screen::Follow => keymap::FOLLOW,
         }
     }
 
@@ -246,6 +267,13 @@ impl App {
     /// Handle the actions that only concern the view; returns the ones the driver must handle.
     pub fn act(&mut self, a: Action) -> Option<Action> {
         match a {
+            Action::Quit if self.ask_quit => {
+                self.asking = true;
+                self.flash(
+                    "stop the prover? y: stop it · d: detach instead · any other key: stay",
+                    true,
+                );
+            }
             Action::Quit => self.quit = true,
             Action::Help => {
                 self.view.help = !self.view.help;
@@ -315,6 +343,18 @@ impl App {
             other => return Some(other),
         }
         None
+    }
+
+    /// The answer to "stop the prover?" (`asking`): `y` quits (the driver stops the prover),
+    /// `d` detaches, anything else stays.
+    pub fn answer(&mut self, key: &crossterm::event::KeyEvent) {
+        use crossterm::event::KeyCode;
+        self.asking = false;
+        match key.code {
+            KeyCode::Char('y') | KeyCode::Char('Y') => self.quit = true,
+            KeyCode::Char('d') => self.detach = true,
+            _ => self.flash("staying (the prover goes on)", false),
+        }
     }
 
     /// The cursor, kept inside the window (None when hidden).

@@ -36,6 +36,13 @@ pub enum Command {
     Classify(ClassifyArgs),
     /// Export a session or CSV as CSV (`timestamp,rss_kb,...`) or JSON lines.
     Export(ExportArgs),
+    /// Supervise like `run --headless`, as a long-running service: no terminal, survives a
+    /// hangup, stopped by a signal or `provetop attach` then q; screens attach and detach.
+    Serve(RunArgs),
+    /// Open the live screen on a running supervisor (`d` detaches, `q` asks, then stops it).
+    Attach(crate::attach::AttachArgs),
+    /// List the sessions on this machine: live ones, then recent recordings.
+    Ls(crate::sessions::LsArgs),
     /// Compare sessions (or CSVs) with a baseline: one table of memory, throughput and
     /// phases as value, difference and ratio; `--fail-if` gates a CI run on it.
     Compare(crate::compare::CompareArgs),
@@ -231,6 +238,10 @@ pub struct ReplayArgs {
     /// Phase threshold lines in GiB: idle,gpu,synth,peak.
     #[arg(long, default_value = "10,50,100,180", value_name = "GIB,GIB,GIB,GIB")]
     pub thresholds: Thresholds,
+    /// Follow a session file still being written: the live view of everything in it, then of
+    /// each record as it is written (inotify, else polled every 100 ms).
+    #[arg(long, conflicts_with = "start")]
+    pub follow: bool,
     /// A baseline session (or CSV) drawn in dim on the chart and the timeline, aligned at
     /// the start (the `b` key: proof 1, 2, … of each); the cursor box gives both values.
     #[arg(long, value_name = "FILE")]

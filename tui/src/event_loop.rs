@@ -56,6 +56,8 @@ pub enum Exit {
     Signal(i32),
     /// The terminal input ended.
     InputClosed,
+    /// The user detached: the supervisor goes on without this screen.
+    Detach,
 }
 
 /// Shortest time between two frames (the screen never redraws faster than this).
@@ -98,6 +100,13 @@ where
                 None
             }
             ev = input.next() => match ev {
+                Some(Ok(TermEvent::Key(k))) if k.kind == KeyEventKind::Press && app.asking => {
+                    // The key answers "stop the prover?".
+                    app.answer(&k);
+                    last_draw = tokio::time::Instant::now() - FRAME;
+                    dirty = true;
+                    None
+                }
                 Some(Ok(TermEvent::Key(k))) if k.kind != KeyEventKind::Release => {
                     if let Some(a) = keymap::lookup(app.sections(), &k) {
                         if let Some(rest) = app.act(a) {
@@ -120,7 +129,8 @@ where
             },
             sig = &mut stop => Some(Exit::Signal(sig)),
         };
-        if let Some(exit) = exit.or(app.quit.then_some(Exit::Quit)) {
+        let asked = (app.detach.then_some(Exit::Detach)).or(app.quit.then_some(Exit::Quit));
+        if let Some(exit) = exit.or(asked) {
             if driver.farewell(app, exit) {
                 terminal.draw(|f| drawn = crate::ui::draw(f, app))?;
                 app.view.drawn = drawn;

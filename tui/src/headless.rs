@@ -1,17 +1,20 @@
-//! `provetop run --headless` (and `watch --headless`): no terminal. Records, evaluates alerts
-//! (printed to stderr), and exits with the child's status (128 + signal for a signal).
+//! `provetop run --headless` (and `watch --headless`, `provetop serve`): no terminal. Records,
+//! evaluates alerts (printed to stderr), answers its control socket ([`control`]: attach, ls,
+//! stop), survives the hangup of the terminal that started it, and exits with the child's
+//! status (128 + signal for a signal). A live screen that detaches goes on here ([`serve`]).
 
 use std::path::Path;
 
 use provetop_collect::supervisor::ExitInfo;
 
 use crate::model::Model;
-use crate::monitor::signals::{exit_status, signal_name, stop_signal};
+use crate::monitor::control::{self, ControlServer};
+use crate::monitor::signals::{exit_status, served_stop_signal, signal_name};
 use crate::monitor::{self, Monitor, Target};
 use crate::settings::Setup;
 
 /// What the screen's header would show: the counts of what went wrong on the way in.
-fn report(m: &Model, recorded: Option<std::path::PathBuf>) {
+pub fn report(m: &Model, recorded: Option<std::path::PathBuf>) {
     let mut lost = Vec::new();
     if m.bad_lines > 0 {
         lost.push(format!("{} bad event lines", m.bad_lines));
@@ -34,66 +37,131 @@ fn report(m: &Model, recorded: Option<std::path::PathBuf>) {
     }
 }
 
-/// Monitor `target` without a screen until it ends, or until a signal stops it (a
-/// supervised child is stopped first).
+/// Monitor `target` without a screen until it ends, or until a signal or the control
+/// socket's `stop` stops it (a supervised child is stopped first). A hangup does not stop
+/// it ([`served_stop_signal`]).
 pub fn main(s: Setup, target: Target) -> anyhow::Result<i32> {
     let rt = monitor::runtime()?;
-    let watched = match &target {
-        Target::Pid(pid) => Some(*pid),
-        Target::Command(_) => None,
-    };
-    let child_log = child_log(&target);
+    let served = Served::new(&s, &target);
     let mut m = Model::new(s.thresholds);
     let (code, recorded, dead) = rt.block_on(async {
         let mut mon = Monitor::start(&s, target, &mut m).await?;
-        mon.pipeline.to_stderr = true;
-        let mut tick = tokio::time::interval(monitor::TICK);
-        let stop = stop_signal();
-        tokio::pin!(stop);
-        let mut dead = None;
-        let (ended, by_itself, recorded) = loop {
-            tokio::select! {
-                _ = tick.tick() => {
-                    mon.pump(&mut m);
-                    // A dead sampler is fatal: no more samples would come.
-                    if let Some(d) = mon.pipeline.sampler_died().map(str::to_string) {
-                        let (e, r) = mon.stop(&mut m, &d).await;
-                        dead = Some(d);
-                        break (e, false, r);
-                    }
-                }
-                e = mon.ended(&mut m) => break (e, true, mon.finish(&mut m).await),
-                sig = &mut stop => {
-                    let why = format!("got {}", signal_name(sig));
-                    if watched.is_none() {
-                        crate::say!("provetop: {why}: stopping the child");
-                    }
-                    let (e, r) = mon.stop(&mut m, &why).await;
-                    break (e, false, r);
-                }
-            }
-        };
-        let code = match (&ended, watched) {
-            (Some(exit), _) => {
-                crate::say!("provetop: child {}", exit.reason);
-                if by_itself {
-                    say_child_failure(child_log.as_deref(), exit);
-                }
-                exit_status(exit)
-            }
-            (None, Some(pid)) if by_itself => {
-                crate::say!("provetop: pid {pid} exited");
-                0
-            }
-            _ => 0,
-        };
-        anyhow::Ok((code, recorded, dead))
+        let control = served.control(&s, &mut mon, &mut m);
+        serve(mon, &mut m, served, control).await
     })?;
     report(&m, recorded);
     match dead {
         Some(d) => Err(anyhow::anyhow!("{d}: the session was stopped")),
         None => Ok(code),
     }
+}
+
+/// What a screenless session needs to know about its target besides the monitor.
+pub struct Served {
+    /// The pid watched (None: a supervised command).
+    pub watched: Option<u32>,
+    /// The child's log, for its last lines on a failure.
+    pub child_log: Option<std::path::PathBuf>,
+    command: Vec<String>,
+    restartable: bool,
+}
+
+impl Served {
+    /// Before `target` is handed to the monitor.
+    pub fn new(_s: &Setup, target: &Target) -> Served {
+        let (watched, restartable) = match target {
+            Target::Pid(pid) => (Some(*pid), false),
+            Target::Command(spec) => (
+                None,
+                matches!(
+                    spec.restart,
+                    provetop_collect::supervisor::Restart::OnFailure { .. }
+                ),
+            ),
+        };
+        Served {
+            watched,
+            child_log: child_log(target),
+            command: target.command(),
+            restartable,
+        }
+    }
+
+    /// The session's control socket; a socket that cannot be made is a warning (the session
+    /// goes on without it).
+    pub fn control(&self, s: &Setup, mon: &mut Monitor, m: &mut Model) -> Option<ControlServer> {
+        match control::for_session(s.record.as_deref(), self.command.clone(), self.restartable) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                crate::say!("provetop: warning: no control socket: {e:#}");
+                mon.pipeline.note(
+                    m,
+                    format!("no control socket (attach will not work): {e:#}"),
+                );
+                None
+            }
+        }
+    }
+}
+
+/// Run a started session with no screen until it ends: pump records, answer the control
+/// socket, stop on a stop signal or a `stop` request. Returns the exit status, the
+/// recording, and why the sampler died if it did.
+pub async fn serve(
+    mut mon: Monitor,
+    m: &mut Model,
+    served: Served,
+    mut control: Option<ControlServer>,
+) -> anyhow::Result<(i32, Option<std::path::PathBuf>, Option<String>)> {
+    let watched = served.watched;
+    mon.pipeline.to_stderr = true;
+    let mut tick = tokio::time::interval(monitor::TICK);
+    let stop = served_stop_signal();
+    tokio::pin!(stop);
+    let mut dead = None;
+    let (ended, by_itself, recorded) = loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                mon.pump(m);
+                // A dead sampler is fatal: no more samples would come.
+                if let Some(d) = mon.pipeline.sampler_died().map(str::to_string) {
+                    let (e, r) = mon.stop(m, &d).await;
+                    dead = Some(d);
+                    break (e, false, r);
+                }
+                if let Some(why) = control.as_mut().and_then(|c| control::answer(c, &mut mon, m)) {
+                    crate::say!("provetop: {why}: stopping the child");
+                    let (e, r) = mon.stop(m, &why).await;
+                    break (e, false, r);
+                }
+            }
+            e = mon.ended(m) => break (e, true, mon.finish(m).await),
+            sig = &mut stop => {
+                let why = format!("got {}", signal_name(sig));
+                if watched.is_none() {
+                    crate::say!("provetop: {why}: stopping the child");
+                }
+                let (e, r) = mon.stop(m, &why).await;
+                break (e, false, r);
+            }
+        }
+    };
+    drop(control);
+    let code = match (&ended, watched) {
+        (Some(exit), _) => {
+            crate::say!("provetop: child {}", exit.reason);
+            if by_itself {
+                say_child_failure(served.child_log.as_deref(), exit);
+            }
+            exit_status(exit)
+        }
+        (None, Some(pid)) if by_itself => {
+            crate::say!("provetop: pid {pid} exited");
+            0
+        }
+        _ => 0,
+    };
+    Ok((code, recorded, dead))
 }
 
 /// How many of the child's last output lines a failure shows.

@@ -57,6 +57,8 @@ pub enum Action {
     LogNewer,
     /// Show the newest (or scrolled-to) log line whole, or hide it.
     LogLine,
+    /// Leave the screen and the supervisor running (like `tmux detach`).
+    Detach,
     /// Replay with `--baseline`: align the baseline at the next anchor (start, proof N).
     BaselineAlign,
 }
@@ -202,6 +204,34 @@ pub const GLOBAL: Section = global!("quit (stops the prover)");
 pub const GLOBAL_WATCH: Section = global!("quit (the process keeps running)");
 /// Always available in replay: there is no prover.
 pub const GLOBAL_REPLAY: Section = global!("quit");
+/// Always available on an attached screen: quitting stops the prover, after asking.
+pub const GLOBAL_ATTACH: Section = global!("quit: asks, then stops the prover");
+
+/// Always available on a read-only attached screen: the prover is not its to stop.
+pub const GLOBAL_WATCH_ATTACHED: Section = global!("quit (the prover keeps running)");
+
+/// The live screen's session: detach (no footer hint: the footer keeps its room).
+pub const SESSION: Section = Section {
+    title: "session",
+    bindings: &[b(
+        &[k('d')],
+        "d",
+        "detach: the prover goes on (provetop attach)",
+        Action::Detach,
+    )],
+};
+
+/// An attached screen's session: detach, with its footer hint.
+pub const SESSION_ATTACH: Section = Section {
+    title: "session",
+    bindings: &[b(
+        &[k('d')],
+        "d",
+        "detach: leave, the prover goes on",
+        Action::Detach,
+    )
+    .hint("d", "detach", 1)],
+};
 
 /// The live view of the chart and timeline.
 pub const LIVE_VIEW: Section = Section {
@@ -419,7 +449,13 @@ pub const BASELINE: Section = Section {
 };
 
 /// Key sections of the live screen, in help order.
-pub const LIVE: &[Section] = &[GLOBAL, LIVE_VIEW, PROVER, LOG];
+pub const LIVE: &[Section] = &[GLOBAL, LIVE_VIEW, PROVER, SESSION, LOG];
+/// Key sections of an attached screen (`provetop attach`).
+pub const ATTACH: &[Section] = &[GLOBAL_ATTACH, LIVE_VIEW, PROVER, SESSION_ATTACH, LOG];
+/// Key sections of a read-only attached screen: no prover keys, quitting leaves it running.
+pub const ATTACH_READ_ONLY: &[Section] = &[GLOBAL_WATCH_ATTACHED, LIVE_VIEW, SESSION_ATTACH, LOG];
+/// Key sections of `replay --follow` (a file followed: no prover to command).
+pub const FOLLOW: &[Section] = &[GLOBAL_REPLAY, LIVE_VIEW, LOG];
 /// Key sections of `watch` (no prover to command).
 pub const WATCH: &[Section] = &[GLOBAL_WATCH, LIVE_VIEW, LOG];
 /// Key sections of the replay screen, in help order.
@@ -533,6 +569,20 @@ mod tests {
         assert_eq!(quit(LIVE), "quit (stops the prover)");
         assert_eq!(quit(WATCH), "quit (the process keeps running)");
         assert_eq!(quit(REPLAY), "quit");
+        assert_eq!(quit(ATTACH), "quit: asks, then stops the prover");
+        assert_eq!(quit(ATTACH_READ_ONLY), "quit (the prover keeps running)");
+        assert_eq!(lookup(ATTACH_READ_ONLY, &ev(KeyCode::Char('1'), KeyModifiers::NONE)), None);
+    }
+
+    #[test]
+    fn d_detaches_on_the_live_and_attached_screens_only() {
+        let d = ev(KeyCode::Char('d'), KeyModifiers::NONE);
+        assert_eq!(lookup(LIVE, &d), Some(Action::Detach));
+        assert_eq!(lookup(ATTACH, &d), Some(Action::Detach));
+        assert_eq!(lookup(WATCH, &d), None);
+        assert_eq!(lookup(REPLAY, &d), None);
+        assert!(hints(ATTACH).iter().any(|h| h.keys == "d"));
+        assert!(!hints(LIVE).iter().any(|h| h.keys == "d"));
     }
 
     #[test]
@@ -550,7 +600,7 @@ mod tests {
 
     #[test]
     fn no_key_bound_twice_in_a_screen() {
-        for screen in [LIVE, WATCH, REPLAY, REPLAY_BASELINE] {
+        for screen in [LIVE, WATCH, REPLAY, ATTACH, ATTACH_READ_ONLY, FOLLOW] {
             let all: Vec<Key> = screen
                 .iter()
                 .flat_map(|s| s.bindings.iter())

@@ -5,11 +5,14 @@
 //! view draws the state. Replay, classify and export read the same records from a file.
 
 pub mod app;
+pub mod attach;
 pub mod classify;
+pub mod detach;
 pub mod cli;
 pub mod compare;
 pub mod event_loop;
 pub mod export;
+pub mod follow;
 pub mod headless;
 pub mod keymap;
 pub mod live;
@@ -18,6 +21,7 @@ pub mod monitor;
 pub mod replay;
 pub mod say;
 pub mod series;
+pub mod sessions;
 pub mod settings;
 pub mod store;
 pub mod terminal;

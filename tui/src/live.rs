@@ -1,5 +1,9 @@
 //! The live screen: `provetop` (the bundled prover), `provetop run [-- CMD]` and
 //! `provetop watch PID`, on a [`Monitor`] session, with keys that reach the prover.
+//!
+//! The session serves its control socket while the screen is up (others may attach), and
+//! `d` detaches `run`'s screen ([`crate::detach`]): the terminal is given back, and the same
+//! session goes on headless ([`crate::headless::serve`]) until a `stop` or a signal.
 
 use provetop_shared::clock::mono_ns;
 use provetop_shared::protocol::ProverState;
@@ -7,8 +11,10 @@ use provetop_shared::Control;
 
 use crate::app::{Action, App, Screen};
 use crate::cli::{RunArgs, WatchArgs};
+use crate::detach::Host;
 use crate::event_loop::{self, Driver, Exit};
 use crate::model::ChildStatus;
+use crate::monitor::control::{self, ControlServer};
 use crate::monitor::signals::signal_name;
 use crate::monitor::{self, Monitor, Target};
 use crate::settings::{rule_lines, setup, watchdog_rule, Setup};
@@ -21,6 +27,12 @@ pub struct LiveDriver {
     told_exit: bool,
     /// Why the sampler thread died, once it has.
     sampler_died: Option<String>,
+    /// The session's control socket.
+    pub control: Option<ControlServer>,
+    /// What detaching needs (None: this screen cannot detach).
+    host: Option<Host>,
+    /// A control client asked to stop: why.
+    stop_asked: Option<String>,
 }
 
 impl LiveDriver {
@@ -29,8 +41,30 @@ impl LiveDriver {
             monitor,
             told_exit: false,
             sampler_died: None,
+            control: None,
+            host: None,
+            stop_asked: None,
         }
     }
+}
+
+/// The control a prover key sends (the same on the live and the attached screen).
+pub fn control_for(app: &App, a: Action) -> Option<Control> {
+    Some(match a {
+        Action::PauseResume => {
+            if app.model.prover.state == Some(ProverState::Paused) {
+                Control::Resume
+            } else {
+                Control::Pause
+            }
+        }
+        // One more proof of the current mode's size (batch:N: N sectors).
+        Action::ProveNow => Control::Prove {
+            count: app.model.prover.mode.map_or(1, |m| m.sectors_per_proof()),
+        },
+        Action::SetMode(mode) => Control::SetMode { mode },
+        _ => return None,
+    })
 }
 
 impl Driver for LiveDriver {
@@ -43,6 +77,13 @@ impl Driver for LiveDriver {
             if self.sampler_died.is_none() {
                 app.flash(format!("{d}: stopping"), true);
                 self.sampler_died = Some(d.to_string());
+                app.quit = true;
+            }
+        }
+        if let Some(c) = self.control.as_mut() {
+            if let Some(why) = control::answer(c, &mut self.monitor, &mut app.model) {
+                app.flash(format!("{why}: stopping"), true);
+                self.stop_asked = Some(why);
                 app.quit = true;
             }
         }
@@ -61,20 +102,22 @@ impl Driver for LiveDriver {
     }
 
     fn act(&mut self, app: &mut App, a: Action) {
-        let control = match a {
-            Action::PauseResume => {
-                if app.model.prover.state == Some(ProverState::Paused) {
-                    Control::Resume
-                } else {
-                    Control::Pause
-                }
+        if a == Action::Detach {
+            match (&self.host, &self.control) {
+                (Some(_), Some(_)) => app.detach = true,
+                (None, _) => app.flash(
+                    "this screen cannot detach (watch, or no separate supervisor)",
+                    true,
+                ),
+                (_, None) => app.flash(
+                    "cannot detach: the session has no control socket to attach to",
+                    true,
+                ),
             }
-            // One more proof of the current mode's size (batch:N: N sectors).
-            Action::ProveNow => Control::Prove {
-                count: app.model.prover.mode.map_or(1, |m| m.sectors_per_proof()),
-            },
-            Action::SetMode(mode) => Control::SetMode { mode },
-            _ => return,
+            return;
+        }
+        let Some(control) = control_for(app, a) else {
+            return;
         };
         let Some(sup) = &self.monitor.supervisor else {
             return;
@@ -95,7 +138,10 @@ impl Driver for LiveDriver {
         }
     }
 
-    fn farewell(&mut self, app: &mut App, _exit: Exit) -> bool {
+    fn farewell(&mut self, app: &mut App, exit: Exit) -> bool {
+        if exit == Exit::Detach {
+            return false;
+        }
         // Stopping the child may take its grace period: say so.
         match &self.sampler_died {
             Some(d) => app.flash(format!("{d}: stopping…"), true),
@@ -123,7 +169,16 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
     if args.monitor.headless {
         return crate::headless::main(s, target);
     }
-    screen(s, target, Screen::Run, baseline)
+    // Split before any thread exists, so that `d` can leave the supervisor running.
+    let host = crate::detach::split();
+    screen(s, target, Screen::Run, host, baseline)
+}
+
+/// `provetop serve`: `run --headless` by another name, for a service manager's unit.
+pub fn main_serve(args: &RunArgs) -> anyhow::Result<i32> {
+    let mut args = args.clone();
+    args.monitor.headless = true;
+    main_run(&args)
 }
 
 /// `provetop watch PID`.
@@ -135,7 +190,7 @@ pub fn main_watch(args: &WatchArgs) -> anyhow::Result<i32> {
     if args.monitor.headless {
         return crate::headless::main(s, target);
     }
-    screen(s, target, Screen::Watch { pid: args.pid() }, None)
+    screen(s, target, Screen::Watch { pid: args.pid() }, None, None)
 }
 
 /// Why the screen ended, for the recording.
@@ -144,6 +199,7 @@ fn why(exit: &anyhow::Result<Exit>) -> String {
         Ok(Exit::Quit) => "quit by the user".to_string(),
         Ok(Exit::Signal(sig)) => format!("got {}", signal_name(*sig)),
         Ok(Exit::InputClosed) => "terminal input closed".to_string(),
+        Ok(Exit::Detach) => "detached".to_string(),
         Err(e) => format!("terminal lost: {e:#}"),
     }
 }
@@ -152,25 +208,37 @@ fn screen(
     s: Setup,
     target: Target,
     kind: Screen,
+    host: Option<Host>,
     baseline: Option<crate::compare::overlay::Baseline>,
 ) -> anyhow::Result<i32> {
     let rt = monitor::runtime()?;
     let child_log = crate::headless::child_log(&target);
+    let served = crate::headless::Served::new(&s, &target);
     let (result, recorded, failed) = rt.block_on(async {
         let mut app = App::new(kind, s.thresholds, Theme::from_env(), mono_ns());
         app.baseline = baseline.map(|b| b.for_live(app.origin));
         app.rule_lines = rule_lines(&s.rules);
         app.recording = s.record.as_ref().map(|p| p.display().to_string());
-        let monitor = match Monitor::start(&s, target, &mut app.model).await {
+        let mut monitor = match Monitor::start(&s, target, &mut app.model).await {
             Ok(m) => m,
             Err(e) => return (Err(e), None, None),
         };
         crate::terminal::install_panic_hook(monitor.panic_cleanup());
+        let control = served.control(&s, &mut monitor, &mut app.model);
         let mut driver = LiveDriver::new(monitor);
+        driver.control = control;
+        driver.host = host;
         let exit = event_loop::run_on_terminal(&mut app, &mut driver).await;
+        if matches!(exit, Ok(Exit::Detach)) {
+            // The terminal is restored (the loop's terminal is gone): leave it, go on headless.
+            return detached(driver, app, served).await;
+        }
         let by_itself = matches!(app.model.child, crate::model::ChildStatus::Exited { .. });
         let dead = driver.sampler_died.take();
-        let why = dead.clone().unwrap_or_else(|| why(&exit));
+        let why = dead
+            .clone()
+            .or(driver.stop_asked.take())
+            .unwrap_or_else(|| why(&exit));
         let (ended, recorded) = driver.monitor.stop(&mut app.model, &why).await;
         let exit = match dead {
             Some(d) => Err(anyhow::anyhow!("{d}: the session was stopped")),
@@ -190,4 +258,45 @@ fn screen(
         crate::say!("provetop: session recorded to {}", p.display());
     }
     result
+}
+
+/// After `d`: tell the host to give the prompt back, then serve the session headless.
+async fn detached(
+    mut driver: LiveDriver,
+    mut app: App,
+    served: crate::headless::Served,
+) -> (
+    anyhow::Result<i32>,
+    Option<std::path::PathBuf>,
+    Option<provetop_collect::supervisor::ExitInfo>,
+) {
+    let host = driver
+        .host
+        .take()
+        .expect("only a screen with a host detaches");
+    let id = driver
+        .control
+        .as_ref()
+        .map(|c| c.id().to_string())
+        .unwrap_or_default();
+    let msg = format!(
+        "provetop: detached; the prover goes on (supervisor pid {}): provetop attach {id}",
+        std::process::id()
+    );
+    if let Err(e) = host.detach(&msg) {
+        // Still attached to the terminal: stop as a quit would, saying why.
+        crate::say!("provetop: {e:#}");
+        let why = format!("{e:#}");
+        let (_, recorded) = driver.monitor.stop(&mut app.model, &why).await;
+        return (Ok(1), recorded, None);
+    }
+    driver.monitor.pipeline.note(
+        &mut app.model,
+        "the screen detached; supervising headless".into(),
+    );
+    let control = driver.control.take();
+    match crate::headless::serve(driver.monitor, &mut app.model, served, control).await {
+        Ok((code, recorded, _dead)) => (Ok(code), recorded, None),
+        Err(e) => (Err(e), None, None),
+    }
 }

@@ -51,6 +51,9 @@ fn main() {
         Some(Command::Run(a)) => provetop::live::main_run(a),
         Some(Command::Watch(a)) => provetop::live::main_watch(a),
         Some(Command::Replay(a)) => provetop::replay::main(a),
+        Some(Command::Serve(a)) => provetop::live::main_serve(a),
+        Some(Command::Attach(a)) => provetop::attach::main(a),
+        Some(Command::Ls(a)) => provetop::sessions::main(a),
         None => provetop::live::main_run(&default_run()),
     };
     match result {

@@ -243,6 +243,9 @@ pub fn parse_start(s: &str) -> anyhow::Result<u64> {
 
 /// `provetop replay FILE`.
 pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
+    if args.follow {
+        return crate::attach::follow_main(&args.file, args.thresholds);
+    }
     if !(args.speed.is_finite() && (0.25..=64.0).contains(&args.speed)) {
         anyhow::bail!("--speed {}: must be between 0.25 and 64", args.speed);
     }

@@ -5,9 +5,11 @@
 //! * [`pipeline`]: the records' way from sampler and supervisor to alerts, model, recorder.
 //! * [`target`]: the bundled prover, a command, or a pid.
 //! * [`signals`]: what stops provetop, and exit statuses.
+//! * [`control`]: the session's control socket (attach, ls, scripts).
 //!
 //! The front ends are thin: [`crate::live`] (the screen) and [`crate::headless`].
 
+pub mod control;
 pub mod metrics;
 pub mod pipeline;
 pub mod signals;

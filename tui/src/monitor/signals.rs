@@ -14,8 +14,23 @@ use provetop_collect::supervisor::ExitInfo;
 /// [`crate::terminal`]'s handler before they end provetop); SIGSEGV and SIGBUS, left to the
 /// Rust runtime's stack-overflow report.
 pub async fn stop_signal() -> i32 {
+    stop_signal_but(&[]).await
+}
+
+/// [`stop_signal`] for a session with no terminal of its own (headless, served, detached):
+/// a hangup (SIGHUP: the terminal that started it closed, an SSH connection dropped) is
+/// caught and does not stop it; it is said once on stderr. Only an explicit signal or the
+/// control socket's `stop` ends the session.
+pub async fn served_stop_signal() -> i32 {
+    stop_signal_but(&[SIGHUP]).await
+}
+
+/// [`stop_signal`], with the signals in `survived` caught (so their default action does not
+/// end provetop) but not stopping it.
+async fn stop_signal_but(survived: &[i32]) -> i32 {
     use futures::future::select_all;
     use tokio::signal::unix::{signal, SignalKind};
+    let mut said = false;
     let mut streams: Vec<(i32, tokio::signal::unix::Signal)> = STOP_SIGNALS
         .iter()
         .copied()
@@ -25,15 +40,26 @@ pub async fn stop_signal() -> i32 {
     if streams.is_empty() {
         return std::future::pending().await;
     }
-    let waits = streams.iter_mut().map(|(n, s)| {
-        let n = *n;
-        Box::pin(async move {
-            s.recv().await;
-            n
-        })
-    });
-    let (n, _, _) = select_all(waits).await;
-    n
+    loop {
+        let waits = streams.iter_mut().map(|(n, s)| {
+            let n = *n;
+            Box::pin(async move {
+                s.recv().await;
+                n
+            })
+        });
+        let (n, _, _) = select_all(waits).await;
+        if !survived.contains(&n) {
+            return n;
+        }
+        if !said {
+            said = true;
+            crate::say!(
+                "provetop: got {}: going on (stop with SIGTERM or `provetop attach`, then q)",
+                signal_name(n)
+            );
+        }
+    }
 }
 
 /// The signals [`stop_signal`] waits for, besides the real-time ones.

@@ -1,0 +1,571 @@
+//! Server mode end to end, with the real binaries: a supervisor without a screen proves on;
+//! screens attach in tmux (history, then live), send a mode switch the prover applies,
+//! detach, and are hung up on; the supervisor survives all of it and stops only when asked.
+//! The control socket under bad input; `replay --follow`; `ls`; attaching to what is not
+//! there; the live screen's own detach.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use provetop_shared::session::load;
+use provetop_shared::{Mark, RecordBody};
+use provetop_testkit::bins::{prover, provetop};
+use provetop_testkit::procs::{alive, signal, wait_until};
+use provetop_testkit::tmux::{have_tmux, sh_quote, Tmux};
+use serde_json::Value;
+
+/// The environment every provetop of a test shares: its runtime, state and config dirs.
+fn env(cmd: &mut Command, dir: &Path) {
+    cmd.env("XDG_RUNTIME_DIR", dir.join("run"))
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .env("XDG_CONFIG_HOME", dir.join("config"));
+}
+
+/// The same as a shell prefix, for tmux.
+fn env_sh(dir: &Path) -> String {
+    let d = dir.display();
+    format!("env XDG_RUNTIME_DIR={d}/run XDG_STATE_HOME={d}/state XDG_CONFIG_HOME={d}/config")
+}
+
+/// `provetop serve` of the bundled prover (small proofs, one every 2 s), recording to
+/// DIR/s.ptop.
+fn serve(dir: &Path, extra: &[&str]) -> Child {
+    prover();
+    std::fs::create_dir_all(dir.join("run")).unwrap();
+    let mut cmd = Command::new(provetop());
+    cmd.args(["serve", "--record"])
+        .arg(dir.join("s.ptop"))
+        .args(["--partitions", "2", "--constraints", "2000"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    env(&mut cmd, dir);
+    cmd.spawn().expect("start provetop serve")
+}
+
+/// The socket of the one session in DIR, once it is there.
+fn socket(dir: &Path) -> PathBuf {
+    let sockets = dir.join("run").join("provetop");
+    let mut found = None;
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            found = std::fs::read_dir(&sockets).ok().and_then(|rd| {
+                rd.flatten()
+                    .map(|e| e.path())
+                    .find(|p| p.extension().is_some_and(|x| x == "sock"))
+            });
+            found.is_some()
+        }),
+        "no session socket in {}",
+        sockets.display()
+    );
+    found.unwrap()
+}
+
+fn id_of(sock: &Path) -> String {
+    sock.file_stem().unwrap().to_string_lossy().into_owned()
+}
+
+/// A connection to a session socket.
+struct Conn {
+    w: UnixStream,
+    r: BufReader<UnixStream>,
+}
+
+impl Conn {
+    fn open(sock: &Path) -> Conn {
+        let w = UnixStream::connect(sock).expect("connect to the session socket");
+        w.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let r = BufReader::new(w.try_clone().unwrap());
+        Conn { w, r }
+    }
+
+    /// Send one line, read one reply.
+    fn ask(&mut self, line: &str) -> Value {
+        self.w.write_all(line.as_bytes()).unwrap();
+        self.w.write_all(b"\n").unwrap();
+        let mut reply = String::new();
+        self.r.read_line(&mut reply).expect("a reply");
+        serde_json::from_str(&reply).unwrap_or_else(|e| panic!("reply {reply:?}: {e}"))
+    }
+
+    fn status(&mut self) -> Value {
+        let v = self.ask(r#"{"cmd":"status"}"#);
+        assert_eq!(v["ok"], true, "{v}");
+        v["status"].clone()
+    }
+}
+
+fn proofs(sock: &Path) -> u64 {
+    Conn::open(sock).status()["proofs_done"].as_u64().unwrap()
+}
+
+/// Wait for the served provetop to end; its exit code and stderr.
+fn finish(mut child: Child) -> (Option<i32>, String) {
+    assert!(
+        wait_until(Duration::from_secs(40), || child
+            .try_wait()
+            .unwrap()
+            .is_some()),
+        "provetop serve did not end"
+    );
+    let code = child.wait().unwrap().code();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    (code, err)
+}
+
+/// `provetop attach ARGS` in a tmux of its own, whose pane says ATTACH-EXIT=<status> at the
+/// end.
+fn attach(name: &str, dir: &Path, args: &str) -> Tmux {
+    let cmd = format!(
+        "{} {} attach {args}; echo ATTACH-EXIT=$?; sleep 600",
+        env_sh(dir),
+        sh_quote(&provetop().display().to_string())
+    );
+    Tmux::start(name, 100, 30, &cmd)
+}
+
+fn notes(p: &Path) -> Vec<String> {
+    load(p)
+        .unwrap()
+        .records
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Mark(Mark::Note { text }) => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_served_prover_goes_on_through_attach_mode_switch_detach_and_hangup_and_stops_when_asked() {
+    let name = "server-e2e";
+    if !have_tmux(name) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let served = serve(d, &[]);
+    let sock = socket(d);
+    let id = id_of(&sock);
+    assert!(wait_until(Duration::from_secs(30), || proofs(&sock) >= 1));
+    let pid = Conn::open(&sock).status()["pid"].as_u64().unwrap() as u32;
+
+    // A screen attaches: the history (the first proof) and then live phases.
+    let a = attach("server-a", d, &id);
+    a.wait_for("history", Duration::from_secs(20), |s| {
+        s.contains("running pid") && s.contains("proof 1 done")
+    });
+    // A mode switch from the screen reaches the prover, which applies it.
+    a.keys(&["2"]);
+    a.wait_for("the control sent", Duration::from_secs(10), |s| {
+        s.contains("sent: set mode batch:2")
+    });
+    assert!(
+        wait_until(Duration::from_secs(30), || Conn::open(&sock).status()
+            ["mode"]
+            == "batch:2"),
+        "the prover did not switch to batch:2"
+    );
+    a.wait_for("the switch on the screen", Duration::from_secs(20), |s| {
+        s.contains("single → batch:2")
+    });
+    // Detach: the screen leaves, the supervisor stays.
+    a.keys(&["d"]);
+    let s = a.wait_for("detach", Duration::from_secs(10), |s| {
+        s.contains("ATTACH-EXIT=")
+    });
+    assert!(
+        s.contains("ATTACH-EXIT=0") && s.contains("detached from"),
+        "{s}"
+    );
+    assert!(alive(pid));
+
+    // A second screen is hung up on (its terminal killed, as an SSH drop does), and the
+    // supervisor itself gets a SIGHUP too.
+    let b = attach("server-b", d, "--latest");
+    b.wait_for("attached", Duration::from_secs(20), |s| {
+        s.contains("running pid")
+    });
+    drop(b);
+    signal(pid, nix::sys::signal::Signal::SIGHUP);
+    let before = proofs(&sock);
+    let size = std::fs::metadata(d.join("s.ptop")).unwrap().len();
+    assert!(
+        wait_until(Duration::from_secs(30), || proofs(&sock) >= before + 2),
+        "the prover stopped proving after the hangup"
+    );
+    assert!(std::fs::metadata(d.join("s.ptop")).unwrap().len() > size);
+    assert!(alive(pid));
+
+    // A third screen sees everything in between, then stops the session (q asks first).
+    let c = attach("server-c", d, &d.join("s.ptop").display().to_string());
+    let last = format!("proof {} done", before + 2);
+    c.wait_for("everything since", Duration::from_secs(20), |s| {
+        s.contains(&last)
+    });
+    c.keys(&["q"]);
+    c.wait_for("the question", Duration::from_secs(10), |s| {
+        s.contains("stop the prover? y")
+    });
+    c.keys(&["x"]);
+    c.wait_for("staying", Duration::from_secs(10), |s| {
+        s.contains("staying")
+    });
+    assert!(alive(pid));
+    c.keys(&["q"]);
+    c.wait_for("the question again", Duration::from_secs(10), |s| {
+        s.contains("stop the prover? y")
+    });
+    c.keys(&["y"]);
+    let s = c.wait_for("the stop", Duration::from_secs(30), |s| {
+        s.contains("ATTACH-EXIT=")
+    });
+    assert!(s.contains("ATTACH-EXIT=0"), "{s}");
+    let (code, err) = finish(served);
+    assert!(code.is_some(), "provetop serve was killed: {err}");
+    assert!(err.contains("got SIGHUP: going on"), "{err}");
+    let n = notes(&d.join("s.ptop"));
+    assert!(
+        n.iter()
+            .any(|t| t.starts_with("provetop stopping: stop asked")),
+        "{n:?}"
+    );
+    let l = load(&d.join("s.ptop")).unwrap();
+    assert!(l
+        .records
+        .iter()
+        .any(|r| matches!(r.body, RecordBody::Mark(Mark::ChildExited { .. }))));
+    assert!(!sock.exists(), "the socket outlived its supervisor");
+}
+
+#[test]
+fn a_read_only_attach_cannot_send_controls() {
+    let name = "server-ro";
+    if !have_tmux(name) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let served = serve(d, &[]);
+    let sock = socket(d);
+    let id = id_of(&sock);
+    assert!(wait_until(Duration::from_secs(30), || proofs(&sock) >= 1));
+    let t = attach(name, d, &format!("--read-only {id}"));
+    t.wait_for("attached", Duration::from_secs(20), |s| {
+        s.contains("running pid")
+    });
+    // The prover keys are not there, and q leaves without asking or stopping.
+    t.keys(&["2", "p", "n"]);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!t.capture().contains("sent:"));
+    t.keys(&["q"]);
+    let s = t.wait_for("quit", Duration::from_secs(10), |s| {
+        s.contains("ATTACH-EXIT=")
+    });
+    assert!(s.contains("ATTACH-EXIT=0"), "{s}");
+    // The supervisor refuses a read-only connection's controls whatever it sends.
+    let mut c = Conn::open(&sock);
+    assert_eq!(
+        c.ask(r#"{"cmd":"hello","read_only":true}"#)["read_only"],
+        true
+    );
+    for req in [
+        r#"{"cmd":"control","control":{"type":"set_mode","mode":"batch:2"}}"#,
+        r#"{"cmd":"stop"}"#,
+        r#"{"cmd":"mark","text":"x"}"#,
+        r#"{"cmd":"hello","read_only":false}"#,
+        r#"{"cmd":"control","control":{"type":"pause"}}"#,
+    ] {
+        let v = c.ask(req);
+        if req.contains("hello") {
+            assert_eq!(v["read_only"], true, "read-only is for good: {v}");
+        } else {
+            assert_eq!(v["error"], "read-only connection: not sent", "{v}");
+        }
+    }
+    assert_eq!(c.status()["mode"], "single");
+    signal(
+        Conn::open(&sock).status()["pid"].as_u64().unwrap() as u32,
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    finish(served);
+    let l = load(&d.join("s.ptop")).unwrap();
+    assert!(
+        !l.records
+            .iter()
+            .any(|r| matches!(r.body, RecordBody::Control(_))),
+        "a control reached the prover"
+    );
+}
+
+#[test]
+fn garbage_oversized_and_unknown_requests_get_error_replies_and_the_supervisor_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let served = serve(d, &[]);
+    let sock = socket(d);
+    let mut c = Conn::open(&sock);
+    let v = c.ask("this is not json");
+    assert_eq!(v["ok"], false);
+    assert!(
+        v["error"].as_str().unwrap().starts_with("not a request"),
+        "{v}"
+    );
+    let v = c.ask(&"x".repeat(200_000));
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("longer than 65536 bytes"),
+        "{v}"
+    );
+    let v = c.ask(r#"{"cmd":"rm -rf /"}"#);
+    assert_eq!(v["ok"], false, "{v}");
+    let v = c.ask(r#"{"cmd":"control","control":{"type":"set_mode","mode":"batch:0"}}"#);
+    assert_eq!(v["ok"], false, "{v}");
+    // Binary junk with a newline in it.
+    let v = c.ask("\u{0}\u{1}\u{fffd}{{{");
+    assert_eq!(v["ok"], false, "{v}");
+    // Still the same connection, still answering.
+    assert_eq!(
+        c.status()["session"],
+        d.join("s.ptop").display().to_string()
+    );
+    let v = c.ask(r#"{"cmd":"alerts"}"#);
+    assert!(v["firing"].is_array(), "{v}");
+    assert_eq!(
+        c.ask(r#"{"cmd":"mark","text":"from a script"}"#)["ok"],
+        true
+    );
+    assert_eq!(c.ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    let (code, err) = finish(served);
+    assert!(code.is_some(), "{err}");
+    assert!(notes(&d.join("s.ptop")).contains(&"mark: from a script".to_string()));
+}
+
+#[test]
+fn a_client_that_stops_reading_is_dropped_with_a_note_and_does_not_stall_the_supervisor() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let served = serve(d, &[]);
+    let sock = socket(d);
+    // Thousands of requests, never a reply read.
+    let mut deaf = UnixStream::connect(&sock).unwrap();
+    let flood = std::thread::spawn(move || {
+        let line = "{\"cmd\":\"status\"}\n".repeat(1000);
+        for _ in 0..50 {
+            if deaf.write_all(line.as_bytes()).is_err() {
+                return true;
+            }
+        }
+        // Its connection is closed once it is dropped: a read ends.
+        deaf.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut deaf, &mut sink);
+        true
+    });
+    // Meanwhile another client is answered promptly, every time.
+    let mut c = Conn::open(&sock);
+    for _ in 0..20 {
+        let t0 = std::time::Instant::now();
+        c.status();
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "stalled: {:?}",
+            t0.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(flood.join().unwrap());
+    assert_eq!(c.ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    finish(served);
+    let n = notes(&d.join("s.ptop"));
+    assert!(
+        n.iter()
+            .any(|t| t.contains("dropped: it stopped reading its replies")),
+        "{n:?}"
+    );
+}
+
+#[test]
+fn replay_follow_shows_records_written_after_it_opened() {
+    let name = "server-follow";
+    if !have_tmux(name) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let served = serve(d, &[]);
+    let sock = socket(d);
+    let cmd = format!(
+        "{} {} replay --follow {}; echo FOLLOW-EXIT=$?; sleep 600",
+        env_sh(d),
+        sh_quote(&provetop().display().to_string()),
+        sh_quote(&d.join("s.ptop").display().to_string())
+    );
+    let t = Tmux::start(name, 100, 30, &cmd);
+    t.wait_for("the file so far", Duration::from_secs(20), |s| {
+        s.contains("running pid")
+    });
+    // Written after the replay opened the file.
+    let mut c = Conn::open(&sock);
+    assert_eq!(
+        c.ask(r#"{"cmd":"mark","text":"written-after-open"}"#)["ok"],
+        true
+    );
+    t.wait_for("the new record", Duration::from_secs(5), |s| {
+        s.contains("mark: written-after-open")
+    });
+    assert_eq!(c.ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    finish(served);
+    t.wait_for("the stop, followed too", Duration::from_secs(10), |s| {
+        s.contains("provetop stopping")
+    });
+    t.keys(&["q"]);
+    let s = t.wait_for("quit", Duration::from_secs(10), |s| {
+        s.contains("FOLLOW-EXIT=")
+    });
+    assert!(s.contains("FOLLOW-EXIT=0"), "{s}");
+}
+
+#[test]
+fn ls_lists_the_live_session_and_the_recent_recordings() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sessions = d.join("state/provetop/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    std::fs::copy(
+        provetop_testkit::fixtures::repo().join("assets/all-modes-cpu.ptop"),
+        sessions.join("provetop-20260101-000000-1.ptop"),
+    )
+    .ok();
+    std::fs::write(sessions.join("provetop-20260102-000000-2.ptop"), b"x").unwrap();
+    let served = serve(d, &[]);
+    let sock = socket(d);
+    let id = id_of(&sock);
+    assert!(wait_until(Duration::from_secs(30), || proofs(&sock) >= 1));
+    let mut cmd = Command::new(provetop());
+    cmd.arg("ls");
+    env(&mut cmd, d);
+    let o = cmd.output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    let pid = Conn::open(&sock).status()["pid"].to_string();
+    let row = out
+        .lines()
+        .find(|l| l.contains(&id))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        row.contains(&pid) && row.contains("provetop-prover"),
+        "{out}"
+    );
+    assert!(
+        out.contains("recent recordings") && out.contains("provetop-20260102-000000-2.ptop"),
+        "{out}"
+    );
+    assert_eq!(Conn::open(&sock).ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    finish(served);
+}
+
+#[test]
+fn attaching_to_a_dead_missing_or_foreign_session_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let served = serve(d, &[]);
+    let sock = socket(d);
+    let id = id_of(&sock);
+    // A supervisor killed outright leaves its socket behind: stale, never connected to.
+    let pid = Conn::open(&sock).status()["pid"].as_u64().unwrap() as u32;
+    signal(pid, nix::sys::signal::Signal::SIGKILL);
+    finish(served);
+    assert!(sock.exists());
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(provetop());
+        cmd.arg("attach").args(args);
+        env(&mut cmd, d);
+        let o = cmd.output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&[&id]);
+    assert_eq!(code, Some(1));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("session {id} is not running")),
+        "{err}"
+    );
+    assert!(!sock.exists(), "the stale socket was not removed");
+    let (code, err) = run(&["nosuch"]);
+    assert_eq!((code, err.lines().count()), (Some(1), 1), "{err}");
+    assert!(err.contains("no live"), "{err}");
+    // Another user's socket (as root, chown one to uid 4242).
+    if nix::unistd::geteuid().is_root() {
+        let other = d.join("run/provetop/theirs-7.sock");
+        std::fs::write(&other, b"").unwrap();
+        nix::unistd::chown(&other, Some(nix::unistd::Uid::from_raw(4242)), None).unwrap();
+        let (code, err) = run(&["theirs-7"]);
+        assert_eq!((code, err.lines().count()), (Some(1), 1), "{err}");
+        assert!(err.contains("belongs to uid 4242"), "{err}");
+    }
+}
+
+#[test]
+fn the_live_screen_detaches_and_its_supervisor_goes_on_after_the_terminal_is_gone() {
+    let name = "server-detach";
+    if !have_tmux(name) {
+        return;
+    }
+    prover();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("run")).unwrap();
+    let cmd = format!(
+        "{} {} run --record {} --partitions 2 --constraints 2000; echo RUN-EXIT=$?; sleep 600",
+        env_sh(d),
+        sh_quote(&provetop().display().to_string()),
+        sh_quote(&d.join("s.ptop").display().to_string())
+    );
+    let t = Tmux::start(name, 100, 30, &cmd);
+    t.wait_for("the prover running", Duration::from_secs(30), |s| {
+        s.contains("running pid")
+    });
+    t.keys(&["d"]);
+    let s = t.wait_for("the prompt back", Duration::from_secs(10), |s| {
+        s.contains("RUN-EXIT=")
+    });
+    assert!(
+        s.contains("RUN-EXIT=0") && s.contains("provetop attach"),
+        "{s}"
+    );
+    assert_eq!(t.format("#{alternate_on}"), "0");
+    // The terminal goes away.
+    drop(t);
+    let sock = socket(d);
+    let pid = Conn::open(&sock).status()["pid"].as_u64().unwrap() as u32;
+    let before = proofs(&sock);
+    assert!(
+        wait_until(Duration::from_secs(30), || proofs(&sock) > before),
+        "the detached prover stopped proving"
+    );
+    assert_eq!(Conn::open(&sock).ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    assert!(
+        wait_until(Duration::from_secs(30), || !alive(pid)),
+        "the detached supervisor did not stop"
+    );
+    let n = notes(&d.join("s.ptop"));
+    assert!(n.iter().any(|t| t.contains("the screen detached")), "{n:?}");
+    assert!(
+        n.iter()
+            .any(|t| t.starts_with("provetop stopping: stop asked")),
+        "{n:?}"
+    );
+}

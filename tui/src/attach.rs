@@ -1,0 +1,417 @@
+//! `provetop attach [SESSION|--latest]`: the live screen on a supervisor that runs without
+//! one, and `provetop replay --follow FILE`: the same screen on a file still being written.
+//!
+//! The session file is the source of truth: the screen loads it from the start and then
+//! follows its new complete frames ([`crate::follow`]), so it shows everything from the
+//! session's start, and a screen that falls behind or loses its socket loses nothing. The
+//! control socket ([`crate::monitor::control`]) only carries what the keys ask: the prover's
+//! controls (forwarded by the supervisor to its control pipe) and `stop`.
+//!
+//! Keys are the live screen's, plus `d` (detach: the prover goes on); `q` asks before it
+//! stops the prover. A hangup of the attached terminal ends only the screen. `--read-only`
+//! screens declare themselves read-only to the supervisor, which refuses their controls.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use provetop_shared::classify::Thresholds;
+use provetop_shared::clock::mono_ns;
+
+use crate::app::{Action, App, Screen};
+use crate::event_loop::{self, Driver, Exit};
+use crate::follow::{Follower, Item};
+use crate::monitor::control::{self, Client, Probe, Request};
+use crate::theme::Theme;
+
+/// `provetop attach`.
+#[derive(Debug, Clone, Args)]
+pub struct AttachArgs {
+    /// The session: its id (as `provetop ls` shows it, or a unique part of it), or its
+    /// session file. Without it, the only live session.
+    #[arg(value_name = "SESSION", conflicts_with = "latest")]
+    pub session: Option<String>,
+    /// The live session started last.
+    #[arg(long)]
+    pub latest: bool,
+    /// A screen that cannot send controls (the supervisor refuses them).
+    #[arg(long)]
+    pub read_only: bool,
+    /// Phase threshold lines in GiB: idle,gpu,synth,peak.
+    #[arg(long, default_value = "10,50,100,180", value_name = "GIB,GIB,GIB,GIB")]
+    pub thresholds: Thresholds,
+}
+
+/// How long a reply from the supervisor is waited for.
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(3);
+/// How often an attached screen checks that its supervisor still runs.
+const LIVENESS_EVERY: Duration = Duration::from_secs(1);
+
+/// A live session found in the socket directory.
+#[derive(Debug, Clone)]
+pub struct Live {
+    pub id: String,
+    pub socket: PathBuf,
+    /// When its socket was made (the session's start).
+    pub since: std::time::SystemTime,
+}
+
+/// Every live session in `dir`; stale sockets found on the way are removed and their ids
+/// returned second.
+pub fn live_sessions(dir: &Path) -> (Vec<Live>, Vec<String>) {
+    let mut live = Vec::new();
+    let mut stale = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return (live, stale);
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(id) = name.strip_suffix(".sock") else {
+            continue;
+        };
+        match control::probe(dir, id) {
+            Probe::Live(socket) => live.push(Live {
+                id: id.to_string(),
+                since: std::fs::symlink_metadata(&socket)
+                    .and_then(|m| m.modified())
+                    .unwrap_or(std::time::UNIX_EPOCH),
+                socket,
+            }),
+            Probe::Stale => stale.push(id.to_string()),
+            Probe::Missing | Probe::Foreign { .. } => {}
+        }
+    }
+    live.sort_by_key(|l| l.since);
+    (live, stale)
+}
+
+/// The socket of the session `args` names, or a one-line error saying why there is none.
+pub fn resolve(
+    dir: &Path,
+    session: Option<&str>,
+    latest: bool,
+) -> anyhow::Result<(String, PathBuf)> {
+    let Some(asked) = session else {
+        let (live, _) = live_sessions(dir);
+        return match (live.len(), latest) {
+            (0, _) => anyhow::bail!(
+                "no live provetop session on this machine (in {})",
+                dir.display()
+            ),
+            (_, true) | (1, _) => {
+                let l = live.last().expect("one at least");
+                Ok((l.id.clone(), l.socket.clone()))
+            }
+            (n, false) => anyhow::bail!(
+                "{n} live sessions: name one (provetop ls lists them) or use --latest"
+            ),
+        };
+    };
+    // A session file or a socket names its session by its stem (the id is the stem and the
+    // supervisor's pid: `s-4242`).
+    let p = Path::new(asked);
+    let by_file = asked.ends_with(".ptop") || asked.ends_with(".sock") || asked.contains('/');
+    let id = if by_file {
+        p.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    } else {
+        asked.to_string()
+    };
+    match control::probe(dir, &id) {
+        Probe::Live(sock) => return Ok((id, sock)),
+        Probe::Stale => anyhow::bail!(
+            "session {id} is not running: its supervisor is gone (its stale socket was removed); \
+             provetop replay shows its recording"
+        ),
+        Probe::Foreign { uid } => {
+            anyhow::bail!("session {id} belongs to uid {uid}: only its owner can attach")
+        }
+        Probe::Missing => {}
+    }
+    // A file's stem is the start of its session's id; otherwise a unique part of a live id.
+    let (live, stale) = live_sessions(dir);
+    let names = |candidate: &str| {
+        if by_file {
+            candidate
+                .strip_prefix(id.as_str())
+                .and_then(|r| r.strip_prefix('-'))
+                .is_some_and(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
+        } else {
+            candidate.contains(&id)
+        }
+    };
+    let hits: Vec<&Live> = live.iter().filter(|l| names(&l.id)).collect();
+    match hits.as_slice() {
+        [one] => Ok((one.id.clone(), one.socket.clone())),
+        [] => match stale.iter().find(|s| names(s)) {
+            Some(dead) => anyhow::bail!(
+                "session {dead} is not running: its supervisor is gone (its stale socket was \
+                 removed); provetop replay shows its recording"
+            ),
+            None => anyhow::bail!("no live session {id} (provetop ls lists them)"),
+        },
+        many => anyhow::bail!(
+            "{id:?} names {} live sessions: {}",
+            many.len(),
+            many.iter()
+                .map(|l| l.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Feeds a screen from a followed file, and (attached) sends its keys' controls.
+pub struct FollowDriver {
+    follower: Follower,
+    /// The supervisor's socket (None: `replay --follow`, or the supervisor is gone).
+    link: Option<Link>,
+    warnings: Vec<String>,
+    /// Newest record time applied.
+    last_t: u64,
+    ended_told: bool,
+    /// What became of the `stop` a confirmed quit sent.
+    stopped: Option<Result<(), String>>,
+}
+
+/// The attached session's socket.
+struct Link {
+    id: String,
+    socket: PathBuf,
+    client: Option<Client>,
+    read_only: bool,
+    checked: Instant,
+    /// The supervisor is gone.
+    gone: bool,
+}
+
+impl Link {
+    /// Ask, reconnecting once if the connection was lost (a dropped client comes back).
+    fn ask(&mut self, req: &Request) -> anyhow::Result<serde_json::Value> {
+        if let Some(c) = self.client.as_mut() {
+            match c.ask(req) {
+                Ok(v) => return Ok(v),
+                Err(e) if e.downcast_ref::<std::io::Error>().is_none() => return Err(e),
+                Err(_) => self.client = None,
+            }
+        }
+        let mut c = connect(&self.socket, self.read_only)?;
+        let v = c.ask(req);
+        self.client = Some(c);
+        v
+    }
+}
+
+fn connect(socket: &Path, read_only: bool) -> anyhow::Result<Client> {
+    let mut c = Client::connect(socket, REPLY_TIMEOUT)
+        .map_err(|e| anyhow::anyhow!("{}: cannot connect: {e}", socket.display()))?;
+    c.ask(&Request::Hello { read_only })?;
+    Ok(c)
+}
+
+impl FollowDriver {
+    /// Read what the file holds now into `app`; the app's clock origin is the first record.
+    fn load(&mut self, app: &mut App) {
+        let first = self.poll_file(app);
+        if first {
+            app.origin = app.model.first_t().unwrap_or(app.origin);
+        }
+    }
+
+    /// Apply what was appended; whether anything was.
+    fn poll_file(&mut self, app: &mut App) -> bool {
+        match self.follower.read() {
+            Ok(items) => {
+                let any = !items.is_empty();
+                for i in items {
+                    match i {
+                        Item::Record(r) => {
+                            self.last_t = self.last_t.max(r.t);
+                            app.model.apply(&r);
+                        }
+                        Item::Warning(w) => {
+                            let text = format!("{}: {w}", self.follower.path().display());
+                            app.flash(format!("warning: {text}"), true);
+                            self.warnings.push(text);
+                        }
+                    }
+                }
+                any
+            }
+            Err(e) => {
+                app.flash(
+                    format!("reading {}: {e}", self.follower.path().display()),
+                    true,
+                );
+                false
+            }
+        }
+    }
+
+    /// "Now": the monotonic clock while the file is being written on this machine, else the
+    /// newest record (a file from another boot or machine stops where it ends).
+    fn clock(&self) -> u64 {
+        let now = mono_ns();
+        let recent = self.last_t <= now.saturating_add(1_000_000_000)
+            && now - self.last_t.min(now) < 600 * 1_000_000_000;
+        if recent || self.last_t == 0 {
+            now
+        } else {
+            self.last_t
+        }
+    }
+}
+
+impl Driver for FollowDriver {
+    fn poll(&mut self, app: &mut App) -> bool {
+        let mut changed = false;
+        if self.follower.due() {
+            changed |= self.poll_file(app);
+        }
+        app.clock = self.clock();
+        if let Some(link) = self.link.as_mut() {
+            if !link.gone && link.checked.elapsed() >= LIVENESS_EVERY {
+                link.checked = Instant::now();
+                if let Some(dir) = link.socket.parent() {
+                    if !matches!(control::probe(dir, &link.id), Probe::Live(_)) {
+                        link.gone = true;
+                        link.client = None;
+                    }
+                }
+            }
+            if link.gone && !self.ended_told {
+                self.ended_told = true;
+                // Its last records (the stop, the child's exit) may still be unread.
+                self.poll_file(app);
+                app.flash("the session ended (its supervisor is gone); q quits", true);
+                app.ask_quit = false;
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    fn act(&mut self, app: &mut App, a: Action) {
+        let Some(link) = self.link.as_mut() else {
+            return;
+        };
+        if a == Action::Detach {
+            app.detach = true;
+            return;
+        }
+        let Some(control) = crate::live::control_for(app, a) else {
+            return;
+        };
+        let text = crate::text::control_text(&control);
+        if link.gone {
+            return app.flash(format!("{text}: not sent: the session ended"), true);
+        }
+        match link.ask(&Request::Control { control }) {
+            Ok(_) => app.flash(format!("sent: {text}"), false),
+            Err(e) => app.flash(format!("{text}: {e:#}"), true),
+        }
+    }
+
+    fn farewell(&mut self, app: &mut App, exit: Exit) -> bool {
+        let Some(link) = self.link.as_mut() else {
+            return false;
+        };
+        if exit != Exit::Quit || link.gone || link.read_only {
+            return false;
+        }
+        let asked = link.ask(&Request::Stop).map(|_| ());
+        match &asked {
+            Ok(()) => app.flash("stopping the prover…", false),
+            Err(e) => app.flash(format!("stop: {e:#}"), true),
+        }
+        self.stopped = Some(asked.map_err(|e| format!("{e:#}")));
+        true
+    }
+}
+
+/// `provetop attach`.
+pub fn main(args: &AttachArgs) -> anyhow::Result<i32> {
+    let dir = control::socket_dir()?;
+    let (id, socket) = resolve(&dir, args.session.as_deref(), args.latest)?;
+    let mut client = connect(&socket, args.read_only)?;
+    let status = client.status()?;
+    let Some(file) = status.session.clone() else {
+        anyhow::bail!("session {id} does not record (--no-record): there is no file to attach to");
+    };
+    let follower = Follower::open(&file)?;
+    let link = Link {
+        id: id.clone(),
+        socket,
+        client: Some(client),
+        read_only: args.read_only,
+        checked: Instant::now(),
+        gone: false,
+    };
+    let screen = Screen::Attach {
+        read_only: args.read_only,
+    };
+    let (exit, warnings, stopped) = run(follower, Some(link), screen, args.thresholds, &file)?;
+    let result = match (exit, stopped) {
+        (Ok(Exit::Detach), _) => {
+            crate::say!("provetop: detached from {id}; the prover goes on (provetop attach {id})");
+            Ok(0)
+        }
+        (Ok(Exit::Quit), Some(Ok(()))) => {
+            crate::say!(
+                "provetop: session {id} stops: its prover is stopped, its recording finished"
+            );
+            Ok(0)
+        }
+        (Ok(Exit::Quit), Some(Err(e))) => Err(anyhow::anyhow!("session {id}: stop not sent: {e}")),
+        (Ok(e), _) => Ok(e.status()),
+        (Err(e), _) => Err(e),
+    };
+    for w in warnings {
+        crate::say!("provetop: warning: {w}");
+    }
+    result
+}
+
+/// `provetop replay --follow FILE`.
+pub fn follow_main(file: &Path, thresholds: Thresholds) -> anyhow::Result<i32> {
+    let follower = Follower::open(file)?;
+    let (exit, warnings, _) = run(follower, None, Screen::Follow, thresholds, file)?;
+    for w in warnings {
+        crate::say!("provetop: warning: {w}");
+    }
+    exit.map(|e| e.status())
+}
+
+/// How the screen ended, the warnings to print, and the fate of a `stop` it sent.
+type Ran = (
+    anyhow::Result<Exit>,
+    Vec<String>,
+    Option<Result<(), String>>,
+);
+
+fn run(
+    follower: Follower,
+    link: Option<Link>,
+    screen: Screen,
+    thresholds: Thresholds,
+    file: &Path,
+) -> anyhow::Result<Ran> {
+    let mut driver = FollowDriver {
+        follower,
+        link,
+        warnings: Vec::new(),
+        last_t: 0,
+        ended_told: false,
+        stopped: None,
+    };
+    let mut app = App::new(screen, thresholds, Theme::from_env(), mono_ns());
+    app.recording = Some(file.display().to_string());
+    driver.load(&mut app);
+    app.clock = driver.clock();
+    crate::terminal::install_panic_hook(|| {});
+    let rt = crate::monitor::runtime()?;
+    let exit = rt.block_on(event_loop::run_on_terminal(&mut app, &mut driver));
+    crate::terminal::restore();
+    Ok((exit, driver.warnings, driver.stopped))
+}

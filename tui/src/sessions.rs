@@ -1,0 +1,181 @@
+//! `provetop ls`: the sessions on this machine. Live ones are asked for their status over
+//! their control sockets (pid, what runs, uptime, proofs, alerts, attached screens); stale
+//! sockets of dead supervisors are removed on the way and said; then the most recent
+//! recordings of the session directory.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use provetop_shared::units::{fmt_bytes, fmt_secs};
+
+use crate::attach::live_sessions;
+use crate::monitor::control::{self, Client, Status};
+
+/// `provetop ls`.
+#[derive(Debug, Clone, Args)]
+pub struct LsArgs {
+    /// How many recent recordings to list.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub recent: usize,
+}
+
+/// How long one live session's status is waited for.
+const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `provetop ls`.
+pub fn main(args: &LsArgs) -> anyhow::Result<i32> {
+    let dir = control::socket_dir()?;
+    let (live, stale) = live_sessions(&dir);
+    let mut out = String::new();
+    if live.is_empty() {
+        out.push_str("no live sessions\n");
+    } else {
+        out.push_str("live sessions:\n");
+        let rows: Vec<Vec<String>> = live
+            .iter()
+            .map(|l| {
+                match Client::connect(&l.socket, STATUS_TIMEOUT)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|mut c| c.status())
+                {
+                    Ok(s) => live_row(&s),
+                    Err(e) => vec![
+                        l.id.clone(),
+                        "?".into(),
+                        "?".into(),
+                        "?".into(),
+                        "?".into(),
+                        "?".into(),
+                        format!("(no answer: {e:#})"),
+                    ],
+                }
+            })
+            .collect();
+        let head = [
+            "ID", "PID", "UPTIME", "PROOFS", "ALERTS", "SCREENS", "COMMAND",
+        ]
+        .map(String::from)
+        .to_vec();
+        out.push_str(&table(&head, &rows));
+    }
+    for id in &stale {
+        out.push_str(&format!(
+            "removed the stale socket of {id} (its supervisor is gone)\n"
+        ));
+    }
+    if let Some(sessions) = sessions_dir() {
+        let recent = recent_files(&sessions, args.recent);
+        if !recent.is_empty() {
+            out.push_str(&format!("recent recordings ({}):\n", sessions.display()));
+            let rows: Vec<Vec<String>> = recent
+                .iter()
+                .map(|(name, size, age)| {
+                    vec![
+                        name.clone(),
+                        fmt_bytes(*size),
+                        format!("{} ago", fmt_secs(*age)),
+                    ]
+                })
+                .collect();
+            let head = ["FILE", "SIZE", "MODIFIED"].map(String::from).to_vec();
+            out.push_str(&table(&head, &rows));
+        }
+    }
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    Ok(0)
+}
+
+fn live_row(s: &Status) -> Vec<String> {
+    let proofs = if s.proofs_failed > 0 {
+        format!("{} ({} failed)", s.proofs_done, s.proofs_failed)
+    } else {
+        s.proofs_done.to_string()
+    };
+    let mut what = s.prover.clone().unwrap_or_else(|| s.command.join(" "));
+    if let Some(m) = &s.mode {
+        what.push_str(&format!(" [{m}]"));
+    }
+    vec![
+        s.id.clone(),
+        s.pid.to_string(),
+        fmt_secs(s.uptime_s.floor()),
+        proofs,
+        s.alerts.to_string(),
+        s.clients.saturating_sub(1).to_string(),
+        crate::text::inert(&what).into_owned(),
+    ]
+}
+
+/// Columns padded to their widest cell, two spaces apart, indented by two.
+fn table(head: &[String], rows: &[Vec<String>]) -> String {
+    let n = head.len();
+    let mut w = vec![0; n];
+    for r in std::iter::once(head).chain(rows.iter().map(|r| r.as_slice())) {
+        for (i, c) in r.iter().enumerate().take(n) {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for r in std::iter::once(head).chain(rows.iter().map(|r| r.as_slice())) {
+        let mut line = String::from(" ");
+        for (i, c) in r.iter().enumerate().take(n) {
+            line.push(' ');
+            line.push_str(c);
+            if i + 1 < n {
+                line.push_str(&" ".repeat(w[i] - c.chars().count() + 1));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The default session directory, when there is one.
+fn sessions_dir() -> Option<PathBuf> {
+    let base = provetop_collect::xdg::base_dir("XDG_STATE_HOME", ".local/state")?;
+    Some(base.join("provetop").join("sessions"))
+}
+
+/// The `n` most recently modified session files in `dir`: name, size, age in seconds.
+fn recent_files(dir: &std::path::Path, n: usize) -> Vec<(String, u64, f64)> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let now = std::time::SystemTime::now();
+    let mut v: Vec<(String, u64, f64)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.ends_with(".ptop") {
+                return None;
+            }
+            let m = e.metadata().ok()?;
+            let age = now
+                .duration_since(m.modified().ok()?)
+                .unwrap_or_default()
+                .as_secs_f64()
+                .floor();
+            Some((crate::text::inert(&name).into_owned(), m.len(), age))
+        })
+        .collect();
+    v.sort_by(|a, b| a.2.total_cmp(&b.2));
+    v.truncate(n);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_pads_its_columns_to_the_widest_cell() {
+        let t = table(
+            &["ID".into(), "PID".into()],
+            &[vec!["long-id".into(), "1".into()]],
+        );
+        assert_eq!(t, "  ID       PID\n  long-id  1\n");
+    }
+}
