@@ -58,7 +58,7 @@ pub const THREAD_NAME: &str = "provetop-sampler";
 /// Samples the ring holds before the sampler starts dropping (about 200 s at 20 Hz).
 pub const RING_CAPACITY: usize = 4096;
 /// Share of one core the process-tree walk may use.
-const TREE_DUTY: f64 = 0.002;
+const TREE_DUTY: f64 = 0.0005;
 /// Shortest time between two tree walks: a new descendant is found within this.
 const TREE_MIN_INTERVAL: Duration = Duration::from_millis(250);
 /// Longest time between two tree walks whatever they cost.
@@ -392,6 +392,8 @@ struct Sampler {
     root: u32,
     root_gone: bool,
     children_files: bool,
+    /// Parents read once per process, for walks without `children` files.
+    parents: tree::ParentCache,
     next_walk: Instant,
     meminfo: Option<system::MemInfo>,
     cgroup: Option<UsageReader>,
@@ -424,6 +426,7 @@ impl Sampler {
             root: 0,
             root_gone: false,
             children_files: tree::has_children_files(),
+            parents: tree::ParentCache::default(),
             next_walk: Instant::now(),
             meminfo,
             cgroup: None,
@@ -522,7 +525,11 @@ impl Sampler {
 
     fn walk_tree(&mut self) {
         let t0 = Instant::now();
-        let pids = tree::descendants(self.root, self.children_files);
+        let pids = if self.children_files {
+            tree::descendants(self.root, true)
+        } else {
+            self.parents.descendants(self.root, &self.order)
+        };
         self.procs.retain(|pid, _| pids.contains(pid));
         for &pid in &pids {
             if let std::collections::hash_map::Entry::Vacant(v) = self.procs.entry(pid) {

@@ -2,8 +2,12 @@
 //!
 //! Where the kernel has `CONFIG_PROC_CHILDREN`, `/proc/PID/task/TID/children` lists each
 //! thread's children and the walk touches only the tree itself. Elsewhere (the CI VMs lack
-//! it) the walk reads the parent pid of every process in `/proc`. Either way the sampler runs
-//! it at a rate bounded by its measured cost, and samples the known tree every tick.
+//! it) the walk reads the parent pid of every process in `/proc`; the sampler's own walks use a
+//! [`ParentCache`] instead, which reads the parent of a process once, when it first appears in
+//! `/proc`, and again only for the processes of the tree (a tree member's parent can change
+//! when its parent exits; an outsider's only to a reaper outside the tree). Either way the
+//! sampler runs it at a rate bounded by its measured cost, and samples the known tree every
+//! tick.
 
 use std::collections::HashMap;
 use std::fs;
@@ -100,6 +104,58 @@ fn children_of(pid: u32) -> Vec<u32> {
     out
 }
 
+/// The parent of every process in `/proc`, each read once (see the module docs).
+#[derive(Debug, Default)]
+pub struct ParentCache {
+    parent: HashMap<u32, u32>,
+    seen: Vec<u32>,
+    buf: Vec<u8>,
+}
+
+impl ParentCache {
+    /// `root` and all its descendants, root first then breadth first (as [`descendants`]).
+    /// `tree` is the tree of the walk before, whose parents are read again.
+    pub fn descendants(&mut self, root: u32, tree: &[u32]) -> Vec<u32> {
+        if fs::metadata(format!("/proc/{root}")).is_err() {
+            return Vec::new();
+        }
+        let Ok(dir) = fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        self.seen.clear();
+        for e in dir.flatten() {
+            if let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) {
+                self.seen.push(pid);
+            }
+        }
+        self.seen.sort_unstable();
+        let seen = &self.seen;
+        self.parent.retain(|p, _| seen.binary_search(p).is_ok());
+        for &pid in &self.seen {
+            let known = self.parent.contains_key(&pid);
+            if !known || tree.contains(&pid) {
+                self.buf.clear();
+                match read_ppid(pid, &mut self.buf) {
+                    Some(ppid) => {
+                        self.parent.insert(pid, ppid);
+                    }
+                    None => {
+                        self.parent.remove(&pid);
+                    }
+                }
+            }
+        }
+        let mut kids: HashMap<u32, Vec<u32>> = HashMap::new();
+        for (&pid, &ppid) in &self.parent {
+            kids.entry(ppid).or_default().push(pid);
+        }
+        for v in kids.values_mut() {
+            v.sort_unstable();
+        }
+        walk(root, |p| kids.get(&p).cloned().unwrap_or_default())
+    }
+}
+
 /// parent pid → child pids, for every process in /proc.
 fn parent_map() -> HashMap<u32, Vec<u32>> {
     let mut map: HashMap<u32, Vec<u32>> = HashMap::new();
@@ -153,6 +209,24 @@ mod tests {
         }
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    #[test]
+    fn the_parent_cache_finds_a_child_born_after_its_first_walk_and_forgets_it_gone() {
+        let me = std::process::id();
+        let mut cache = ParentCache::default();
+        let first = cache.descendants(me, &[]);
+        assert_eq!(first[0], me);
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let second = cache.descendants(me, &first);
+        assert!(second.contains(&child.id()), "{second:?}");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let third = cache.descendants(me, &second);
+        assert!(!third.contains(&child.id()), "{third:?}");
     }
 
     #[test]
