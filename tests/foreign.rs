@@ -389,3 +389,43 @@ fn the_recorded_filecoin_seal_replays_with_c2s_synthesis_and_proving_inside_c2_o
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("samples"), "{}", out.stdout);
 }
+
+#[test]
+fn the_recorded_filecoin_seal_replays_on_the_screen_with_a_timeline_row_per_sealing_phase() {
+    use provetop_testkit::tmux::{have_tmux, sh_quote, Tmux};
+    if !have_tmux(
+        "the_recorded_filecoin_seal_replays_on_the_screen_with_a_timeline_row_per_sealing_phase",
+    ) {
+        return;
+    }
+    let cmd = format!(
+        "{} replay {}; sleep 600",
+        sh_quote(&provetop().display().to_string()),
+        sh_quote(&filecoin_asset().display().to_string()),
+    );
+    let tmux = Tmux::start("foreign-filecoin", 200, 60, &cmd);
+    tmux.wait_for("the replay", Duration::from_secs(30), |s| {
+        s.contains("─ phases")
+    });
+    tmux.keys(&["End"]);
+    let screen = tmux.wait_for("the end of the replay", Duration::from_secs(30), |s| {
+        s.contains("■ end")
+    });
+    assert!(screen.contains("phases from its log lines"), "{screen}");
+    assert!(screen.contains("─ phases ─ from its log lines"), "{screen}");
+    for row in [
+        "PC1│",
+        "PC2│",
+        "C1│",
+        "C2│",
+        "C2 proofs│",
+        "verify_seal│",
+        "synth│",
+        "prove│",
+    ] {
+        assert!(
+            screen.lines().any(|l| l.trim_start().starts_with(row)),
+            "no {row} row: {screen}"
+        );
+    }
+}

@@ -88,10 +88,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         }
         l1.push(Item::new(4, spans));
     } else if !m.has_events() && !matches!(m.child, ChildStatus::None) {
-        l1.push(Item::new(
-            4,
-            vec![sep(), Span::styled("no events", t.dim())],
-        ));
+        let what = if m.has_derived() {
+            "phases from its log lines"
+        } else {
+            "no events"
+        };
+        l1.push(Item::new(4, vec![sep(), Span::styled(what, t.dim())]));
     }
     if let Some(mode) = m.prover.mode {
         l1.push(Item::new(

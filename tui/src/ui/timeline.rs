@@ -179,6 +179,19 @@ pub fn short_phase(p: &Phase) -> &str {
         Phase::SrsLoad => "srs load",
         Phase::Synthesis => "synth",
         Phase::GpuSetup => "gpu setup",
+        // rust-fil-proofs' sealing steps (read from its log lines) as the field names them.
+        Phase::Other(name) => match name.as_str() {
+            "seal_pre_commit_phase1" => "PC1",
+            "seal_pre_commit_phase2" => "PC2",
+            "seal_commit_phase1" => "C1",
+            "seal_commit_phase2" => "C2",
+            "seal_commit_phase2_circuit_proofs" => "C2 proofs",
+            "validate_cache_for_precommit_phase2" => "PC2 check",
+            "validate_cache_for_commit" => "C check",
+            "params_load" => "params",
+            "clear_cache" => "clear",
+            other => other,
+        },
         other => other.as_str(),
     }
 }
@@ -200,9 +213,15 @@ pub fn rows(app: &App, t0: u64, t1: u64, max: usize) -> Vec<RowKey> {
     out
 }
 
+/// Whether the timeline draws the prover's phases (sent, or read from its log lines) rather
+/// than the RSS threshold bands.
+fn prover_phases(m: &crate::model::Model) -> bool {
+    m.has_events() || m.has_derived()
+}
+
 fn own_rows(app: &App, t0: u64, t1: u64, max: usize) -> Vec<RowKey> {
     let m = &app.model;
-    if m.has_events() {
+    if prover_phases(m) {
         let mut keys = m.phase_rows(t0, t1);
         keys.sort();
         let detailed: Vec<RowKey> = keys
@@ -305,7 +324,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
             parts
         } else {
             let g = grouped(&rows);
-            if m.has_events() && g.len() > h {
+            if prover_phases(m) && g.len() > h {
                 compact(&rows)
             } else {
                 g
@@ -316,7 +335,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
         .iter()
         .any(|r| matches!(r, RowKey::Group(_) | RowKey::Rest(_)));
     let hidden = rows.len().saturating_sub(h);
-    let single_threshold_row = !m.has_events() && rows.len() > h;
+    let single_threshold_row = !prover_phases(m) && rows.len() > h;
     rows.truncate(h);
     // The baseline's rows in the room left: one per phase, else one lettered row.
     let room = h - rows.len();
@@ -329,7 +348,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
     };
 
     let mut items: Vec<Item> = Vec::new();
-    if m.has_events() {
+    if prover_phases(m) {
         if let Some(p) = m.running.last() {
             items.push(Item::new(
                 2,
@@ -342,6 +361,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
             items.push(Item::new(
                 2,
                 vec![Span::styled(format!("last proof {} ", p.proof_id), t.dim())],
+            ));
+        }
+        if !m.has_events() {
+            items.push(Item::new(
+                2,
+                vec![Span::styled("from its log lines ".to_string(), t.dim())],
             ));
         }
         if lettered {
@@ -427,7 +452,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
                 }
             }
         } else {
-            let msg = if m.has_events() {
+            let msg = if prover_phases(m) {
                 "no phase in this window"
             } else {
                 "waiting for samples"
