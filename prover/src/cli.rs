@@ -186,6 +186,9 @@ pub fn run(cli: Cli) -> i32 {
         }
     };
     let emitter = match cli.events_fd {
+        // PROVETOP_EVENTS=off: no protocol at all, whatever fd is named (a monitor then reads
+        // the phases from the logs alone).
+        _ if provetop_emit::switched_off() => Emitter::disabled(),
         Some(fd) => match Emitter::to_fd(fd) {
             Ok(e) => e,
             Err(e) => return usage(&format!("invalid value for --events-fd: {e}")),

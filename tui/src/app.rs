@@ -89,10 +89,57 @@ pub struct View {
     pub log_back: usize,
     /// The newest shown log line is shown whole, wrapped, over the screen.
     pub log_line: bool,
+    /// Which log entries the pane shows.
+    pub log_filter: LogFilter,
+    /// The log pane's search (`/`): lines holding it are shown; `Some` while typed too.
+    pub log_query: Option<String>,
+    /// The search is being typed (keys go to it).
+    pub searching: bool,
     /// Rows the help is scrolled down (on a screen too small for all of it).
     pub help_scroll: usize,
     /// What the last frame was drawn with (the event loop keeps it).
     pub drawn: Drawn,
+}
+
+/// What the log pane shows (`o` cycles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFilter {
+    /// Everything.
+    All,
+    /// Only the child's output lines (and a followed log's).
+    Output,
+    /// Only provetop's own entries: events, alerts, marks, controls.
+    Monitor,
+}
+
+impl LogFilter {
+    /// The next filter of the cycle.
+    pub fn next(self) -> LogFilter {
+        match self {
+            LogFilter::All => LogFilter::Output,
+            LogFilter::Output => LogFilter::Monitor,
+            LogFilter::Monitor => LogFilter::All,
+        }
+    }
+
+    /// Its name in the pane's title.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogFilter::All => "all",
+            LogFilter::Output => "output",
+            LogFilter::Monitor => "provetop",
+        }
+    }
+
+    /// Whether an entry passes.
+    pub fn shows(self, what: &crate::model::Logged) -> bool {
+        let output = matches!(what, crate::model::Logged::Output(_));
+        match self {
+            LogFilter::All => true,
+            LogFilter::Output => output,
+            LogFilter::Monitor => !output,
+        }
+    }
 }
 
 impl View {
@@ -189,6 +236,9 @@ impl App {
                 modes: false,
                 log_back: 0,
                 log_line: false,
+                log_filter: LogFilter::All,
+                log_query: None,
+                searching: false,
                 help_scroll: 0,
                 drawn: Drawn::default(),
             },
@@ -264,6 +314,31 @@ impl App {
         });
     }
 
+    /// A key while the log search is typed: characters add to it, Backspace takes one off,
+    /// Enter keeps it (the pane shows the lines holding it), Esc drops it.
+    pub fn search_key(&mut self, k: &crossterm::event::KeyEvent) {
+        use crossterm::event::KeyCode;
+        let q = self.view.log_query.get_or_insert_with(String::new);
+        match k.code {
+            KeyCode::Char(c) if q.chars().count() < 200 => q.push(c),
+            KeyCode::Backspace => {
+                q.pop();
+            }
+            KeyCode::Enter => {
+                self.view.searching = false;
+                if q.is_empty() {
+                    self.view.log_query = None;
+                }
+            }
+            KeyCode::Esc => {
+                self.view.searching = false;
+                self.view.log_query = None;
+            }
+            _ => {}
+        }
+        self.view.log_back = 0;
+    }
+
     /// Handle the actions that only concern the view; returns the ones the driver must handle.
     pub fn act(&mut self, a: Action) -> Option<Action> {
         match a {
@@ -281,6 +356,17 @@ impl App {
             }
             Action::Modes => self.view.modes = !self.view.modes,
             Action::LogLine => self.view.log_line = !self.view.log_line,
+            Action::LogFilter => {
+                self.view.log_filter = self.view.log_filter.next();
+                self.view.log_back = 0;
+                let text = format!("log: {}", self.view.log_filter.name());
+                self.flash(text, false);
+            }
+            Action::LogSearch => {
+                self.view.searching = true;
+                self.view.log_query = Some(String::new());
+                self.view.log_back = 0;
+            }
             Action::BaselineAlign => {
                 if let Some(text) = self.baseline.as_mut().map(|b| b.cycle()) {
                     self.flash(text, false);
@@ -291,6 +377,8 @@ impl App {
                     self.view.help = false;
                     self.view.modes = false;
                     self.view.log_line = false;
+                } else if self.view.log_query.is_some() {
+                    self.view.log_query = None;
                 } else {
                     self.view.cursor = None;
                 }

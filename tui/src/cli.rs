@@ -210,6 +210,11 @@ pub struct WatchArgs {
     /// is missed).
     #[arg(long)]
     pub reset_peak: bool,
+    /// A log the process writes, read for its phases like a supervised child's output
+    /// (followed as it grows); `-` reads standard input, e.g. `journalctl -fu curio |
+    /// provetop watch PID --log -`.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<crate::monitor::logfile::LogSource>,
     /// Monitoring options.
     #[command(flatten)]
     pub monitor: MonitorOpts,

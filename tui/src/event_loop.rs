@@ -107,6 +107,13 @@ where
                     dirty = true;
                     None
                 }
+                Some(Ok(TermEvent::Key(k))) if k.kind == KeyEventKind::Press && app.view.searching => {
+                    // The key is part of the log search being typed.
+                    app.search_key(&k);
+                    last_draw = tokio::time::Instant::now() - FRAME;
+                    dirty = true;
+                    None
+                }
                 Some(Ok(TermEvent::Key(k))) if k.kind != KeyEventKind::Release => {
                     if let Some(a) = keymap::lookup(app.sections(), &k) {
                         if let Some(rest) = app.act(a) {

@@ -42,7 +42,7 @@ pub fn report(m: &Model, recorded: Option<std::path::PathBuf>) {
 /// it ([`served_stop_signal`]).
 pub fn main(s: Setup, target: Target) -> anyhow::Result<i32> {
     let rt = monitor::runtime()?;
-    let served = Served::new(&s, &target);
+    let served = Served::new(&target);
     let mut m = Model::new(s.thresholds);
     let (code, recorded, dead) = rt.block_on(async {
         let mut mon = Monitor::start(&s, target, &mut m).await?;
@@ -68,7 +68,7 @@ pub struct Served {
 
 impl Served {
     /// Before `target` is handed to the monitor.
-    pub fn new(_s: &Setup, target: &Target) -> Served {
+    pub fn new(target: &Target) -> Served {
         let (watched, restartable) = match target {
             Target::Pid(pid) => (Some(*pid), false),
             Target::Command(spec) => (
@@ -151,7 +151,7 @@ pub async fn serve(
         (Some(exit), _) => {
             crate::say!("provetop: child {}", exit.reason);
             if by_itself {
-                say_child_failure(served.child_log.as_deref(), exit);
+                say_child_tail(m, served.child_log.as_deref(), exit);
             }
             exit_status(exit)
         }
@@ -174,6 +174,35 @@ pub fn child_log(target: &Target) -> Option<std::path::PathBuf> {
     match target {
         Target::Command(spec) => spec.log_path.clone(),
         Target::Pid(_) => None,
+    }
+}
+
+/// A child that ended by itself and failed: its last output lines on stderr, from the
+/// session's own records of them (with their source, `err`/`out`; recorded or not), else
+/// from its side log.
+pub fn say_child_tail(m: &Model, log: Option<&Path>, exit: &ExitInfo) {
+    if !exit.failed() {
+        return;
+    }
+    let mut tail: Vec<String> = m
+        .log
+        .iter()
+        .rev()
+        .filter_map(|e| match &e.what {
+            crate::model::Logged::Output(o) if !o.text.trim().is_empty() => {
+                Some(crate::text::log_text(&e.what))
+            }
+            _ => None,
+        })
+        .take(CHILD_TAIL_LINES)
+        .collect();
+    if tail.is_empty() {
+        return say_child_failure(log, exit);
+    }
+    tail.reverse();
+    crate::say!("provetop: the child's last output:");
+    for l in tail {
+        crate::say!("  {l}");
     }
 }
 

@@ -57,6 +57,10 @@ pub enum Action {
     LogNewer,
     /// Show the newest (or scrolled-to) log line whole, or hide it.
     LogLine,
+    /// Cycle what the log pane shows: all, the child's output, provetop's own entries.
+    LogFilter,
+    /// Type a search of the log pane (`/`).
+    LogSearch,
     /// Leave the screen and the supervisor running (like `tmux detach`).
     Detach,
     /// Replay with `--baseline`: align the baseline at the next anchor (start, proof N).
@@ -205,7 +209,7 @@ pub const GLOBAL_WATCH: Section = global!("quit (the process keeps running)");
 /// Always available in replay: there is no prover.
 pub const GLOBAL_REPLAY: Section = global!("quit");
 /// Always available on an attached screen: quitting stops the prover, after asking.
-pub const GLOBAL_ATTACH: Section = global!("quit: asks, then stops the prover");
+pub const GLOBAL_ATTACH: Section = global!("quit + stop prover (asks)");
 
 /// Always available on a read-only attached screen: the prover is not its to stop.
 pub const GLOBAL_WATCH_ATTACHED: Section = global!("quit (the prover keeps running)");
@@ -216,7 +220,7 @@ pub const SESSION: Section = Section {
     bindings: &[b(
         &[k('d')],
         "d",
-        "detach: the prover goes on (provetop attach)",
+        "detach: prover goes on",
         Action::Detach,
     )],
 };
@@ -227,7 +231,7 @@ pub const SESSION_ATTACH: Section = Section {
     bindings: &[b(
         &[k('d')],
         "d",
-        "detach: leave, the prover goes on",
+        "detach: prover goes on",
         Action::Detach,
     )
     .hint("d", "detach", 1)],
@@ -422,6 +426,20 @@ pub const LOG: Section = Section {
         )
         .hint("l", "log line", 21),
         b(
+            &[k('o')],
+            "o",
+            "log shows: all / output / provetop",
+            Action::LogFilter,
+        )
+        .hint("o", "output", 22),
+        b(
+            &[k('/')],
+            "/",
+            "search the log (Enter keeps, Esc drops)",
+            Action::LogSearch,
+        )
+        .hint("/", "search", 23),
+        b(
             &[code(KeyCode::PageUp), code(KeyCode::Up)],
             "PgUp/↑",
             "scroll the log back",
@@ -569,7 +587,7 @@ mod tests {
         assert_eq!(quit(LIVE), "quit (stops the prover)");
         assert_eq!(quit(WATCH), "quit (the process keeps running)");
         assert_eq!(quit(REPLAY), "quit");
-        assert_eq!(quit(ATTACH), "quit: asks, then stops the prover");
+        assert_eq!(quit(ATTACH), "quit + stop prover (asks)");
         assert_eq!(quit(ATTACH_READ_ONLY), "quit (the prover keeps running)");
         assert_eq!(lookup(ATTACH_READ_ONLY, &ev(KeyCode::Char('1'), KeyModifiers::NONE)), None);
     }

@@ -185,6 +185,9 @@ pub fn main_serve(args: &RunArgs) -> anyhow::Result<i32> {
 pub fn main_watch(args: &WatchArgs) -> anyhow::Result<i32> {
     let target = Target::pid(args.pid())?;
     let mut s = setup(&args.monitor)?;
+    if let Some(src) = &args.log {
+        crate::monitor::logfile::request(src.clone());
+    }
     // Not ours to reset unless asked (`--reset-peak`'s help says why).
     s.sampler.reset_peak = args.reset_peak;
     if args.monitor.headless {
@@ -213,7 +216,7 @@ fn screen(
 ) -> anyhow::Result<i32> {
     let rt = monitor::runtime()?;
     let child_log = crate::headless::child_log(&target);
-    let served = crate::headless::Served::new(&s, &target);
+    let served = crate::headless::Served::new(&target);
     let (result, recorded, failed) = rt.block_on(async {
         let mut app = App::new(kind, s.thresholds, Theme::from_env(), mono_ns());
         app.baseline = baseline.map(|b| b.for_live(app.origin));

@@ -51,6 +51,8 @@ pub fn layer<T>(flag: Option<T>, file: Option<T>, default: T) -> T {
 pub fn setup(opts: &MonitorOpts) -> anyhow::Result<Setup> {
     let file = alerts::load_config(opts.config.as_deref())?;
     let setup = resolve(opts, &file)?;
+    // The file's line rules serve every line engine of this process (child output, --log).
+    provetop_collect::loglines::rules::install(file.log_rules.clone());
     if let Some(argv) = &setup.hook {
         let whence = if opts.on_alert.is_some() {
             "--on-alert"

@@ -10,6 +10,7 @@
 //! The front ends are thin: [`crate::live`] (the screen) and [`crate::headless`].
 
 pub mod control;
+pub mod logfile;
 pub mod metrics;
 pub mod pipeline;
 pub mod signals;
@@ -85,6 +86,9 @@ impl Monitor {
                     .context("cannot start the sampler")?;
                 pipeline.sampled(s);
                 pipeline.watch_pid(pid);
+                if let Some(src) = logfile::take_requested() {
+                    pipeline.followed(logfile::spawn(src)?);
+                }
                 let text = format!("watching pid {pid} ({})", target::cmdline(pid));
                 pipeline.note(model, text);
                 let claim = claim(&mut pipeline, model, pid);

@@ -87,6 +87,11 @@ impl Pipeline {
         self.pid_watch = Some(pid);
     }
 
+    /// Records from a followed log (`watch --log`): the records channel of a watch.
+    pub fn followed(&mut self, rx: mpsc::Receiver<Record>) {
+        self.rx = Some(rx);
+    }
+
     /// Take samples from the sampler.
     pub fn sampled(&mut self, s: SamplerHandle) {
         self.sampler = Some(s);

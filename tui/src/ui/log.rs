@@ -1,11 +1,13 @@
-//! The event/alert log pane: newest lines at the bottom, scrollable.
+//! The log pane: provetop's events, alerts and marks and the child's output lines (with
+//! their source), newest at the bottom, scrollable, filtered by `o`, searched with `/`.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use crate::app::App;
-use crate::text::{log_level, log_text};
+use crate::app::{App, LogFilter};
+use crate::model::LogEntry;
+use crate::text::{inert, log_level, log_text};
 use crate::ui::{fmt_clock, overlay, title_line, Item};
 
 /// Draw the title row and as many log lines as fit.
@@ -14,8 +16,25 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         return;
     }
     let t = &app.theme;
-    let log = &app.model.log;
+    let log = shown(app);
     let mut items = Vec::new();
+    if app.view.log_filter != LogFilter::All {
+        items.push(Item::new(
+            1,
+            vec![Span::styled(
+                format!("o: {} only", app.view.log_filter.name()),
+                t.warn(),
+            )],
+        ));
+    }
+    if let Some(q) = &app.view.log_query {
+        let text = if app.view.searching {
+            format!("/{}▏", inert(q))
+        } else {
+            format!("/{} ({} lines)", inert(q), log.len())
+        };
+        items.push(Item::new(1, vec![Span::styled(text, t.warn())]));
+    }
     if app.view.log_back > 0 {
         items.push(Item::new(
             0,
@@ -35,7 +54,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let h = (area.height - 1) as usize;
     let end = log.len().saturating_sub(app.view.log_back);
     let start = end.saturating_sub(h);
-    for (i, line) in log.range(start..end).enumerate() {
+    for (i, line) in log[start..end].iter().enumerate() {
         let stamp = fmt_clock(line.t.saturating_sub(app.origin), true);
         let l = Line::from(vec![
             Span::styled(format!("{stamp:>9} "), t.dim()),
@@ -45,11 +64,31 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     }
 }
 
+/// The entries the pane shows: those the filter (`o`) passes and, with a search (`/`),
+/// whose words hold it (case-insensitive).
+pub fn shown(app: &App) -> Vec<&LogEntry> {
+    let q = app
+        .view
+        .log_query
+        .as_deref()
+        .filter(|q| !q.is_empty())
+        .map(str::to_lowercase);
+    app.model
+        .log
+        .iter()
+        .filter(|e| app.view.log_filter.shows(&e.what))
+        .filter(|e| {
+            q.as_ref()
+                .is_none_or(|q| log_text(&e.what).to_lowercase().contains(q.as_str()))
+        })
+        .collect()
+}
+
 /// The newest shown log line (the newest, or the one scrolled back to) whole: wrapped in a
 /// box over the screen, for lines the pane cuts at its width.
 pub fn draw_whole(buf: &mut Buffer, area: Rect, app: &App) {
     let t = &app.theme;
-    let log = &app.model.log;
+    let log = shown(app);
     let title = "log line (l or Esc closes)";
     let end = log.len().saturating_sub(app.view.log_back);
     let Some(line) = end.checked_sub(1).and_then(|i| log.get(i)) else {

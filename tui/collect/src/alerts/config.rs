@@ -46,6 +46,9 @@ pub struct FileConfig {
     pub default_rule: Option<bool>,
     /// Where to serve `/metrics` ([`parse_listen_addr`]).
     pub metrics: Option<SocketAddr>,
+    /// Line rules for provers provetop has no grammar for (`[[log_rule]]` tables, see
+    /// [`crate::loglines::rules`]).
+    pub log_rules: Vec<crate::loglines::Rule>,
     /// The file it was read from (None when no file was found).
     pub source: Option<PathBuf>,
 }
@@ -63,6 +66,17 @@ struct Raw {
     thresholds: Option<Spanned<Vec<Spanned<SizeValue>>>>,
     default_rule: Option<bool>,
     metrics: Option<Spanned<String>>,
+    log_rule: Option<Vec<Spanned<RawLogRule>>>,
+}
+
+/// One `[[log_rule]]` table as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLogRule {
+    name: String,
+    regex: String,
+    action: String,
+    phase: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -203,8 +217,20 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
                 .map_err(|e| Place::new(text, v.span()).error("metrics", &e))
         })
         .transpose()?;
+    let mut log_rules = Vec::new();
+    for r in raw.log_rule.unwrap_or_default() {
+        let at = Place::new(text, r.span());
+        let r = r.into_inner();
+        let key = format!("log_rule {:?}", r.name);
+        let action = r.action.parse().map_err(|e: String| at.error(&key, &e))?;
+        log_rules.push(
+            crate::loglines::Rule::new(&r.name, &r.regex, action, r.phase.as_deref())
+                .map_err(|e| at.error(&key, &e))?,
+        );
+    }
     Ok(FileConfig {
         rules,
+        log_rules,
         on_alert,
         hz,
         gpu_hz,

@@ -1,6 +1,14 @@
 //! The user's own line rules (the `[[log_rule]]` tables of the config file): a regex with
 //! named captures, for a prover provetop has no grammar for.
 //!
+//! ```toml
+//! [[log_rule]]
+//! name = "myprover-synth-end"
+//! regex = '^synth done part=(?P<partition>\d+) in (?P<duration>\S+)$'
+//! action = "end"
+//! phase = "synthesis"
+//! ```
+//!
 //! Captures: `phase` (else the rule's `phase`), `partition` (a number), `duration` (`1.2s`,
 //! `850ms`, or a bare number of seconds), `proof` (lines with the same proof are one
 //! proof's phases, whichever rule read them; without it, all rules' phases are one proof). The action says what a match is: `start` opens the phase, `end` closes
@@ -44,6 +52,16 @@ pub struct Rule {
     regex: Regex,
     action: Action,
     phase: Option<String>,
+}
+
+/// Two rules are the same when written the same.
+impl PartialEq for Rule {
+    fn eq(&self, o: &Rule) -> bool {
+        self.name == o.name
+            && self.regex.as_str() == o.regex.as_str()
+            && self.action == o.action
+            && self.phase == o.phase
+    }
 }
 
 impl Rule {

@@ -46,12 +46,94 @@ pub const OUTPUT_BURST: f64 = 20_000.0;
 /// What both streams of one run share.
 struct Shared {
     log: Option<SideLog>,
+    sink: LineSink,
+}
+
+/// Lines of output into records: each through the grammars, and recorded within the rate.
+/// One per stream of lines that belong together (a child's two outputs; a followed log).
+pub struct LineSink {
     bucket: f64,
     refilled: Instant,
     /// Lines over the rate since the last [`Mark::Dropped`].
     over: u64,
     engine: Engine,
     derived: Vec<Record>,
+}
+
+impl Default for LineSink {
+    fn default() -> Self {
+        LineSink::new()
+    }
+}
+
+impl LineSink {
+    /// A sink with the configured line rules ([`crate::loglines::rules::install`]).
+    pub fn new() -> LineSink {
+        LineSink {
+            bucket: OUTPUT_BURST,
+            refilled: Instant::now(),
+            over: 0,
+            engine: Engine::configured(),
+            derived: Vec::new(),
+        }
+    }
+
+    /// One whole line `head` (its first bytes; `len` in all) from `source`, arrived at `t`:
+    /// read by the grammars when `derive` (never a cut line), then recorded if the rate
+    /// allows. Records go to `derived` (never dropped) and `recorded` (may be).
+    #[allow(clippy::too_many_arguments)]
+    pub fn line(
+        &mut self,
+        head: &[u8],
+        len: u64,
+        source: OutputSource,
+        t: u64,
+        derive: bool,
+        mut derived: impl FnMut(Record),
+        mut recorded: impl FnMut(Record),
+    ) {
+        let mut head = head;
+        let cut = (len > head.len() as u64).then_some(len);
+        if cut.is_none() {
+            if let Some(h) = head.strip_suffix(b"\r") {
+                head = h;
+            }
+        }
+        let text = String::from_utf8_lossy(head);
+        if derive && cut.is_none() {
+            let mut out = std::mem::take(&mut self.derived);
+            self.engine.line(&text, t, &mut out);
+            for rec in out.drain(..) {
+                derived(rec);
+            }
+            self.derived = out;
+        }
+        let now = Instant::now();
+        let dt = now.duration_since(self.refilled).as_secs_f64();
+        self.refilled = now;
+        self.bucket = (self.bucket + dt * OUTPUT_RATE).min(OUTPUT_BURST);
+        if self.bucket < 1.0 {
+            self.over += 1;
+            return;
+        }
+        self.bucket -= 1.0;
+        if let Some(d) = self.take_over() {
+            recorded(d);
+        }
+        recorded(Record::new(
+            t,
+            RecordBody::Output(OutputLine {
+                source,
+                text: text.into_owned(),
+                cut,
+            }),
+        ));
+    }
+
+    /// The [`Mark::Dropped`] for the lines over the rate since the last one, if any.
+    pub fn take_over(&mut self) -> Option<Record> {
+        (self.over > 0).then(|| dropped(std::mem::take(&mut self.over)))
+    }
 }
 
 struct SideLog {
@@ -78,9 +160,8 @@ impl Copier {
             let _ = tokio::time::timeout_at(deadline, d).await;
         }
         let mut sh = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-        if sh.over > 0 {
-            let count = std::mem::take(&mut sh.over);
-            self.inner.forward(dropped(count));
+        if let Some(d) = sh.sink.take_over() {
+            self.inner.forward(d);
         }
         if let Some(log) = &sh.log {
             if log.dropped > 0 {
@@ -125,11 +206,7 @@ pub(super) fn spawn(
     });
     let shared = Arc::new(Mutex::new(Shared {
         log,
-        bucket: OUTPUT_BURST,
-        refilled: Instant::now(),
-        over: 0,
-        engine: Engine::configured(),
-        derived: Vec::new(),
+        sink: LineSink::new(),
     }));
     let mut done = Vec::new();
     for (fd, source) in [
@@ -266,45 +343,19 @@ fn side_log(inner: &Inner, sh: &mut Shared, data: &[u8], pid: u32) {
     }
 }
 
-/// One whole line: through the grammars, and recorded if the rate allows.
+/// One whole line: through the grammars (unless the child speaks the protocol: it wins),
+/// and recorded if the rate allows.
 fn one_line(inner: &Inner, sh: &mut Shared, line: &Pending, source: OutputSource) {
-    let t = mono_ns();
-    let mut head: &[u8] = &line.head;
-    let cut = (line.len > line.head.len() as u64).then_some(line.len);
-    if cut.is_none() {
-        if let Some(h) = head.strip_suffix(b"\r") {
-            head = h;
-        }
-    }
-    let text = String::from_utf8_lossy(head);
-    // The protocol wins: a child that has sent events gets no derived ones.
-    if inner.counters.events.load(Ordering::Relaxed) == 0 && cut.is_none() {
-        let mut derived = std::mem::take(&mut sh.derived);
-        sh.engine.line(&text, t, &mut derived);
-        for rec in derived.drain(..) {
-            forward_derived(inner, rec);
-        }
-        sh.derived = derived;
-    }
-    let now = Instant::now();
-    let dt = now.duration_since(sh.refilled).as_secs_f64();
-    sh.refilled = now;
-    sh.bucket = (sh.bucket + dt * OUTPUT_RATE).min(OUTPUT_BURST);
-    if sh.bucket < 1.0 {
-        sh.over += 1;
-        return;
-    }
-    sh.bucket -= 1.0;
-    if sh.over > 0 {
-        let count = std::mem::take(&mut sh.over);
-        inner.forward(dropped(count));
-    }
-    inner.forward(Record::new(
-        t,
-        RecordBody::Output(OutputLine {
-            source,
-            text: text.into_owned(),
-            cut,
-        }),
-    ));
+    let derive = inner.counters.events.load(Ordering::Relaxed) == 0;
+    sh.sink.line(
+        &line.head,
+        line.len,
+        source,
+        mono_ns(),
+        derive,
+        |r| forward_derived(inner, r),
+        |r| {
+            inner.forward(r);
+        },
+    );
 }

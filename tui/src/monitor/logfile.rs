@@ -1,0 +1,159 @@
+//! `provetop watch PID --log FILE` and `--log -`: a log the watched prover writes (or
+//! `journalctl -fu curio | provetop watch PID --log -`) read like a supervised child's
+//! output: every line a record (source `file` or `in`, bounded the same way) and through the
+//! same line grammars ([`provetop_collect::loglines`]).
+//!
+//! A file is followed as it grows (`tail -f`: read to its end, then polled every
+//! [`POLL`]); one that shrinks was truncated or rotated and is read again from its start.
+//! Of a file already larger than [`BACKLOG`] only the last [`BACKLOG`] bytes are read (from
+//! a line's start): its older lines are history, placed in the past by their timestamps.
+//! Standard input is read to its end.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use provetop_collect::supervisor::{LineSink, MAX_OUTPUT_LINE};
+use provetop_shared::clock::mono_ns;
+use provetop_shared::{OutputSource, Record};
+use tokio::sync::mpsc;
+
+/// How often a followed file is looked at for more.
+pub const POLL: Duration = Duration::from_millis(100);
+/// Most of an existing file read at start.
+pub const BACKLOG: u64 = 16 << 20;
+
+/// Where the log lines come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogSource {
+    /// A file (followed as it grows).
+    File(PathBuf),
+    /// provetop's standard input (`-`).
+    Stdin,
+}
+
+impl std::str::FromStr for LogSource {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.is_empty() {
+            return Err("empty path (give a file, or - for standard input)".into());
+        }
+        Ok(if s == "-" {
+            LogSource::Stdin
+        } else {
+            LogSource::File(PathBuf::from(s))
+        })
+    }
+}
+
+static REQUESTED: Mutex<Option<LogSource>> = Mutex::new(None);
+
+/// Ask the next watch session to follow `src` (`watch --log`).
+pub fn request(src: LogSource) {
+    *REQUESTED.lock().unwrap_or_else(|e| e.into_inner()) = Some(src);
+}
+
+/// The follow asked for, once.
+pub fn take_requested() -> Option<LogSource> {
+    REQUESTED.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
+
+/// Start reading `src` on a thread of its own; its records come out of the receiver. A file
+/// that cannot be opened is an error naming it.
+pub fn spawn(src: LogSource) -> anyhow::Result<mpsc::Receiver<Record>> {
+    let (tx, rx) = mpsc::channel(provetop_collect::supervisor::RECORD_CHANNEL);
+    let reader: Box<dyn Read + Send> = match &src {
+        LogSource::Stdin => Box::new(std::io::stdin()),
+        LogSource::File(p) => {
+            let mut f = provetop_shared::session::open_regular(p)
+                .map_err(|e| anyhow::anyhow!("--log {}: {e}", p.display()))?;
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            if len > BACKLOG {
+                f.seek(SeekFrom::Start(len - BACKLOG))?;
+            }
+            Box::new(f)
+        }
+    };
+    let skip_first = matches!(&src, LogSource::File(p) if std::fs::metadata(p).map(|m| m.len() > BACKLOG).unwrap_or(false));
+    std::thread::Builder::new()
+        .name("provetop-log".into())
+        .spawn(move || follow(src, reader, skip_first, tx))?;
+    Ok(rx)
+}
+
+fn follow(
+    src: LogSource,
+    mut r: Box<dyn Read + Send>,
+    mut skip_first: bool,
+    tx: mpsc::Sender<Record>,
+) {
+    let source = match src {
+        LogSource::Stdin => OutputSource::Stdin,
+        LogSource::File(_) => OutputSource::File,
+    };
+    let mut sink = LineSink::new();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut head: Vec<u8> = Vec::new();
+    let mut len = 0u64;
+    let mut pos = 0u64;
+    let send = |rec: Record| {
+        // The app's channel is bounded; a line waits for room rather than vanish (the log is
+        // ours to pace: a file or a pipe).
+        let _ = tx.blocking_send(rec);
+    };
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => {
+                let LogSource::File(p) = &src else { break };
+                if tx.is_closed() {
+                    break;
+                }
+                std::thread::sleep(POLL);
+                // Truncated or rotated: from the start again.
+                if std::fs::metadata(p).map(|m| m.len() < pos).unwrap_or(false) {
+                    match File::open(p) {
+                        Ok(f) => {
+                            r = Box::new(f);
+                            pos = 0;
+                        }
+                        Err(_) => continue,
+                    }
+                }
+                continue;
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        pos += n as u64;
+        let mut rest = &buf[..n];
+        while !rest.is_empty() {
+            let (part, ended) = match rest.iter().position(|b| *b == b'\n') {
+                Some(i) => {
+                    let p = &rest[..i];
+                    rest = &rest[i + 1..];
+                    (p, true)
+                }
+                None => (std::mem::take(&mut rest), false),
+            };
+            let room = MAX_OUTPUT_LINE.saturating_sub(head.len());
+            head.extend_from_slice(&part[..part.len().min(room)]);
+            len += part.len() as u64;
+            if ended {
+                if !std::mem::take(&mut skip_first) {
+                    sink.line(&head, len, source, mono_ns(), true, send, send);
+                }
+                head.clear();
+                len = 0;
+            }
+        }
+    }
+    if len > 0 {
+        sink.line(&head, len, source, mono_ns(), true, send, send);
+    }
+    if let Some(d) = sink.take_over() {
+        send(d);
+    }
+}
