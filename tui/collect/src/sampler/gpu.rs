@@ -44,8 +44,9 @@ impl Gpus {
                 continue;
             };
             let util = dev.utilization_rates().map(|u| u.gpu).unwrap_or(0);
-            let mut procs = dev.running_compute_processes().unwrap_or_default();
-            procs.extend(dev.running_graphics_processes().unwrap_or_default());
+            // Compute processes only: a prover's CUDA context is one, and each process query
+            // is one of NVML's slowest calls (graphics contexts are not provers').
+            let procs = dev.running_compute_processes().unwrap_or_default();
             let proc_used = tree_usage(
                 procs.iter().map(|p| {
                     let used = match p.used_gpu_memory {
@@ -69,8 +70,8 @@ impl Gpus {
     }
 }
 
-/// Sum the memory of `(pid, bytes)` entries whose pid is in `tree`. A process listed both as
-/// a compute and a graphics user on one device is counted once.
+/// Sum the memory of `(pid, bytes)` entries whose pid is in `tree`. A process listed twice on
+/// one device is counted once.
 pub fn tree_usage(procs: impl Iterator<Item = (u32, u64)>, tree: &[u32]) -> u64 {
     let mut seen: Vec<u32> = Vec::new();
     let mut sum = 0;
