@@ -30,9 +30,25 @@ fn env_sh(dir: &Path) -> String {
     format!("env XDG_RUNTIME_DIR={d}/run XDG_STATE_HOME={d}/state XDG_CONFIG_HOME={d}/config")
 }
 
+/// A served provetop that is stopped (SIGTERM, then SIGKILL) if a test ends without
+/// [`finish`]ing it, so a failing test leaves no supervisor behind.
+struct Served(Option<Child>);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            signal(c.id(), nix::sys::signal::Signal::SIGTERM);
+            if !wait_until(Duration::from_secs(15), || c.try_wait().unwrap().is_some()) {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+        }
+    }
+}
+
 /// `provetop serve` of the bundled prover (small proofs, one every 2 s), recording to
 /// DIR/s.ptop.
-fn serve(dir: &Path, extra: &[&str]) -> Child {
+fn serve(dir: &Path, extra: &[&str]) -> Served {
     prover();
     std::fs::create_dir_all(dir.join("run")).unwrap();
     let mut cmd = Command::new(provetop());
@@ -44,7 +60,7 @@ fn serve(dir: &Path, extra: &[&str]) -> Child {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     env(&mut cmd, dir);
-    cmd.spawn().expect("start provetop serve")
+    Served(Some(cmd.spawn().expect("start provetop serve")))
 }
 
 /// The socket of the one session in DIR, once it is there.
@@ -105,14 +121,14 @@ fn proofs(sock: &Path) -> u64 {
 }
 
 /// Wait for the served provetop to end; its exit code and stderr.
-fn finish(mut child: Child) -> (Option<i32>, String) {
-    assert!(
-        wait_until(Duration::from_secs(40), || child
-            .try_wait()
-            .unwrap()
-            .is_some()),
-        "provetop serve did not end"
-    );
+fn finish(mut served: Served) -> (Option<i32>, String) {
+    let mut child = served.0.take().expect("not finished yet");
+    if !wait_until(Duration::from_secs(40), || {
+        child.try_wait().unwrap().is_some()
+    }) {
+        let _ = child.kill();
+        panic!("provetop serve did not end");
+    }
     let code = child.wait().unwrap().code();
     let mut err = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
@@ -343,6 +359,14 @@ fn garbage_oversized_and_unknown_requests_get_error_replies_and_the_supervisor_g
         c.ask(r#"{"cmd":"mark","text":"from a script"}"#)["ok"],
         true
     );
+    let v = c.ask(r#"{"cmd":"restart"}"#);
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("--restart on-failure"),
+        "{v}"
+    );
     assert_eq!(c.ask(r#"{"cmd":"stop"}"#)["ok"], true);
     let (code, err) = finish(served);
     assert!(code.is_some(), "{err}");
@@ -551,6 +575,16 @@ fn the_live_screen_detaches_and_its_supervisor_goes_on_after_the_terminal_is_gon
     drop(t);
     let sock = socket(d);
     let pid = Conn::open(&sock).status()["pid"].as_u64().unwrap() as u32;
+    // Not our child: stopped here if the test fails before its own stop.
+    struct StopOnDrop(u32);
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            if alive(self.0) {
+                signal(self.0, nix::sys::signal::Signal::SIGTERM);
+            }
+        }
+    }
+    let _stop = StopOnDrop(pid);
     let before = proofs(&sock);
     assert!(
         wait_until(Duration::from_secs(30), || proofs(&sock) > before),
@@ -568,4 +602,33 @@ fn the_live_screen_detaches_and_its_supervisor_goes_on_after_the_terminal_is_gon
             .any(|t| t.starts_with("provetop stopping: stop asked")),
         "{n:?}"
     );
+}
+
+#[test]
+fn restart_on_the_socket_restarts_the_prover_under_its_restart_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let served = serve(d, &["--restart", "on-failure"]);
+    let sock = socket(d);
+    let mut c = Conn::open(&sock);
+    assert!(wait_until(Duration::from_secs(30), || c.status()
+        ["child_pid"]
+        .is_u64()));
+    let first = c.status()["child_pid"].as_u64().unwrap();
+    assert_eq!(c.ask(r#"{"cmd":"restart"}"#)["ok"], true, "restart refused");
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            let p = c.status()["child_pid"].as_u64();
+            p.is_some() && p != Some(first)
+        }),
+        "the prover was not started again"
+    );
+    assert!(!alive(first as u32));
+    assert_eq!(c.ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    finish(served);
+    let l = load(&d.join("s.ptop")).unwrap();
+    assert!(l
+        .records
+        .iter()
+        .any(|r| matches!(r.body, RecordBody::Mark(Mark::Restart { .. }))));
 }

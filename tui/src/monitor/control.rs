@@ -65,7 +65,8 @@ pub enum Request {
     Control { control: Control },
     /// Stop the session: the prover is stopped, the recording finished.
     Stop,
-    /// Restart the prover (with `--restart on-failure`: it is stopped and started again).
+    /// Restart the prover (with `--restart on-failure`: its process group is killed and its
+    /// restart policy starts it again).
     Restart,
     /// Add a note to the session.
     Mark { text: String },
@@ -445,10 +446,12 @@ pub fn answer(
                     mon.pipeline
                         .note(model, format!("restart asked (client {})", i.client));
                     // The child leads its own process group; its restart policy starts it
-                    // again once it has ended.
+                    // again once it has ended. SIGKILL, not SIGTERM: a prover that exits 0
+                    // on SIGTERM (the bundled one does) would count as done, not failed,
+                    // and the session would end instead.
                     let _ = nix::sys::signal::kill(
                         nix::unistd::Pid::from_raw(-(pid as i32)),
-                        nix::sys::signal::Signal::SIGTERM,
+                        nix::sys::signal::Signal::SIGKILL,
                     );
                     i.ok(json!({}));
                 }
