@@ -163,6 +163,11 @@ impl Model {
         match &rec.body {
             RecordBody::Sample(s) => self.on_sample(t, s, fx),
             RecordBody::Event(e) => {
+                if self.events == 0 && self.derived > 0 {
+                    // The protocol wins over what was read from its log lines before it.
+                    self.drop_derived_spans();
+                    self.derived_ignored += std::mem::take(&mut self.derived);
+                }
                 self.events += 1;
                 self.on_event(t, e, fx)
             }

@@ -211,6 +211,23 @@ impl OpenSpans {
 }
 
 impl Model {
+    /// The child spoke the protocol after some of its log lines were read as phases (its
+    /// output and its events pipe are read apart, so a line can beat its `hello`): the precise
+    /// path wins, and the phases read from its logs go, open and closed, so none is left
+    /// open on the timeline waiting for an end that is no longer applied.
+    pub(super) fn drop_derived_spans(&mut self) {
+        let keys: Vec<SpanKey> = self
+            .open
+            .iter()
+            .filter(|s| s.derived)
+            .map(PhaseSpan::key)
+            .collect();
+        for key in &keys {
+            self.open.remove(key);
+        }
+        self.spans.retain(|s| !s.derived);
+    }
+
     /// `phase_started`: a repeated start of the same key closes the earlier one (its end was
     /// lost).
     pub(super) fn start_span(
