@@ -408,3 +408,98 @@ fn a_clock_in_the_future_is_not_believed_the_line_counts_at_its_arrival() {
     assert_eq!(s[0].start, ARRIVAL);
     assert_eq!(s[0].end, Some(ARRIVAL + 5_000));
 }
+
+/// The first and last instants of each proof's `phase`, in proof order, from events
+/// stamped `t`.
+fn extents<'a>(evs: impl Iterator<Item = (u64, &'a Event)>, phase: &Phase) -> Vec<(u64, u64)> {
+    let mut order: Vec<u64> = Vec::new();
+    let mut at: HashMap<u64, (u64, u64)> = HashMap::new();
+    for (t, e) in evs {
+        let (id, p) = match e {
+            Event::PhaseStarted {
+                proof_id, phase, ..
+            }
+            | Event::PhaseEnded {
+                proof_id, phase, ..
+            } => (*proof_id, phase),
+            _ => continue,
+        };
+        if p != phase {
+            continue;
+        }
+        let x = at.entry(id).or_insert_with(|| {
+            order.push(id);
+            (u64::MAX, 0)
+        });
+        match e {
+            Event::PhaseStarted { .. } => x.0 = x.0.min(t),
+            _ => x.1 = x.1.max(t),
+        }
+    }
+    order.iter().map(|id| at[id]).collect()
+}
+
+#[test]
+fn on_the_h200_the_cuda_builds_logs_alone_give_synthesis_and_proving_within_50_ms_of_the_protocol()
+{
+    // Recorded on the lent H200 (docs/logs.md): the bundled prover's cuda build at
+    // RUST_LOG=debug under `provetop run`, its events written to a side file rather than to
+    // provetop, three proofs of 4 × 2^16 constraints. The session holds what provetop read
+    // from the prover's stderr; the side file what the protocol said of the same proofs.
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/loglines/h200");
+    let l = provetop_shared::session::load(&dir.join("cuda.ptop")).unwrap();
+    let derived: Vec<(u64, &Event)> = l
+        .records
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Derived(d) => Some((r.t, &d.event)),
+            RecordBody::Event(_) => panic!("the protocol reached provetop"),
+            _ => None,
+        })
+        .collect();
+    let events: Vec<provetop_shared::EventMsg> =
+        std::fs::read_to_string(dir.join("cuda-events.ndjson"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let proto: Vec<(u64, &Event)> = events.iter().map(|m| (m.ts, &m.event)).collect();
+    for phase in [Phase::Synthesis, Phase::Prove] {
+        let d = extents(derived.iter().copied(), &phase);
+        let p = extents(proto.iter().copied(), &phase);
+        assert_eq!(d.len(), 3, "{phase}: {d:?}");
+        assert_eq!(d.len(), p.len(), "{phase}");
+        for (a, b) in d.iter().zip(&p) {
+            for (x, y) in [(a.0, b.0), (a.1, b.1)] {
+                let ms = (x as f64 - y as f64).abs() / 1e6;
+                assert!(ms < 50.0, "{phase}: {ms} ms apart ({a:?} vs {b:?})");
+            }
+        }
+    }
+    // A GPU build: its MSMs are phases too, one after another inside the proving.
+    let s = spans(&l.records);
+    assert_eq!(named(&s, "msm_h").len(), 3);
+    assert_eq!(named(&s, "msm_b2").len(), 3);
+}
+
+#[test]
+fn the_bundled_provers_gpu_stderr_on_the_h200_reads_as_its_proofs() {
+    let dir = "h200/";
+    let cuda = spans(&derive(&golden(&format!(
+        "{dir}provetop-prover-cuda-debug.log"
+    ))));
+    assert_eq!(named(&cuda, "synthesis").len(), 3);
+    assert_eq!(named(&cuda, "prove").len(), 3);
+    for p in ["msm_h", "msm_l", "msm_a_b1", "msm_b2"] {
+        assert_eq!(named(&cuda, p).len(), 3, "{p}");
+    }
+    let supra = spans(&derive(&golden(&format!(
+        "{dir}provetop-prover-supraseal-debug.log"
+    ))));
+    assert_eq!(named(&supra, "synthesis").len(), 2);
+    assert_eq!(named(&supra, "prove").len(), 2);
+    assert!(
+        named(&supra, "msm_h").is_empty(),
+        "SupraSeal logs no MSM steps"
+    );
+}
