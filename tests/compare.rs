@@ -401,7 +401,7 @@ fn selections_by_range_count_only_those_proofs() {
 fn a_session_without_proofs_or_samples_is_compared_as_far_as_it_goes() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("base.ptop");
-    crate_synth(
+    synth_session(
         &base,
         SynthConfig {
             seconds: 40.0,
@@ -411,7 +411,7 @@ fn a_session_without_proofs_or_samples_is_compared_as_far_as_it_goes() {
     );
     // Samples only: the child spoke no protocol.
     let no_proofs = dir.path().join("no-proofs.ptop");
-    crate_synth(
+    synth_session(
         &no_proofs,
         SynthConfig {
             seconds: 40.0,
@@ -463,7 +463,54 @@ fn a_session_without_proofs_or_samples_is_compared_as_far_as_it_goes() {
     );
 }
 
-fn crate_synth(path: &Path, cfg: SynthConfig, host: &str) {
+#[test]
+fn a_session_whose_prover_finished_no_proof_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.ptop");
+    synth_session(
+        &base,
+        SynthConfig {
+            seconds: 40.0,
+            ..SynthConfig::default()
+        },
+        "h",
+    );
+    // Three seconds: the SRS is loaded and the first proof is still synthesizing.
+    let early = dir.path().join("early.ptop");
+    synth_session(
+        &early,
+        SynthConfig {
+            seconds: 3.0,
+            ..SynthConfig::default()
+        },
+        "h",
+    );
+    let j = json(&compare(&[s(&base), s(&early), "--format", "json"]));
+    assert_eq!(row(&j, "proofs")["others"][0]["value"], 0.0);
+    assert_eq!(row(&j, "s_per_sector")["others"][0]["missing"], "no proofs");
+    assert!(row(&j, "rss")["others"][0]["value"].is_number());
+    let notes: Vec<&str> = j["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        notes.contains(&"early.ptop: no proof finished in this recording"),
+        "{notes:?}"
+    );
+    // A selection that matches nothing says what there was.
+    let out = compare(&[s(&base), s(&base), "--mode", "single", "--mode", "sps"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("note: base.ptop: no proof matches mode sps ("),
+        "{}",
+        out.stdout
+    );
+}
+
+fn synth_session(path: &Path, cfg: SynthConfig, host: &str) {
     let hz = cfg.hz;
     write(path, host, hz, records(cfg));
 }
@@ -473,7 +520,7 @@ fn ten_hertz_against_twenty_hertz_on_two_machines_is_compared_with_notes() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.ptop");
     let b = dir.path().join("b.ptop");
-    crate_synth(
+    synth_session(
         &a,
         SynthConfig {
             hz: 10.0,
@@ -482,7 +529,7 @@ fn ten_hertz_against_twenty_hertz_on_two_machines_is_compared_with_notes() {
         },
         "alpha",
     );
-    crate_synth(
+    synth_session(
         &b,
         SynthConfig {
             hz: 20.0,
@@ -522,7 +569,7 @@ fn ten_hertz_against_twenty_hertz_on_two_machines_is_compared_with_notes() {
 fn a_damaged_tail_is_compared_up_to_the_damage_with_a_note() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("whole.ptop");
-    crate_synth(
+    synth_session(
         &a,
         SynthConfig {
             seconds: 60.0,

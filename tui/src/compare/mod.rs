@@ -103,13 +103,17 @@ pub fn compare(
     sels: &[Selection],
     thresholds: Thresholds,
 ) -> anyhow::Result<Comparison> {
-    let stores: Vec<anyhow::Result<Store>> = std::thread::scope(|s| {
+    // Each file is read, reduced and summarized on a thread of its own (and its records
+    // dropped there): the work is per file until the table.
+    let mut sums: Vec<summary::Summary> = std::thread::scope(|s| {
         let handles: Vec<_> = paths
             .iter()
-            .map(|p| {
+            .zip(sels)
+            .map(|(p, sel)| {
                 s.spawn(move || {
                     // LoadError already names the file and the cause.
-                    Store::scan(p, thresholds).map_err(|e| anyhow::anyhow!("{e}"))
+                    let store = Store::scan(p, thresholds).map_err(|e| anyhow::anyhow!("{e}"))?;
+                    Ok(summary::summarize_store(&store, sel))
                 })
             })
             .collect();
@@ -119,12 +123,8 @@ pub fn compare(
                 h.join()
                     .unwrap_or_else(|_| Err(anyhow::anyhow!("a loading thread panicked")))
             })
-            .collect()
-    });
-    let mut sums = Vec::with_capacity(paths.len());
-    for (store, sel) in stores.into_iter().zip(sels) {
-        sums.push(summary::summarize_store(&store?, sel));
-    }
+            .collect::<anyhow::Result<Vec<_>>>()
+    })?;
     let baseline = sums.remove(0);
     Ok(Comparison::new(baseline, sums))
 }
