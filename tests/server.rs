@@ -632,3 +632,40 @@ fn restart_on_the_socket_restarts_the_prover_under_its_restart_policy() {
         .iter()
         .any(|r| matches!(r.body, RecordBody::Mark(Mark::Restart { .. }))));
 }
+
+#[test]
+fn watch_of_a_served_prover_points_to_attach() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let served = serve(d, &[]);
+    let sock = socket(d);
+    let mut c = Conn::open(&sock);
+    assert!(wait_until(Duration::from_secs(30), || c.status()
+        ["child_pid"]
+        .is_u64()));
+    let st = c.status();
+    let (id, child) = (
+        st["id"].as_str().unwrap().to_string(),
+        st["child_pid"].as_u64().unwrap(),
+    );
+    let mut cmd = Command::new(provetop());
+    cmd.args(["watch", "--headless", "--no-record", &child.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    env(&mut cmd, d);
+    let mut w = cmd.spawn().unwrap();
+    let mut first = String::new();
+    BufReader::new(w.stderr.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    signal(w.id(), nix::sys::signal::Signal::SIGTERM);
+    let _ = w.wait();
+    assert!(
+        first.contains(&format!("is supervised by provetop session {id}"))
+            && first.contains(&format!("provetop attach {id}")),
+        "{first}"
+    );
+    assert_eq!(c.ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    finish(served);
+}

@@ -104,6 +104,12 @@ impl Driver for LiveDriver {
     fn act(&mut self, app: &mut App, a: Action) {
         if a == Action::Detach {
             match (&self.host, &self.control) {
+                // The file is what an attached screen shows: without one, attach has nothing.
+                (Some(_), Some(_)) if app.recording.is_none() => app.flash(
+                    "cannot detach: this session does not record (--no-record), so no screen \
+                     could attach to it",
+                    true,
+                ),
                 (Some(_), Some(_)) => app.detach = true,
                 (None, _) => app.flash(
                     "this screen cannot detach (watch, or no separate supervisor)",
@@ -181,9 +187,28 @@ pub fn main_serve(args: &RunArgs) -> anyhow::Result<i32> {
     main_run(&args)
 }
 
+/// The live session that supervises `pid` (its child, or its supervisor), if any: `watch`
+/// of it would see memory only, where `attach` has everything.
+fn supervised_by(pid: u32) -> Option<String> {
+    let dir = control::socket_dir().ok()?;
+    let (live, _) = crate::attach::live_sessions(&dir);
+    live.into_iter().find_map(|l| {
+        let mut c = control::Client::connect(&l.socket, std::time::Duration::from_secs(1)).ok()?;
+        let s = c.status().ok()?;
+        (s.child_pid == Some(pid) || s.pid == pid).then_some(s.id)
+    })
+}
+
 /// `provetop watch PID`.
 pub fn main_watch(args: &WatchArgs) -> anyhow::Result<i32> {
     let target = Target::pid(args.pid())?;
+    if let Some(id) = supervised_by(args.pid()) {
+        crate::say!(
+            "provetop: pid {} is supervised by provetop session {id}: `provetop attach {id}` \
+             shows its phases and sends its controls (watch shows memory only)",
+            args.pid()
+        );
+    }
     let mut s = setup(&args.monitor)?;
     if let Some(src) = &args.log {
         crate::monitor::logfile::request(src.clone());
