@@ -108,6 +108,10 @@ impl Pipeline {
     /// Also notice when a watched (not supervised) process goes away.
     pub fn watch_pid(&mut self, pid: u32) {
         self.watched = Some(pid);
+        if let Some(e) = &self.metrics {
+            // No ChildStarted mark comes for a process provetop did not start.
+            e.metrics().watching();
+        }
     }
 
     /// The recording, for the panic hook's cleanup.

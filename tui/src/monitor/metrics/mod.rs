@@ -343,6 +343,12 @@ impl Metrics {
         st.recording_failing = failing;
     }
 
+    /// The session watches a process that runs now (`watch PID`): it counts as the child
+    /// until its end is recorded.
+    pub fn watching(&self) {
+        self.lock().child_running = true;
+    }
+
     /// A connection the endpoint turned away (too many open).
     pub(crate) fn rejected(&self) {
         self.lock().rejected += 1;

@@ -475,3 +475,22 @@ fn a_bad_path_is_404_and_another_method_405() {
         "text/plain; version=0.0.4; charset=utf-8"
     );
 }
+
+#[test]
+fn a_watched_process_counts_as_running_until_its_end_is_recorded() {
+    let mut f = Feed::new(&[]);
+    assert_eq!(value(&f.scrape(), "provetop_child_running"), Some(0.0));
+    f.metrics.watching();
+    assert_eq!(value(&f.scrape(), "provetop_child_running"), Some(1.0));
+    f.push(
+        S,
+        RecordBody::Mark(Mark::ChildExited {
+            pid: 9,
+            code: None,
+            signal: None,
+            oom_kill: false,
+            reason: "exited (watched: status unknown)".into(),
+        }),
+    );
+    assert_eq!(value(&f.scrape(), "provetop_child_running"), Some(0.0));
+}
