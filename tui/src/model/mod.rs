@@ -271,6 +271,10 @@ impl Model {
                 None => "-".into(),
             };
         }
+        // Phases read from its log lines: between them nothing is open (no threshold guess).
+        if self.has_derived() {
+            return "-".into();
+        }
         match self.classifier.current() {
             Some(r) => format!("{} (threshold)", r.phase),
             None => "-".into(),

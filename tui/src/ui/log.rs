@@ -29,9 +29,9 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     }
     if let Some(q) = &app.view.log_query {
         let text = if app.view.searching {
-            format!("/{}▏", inert(q))
+            format!(" · /{}▏", inert(q))
         } else {
-            format!("/{} ({} lines)", inert(q), log.len())
+            format!(" · /{} ({} lines)", inert(q), log.len())
         };
         items.push(Item::new(1, vec![Span::styled(text, t.warn())]));
     }
