@@ -298,6 +298,115 @@ impl Baseline {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use provetop_shared::session::{Loaded, SessionHeader, SourceKind};
+    use provetop_shared::{BatchMode, Event, Record, RecordBody, Sample};
+
+    const S: u64 = 1_000_000_000;
+
+    fn proof(t: u64, id: u64, done: u64) -> [Record; 2] {
+        [
+            Record::new(
+                t,
+                RecordBody::Event(Event::ProofStarted {
+                    proof_id: id,
+                    mode: BatchMode::Single,
+                    sectors: 1,
+                    partitions: 1,
+                    constraints: 1,
+                }),
+            ),
+            Record::new(
+                done,
+                RecordBody::Event(Event::ProofFinished {
+                    proof_id: id,
+                    ok: true,
+                    verified: true,
+                    duration_s: (done - t) as f64 / S as f64,
+                    mode: BatchMode::Single,
+                    phases: vec![],
+                    error: None,
+                    cancelled: false,
+                    requeued_as: vec![],
+                }),
+            ),
+        ]
+    }
+
+    /// A baseline with samples every second from 0 to 60 s and proofs at 10 s and 30 s.
+    fn baseline() -> Baseline {
+        let mut records: Vec<Record> = (0..=60)
+            .map(|i| {
+                Record::new(
+                    i * S,
+                    RecordBody::Sample(Sample {
+                        rss: (1000 + i) << 20,
+                        ..Sample::default()
+                    }),
+                )
+            })
+            .collect();
+        records.extend(proof(10 * S, 1, 20 * S));
+        records.extend(proof(30 * S, 2, 40 * S));
+        records.sort_by_key(|r| r.t);
+        let loaded = Loaded {
+            header: SessionHeader::now(vec![], 1.0),
+            records,
+            warnings: vec![],
+            kind: SourceKind::Session,
+        };
+        let store = Store::from_loaded(Path::new("base.ptop"), loaded, Thresholds::default());
+        Baseline::from_store(&store)
+    }
+
+    #[test]
+    fn live_each_proof_is_aligned_with_the_baselines_proof_of_the_same_number() {
+        let b = baseline().for_live(1000 * S);
+        let mut live = Model::new(Thresholds::default());
+        for (t, id) in [(1100, 7), (1200, 8), (1300, 9)] {
+            for r in proof(t * S, id, (t + 50) * S) {
+                live.apply(&r);
+            }
+        }
+        let segs = b.segments(&live, 1000 * S, 1400 * S);
+        // Before the first proof the starts; then proof 1 ↔ 1, 2 ↔ 2, and 3 ↔ the last (2).
+        let offs: Vec<(u64, i128)> = segs.iter().map(|s| (s.from / S, s.off)).collect();
+        let off = |shown: u64, base: u64| base as i128 * S as i128 - shown as i128 * S as i128;
+        assert_eq!(
+            offs,
+            vec![
+                (1000, off(1000, 0)),
+                (1100, off(1100, 10)),
+                (1200, off(1200, 30)),
+                (1300, off(1300, 30))
+            ]
+        );
+        // 5 s into the second live proof reads the baseline 5 s into its second proof.
+        let r = b.value_at(&live, 1205 * S).unwrap();
+        assert_eq!(
+            r.range(crate::series::Metric::Rss),
+            Some((1035 << 20, 1035 << 20))
+        );
+        // Past the baseline's end: nothing (not a zero).
+        assert_eq!(b.value_at(&live, 1399 * S), None);
+    }
+
+    #[test]
+    fn replay_alignment_falls_back_to_the_starts_without_a_proof_in_both() {
+        let b = baseline();
+        let loaded = Loaded {
+            header: SessionHeader::now(vec![], 1.0),
+            records: vec![Record::new(5 * S, RecordBody::Sample(Sample::default()))],
+            warnings: vec![],
+            kind: SourceKind::Csv,
+        };
+        let shown = Store::from_loaded(Path::new("x.csv"), loaded, Thresholds::default());
+        let mut b = b.for_replay(&shown, Align::Proof(1));
+        assert_eq!(b.align, Align::Start);
+        assert_eq!(
+            b.cycle(),
+            "baseline aligned at start (no proof in both sessions to align at)"
+        );
+    }
 
     #[test]
     fn a_segment_maps_both_ways() {
