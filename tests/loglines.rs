@@ -503,3 +503,34 @@ fn the_bundled_provers_gpu_stderr_on_the_h200_reads_as_its_proofs() {
         "SupraSeal logs no MSM steps"
     );
 }
+
+#[test]
+fn the_model_draws_derived_phases_marked_as_such_and_ignores_them_once_the_protocol_speaks() {
+    use provetop::model::Model;
+    use provetop_shared::classify::Thresholds;
+    let recs = derive(&golden("supraseal-fil_logger-colour.log"));
+    let mut m = Model::new(Thresholds::default());
+    for r in &recs {
+        m.apply(r);
+    }
+    assert!(m.has_derived() && !m.has_events());
+    let prove: Vec<_> = m.spans.iter().filter(|s| s.phase == Phase::Prove).collect();
+    assert_eq!(prove.len(), 1);
+    assert!(prove[0].derived, "marked as read from logs");
+    assert!((prove[0].duration_s.unwrap() - 20.999).abs() < 1e-3);
+
+    // A stream whose child speaks the protocol: its derived records (an old recording's, or
+    // lines that came before its first event) are not applied again.
+    let mut m = Model::new(Thresholds::default());
+    m.apply(&Record::new(
+        ARRIVAL - 1,
+        RecordBody::Event(Event::State {
+            state: provetop_shared::protocol::ProverState::Idle,
+        }),
+    ));
+    for r in &recs {
+        m.apply(r);
+    }
+    assert!(m.spans.is_empty() && m.open.is_empty());
+    assert_eq!(m.derived_ignored, recs.len() as u64);
+}
