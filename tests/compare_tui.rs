@@ -11,7 +11,7 @@ use provetop::replay::ReplayDriver;
 use provetop::store::Store;
 use provetop::theme::Theme;
 use provetop_shared::units::GIB;
-use provetop_testkit::bins::provetop;
+use provetop_testkit::bins::{prover, provetop};
 use provetop_testkit::fixtures::write_session;
 use provetop_testkit::synth::{records, SynthConfig};
 use provetop_testkit::tmux::{have_tmux, sh_quote, Tmux};
@@ -258,4 +258,80 @@ fn replay_with_a_baseline_in_tmux_cycles_the_alignment_and_shows_both_values() {
     let s = tmux.wait_for("exit", t, |s| s.contains("REPLAY-EXIT="));
     assert!(s.contains("REPLAY-EXIT=0"), "{s}");
     assert_eq!(tmux.format("#{alternate_on}"), "0");
+}
+
+#[test]
+fn the_live_screen_tracks_each_proof_against_the_baseline() {
+    if !have_tmux("the_live_screen_tracks_each_proof_against_the_baseline") {
+        return;
+    }
+    prover();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let base = provetop_testkit::fixtures::repo().join("assets/all-modes-cpu.ptop");
+    let cmd = format!(
+        "cd {d} && env XDG_STATE_HOME={d}/state XDG_CACHE_HOME={d}/cache XDG_CONFIG_HOME={d}/config {} run --partitions 2 --constraints 1000 --no-record --baseline {}; echo PROVETOP-EXIT=$?; sleep 600",
+        sh_quote(&provetop().display().to_string()),
+        sh_quote(&base.display().to_string()),
+    );
+    let tmux = Tmux::start("live-baseline", 120, 40, &cmd);
+    let long = Duration::from_secs(180);
+    tmux.wait_for("a proof against the baseline", long, |s| {
+        s.contains("base@each proof") && s.contains("proof 1 done")
+    });
+    tmux.keys(&["Left"]);
+    let s = tmux.wait_for("both values under the cursor", long, |s| {
+        cursor_values(s).is_some()
+    });
+    let (rss, base, diff) = cursor_values(&s).unwrap();
+    // The bundled prover on this workload holds some MiB: shown to 0.1 MiB.
+    assert!(rss < 1.0 && base < 1.0, "{rss} {base}\n{s}");
+    assert!(
+        (rss - base - diff).abs() < 0.15 / 1024.0,
+        "{rss} {base} {diff}\n{s}"
+    );
+    tmux.keys(&["q"]);
+    let s = tmux.wait_for("exit", long, |s| s.contains("PROVETOP-EXIT="));
+    assert!(s.contains("PROVETOP-EXIT=0"), "{s}");
+}
+
+#[test]
+fn a_baseline_is_refused_headless_and_while_following() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = baseline(dir.path());
+    let out = provetop_testkit::bins::run_provetop(&[
+        "run",
+        "--headless",
+        "--no-record",
+        "--baseline",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr
+            .contains("--baseline draws on the live screen; --headless has none"),
+        "{}",
+        out.stderr
+    );
+    let out = provetop_testkit::bins::run_provetop(&[
+        "replay",
+        "--follow",
+        "--baseline",
+        b.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("cannot be used with"), "{}", out.stderr);
+    let out = provetop_testkit::bins::run_provetop(&[
+        "replay",
+        "--baseline",
+        "/nonexistent/base.ptop",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("--baseline: ") && out.stderr.contains("/nonexistent/base.ptop"),
+        "{}",
+        out.stderr
+    );
 }

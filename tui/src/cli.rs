@@ -249,7 +249,7 @@ pub struct ReplayArgs {
     pub follow: bool,
     /// A baseline session (or CSV) drawn in dim on the chart and the timeline, aligned at
     /// the start (the `b` key: proof 1, 2, … of each); the cursor box gives both values.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "follow")]
     pub baseline: Option<PathBuf>,
 }
 
