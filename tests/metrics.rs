@@ -690,7 +690,10 @@ fn bad_paths_malformed_oversized_and_crowded_requests_are_answered_or_dropped_an
         get(&format!("http://{addr}/metrics/x"), None).unwrap().0,
         404
     );
-    let r = raw_exchange(addr, b"DELETE /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    let r = raw_exchange(
+        addr,
+        b"DELETE /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
     assert!(r.starts_with("HTTP/1.1 405"), "{r}");
     let r = raw_exchange(addr, b"\x16\x03\x01\x02\x00garbage\r\n\r\n");
     assert!(r.is_empty() || r.starts_with("HTTP/1.1 400"), "{r}");
