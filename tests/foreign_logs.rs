@@ -436,3 +436,85 @@ fn the_screen_shows_phases_from_log_lines_on_the_timeline_and_the_lines_in_the_l
     );
     tmux.keys(&["q"]);
 }
+
+#[test]
+fn watch_with_log_file_follows_it_as_it_grows() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("follow.ptop");
+    let log = dir.path().join("prover.log");
+    let line = |msg: &str| {
+        let out = Command::new("date")
+            .arg("+%Y-%m-%dT%H:%M:%S.%3N")
+            .output()
+            .unwrap();
+        let ts = String::from_utf8(out.stdout).unwrap();
+        format!("{} INFO {BP} > {msg}\n", ts.trim())
+    };
+    std::fs::write(&log, line("Bellperson 0.27.0 is being used!")).unwrap();
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let w = Command::new(provetop())
+        .args(["watch", "--headless", "--log"])
+        .arg(&log)
+        .arg("--record")
+        .arg(&s)
+        .arg(sleeper.id().to_string())
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    // Appended while provetop follows the file.
+    let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    f.write_all(line("synthesis time: 700ms").as_bytes())
+        .unwrap();
+    f.write_all(line("starting proof timer").as_bytes())
+        .unwrap();
+    drop(f);
+    std::thread::sleep(Duration::from_millis(700));
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    let out = w.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let l = session(&s);
+    let outs = outputs(&l.records);
+    assert_eq!(outs.len(), 3, "{outs:?}");
+    assert!(outs.iter().all(|o| o.0 == OutputSource::File));
+    let spans = derived_spans(&l.records);
+    let syn = spans
+        .iter()
+        .find(|x| x.0 == Phase::Synthesis)
+        .expect("synthesis");
+    assert!((0.6..1.5).contains(&secs(syn)), "{spans:?}");
+}
+
+#[test]
+fn watch_with_a_log_that_is_not_a_file_says_so() {
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let out = Command::new(provetop())
+        .args([
+            "watch",
+            "--headless",
+            "--no-record",
+            "--log",
+            "/nonexistent/prover.log",
+        ])
+        .arg(sleeper.id().to_string())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--log /nonexistent/prover.log") && err.contains("No such file"),
+        "{err}"
+    );
+}
