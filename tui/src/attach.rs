@@ -351,7 +351,18 @@ pub fn main(args: &AttachArgs) -> anyhow::Result<i32> {
     let screen = Screen::Attach {
         read_only: args.read_only,
     };
-    let (exit, warnings, stopped) = run(follower, Some(link), screen, args.thresholds, &file)?;
+    let hello = format!(
+        "attached to {id}{}; d detaches",
+        if args.read_only { " (read-only)" } else { "" }
+    );
+    let (exit, warnings, stopped) = run(
+        follower,
+        Some(link),
+        screen,
+        args.thresholds,
+        &file,
+        Some(hello),
+    )?;
     let result = match (exit, stopped) {
         (Ok(Exit::Detach), _) => {
             crate::say!("provetop: detached from {id}; the prover goes on (provetop attach {id})");
@@ -376,7 +387,7 @@ pub fn main(args: &AttachArgs) -> anyhow::Result<i32> {
 /// `provetop replay --follow FILE`.
 pub fn follow_main(file: &Path, thresholds: Thresholds) -> anyhow::Result<i32> {
     let follower = Follower::open(file)?;
-    let (exit, warnings, _) = run(follower, None, Screen::Follow, thresholds, file)?;
+    let (exit, warnings, _) = run(follower, None, Screen::Follow, thresholds, file, None)?;
     for w in warnings {
         crate::say!("provetop: warning: {w}");
     }
@@ -396,6 +407,7 @@ fn run(
     screen: Screen,
     thresholds: Thresholds,
     file: &Path,
+    hello: Option<String>,
 ) -> anyhow::Result<Ran> {
     let mut driver = FollowDriver {
         follower,
@@ -407,6 +419,10 @@ fn run(
     };
     let mut app = App::new(screen, thresholds, Theme::from_env(), mono_ns());
     app.recording = Some(file.display().to_string());
+    if let Some(h) = hello {
+        app.flash(h, false);
+    }
+    // A warning found while loading takes the footer over the greeting.
     driver.load(&mut app);
     app.clock = driver.clock();
     crate::terminal::install_panic_hook(|| {});

@@ -47,13 +47,14 @@ pub fn main(args: &LsArgs) -> anyhow::Result<i32> {
                         "?".into(),
                         "?".into(),
                         "?".into(),
+                        "?".into(),
                         format!("(no answer: {e:#})"),
                     ],
                 }
             })
             .collect();
         let head = [
-            "ID", "PID", "UPTIME", "PROOFS", "ALERTS", "SCREENS", "COMMAND",
+            "ID", "PID", "UPTIME", "PROOFS", "ALERTS", "SCREENS", "FILE", "COMMAND",
         ]
         .map(String::from)
         .to_vec();
@@ -104,6 +105,9 @@ fn live_row(s: &Status) -> Vec<String> {
         proofs,
         s.alerts.to_string(),
         s.clients.saturating_sub(1).to_string(),
+        s.session.as_ref().map_or("-".into(), |p| {
+            crate::text::inert(&p.display().to_string()).into_owned()
+        }),
         crate::text::inert(&what).into_owned(),
     ]
 }
