@@ -780,3 +780,60 @@ fn a_metrics_port_already_taken_is_a_one_line_error_and_nothing_starts() {
     assert!(!marker.exists(), "the child ran");
     assert!(!session.exists(), "a session file was left");
 }
+
+#[test]
+fn a_20_ms_spike_between_two_scrapes_is_the_interval_peak_of_the_second_and_not_of_the_third() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let session = dir.path().join("s.ptop");
+    let hog = provetop_testkit::bins::memhog();
+    let hog = hog.to_str().unwrap();
+    // Two spikes of 256 MiB held 20 ms, 2 s apart: both before the second scrape.
+    let mut pt = provetop_serving(
+        dir.path(),
+        &session,
+        addr,
+        &[
+            "--",
+            hog,
+            "--spike",
+            "256",
+            "--hold-ms",
+            "20",
+            "--every-ms",
+            "2000",
+            "--count",
+            "2",
+        ],
+    );
+    let url = format!("http://{addr}/metrics");
+    let read = |text: &str, name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+            .parse()
+            .unwrap()
+    };
+    let _first = get(&url, None).unwrap().1;
+    std::thread::sleep(Duration::from_millis(4500));
+    let second = get(&url, None).unwrap().1;
+    let third = get(&url, None).unwrap().1;
+    let mib = f64::from(1u32 << 20);
+    let (peak, rss) = (
+        read(&second, "provetop_rss_interval_peak_bytes"),
+        read(&second, "provetop_rss_bytes"),
+    );
+    assert!(
+        peak - rss >= 200.0 * mib,
+        "the spike is not in the interval peak: peak {peak}, rss {rss}"
+    );
+    let (peak3, rss3) = (
+        read(&third, "provetop_rss_interval_peak_bytes"),
+        read(&third, "provetop_rss_bytes"),
+    );
+    assert!(
+        peak3 - rss3 < 100.0 * mib,
+        "the scrape did not start the interval anew: peak {peak3}, rss {rss3}"
+    );
+    stop(&mut pt);
+}
