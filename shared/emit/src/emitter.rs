@@ -2,7 +2,8 @@
 //! live), from any thread.
 //!
 //! A mutex serializes the lines and the timestamp is taken while it is held, so `ts` never
-//! goes backwards along the stream. A write error (the monitor went away) is said once on
+//! goes backwards along the stream, except for an event given its own time
+//! ([`Emitter::emit_at`]). A write error (the monitor went away) is said once on
 //! stderr and the emitter goes quiet: losing the monitor must not stop a proof. `bye` is the
 //! protocol's last message, so nothing is written after it.
 
@@ -113,12 +114,25 @@ impl Emitter {
 
     /// Stamp and write one event.
     pub fn emit(&self, event: Event) {
+        self.write(None, event);
+    }
+
+    /// Write one event stamped `ts` (monotonic ns, [`provetop_shared::clock::mono_ns`]) instead
+    /// of now: for an end noticed after it happened. provetop keeps a `ts` up to 5 s old.
+    pub fn emit_at(&self, ts: u64, event: Event) {
+        self.write(Some(ts), event);
+    }
+
+    fn write(&self, ts: Option<u64>, event: Event) {
         let mut s = self.lock();
         if s.said_bye || (s.out.is_none() && s.tap.is_none()) {
             return;
         }
         s.said_bye = matches!(event, Event::Bye { .. });
-        let msg = EventMsg::now(event);
+        let msg = match ts {
+            Some(ts) => EventMsg { ts, event },
+            None => EventMsg::now(event),
+        };
         let failed = s.failed;
         if let (false, Some(out)) = (failed, s.out.as_mut()) {
             let mut line = msg.to_line();

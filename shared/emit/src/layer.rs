@@ -12,13 +12,17 @@
 //!   enclosing proof span (or span with a `proof_id` field), else 0; its partition is its own
 //!   or the nearest enclosing `partition` field.
 //!
-//! Times are those of entering and closing, so a span that is entered and left several times
-//! (an async task) counts from its first entry to its close. A span never entered writes
-//! nothing. Use `with_filter` (tracing-subscriber) to keep other libraries' spans out.
+//! A span runs from its first entry to the moment it was last left by every thread that had
+//! entered it (a span entered on several rayon threads ends with the last of them; an async
+//! task's with its last poll), not to its close, which may come much later: arkworks' constraint
+//! system keeps a clone of the current span per constraint until it is dropped. Its
+//! `phase_ended`/`proof_finished` is written at the close, stamped (`ts`) with that end. A span
+//! never entered writes nothing. Use `with_filter` (tracing-subscriber) to keep other libraries' spans out.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use provetop_shared::clock::mono_ns;
 use provetop_shared::protocol::{BatchMode, Event, Phase};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -107,6 +111,10 @@ struct Tracked {
     fields: Fields,
     /// When first entered, with the proof id and partition then resolved.
     started: Option<(Instant, u64, Option<u32>)>,
+    /// Entries not yet left (a span may be entered on several threads at once).
+    entered: usize,
+    /// When it was last left by every thread that had entered it (instant, monotonic ns).
+    left: Option<(Instant, u64)>,
 }
 
 #[derive(Default)]
@@ -169,6 +177,8 @@ where
             kind,
             fields,
             started: None,
+            entered: 0,
+            left: None,
         });
     }
 
@@ -183,13 +193,15 @@ where
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
         let (kind, own_proof, own_partition) = {
-            let ext = span.extensions();
-            match ext.get::<Tracked>() {
-                Some(t) if t.started.is_none() => {
-                    (t.kind.clone(), t.fields.proof_id, t.fields.partition)
-                }
-                _ => return,
+            let mut ext = span.extensions_mut();
+            let Some(t) = ext.get_mut::<Tracked>() else {
+                return;
+            };
+            t.entered += 1;
+            if t.started.is_some() {
+                return;
             }
+            (t.kind.clone(), t.fields.proof_id, t.fields.partition)
         };
         let event = match kind {
             SpanKind::Proof => {
@@ -231,6 +243,17 @@ where
         self.emitter.emit(event);
     }
 
+    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let mut ext = span.extensions_mut();
+        if let Some(t) = ext.get_mut::<Tracked>() {
+            t.entered = t.entered.saturating_sub(1);
+            if t.entered == 0 {
+                t.left = Some((Instant::now(), mono_ns()));
+            }
+        }
+    }
+
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(&id) else { return };
         let Some(t) = span.extensions_mut().remove::<Tracked>() else {
@@ -239,7 +262,14 @@ where
         let Some((at, proof_id, partition)) = t.started else {
             return;
         };
-        let duration_s = at.elapsed().as_secs_f64();
+        // The work ended when the span was last left, not when its last handle went: arkworks'
+        // constraint system keeps a clone of the current span per constraint, until it is
+        // dropped long after synthesis.
+        let (end, end_ns) = match t.left {
+            Some(left) if t.entered == 0 => left,
+            _ => (Instant::now(), mono_ns()),
+        };
+        let duration_s = end.duration_since(at).as_secs_f64();
         let event = match t.kind {
             SpanKind::Proof => {
                 let failed = t.fields.ok == Some(false) || t.fields.error.is_some();
@@ -266,7 +296,7 @@ where
                 duration_s,
             },
         };
-        self.emitter.emit(event);
+        self.emitter.emit_at(end_ns, event);
     }
 }
 

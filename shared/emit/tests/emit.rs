@@ -274,3 +274,57 @@ fn events_go_to_the_fd_named_in_provetop_events_fd_and_nowhere_without_it_or_whe
     );
     assert!(child_event_lines(&[("PROVETOP_EVENTS_FD", "99")]).is_empty());
 }
+
+#[test]
+fn a_phase_ends_when_it_was_last_left_not_when_a_kept_clone_of_it_closes() {
+    let e = Emitter::memory();
+    let subscriber = tracing_subscriber::registry().with(PhaseLayer::new(e.clone()));
+    tracing::subscriber::with_default(subscriber, || {
+        // As arkworks' constraint system does: a clone of the current span kept per constraint.
+        let kept = {
+            let _s = tracing::info_span!("synthesis", proof_id = 1u64).entered();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            tracing::Span::current()
+        };
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        drop(kept);
+    });
+    let got = e.taken();
+    let (start, end) = (&got[0], &got[1]);
+    let Event::PhaseEnded { duration_s, .. } = &end.event else {
+        panic!("{got:?}")
+    };
+    assert!((0.02..0.15).contains(duration_s), "{duration_s}");
+    let stamped = (end.ts - start.ts) as f64 / 1e9;
+    assert!(
+        (stamped - duration_s).abs() < 0.005,
+        "{stamped} vs {duration_s}"
+    );
+}
+
+#[test]
+fn a_phase_entered_on_several_threads_ends_with_the_last_of_them() {
+    let e = Emitter::memory();
+    let subscriber = tracing_subscriber::registry().with(PhaseLayer::new(e.clone()));
+    tracing::subscriber::with_default(subscriber, || {
+        let span = tracing::info_span!("msm_h", proof_id = 2u64);
+        let dispatch = tracing::dispatcher::get_default(|d| d.clone());
+        std::thread::scope(|scope| {
+            for ms in [10u64, 120] {
+                let (span, dispatch) = (span.clone(), dispatch.clone());
+                scope.spawn(move || {
+                    tracing::dispatcher::with_default(&dispatch, || {
+                        let _e = span.enter();
+                        std::thread::sleep(std::time::Duration::from_millis(ms));
+                    })
+                });
+            }
+        });
+    });
+    let got = kinds(&e);
+    assert_eq!(got.len(), 2, "{got:?}");
+    let Event::PhaseEnded { duration_s, .. } = &got[1] else {
+        panic!("{got:?}")
+    };
+    assert!(*duration_s >= 0.11, "{duration_s}");
+}
