@@ -518,3 +518,34 @@ fn phases_read_from_a_childs_logs_before_its_hello_give_way_to_its_protocol() {
     assert!(model.open.is_empty(), "{:?}", model.open);
     assert!(model.spans.is_empty());
 }
+
+#[test]
+fn an_arkworks_prover_logging_tracing_span_closes_shows_its_phases_through_the_tracing_grammar() {
+    let bin = ark_prove();
+    let (recs, err, model) = run_headless(
+        &[
+            bin.to_str().unwrap(),
+            "--proofs",
+            "2",
+            "--rounds",
+            "2048",
+            "--fmt",
+        ],
+        &[("PROVETOP_EVENTS", "off")],
+        Duration::from_secs(300),
+    );
+    assert!(protocol_events(&recs).is_empty(), "{err}");
+    assert!(recs.iter().any(|r| matches!(&r.body,
+        RecordBody::Output(o) if o.text.contains("prove: ark_prove: close time.busy="))));
+    // tracing-subscriber's fmt close lines on stderr (`… close time.busy=… time.idle=…`), as
+    // SP1 and Plonky3 log theirs: every span a phase, beside the print-trace ones on stdout.
+    let spans = spans(&derived_events(&recs, "tracing"));
+    let count = |name: &str| spans.iter().filter(|s| s.phase == name).count();
+    assert_eq!(count("prove"), 2, "{:?}", names(&spans));
+    assert_eq!(count("verify"), 2, "{:?}", names(&spans));
+    assert_eq!(count("synthesis"), 3, "{:?}", names(&spans));
+    assert_eq!(count("setup"), 1, "{:?}", names(&spans));
+    assert_eq!(count("proof"), 2, "{:?}", names(&spans));
+    assert!(spans.iter().all(|s| s.to > s.from));
+    assert!(model.has_derived());
+}

@@ -6,9 +6,12 @@
 //!   synthesis`, `End:     … 1.234s`), which arkworks prints by itself with the feature on;
 //! * `tracing` spans (`proof` > `prove` > `synthesis`, `setup`, `verify`) turned into protocol
 //!   events by provetop-emit's Layer on `$PROVETOP_EVENTS_FD` (nothing without it, or with
-//!   `PROVETOP_EVENTS=off`).
+//!   `PROVETOP_EVENTS=off`);
+//! * with `--fmt`, those spans also as `tracing_subscriber::fmt` close lines on stderr
+//!   (`… prove:synthesis: ark_prove: close time.busy=1.2ms time.idle=3µs`), as SP1 or Plonky3
+//!   log theirs.
 //!
-//! Usage: `ark-prove [--proofs N] [--rounds R]` (defaults 2 proofs, 2^14 rounds).
+//! Usage: `ark-prove [--proofs N] [--rounds R] [--fmt]` (defaults 2 proofs, 2^14 rounds).
 
 use ark_bls12_381::{Bls12_381, Fr};
 use ark_ff::Field;
@@ -74,15 +77,13 @@ impl ConstraintSynthesizer<Fr> for Cubes {
 fn arg(args: &[String], name: &str, default: usize) -> usize {
     match args.iter().position(|a| a == name) {
         None => default,
-        Some(i) => {
-            match args.get(i + 1).and_then(|v| v.parse().ok()) {
-                Some(v) => v,
-                None => {
-                    eprintln!("ark-prove: {name} needs a number (usage: ark-prove [--proofs N] [--rounds R])");
-                    std::process::exit(2);
-                }
+        Some(i) => match args.get(i + 1).and_then(|v| v.parse().ok()) {
+            Some(v) => v,
+            None => {
+                eprintln!("ark-prove: {name} needs a number (usage: ark-prove [--proofs N] [--rounds R] [--fmt])");
+                std::process::exit(2);
             }
-        }
+        },
     }
 }
 
@@ -103,8 +104,15 @@ fn main() {
             threads: None,
         },
     );
+    let fmt = args.iter().any(|a| a == "--fmt").then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+    });
     tracing_subscriber::registry()
         .with(PhaseLayer::new(events.clone()))
+        .with(fmt)
         .init();
 
     let mut rng = StdRng::seed_from_u64(42);
