@@ -534,3 +534,18 @@ fn the_model_draws_derived_phases_marked_as_such_and_ignores_them_once_the_proto
     assert!(m.spans.is_empty() && m.open.is_empty());
     assert_eq!(m.derived_ignored, recs.len() as u64);
 }
+
+#[test]
+fn a_gpu_falling_back_to_the_cpu_is_a_warning_the_model_keeps_for_the_timeline() {
+    use provetop::model::Model;
+    use provetop_shared::classify::Thresholds;
+    let mut m = Model::new(Thresholds::default());
+    for r in derive(&golden("bellperson-cuda-env_logger.log")) {
+        m.apply(&r);
+    }
+    let w: Vec<&str> = m.log_warnings.iter().map(|(_, s)| s.as_str()).collect();
+    assert_eq!(
+        w,
+        ["GPU Multiexp failed! Falling back to CPU... Error: GPU is busy"]
+    );
+}

@@ -97,6 +97,9 @@ pub struct Model {
     derived: u64,
     /// Derived events left out because the child speaks the protocol (counted once).
     pub derived_ignored: u64,
+    /// Warnings read from the child's log lines (a GPU falling back to the CPU), oldest
+    /// first, bounded like marks: the timeline marks them.
+    pub log_warnings: VecDeque<(u64, String)>,
     /// Applying a derived event now: the spans it opens or closes are marked as from logs.
     deriving: bool,
 }
@@ -139,6 +142,7 @@ impl Model {
             events: 0,
             derived: 0,
             derived_ignored: 0,
+            log_warnings: VecDeque::new(),
             deriving: false,
         }
     }
@@ -191,6 +195,11 @@ impl Model {
             return;
         }
         self.derived += 1;
+        if let provetop_shared::Event::Log { level, message, .. } = &d.event {
+            if level == "warn" || level == "error" {
+                push_bounded(&mut self.log_warnings, (t, message.clone()), child::MAX_MARKS);
+            }
+        }
         self.deriving = true;
         self.on_event(t, &d.event, fx);
         self.deriving = false;

@@ -546,7 +546,32 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
     }
     baseline_rows(buf, area, gutter, app, &base_rows, shown_rows);
     mode_marks(buf, area, gutter, app);
+    warning_marks(buf, area, gutter, app);
     cursor_column(buf, area, gutter, app);
+}
+
+/// Warnings read from the child's log lines (bellperson's "GPU … failed! Falling back to
+/// CPU"): a `!` in the warning colour on the top row at their time, over an empty cell or a
+/// bar alike (the log pane has the words).
+fn warning_marks(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
+    let (t0, t1) = app.window();
+    let pw = area.width.saturating_sub(gutter);
+    if pw < 2 || area.height < 2 {
+        return;
+    }
+    let span = t1.saturating_sub(t0).max(1);
+    let style = app.theme.warn();
+    for (t, _) in app.model.log_warnings.iter() {
+        if *t < t0 || *t > t1 {
+            continue;
+        }
+        let x = area.x
+            + gutter
+            + (t.saturating_sub(t0) as u128 * (pw as u128 - 1) / span as u128) as u16;
+        if let Some(cell) = buf.cell_mut((x, area.y + 1)) {
+            cell.set_char('!').set_style(style);
+        }
+    }
 }
 
 /// The baseline's rows under the shown session's (from row `below` on), dim: a bar per
