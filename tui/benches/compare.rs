@@ -61,11 +61,12 @@ fn bench(c: &mut Criterion) {
         sum.figures.len(),
         t.elapsed()
     );
-    let t = Instant::now();
+    let (t, cpu) = (Instant::now(), cpu_s());
     let cmp = compare(&paths, &all, Thresholds::default()).expect("compare");
     eprintln!(
-        "one compare: {:.2?}, {} rows, {} proofs in the baseline",
+        "one compare: {:.2?} wall, {:.2} s CPU (user + system, both threads), {} rows, {} proofs in the baseline",
         t.elapsed(),
+        cpu_s() - cpu,
         cmp.rows.len(),
         cmp.row("proofs")
             .and_then(|r| r.baseline.value())
@@ -87,6 +88,21 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.finish();
+}
+
+/// CPU seconds this process has used (user + system, every thread), from /proc/self/stat:
+/// what the wall time would be on one idle core, whatever else the machine runs.
+fn cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // After the command name's closing parenthesis: state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    // USER_HZ: 100 on every Linux architecture provetop builds for.
+    let hz = 100.0;
+    (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / hz
 }
 
 criterion_group!(benches, bench);
