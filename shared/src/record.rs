@@ -300,6 +300,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn output_lines_and_derived_events_survive_a_session_file() {
+        let recs = [
+            Record::new(
+                5,
+                RecordBody::Output(OutputLine {
+                    source: OutputSource::Stderr,
+                    text: "INFO bellperson: starting proof timer".into(),
+                    cut: None,
+                }),
+            ),
+            Record::new(
+                6,
+                RecordBody::Output(OutputLine {
+                    source: OutputSource::Stdout,
+                    text: "x".repeat(10),
+                    cut: Some(10_000_000),
+                }),
+            ),
+            Record::new(
+                7,
+                RecordBody::Derived(Derived {
+                    grammar: "bellperson".into(),
+                    event: Event::PhaseStarted {
+                        proof_id: 1,
+                        phase: crate::protocol::Phase::Prove,
+                        partition: None,
+                    },
+                }),
+            ),
+        ];
+        for rec in recs {
+            let back = crate::session::decode_payload(&crate::session::encode_payload(&rec))
+                .expect("decodes");
+            assert_eq!(back, rec);
+        }
+    }
+
+    #[test]
     fn an_alert_with_an_unknown_value_survives_a_session_file() {
         let a = Alert {
             rule: "phase_duration > 1s".into(),
