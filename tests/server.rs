@@ -86,6 +86,17 @@ fn id_of(sock: &Path) -> String {
     sock.file_stem().unwrap().to_string_lossy().into_owned()
 }
 
+/// A detached supervisor (not our child), stopped if a test fails before its own stop.
+struct StopOnDrop(u32);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if alive(self.0) {
+            signal(self.0, nix::sys::signal::Signal::SIGTERM);
+        }
+    }
+}
+
 /// A connection to a session socket.
 struct Conn {
     w: UnixStream,
@@ -575,15 +586,6 @@ fn the_live_screen_detaches_and_its_supervisor_goes_on_after_the_terminal_is_gon
     drop(t);
     let sock = socket(d);
     let pid = Conn::open(&sock).status()["pid"].as_u64().unwrap() as u32;
-    // Not our child: stopped here if the test fails before its own stop.
-    struct StopOnDrop(u32);
-    impl Drop for StopOnDrop {
-        fn drop(&mut self) {
-            if alive(self.0) {
-                signal(self.0, nix::sys::signal::Signal::SIGTERM);
-            }
-        }
-    }
     let _stop = StopOnDrop(pid);
     let before = proofs(&sock);
     assert!(
@@ -668,4 +670,45 @@ fn watch_of_a_served_prover_points_to_attach() {
     );
     assert_eq!(c.ask(r#"{"cmd":"stop"}"#)["ok"], true);
     finish(served);
+}
+
+#[test]
+fn with_detach_on_hangup_the_live_screen_detaches_when_its_terminal_is_killed() {
+    let name = "server-hangup";
+    if !have_tmux(name) {
+        return;
+    }
+    prover();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("run")).unwrap();
+    let cmd = format!(
+        "{} {} run --detach-on-hangup --record {} --partitions 2 --constraints 2000",
+        env_sh(d),
+        sh_quote(&provetop().display().to_string()),
+        sh_quote(&d.join("s.ptop").display().to_string())
+    );
+    let t = Tmux::start(name, 100, 30, &cmd);
+    t.wait_for("the prover running", Duration::from_secs(30), |s| {
+        s.contains("running pid")
+    });
+    let sock = socket(d);
+    let pid = Conn::open(&sock).status()["pid"].as_u64().unwrap() as u32;
+    let _stop = StopOnDrop(pid);
+    // The SSH connection drops: the terminal and everything in its session get a hangup.
+    drop(t);
+    let before = proofs(&sock);
+    assert!(
+        wait_until(Duration::from_secs(30), || proofs(&sock) > before),
+        "the prover stopped proving after the hangup"
+    );
+    assert!(alive(pid));
+    assert_eq!(Conn::open(&sock).ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    assert!(wait_until(Duration::from_secs(30), || !alive(pid)));
+    let n = notes(&d.join("s.ptop"));
+    assert!(
+        n.iter()
+            .any(|t| t.starts_with("the screen's terminal hung up (--detach-on-hangup)")),
+        "{n:?}"
+    );
 }

@@ -173,6 +173,10 @@ pub struct RunArgs {
     /// Bundled prover: refuse mode switches whose predicted peak exceeds this (e.g. 8GiB).
     #[arg(long, value_name = "BYTES")]
     pub mem_budget: Option<String>,
+    /// When the screen's terminal hangs up (an SSH connection dropped), detach as `d` does
+    /// and go on in the background, instead of stopping the prover.
+    #[arg(long)]
+    pub detach_on_hangup: bool,
     /// A baseline session (or CSV) drawn in dim on the chart and the timeline, each proof
     /// aligned with the baseline's proof of the same number (its last once there are more):
     /// whether this proof tracks above or below the baseline while it runs.

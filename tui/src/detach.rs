@@ -26,6 +26,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 /// The supervisor's side of the split: the pipe to the host.
 pub struct Host {
     pipe: std::fs::File,
+    /// Detach, rather than stop, when the screen's terminal hangs up (`--detach-on-hangup`).
+    pub on_hangup: bool,
 }
 
 /// Whether this process has exactly one thread (forking is only sound then).
@@ -68,6 +70,7 @@ pub fn split() -> Option<Host> {
             }
             Some(Host {
                 pipe: std::fs::File::from(w),
+                on_hangup: false,
             })
         }
         Ok(nix::unistd::ForkResult::Parent { child }) => {

@@ -176,7 +176,10 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
         return crate::headless::main(s, target);
     }
     // Split before any thread exists, so that `d` can leave the supervisor running.
-    let host = crate::detach::split();
+    let host = crate::detach::split().map(|mut h| {
+        h.on_hangup = args.detach_on_hangup;
+        h
+    });
     screen(s, target, Screen::Run, host, baseline)
 }
 
@@ -257,9 +260,24 @@ fn screen(
         driver.control = control;
         driver.host = host;
         let exit = event_loop::run_on_terminal(&mut app, &mut driver).await;
-        if matches!(exit, Ok(Exit::Detach)) {
+        // A hangup: the terminal closed (SIGHUP, or its input ended or failed).
+        let hung_up = matches!(
+            exit,
+            Ok(Exit::Signal(nix::libc::SIGHUP)) | Ok(Exit::InputClosed) | Err(_)
+        );
+        let detach_now = matches!(exit, Ok(Exit::Detach))
+            || (hung_up
+                && driver.host.as_ref().is_some_and(|h| h.on_hangup)
+                && driver.control.is_some()
+                && app.recording.is_some());
+        if detach_now {
             // The terminal is restored (the loop's terminal is gone): leave it, go on headless.
-            return detached(driver, app, served).await;
+            let why = if hung_up {
+                "the screen's terminal hung up (--detach-on-hangup)"
+            } else {
+                "the screen detached"
+            };
+            return detached(driver, app, served, why).await;
         }
         let by_itself = matches!(app.model.child, crate::model::ChildStatus::Exited { .. });
         let dead = driver.sampler_died.take();
@@ -288,11 +306,13 @@ fn screen(
     result
 }
 
-/// After `d`: tell the host to give the prompt back, then serve the session headless.
+/// After `d` (or a hangup with `--detach-on-hangup`): tell the host to give the prompt
+/// back, then serve the session headless; `why` goes into the recording.
 async fn detached(
     mut driver: LiveDriver,
     mut app: App,
     served: crate::headless::Served,
+    why: &str,
 ) -> (
     anyhow::Result<i32>,
     Option<std::path::PathBuf>,
@@ -318,10 +338,10 @@ async fn detached(
         let (_, recorded) = driver.monitor.stop(&mut app.model, &why).await;
         return (Ok(1), recorded, None);
     }
-    driver.monitor.pipeline.note(
-        &mut app.model,
-        "the screen detached; supervising headless".into(),
-    );
+    driver
+        .monitor
+        .pipeline
+        .note(&mut app.model, format!("{why}; supervising headless"));
     let control = driver.control.take();
     match crate::headless::serve(driver.monitor, &mut app.model, served, control).await {
         Ok((code, recorded, _dead)) => (Ok(code), recorded, None),
