@@ -609,3 +609,29 @@ fn an_unreadable_file_is_a_one_line_error() {
     );
     assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
 }
+
+#[test]
+fn a_csv_and_a_session_mix_with_threshold_phases_on_both_sides() {
+    let seed = seed_csv();
+    let p = asset(SUPRASEAL);
+    let j = json(&compare(&[s(&seed), s(&p), "--format", "json"]));
+    // The seed's threshold phases, and the session's by the same thresholds (all idle_pre:
+    // it never passes 10 GiB).
+    let peak_synth = row(&j, "phase_peak[peak_synth]");
+    assert_eq!(
+        peak_synth["baseline"].as_f64().map(|b| fmt_bytes(b as u64)),
+        Some("202.9 GiB".into())
+    );
+    assert_eq!(peak_synth["others"][0]["missing"], "no peak_synth phase");
+    assert!(row(&j, "phase_median[idle_pre]")["others"][0]["value"].is_number());
+    // The prover's phases: only the session has them.
+    let synth = row(&j, "phase_median[synthesis]");
+    assert_eq!(synth["baseline_missing"], "no synthesis phase");
+    assert!(synth["others"][0]["value"].is_number());
+    // Proof cycles: counted by thresholds for the CSV only.
+    assert_eq!(row(&j, "cycles")["baseline"], 1.0);
+    assert_eq!(
+        row(&j, "cycles")["others"][0]["missing"],
+        "counted only without prover events (see proofs)"
+    );
+}

@@ -596,7 +596,7 @@ fn proof_figures(
             summarize(store.thresholds(), &series)
                 .map(|s| s.cycles as f64)
                 .ok_or_else(|| "no samples".to_string()),
-            "no samples",
+            "counted only without prover events (see proofs)",
             true,
         );
     }
