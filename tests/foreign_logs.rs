@@ -518,3 +518,28 @@ fn watch_with_a_log_that_is_not_a_file_says_so() {
         "{err}"
     );
 }
+
+#[test]
+fn a_phase_rule_fires_on_a_phase_read_from_log_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("alert.ptop");
+    let script = bellperson_script("");
+    let out = headless(
+        dir.path(),
+        &s,
+        &[
+            "--alert",
+            "warn: phase_duration > 200ms",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let fired = session(&s).records.iter().any(|r| {
+        matches!(&r.body, RecordBody::Alert(a)
+            if a.metric == "phase_duration" && a.state == provetop_shared::AlertState::Firing)
+    });
+    assert!(fired, "{}", stderr(&out));
+}

@@ -72,6 +72,12 @@ impl AlertEngine {
                 self.track_event(t, e);
                 self.eval(t, None)
             }
+            // Phases read from the child's log lines: phase rules apply to them too, unless
+            // the child speaks the protocol (its own events are then its phases).
+            RecordBody::Derived(d) if self.last_event.is_none() => {
+                self.track_event(t, &d.event);
+                self.eval(t, None)
+            }
             RecordBody::Mark(Mark::ChildExited { .. } | Mark::ChildStarted { .. }) => {
                 // A new or dead child has no open phases and has said nothing yet.
                 self.phases.clear();
