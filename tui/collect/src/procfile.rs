@@ -26,7 +26,8 @@ impl KeptOpen {
         })
     }
 
-    /// The file's current text.
+    /// The file's current text, for a file of at most one page (`/proc/PID/status`,
+    /// `/proc/meminfo`, cgroup files): one read returns it whole.
     pub fn read(&mut self) -> io::Result<&[u8]> {
         // One read from offset 0 returns the whole (small) file; a second read at a
         // non-zero offset would make the kernel generate it all again. Only a completely
@@ -39,6 +40,34 @@ impl KeptOpen {
             let grown = self.buf.len() * 2;
             self.buf.resize(grown, 0);
         }
+    }
+}
+
+/// An open file of any length (`/proc/PID/maps`), re-read from its start to its end on every
+/// [`read`](Self::read). A seq_file returns at most one page per read whatever the buffer
+/// (the kernel fills its own page-sized buffer), so a short read is no end of file here.
+#[derive(Debug)]
+pub struct KeptOpenLong {
+    file: File,
+    buf: Vec<u8>,
+}
+
+impl KeptOpenLong {
+    /// Open `path`.
+    pub fn open(path: impl AsRef<Path>) -> io::Result<Self> {
+        Ok(KeptOpenLong {
+            file: File::open(path)?,
+            buf: Vec::with_capacity(64 << 10),
+        })
+    }
+
+    /// The file's current text, whole.
+    pub fn read(&mut self) -> io::Result<&[u8]> {
+        use std::io::{Read, Seek, SeekFrom};
+        self.file.seek(SeekFrom::Start(0))?;
+        self.buf.clear();
+        self.file.read_to_end(&mut self.buf)?;
+        Ok(&self.buf)
     }
 }
 
@@ -64,6 +93,22 @@ mod tests {
         assert_eq!(leading_u64(b" kB"), 0);
         assert_eq!(leading_u64(b""), 0);
         assert_eq!(leading_u64(b"99999999999999999999999"), u64::MAX);
+    }
+
+    #[test]
+    fn a_long_seq_file_is_read_to_its_end() {
+        // smaps is longer than the kernel's one-page chunks.
+        let mut f = KeptOpenLong::open("/proc/self/smaps").unwrap();
+        let whole = std::fs::read("/proc/self/smaps").unwrap();
+        assert!(whole.len() > 4096, "{}", whole.len());
+        let lines = |t: &[u8]| t.iter().filter(|&&b| b == b'\n').count();
+        let a = lines(f.read().unwrap());
+        assert!(
+            a.abs_diff(lines(&whole)) <= 2,
+            "{a} lines against {}",
+            lines(&whole)
+        );
+        assert_eq!(lines(f.read().unwrap()), a);
     }
 
     #[test]

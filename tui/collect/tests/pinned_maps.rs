@@ -2,9 +2,11 @@
 //! smaps cross-check, and what a vanishing mapping or an exiting process reads as (live).
 
 use std::io::{BufRead, BufReader, Write};
+use std::num::NonZeroUsize;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use nix::sys::mman::{self, MapFlags, ProtFlags};
 use provetop_collect::sampler::maps::{candidates, estimate, Kind, Learned, MapsError, PidMaps};
 use provetop_collect::sampler::{self, cross_check, smaps_pinned, Check, SamplerConfig};
 use provetop_shared::{Mark, RecordBody};
@@ -160,6 +162,41 @@ fn a_mapping_that_vanished_between_smaps_and_the_table_voids_the_check() {
     candidates(&later, &mut cands);
     let (pinned, _) = estimate(&cands, None, probe).unwrap();
     assert_eq!(cross_check(&cands, pinned, &found, truth), Check::Void);
+}
+
+#[test]
+fn the_whole_table_is_read_however_many_pages_it_takes() {
+    // 400 more mappings (read-only and read-write in turn, so none merge): a table of several
+    // pages, which the kernel hands out a page per read.
+    let mut held = Vec::new();
+    for i in 0..400 {
+        let prot = if i % 2 == 0 {
+            ProtFlags::PROT_READ
+        } else {
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE
+        };
+        // SAFETY: a fresh private anonymous mapping aliases nothing; it is unmapped below.
+        let p = unsafe {
+            mman::mmap_anonymous(
+                None,
+                NonZeroUsize::new(4096).unwrap(),
+                prot,
+                MapFlags::MAP_PRIVATE,
+            )
+        }
+        .unwrap();
+        held.push(p);
+    }
+    let whole = std::fs::read(format!("/proc/{}/maps", std::process::id())).unwrap();
+    assert!(whole.len() > 3 * 4096, "{} bytes", whole.len());
+    let lines = whole.iter().filter(|&&b| b == b'\n').count() as u32;
+    let mut table = PidMaps::open(std::process::id()).unwrap();
+    let r = table.read(None).unwrap();
+    assert!(
+        r.mappings.abs_diff(lines) <= 4,
+        "{} of {lines} lines",
+        r.mappings
+    );
 }
 
 struct Hog {

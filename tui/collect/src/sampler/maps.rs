@@ -27,7 +27,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-use crate::procfile::KeptOpen;
+use crate::procfile::KeptOpenLong;
 
 /// What a mapping can hold, from its path and permissions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -211,7 +211,7 @@ impl std::fmt::Display for MapsError {
 /// Follows one process's mapping table (kept open: it also pins the process's identity).
 pub struct PidMaps {
     pid: u32,
-    maps: KeptOpen,
+    maps: KeptOpenLong,
     pagemap: Option<io::Result<File>>,
     page: u64,
     /// Device-file mappings probed: whether each holds host memory (None: probe failed).
@@ -224,7 +224,7 @@ impl PidMaps {
     pub fn open(pid: u32) -> io::Result<PidMaps> {
         Ok(PidMaps {
             pid,
-            maps: KeptOpen::open(format!("/proc/{pid}/maps"), 64 << 10)?,
+            maps: KeptOpenLong::open(format!("/proc/{pid}/maps"))?,
             pagemap: None,
             page: page_size(),
             probed: HashMap::new(),

@@ -44,6 +44,8 @@ pub const MAPS_FLOOR: Duration = Duration::from_secs(1);
 const CHECK_TOLERANCE: f64 = 0.02;
 /// …and beyond this many bytes.
 const CHECK_SLACK: u64 = 1 << 20;
+/// Void comparisons in a row after which the missing cross-check is said.
+const VOID_SAID: u32 = 3;
 
 /// The latest mapping-table reading of one process.
 #[derive(Debug, Clone, Copy)]
@@ -186,6 +188,8 @@ pub(super) fn smaps_loop(s: &Shared, duty: f64) {
     let mut learned: HashMap<u32, Learned> = HashMap::new();
     let mut disagreeing: HashMap<u32, bool> = HashMap::new();
     let mut unreadable: Vec<u32> = Vec::new();
+    // Passes in a row whose comparison was void, per process (said once at VOID_SAID).
+    let mut voids: HashMap<u32, u32> = HashMap::new();
     while !s.stop.load(Ordering::Acquire) {
         let (g, pids) = s.tree_snapshot();
         if g != gen {
@@ -194,6 +198,7 @@ pub(super) fn smaps_loop(s: &Shared, duty: f64) {
             learned.clear();
             disagreeing.clear();
             unreadable.clear();
+            voids.clear();
         }
         tables.retain(|p, _| pids.contains(p));
         learned.retain(|p, _| pids.contains(p));
@@ -225,6 +230,17 @@ pub(super) fn smaps_loop(s: &Shared, duty: f64) {
                 Err(_) => Check::Void,
             };
             l.update(&found);
+            let v = voids.entry(pid).or_default();
+            if check == Check::Void {
+                *v += 1;
+                if *v == VOID_SAID {
+                    s.note(format!(
+                        "pinned memory of pid {pid} is not cross-checked: the mapping table and smaps listed different mappings {VOID_SAID} passes in a row"
+                    ));
+                }
+            } else {
+                *v = 0;
+            }
             let was = disagreeing.get(&pid).copied().unwrap_or(false);
             match check {
                 Check::Disagree { table, smaps } if !was => {
