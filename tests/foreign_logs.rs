@@ -543,3 +543,29 @@ fn a_phase_rule_fires_on_a_phase_read_from_log_lines() {
     });
     assert!(fired, "{}", stderr(&out));
 }
+
+#[test]
+fn classify_and_export_read_a_session_whose_phases_came_from_log_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("offline.ptop");
+    let out = headless(dir.path(), &s, &["--", "sh", "-c", &bellperson_script("")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let file = s.display().to_string();
+    let c = provetop_testkit::bins::run_provetop(&["classify", &file]);
+    assert_eq!(c.code, 0, "{}", c.stderr);
+    // Memory by the prover's phases: the rows of the phases read from its lines.
+    let table: Vec<&str> = c
+        .stdout
+        .lines()
+        .skip_while(|l| !l.contains("synthesis"))
+        .collect();
+    assert!(
+        table.iter().any(|l| l.trim_start().starts_with("prove")),
+        "{}",
+        c.stdout
+    );
+    let e = provetop_testkit::bins::run_provetop(&["export", "--format", "jsonl", &file]);
+    assert_eq!(e.code, 0, "{}", e.stderr);
+    assert!(e.stdout.contains(r#""record":"derived""#));
+    assert!(e.stdout.contains(r#""record":"output""#));
+}

@@ -121,7 +121,8 @@ impl Store {
         let has_events = loaded
             .records
             .iter()
-            .any(|r| matches!(r.body, RecordBody::Event(_)));
+            // Phases sent by the prover, or read from its log lines, alike.
+            .any(|r| matches!(r.body, RecordBody::Event(_) | RecordBody::Derived(_)));
         let mut store = Store {
             path: path.to_path_buf(),
             start: loaded.records.iter().map(|r| r.t).min().unwrap_or(0),
@@ -198,7 +199,7 @@ impl Store {
                 }
             }
             match &rec.body {
-                RecordBody::Event(_) if relabel || label == NO_LABEL => {
+                RecordBody::Event(_) | RecordBody::Derived(_) if relabel || label == NO_LABEL => {
                     let text = model.current_phase_text();
                     label = match label_ids.get(&text) {
                         Some(&id) => id,
@@ -215,7 +216,7 @@ impl Store {
                         let v = s.peak.unwrap_or(s.rss).max(s.rss);
                         self.srs_floor = Some(self.srs_floor.map_or(v, |f| f.min(v)));
                     }
-                    if self.has_events && model.has_events() {
+                    if self.has_events && (model.has_events() || model.has_derived()) {
                         if let Some((t0, idle)) = prev_sample {
                             if idle {
                                 self.between_ns += hi - t0;
