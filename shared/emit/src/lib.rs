@@ -15,6 +15,22 @@
 //!
 //! Without `$PROVETOP_EVENTS_FD` (the prover runs on its own), or with `PROVETOP_EVENTS=off`,
 //! [`from_env`] gives a disabled emitter and everything above is a no-op.
+//!
+//! ```
+//! use provetop_emit::Phase;
+//! use tracing_subscriber::prelude::*;
+//!
+//! // Spans named proof, synthesis, prove, verify, … become protocol events.
+//! tracing_subscriber::registry().with(provetop_emit::layer()).init();
+//! {
+//!     let _proof = tracing::info_span!("proof", proof_id = 1u64).entered();
+//!     let _synthesis = tracing::info_span!("synthesis").entered();
+//! }
+//! // Or by hand.
+//! let events = provetop_emit::from_env();
+//! events.phase_started(2, Phase::Prove, None);
+//! events.phase_ended(2, Phase::Prove, None, std::time::Duration::from_millis(5));
+//! ```
 
 mod emitter;
 #[cfg(feature = "tracing")]
