@@ -712,3 +712,25 @@ fn with_detach_on_hangup_the_live_screen_detaches_when_its_terminal_is_killed() 
         "{n:?}"
     );
 }
+
+#[test]
+fn status_tells_an_attached_screen_the_supervisors_threshold_and_rule_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let served = serve(d, &["--thresholds", "1,2,3,4", "--alert", "rss > 3GiB"]);
+    let sock = socket(d);
+    let mut c = Conn::open(&sock);
+    let s = c.status();
+    assert_eq!(
+        s["thresholds_gib"],
+        serde_json::json!([1.0, 2.0, 3.0, 4.0]),
+        "{s}"
+    );
+    let lines = s["rule_lines"].as_array().unwrap();
+    assert!(
+        lines.iter().any(|l| l[1] == 3u64 << 30),
+        "no 3 GiB rule line: {s}"
+    );
+    assert_eq!(c.ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    finish(served);
+}

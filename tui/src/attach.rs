@@ -37,9 +37,9 @@ pub struct AttachArgs {
     /// A screen that cannot send controls (the supervisor refuses them).
     #[arg(long)]
     pub read_only: bool,
-    /// Phase threshold lines in GiB: idle,gpu,synth,peak.
-    #[arg(long, default_value = "10,50,100,180", value_name = "GIB,GIB,GIB,GIB")]
-    pub thresholds: Thresholds,
+    /// Phase threshold lines in GiB: idle,gpu,synth,peak (default: the supervisor's).
+    #[arg(long, value_name = "GIB,GIB,GIB,GIB")]
+    pub thresholds: Option<Thresholds>,
 }
 
 /// How long a reply from the supervisor is waited for.
@@ -355,14 +355,24 @@ pub fn main(args: &AttachArgs) -> anyhow::Result<i32> {
         "attached to {id}{}; d detaches",
         if args.read_only { " (read-only)" } else { "" }
     );
-    let (exit, warnings, stopped) = run(
-        follower,
-        Some(link),
-        screen,
-        args.thresholds,
-        &file,
-        Some(hello),
-    )?;
+    // The supervisor's lines unless asked otherwise: the screen shows its session as its
+    // own screen would.
+    let thresholds = args
+        .thresholds
+        .or(status
+            .thresholds_gib
+            .map(|[idle, gpu, synth, peak]| Thresholds {
+                idle,
+                gpu,
+                synth,
+                peak,
+            }))
+        .unwrap_or_default();
+    let start = Start {
+        hello: Some(hello),
+        rule_lines: status.rule_lines.clone(),
+    };
+    let (exit, warnings, stopped) = run(follower, Some(link), screen, thresholds, &file, start)?;
     let result = match (exit, stopped) {
         (Ok(Exit::Detach), _) => {
             crate::say!("provetop: detached from {id}; the prover goes on (provetop attach {id})");
@@ -387,11 +397,21 @@ pub fn main(args: &AttachArgs) -> anyhow::Result<i32> {
 /// `provetop replay --follow FILE`.
 pub fn follow_main(file: &Path, thresholds: Thresholds) -> anyhow::Result<i32> {
     let follower = Follower::open(file)?;
-    let (exit, warnings, _) = run(follower, None, Screen::Follow, thresholds, file, None)?;
+    let start = Start {
+        hello: None,
+        rule_lines: Vec::new(),
+    };
+    let (exit, warnings, _) = run(follower, None, Screen::Follow, thresholds, file, start)?;
     for w in warnings {
         crate::say!("provetop: warning: {w}");
     }
     exit.map(|e| e.status())
+}
+
+/// What the screen starts with besides the file: a footer greeting, the alert rules' lines.
+struct Start {
+    hello: Option<String>,
+    rule_lines: Vec<(String, u64)>,
 }
 
 /// How the screen ended, the warnings to print, and the fate of a `stop` it sent.
@@ -407,7 +427,7 @@ fn run(
     screen: Screen,
     thresholds: Thresholds,
     file: &Path,
-    hello: Option<String>,
+    start: Start,
 ) -> anyhow::Result<Ran> {
     let mut driver = FollowDriver {
         follower,
@@ -419,9 +439,10 @@ fn run(
     };
     let mut app = App::new(screen, thresholds, Theme::from_env(), mono_ns());
     app.recording = Some(file.display().to_string());
-    if let Some(h) = hello {
+    if let Some(h) = start.hello {
         app.flash(h, false);
     }
+    app.rule_lines = start.rule_lines;
     // A warning found while loading takes the footer over the greeting.
     driver.load(&mut app);
     app.clock = driver.clock();

@@ -91,7 +91,11 @@ impl Served {
     /// goes on without it).
     pub fn control(&self, s: &Setup, mon: &mut Monitor, m: &mut Model) -> Option<ControlServer> {
         match control::for_session(s.record.as_deref(), self.command.clone(), self.restartable) {
-            Ok(c) => Some(c),
+            Ok(mut c) => {
+                c.thresholds = Some(s.thresholds);
+                c.rule_lines = crate::settings::rule_lines(&s.rules);
+                Some(c)
+            }
             Err(e) => {
                 crate::say!("provetop: warning: no control socket: {e:#}");
                 mon.pipeline.note(

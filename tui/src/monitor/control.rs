@@ -113,6 +113,12 @@ pub struct Status {
     pub session: Option<PathBuf>,
     /// Connected clients.
     pub clients: usize,
+    /// The phase threshold lines, GiB: idle, gpu, synth, peak (an attached screen draws them).
+    #[serde(default)]
+    pub thresholds_gib: Option<[f64; 4]>,
+    /// The alert rules' lines on the chart: label, bytes.
+    #[serde(default)]
+    pub rule_lines: Vec<(String, u64)>,
 }
 
 /// Where session sockets live: `$XDG_RUNTIME_DIR/provetop`, else the state directory's
@@ -293,6 +299,9 @@ pub struct ControlServer {
     /// Whether `restart` may stop the child for its restart policy to start it again
     /// (`--restart on-failure`); without one the session would end instead.
     pub restartable: bool,
+    /// The session's threshold lines and alert-rule lines, for [`Status`].
+    pub thresholds: Option<provetop_shared::classify::Thresholds>,
+    pub rule_lines: Vec<(String, u64)>,
 }
 
 impl ControlServer {
@@ -349,6 +358,8 @@ impl ControlServer {
             command: Vec::new(),
             session: None,
             restartable: false,
+            thresholds: None,
+            rule_lines: Vec::new(),
         })
     }
 
@@ -490,6 +501,8 @@ fn status(server: &ControlServer, mon: &super::Monitor, model: &crate::model::Mo
         alerts: model.active_alerts.len(),
         session: server.session.clone(),
         clients: server.clients(),
+        thresholds_gib: server.thresholds.map(|t| [t.idle, t.gpu, t.synth, t.peak]),
+        rule_lines: server.rule_lines.clone(),
     }
 }
 
