@@ -144,8 +144,9 @@ fn lock_path(dir: &Path, id: &str) -> PathBuf {
 }
 
 /// The id of the session this process records to `record`: the file's stem and the
-/// supervisor's pid (`s-4242`; a default file name, which ends with the pid already, is
-/// kept as it is), so that two sessions recording to `s.ptop` in two directories differ.
+/// supervisor's pid (`s-4242`), so that two sessions recording to `s.ptop` in two
+/// directories differ. A default file name (`provetop-DATE-TIME-PID`, unique already) is
+/// kept as it is.
 pub fn session_id(record: &Path) -> String {
     let pid = std::process::id();
     let stem = record
@@ -163,11 +164,21 @@ pub fn session_id(record: &Path) -> String {
             }
         })
         .collect();
-    if stem.ends_with(&format!("-{pid}")) {
+    if stem.ends_with(&format!("-{pid}")) || is_default_name(&stem) {
         stem
     } else {
         format!("{stem}-{pid}")
     }
+}
+
+/// `provetop-20261202-013000-4242`: what [`crate::settings::default_session_path`] names.
+fn is_default_name(stem: &str) -> bool {
+    let Some(rest) = stem.strip_prefix("provetop-") else {
+        return false;
+    };
+    let parts: Vec<&str> = rest.split('-').collect();
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    matches!(parts.as_slice(), [d, t, p] if d.len() == 8 && t.len() == 6 && digits(d) && digits(t) && digits(p))
 }
 
 /// The `SO_PEERCRED` check: only the session's owner may connect.
@@ -717,6 +728,20 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_id_is_the_stem_and_pid_and_a_default_name_as_it_is() {
+        let pid = std::process::id();
+        assert_eq!(session_id(Path::new("/d/s.ptop")), format!("s-{pid}"));
+        assert_eq!(
+            session_id(Path::new("/d/a b;c.ptop")),
+            format!("a_b_c-{pid}")
+        );
+        assert_eq!(
+            session_id(Path::new("/d/provetop-20261202-013000-17.ptop")),
+            "provetop-20261202-013000-17"
+        );
+    }
 
     #[test]
     fn only_the_owner_uid_may_connect() {
