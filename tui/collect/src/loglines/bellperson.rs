@@ -5,15 +5,18 @@
 //! | --- | --- |
 //! | `Bellperson 0.27.0 is being used!`, `… with SupraSeal is being used!` | a proof starts; its synthesis begins |
 //! | `synthesis time: 1.607111608s` | synthesis ends (it began that long ago) |
-//! | `starting proof timer` | proving starts (with the FFTs of h) |
+//! | `starting proof timer` | proving starts |
+//! | debug `get h` | the FFTs of h start (they end at `multiexp h`) |
 //! | debug `multiexp h`, `multiexp l`, `multiexp a b_g1`, `multiexp b_g2` | an MSM starts (GPU builds: they run one after another on the calling thread) |
 //! | debug `get a b_g1`, `get b_g2`, `proofs` | the MSM before them is over |
 //! | `prover time: 58.771336807s` | proving ends |
 //! | `GPU FFT kernel instantiated!`, `GPU Multiexp kernel instantiated!` | a GPU build |
 //! | `GPU Multiexp failed! Falling back to CPU... Error: …`, `Cannot instantiate GPU … kernel!` | a warning |
 //!
-//! `get h`, `get l` and `get_a b_g1 b_g2` are logged on bellperson's worker threads, in no
-//! fixed order with the calling thread's lines, so they bound nothing.
+//! `get l` and `get_a b_g1 b_g2` are logged on bellperson's worker threads, in no fixed
+//! order with the calling thread's lines, so they bound nothing; `get h` is logged as the
+//! FFT scope opens (on a worker, at once), the only line that says the FFTs began: without
+//! debug lines there is no `fft_h` phase (rather than one as long as the proving).
 
 use super::duration::parse_secs;
 use super::envelope::Envelope;
@@ -28,6 +31,8 @@ pub enum Line {
     Synthesized { secs: f64 },
     /// "starting proof timer".
     ProveStart,
+    /// "get h": the FFTs of h begin.
+    FftStart,
     /// "multiexp h|l|a b_g1|b_g2": that MSM starts.
     Multiexp(provetop_shared::Phase),
     /// A line after an MSM on the calling thread: the MSM is over.
@@ -49,6 +54,7 @@ pub fn read(e: &Envelope<'_>, out: &mut Vec<Hit>) -> bool {
     let m = e.msg.trim();
     let line = match m {
         "starting proof timer" => Line::ProveStart,
+        "get h" => Line::FftStart,
         "multiexp h" => Line::Multiexp(Phase::MsmH),
         "multiexp l" => Line::Multiexp(Phase::MsmL),
         "multiexp a b_g1" => Line::Multiexp(Phase::MsmAB1),

@@ -484,7 +484,14 @@ impl Tracker {
                 p.proving = true;
                 let id = p.id;
                 self.start(t, g, id, Phase::Prove, None, out);
-                self.start(t, g, id, Phase::FftH, None, out);
+            }
+            Line::FftStart => {
+                if let Some(p) = self.bellperson.iter().find(|p| p.proving) {
+                    let id = p.id;
+                    if !self.open.contains_key(&(id, Phase::FftH, None)) {
+                        self.start(t, g, id, Phase::FftH, None, out);
+                    }
+                }
             }
             Line::Multiexp(phase) => {
                 let gpu = self.gpu_build;
