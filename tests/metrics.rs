@@ -788,7 +788,8 @@ fn a_20_ms_spike_between_two_scrapes_is_the_interval_peak_of_the_second_and_not_
     let session = dir.path().join("s.ptop");
     let hog = provetop_testkit::bins::memhog();
     let hog = hog.to_str().unwrap();
-    // Two spikes of 256 MiB held 20 ms, 2 s apart: both before the second scrape.
+    // Six spikes of 256 MiB held 20 ms, 500 ms apart, from the child's start: all of them
+    // after the first scrape (taken before the child runs) and 2 s before the second.
     let mut pt = provetop_serving(
         dir.path(),
         &session,
@@ -801,9 +802,9 @@ fn a_20_ms_spike_between_two_scrapes_is_the_interval_peak_of_the_second_and_not_
             "--hold-ms",
             "20",
             "--every-ms",
-            "2000",
+            "500",
             "--count",
-            "2",
+            "6",
         ],
     );
     let url = format!("http://{addr}/metrics");
@@ -815,17 +816,30 @@ fn a_20_ms_spike_between_two_scrapes_is_the_interval_peak_of_the_second_and_not_
             .unwrap()
     };
     let _first = get(&url, None).unwrap().1;
-    std::thread::sleep(Duration::from_millis(4500));
+    std::thread::sleep(Duration::from_millis(5000));
     let second = get(&url, None).unwrap().1;
     let third = get(&url, None).unwrap().1;
+    stop(&mut pt);
     let mib = f64::from(1u32 << 20);
+    // What the sampler saw, to say why when it fails.
+    let seen: Vec<u64> = load(&session)
+        .unwrap()
+        .records
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Sample(x) => x.peak.map(|p| p.saturating_sub(x.rss) >> 20),
+            _ => None,
+        })
+        .filter(|d| *d > 0)
+        .collect();
     let (peak, rss) = (
         read(&second, "provetop_rss_interval_peak_bytes"),
         read(&second, "provetop_rss_bytes"),
     );
     assert!(
         peak - rss >= 200.0 * mib,
-        "the spike is not in the interval peak: peak {peak}, rss {rss}"
+        "the spike is not in the interval peak: peak {peak}, rss {rss}; the samples' peaks \
+         above their RSS, MiB: {seen:?}"
     );
     let (peak3, rss3) = (
         read(&third, "provetop_rss_interval_peak_bytes"),
@@ -835,5 +849,4 @@ fn a_20_ms_spike_between_two_scrapes_is_the_interval_peak_of_the_second_and_not_
         peak3 - rss3 < 100.0 * mib,
         "the scrape did not start the interval anew: peak {peak3}, rss {rss3}"
     );
-    stop(&mut pt);
 }
