@@ -1,0 +1,176 @@
+//! The H200 recordings of issue 20, read back on a machine without a GPU: the bundled prover at
+//! 65 GiB under `provetop run --headless --hz 20`, the ground-truth helper under `provetop
+//! watch` with its step log, and the pinned check against an independent smaps reading (how
+//! each was made: docs/measurements.md, "At the field's scale").
+
+use provetop_collect::alerts::{AlertEngine, Rule};
+use provetop_shared::forecast::DEFAULT_OOM_HORIZON_S;
+use provetop_shared::protocol::Event;
+use provetop_shared::session;
+use provetop_shared::units::GIB;
+use provetop_shared::{Record, RecordBody, Sample};
+use provetop_testkit::fixtures::repo;
+use serde_json::Value;
+
+fn load(name: &str) -> Vec<Record> {
+    session::load(&repo().join("assets").join(name))
+        .unwrap()
+        .records
+}
+
+fn samples(recs: &[Record]) -> Vec<(u64, &Sample)> {
+    recs.iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Sample(s) => Some((r.t, s)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn jsonl(name: &str) -> Vec<Value> {
+    std::fs::read_to_string(repo().join("assets").join(name))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn within(v: u64, want: u64, share: f64) -> bool {
+    (v as f64 - want as f64).abs() <= share * want as f64
+}
+
+#[test]
+fn the_65_gib_session_replays_at_20_hz_with_its_gpu_and_its_verified_proof() {
+    let recs = load("h200-supraseal-1536x2p18-65gib.ptop");
+    let ss = samples(&recs);
+    let span = (ss.last().unwrap().0 - ss[0].0) as f64 / 1e9;
+    let hz = ss.len() as f64 / span;
+    assert!((19.5..20.5).contains(&hz), "{hz:.2} Hz");
+    let peak = ss.iter().map(|(_, s)| s.rss).max().unwrap();
+    assert!(peak > 60 * GIB, "{peak}");
+    assert!(ss
+        .iter()
+        .any(|(_, s)| !s.gpus.is_empty() && s.gpu_used.unwrap_or(0) > 0));
+    let finished: Vec<(bool, f64)> = recs
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Event(Event::ProofFinished {
+                verified,
+                duration_s,
+                ..
+            }) => Some((*verified, *duration_s)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished.len(), 1);
+    assert!(finished[0].0, "verified");
+    // Climbing 64 GiB in about 30 s with 60 GiB left, it never reads under the horizon.
+    let rule: Rule = format!("time_to_oom < {DEFAULT_OOM_HORIZON_S}")
+        .parse()
+        .unwrap();
+    let mut e = AlertEngine::new(vec![rule]);
+    let fired: Vec<_> = recs.iter().flat_map(|r| e.observe(r)).collect();
+    assert!(fired.is_empty(), "{fired:?}");
+}
+
+/// The last sample at or before `t`.
+fn at<'a>(ss: &[(u64, &'a Sample)], t: u64) -> &'a Sample {
+    ss.iter().rev().find(|(ts, _)| *ts <= t).unwrap().1
+}
+
+#[test]
+fn the_ground_truth_pinned_rss_and_gpu_steps_are_read_within_two_percent_and_a_second() {
+    let recs = load("h200-pinned-truth.ptop");
+    let ss = samples(&recs);
+    let steps = jsonl("h200-pinned-truth-steps.jsonl");
+    let n = |s: &Value, k: &str| s[k].as_u64().unwrap();
+    let first_pin = steps
+        .iter()
+        .position(|s| s["step"].as_str().unwrap().starts_with("pin"))
+        .unwrap();
+    let gpu_step = steps
+        .iter()
+        .position(|s| s["step"].as_str().unwrap().starts_with("gpu"))
+        .unwrap();
+    // What the CUDA context itself holds, before the helper's own pinned and GPU memory.
+    let base_pinned = at(&ss, n(&steps[first_pin], "t0_ns")).pinned.unwrap();
+    let base_gpu = at(&ss, n(&steps[gpu_step], "t0_ns")).gpu_used.unwrap();
+    assert!(base_pinned < 128 << 20 && base_gpu < GIB);
+    let mut pinned_steps = 0;
+    for (i, s) in steps.iter().enumerate().skip(1) {
+        if s["step"] == "end" {
+            break;
+        }
+        let done = n(s, "t_ns");
+        let next = n(&steps[i + 1], "t0_ns");
+        let pinned = base_pinned + n(s, "pinned");
+        // One second after the step, and until the next one starts, every sample is right.
+        for (t, x) in ss
+            .iter()
+            .filter(|(t, _)| *t >= done + 1_000_000_000 && *t < next)
+        {
+            let what = format!("step {i} ({}) at {t}", s["step"]);
+            assert!(
+                within(x.pinned.unwrap(), pinned, 0.02),
+                "{what}: pinned {:?} want {pinned}",
+                x.pinned
+            );
+            assert!(
+                within(x.rss, n(s, "VmRSS"), 0.02),
+                "{what}: rss {} want {}",
+                x.rss,
+                n(s, "VmRSS")
+            );
+            if i >= gpu_step {
+                let gpu = base_gpu + n(s, "gpu");
+                assert!(
+                    within(x.gpu_used.unwrap(), gpu, 0.02),
+                    "{what}: gpu {:?}",
+                    x.gpu_used
+                );
+            }
+        }
+        if s["step"].as_str().unwrap().contains("pinned")
+            || s["step"].as_str().unwrap().starts_with("pin")
+        {
+            pinned_steps += 1;
+        }
+    }
+    assert_eq!(pinned_steps, 6, "four allocations, two frees");
+    // Its peak: 18 GiB pinned beside 40 GiB anonymous.
+    assert!(ss.iter().any(|(_, x)| x.pinned.unwrap_or(0) > 18 * GIB));
+    assert!(
+        ss.iter().all(|(_, x)| x.pinned.is_some()),
+        "a pinned reading in every sample"
+    );
+}
+
+#[test]
+fn the_supraseal_provers_pinned_series_matches_an_independent_smaps_reading() {
+    let recs = load("h200-supraseal-10x2p18-pinned-check.ptop");
+    let ss = samples(&recs);
+    let truth = jsonl("h200-supraseal-10x2p18-pinned-check-smaps.jsonl");
+    let mut compared = 0;
+    for w in truth.windows(3) {
+        // Compare where smaps read the same a second before and after (not mid-allocation, not
+        // while the prover exits).
+        let (a, b, c) = (&w[0], &w[1], &w[2]);
+        let v = b["pinned"].as_u64().unwrap();
+        if v == 0 || a["pinned"] != b["pinned"] || c["pinned"] != b["pinned"] {
+            continue;
+        }
+        let x = at(&ss, b["t_ns"].as_u64().unwrap()).pinned.unwrap();
+        assert!(within(x, v, 0.02), "series {x} against smaps {v}");
+        compared += 1;
+    }
+    assert!(compared >= 3, "{compared}");
+    // The SRS the prover pinned is inside what the series holds.
+    let reported = recs
+        .iter()
+        .find_map(|r| match &r.body {
+            RecordBody::Event(Event::MemoryReport { pinned_bytes, .. }) => Some(*pinned_bytes),
+            _ => None,
+        })
+        .unwrap();
+    assert!(ss.iter().any(|(_, s)| s.pinned.unwrap_or(0) > reported));
+}
