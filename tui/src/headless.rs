@@ -181,13 +181,9 @@ pub fn child_log(target: &Target) -> Option<std::path::PathBuf> {
     }
 }
 
-/// A child that ended by itself and failed: its last output lines on stderr, from the
-/// session's own records of them (with their source, `err`/`out`; recorded or not), else
-/// from its side log.
-pub fn say_child_tail(m: &Model, log: Option<&Path>, exit: &ExitInfo) {
-    if !exit.failed() {
-        return;
-    }
+/// The child's last output lines (at most [`CHILD_TAIL_LINES`], non-empty, inert, with
+/// their source: `err`/`out`) from the session's own records of them, oldest first.
+pub fn output_tail(m: &Model) -> Vec<String> {
     let mut tail: Vec<String> = m
         .log
         .iter()
@@ -200,10 +196,24 @@ pub fn say_child_tail(m: &Model, log: Option<&Path>, exit: &ExitInfo) {
         })
         .take(CHILD_TAIL_LINES)
         .collect();
+    tail.reverse();
+    tail
+}
+
+/// A child that ended by itself and failed: its last output lines on stderr, from the
+/// session's own records of them (recorded or not), else from its side log.
+pub fn say_child_tail(m: &Model, log: Option<&Path>, exit: &ExitInfo) {
+    say_tail_lines(&output_tail(m), log, exit)
+}
+
+/// [`say_child_tail`] with the lines already taken from the model ([`output_tail`]).
+pub fn say_tail_lines(tail: &[String], log: Option<&Path>, exit: &ExitInfo) {
+    if !exit.failed() {
+        return;
+    }
     if tail.is_empty() {
         return say_child_failure(log, exit);
     }
-    tail.reverse();
     crate::say!("provetop: the child's last output:");
     for l in tail {
         crate::say!("  {l}");

@@ -245,6 +245,8 @@ fn screen(
     let rt = monitor::runtime()?;
     let child_log = crate::headless::child_log(&target);
     let served = crate::headless::Served::new(&target);
+    // The child's last lines, taken from the screen's model for a failure said after it.
+    let mut tail: Vec<String> = Vec::new();
     let (result, recorded, failed) = rt.block_on(async {
         let mut app = App::new(kind, s.thresholds, Theme::from_env(), mono_ns());
         app.baseline = baseline.map(|b| b.for_live(app.origin));
@@ -286,6 +288,7 @@ fn screen(
             .or(driver.stop_asked.take())
             .unwrap_or_else(|| why(&exit));
         let (ended, recorded) = driver.monitor.stop(&mut app.model, &why).await;
+        tail = crate::headless::output_tail(&app.model);
         let exit = match dead {
             Some(d) => Err(anyhow::anyhow!("{d}: the session was stopped")),
             None => exit,
@@ -298,7 +301,7 @@ fn screen(
     });
     crate::terminal::restore();
     if let Some(e) = &failed {
-        crate::headless::say_child_failure(child_log.as_deref(), e);
+        crate::headless::say_tail_lines(&tail, child_log.as_deref(), e);
     }
     if let Some(p) = recorded {
         crate::say!("provetop: session recorded to {}", p.display());
