@@ -70,8 +70,17 @@ fn smaps_duty_arg(s: &str) -> Result<f64, String> {
     SMAPS_DUTY_BOUNDS.parse(s)
 }
 
-fn metrics_arg(s: &str) -> Result<std::net::SocketAddr, String> {
+/// `--metrics`'s value: where to serve `/metrics`, or nowhere (`off`, over the config file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricsAt(pub Option<std::net::SocketAddr>);
+
+fn metrics_arg(s: &str) -> Result<MetricsAt, String> {
+    if s.trim() == "off" {
+        return Ok(MetricsAt(None));
+    }
     provetop_collect::alerts::parse_listen_addr(s)
+        .map(|a| MetricsAt(Some(a)))
+        .map_err(|e| format!("{e}, or off"))
 }
 
 fn grace_arg(s: &str) -> Result<f64, String> {
@@ -132,10 +141,10 @@ pub struct MonitorOpts {
     #[arg(long)]
     pub headless: bool,
     /// Serve Prometheus/OpenMetrics metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 or a
-    /// bare 9464 (loopback); an explicit 0.0.0.0:9464 serves every interface. Off by default
-    /// (or the config file's `metrics`).
+    /// bare 9464 (loopback); an explicit 0.0.0.0:9464 serves every interface; `off` serves
+    /// nothing even where the config file's `metrics` says. Off by default.
     #[arg(long, value_name = "ADDR", value_parser = metrics_arg)]
-    pub metrics: Option<std::net::SocketAddr>,
+    pub metrics: Option<MetricsAt>,
 }
 
 /// `provetop run`.

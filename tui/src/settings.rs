@@ -157,7 +157,7 @@ pub fn resolve(opts: &MonitorOpts, file: &FileConfig) -> anyhow::Result<Setup> {
         hook,
         thresholds,
         record,
-        metrics: layer(opts.metrics.map(Some), file.metrics.map(Some), None),
+        metrics: layer(opts.metrics.map(|m| m.0), file.metrics.map(Some), None),
     })
 }
 
@@ -416,8 +416,14 @@ mod tests {
         assert_eq!(s.metrics, Some("127.0.0.1:9100".parse().unwrap()));
         let s = resolve(&opts(&[]), &FileConfig::default()).unwrap();
         assert_eq!(s.metrics, None);
+        // `off` beats the file.
+        let s = resolve(&opts(&["--metrics", "off"]), &f).unwrap();
+        assert_eq!(s.metrics, None);
         let e = try_opts(&["--metrics", "somewhere:9464"]).unwrap_err();
-        assert!(e.to_string().contains("bad address \"somewhere:9464\""), "{e}");
+        assert!(
+            e.to_string().contains("bad address \"somewhere:9464\""),
+            "{e}"
+        );
     }
 
     #[test]
