@@ -216,8 +216,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         l2.push(item);
     }
     // At this rate, when does memory run out? (the trend forecast, for any process): under
-    // the horizon, in red and kept.
-    if let Some(secs) = time_to_oom(m).filter(|&s| s < DEFAULT_OOM_HORIZON_S) {
+    // the horizon, in red and kept. A `time_to_oom` rule that fires sets a horizon of its own.
+    let rule_fires = m
+        .active_alerts
+        .iter()
+        .any(|a| a.alert.metric == Metric::TimeToOom.name());
+    if let Some(secs) = time_to_oom(m).filter(|&s| s < DEFAULT_OOM_HORIZON_S || rule_fires) {
         l2.push(Item::new(
             0,
             vec![
@@ -332,4 +336,81 @@ fn time_to_oom(m: &Model) -> Option<f64> {
         .collect();
     let rate = forecast::growth_rate(points.iter().copied())?;
     forecast::time_to_oom(rate, s).map(|(secs, _)| secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use provetop_shared::units::GIB;
+    use provetop_shared::{Alert, AlertLevel, AlertState, Record, RecordBody, Sample};
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    use crate::app::{App, Screen, NS};
+    use crate::theme::Theme;
+
+    /// An app that watched RSS grow `rate` bytes/s for 10 s at 20 Hz from 1 GiB, with
+    /// MemAvailable falling as it grew from `avail` bytes.
+    fn growing(rate: u64, avail: u64) -> App {
+        let mut app = App::new(Screen::Run, Default::default(), Theme::mono(), NS);
+        for i in 0..=200u64 {
+            let t = NS + i * NS / 20;
+            let grown = rate * i / 20;
+            app.clock = t;
+            app.model.apply(&Record::new(
+                t,
+                RecordBody::Sample(Sample {
+                    rss: GIB + grown,
+                    mem_available: Some(avail - grown),
+                    mem_total: Some(64 * GIB),
+                    ..Sample::default()
+                }),
+            ));
+        }
+        app
+    }
+
+    fn line2(app: &App, w: u16) -> String {
+        let mut term = Terminal::new(TestBackend::new(w, 2)).unwrap();
+        term.draw(|f| {
+            let area = f.area();
+            super::draw(f.buffer_mut(), area, app)
+        })
+        .unwrap();
+        let buf = term.backend().buffer();
+        (0..w).map(|x| buf[(x, 1)].symbol()).collect()
+    }
+
+    #[test]
+    fn the_time_to_oom_shows_in_red_under_the_horizon_and_not_above_it() {
+        // 1 GiB/s with 10 GiB left after the climb: 10 s.
+        let app = growing(GIB, 20 * GIB);
+        let l = line2(&app, 80);
+        assert!(l.contains("│ OOM in 10.0s"), "{l}");
+        // 100 MiB/s, 20 GiB left: over three minutes, not shown.
+        let app = growing(100 << 20, 21 * GIB);
+        assert!(!line2(&app, 200).contains("OOM"), "{}", line2(&app, 200));
+    }
+
+    #[test]
+    fn a_firing_time_to_oom_rule_sets_a_longer_horizon() {
+        let mut app = growing(100 << 20, 16 * GIB);
+        assert!(!line2(&app, 200).contains("OOM"));
+        let t = app.clock + NS / 10;
+        app.model.apply(&Record::new(
+            t,
+            RecordBody::Alert(Alert {
+                rule: "time_to_oom < 5m".into(),
+                level: AlertLevel::Warn,
+                state: AlertState::Firing,
+                metric: "time_to_oom".into(),
+                value: 150.0,
+                threshold: 300.0,
+                message:
+                    "time_to_oom (RSS growing 100 MiB/s, 15.0 GiB left in MemAvailable) 2m30s < 5m"
+                        .into(),
+            }),
+        ));
+        let l = line2(&app, 200);
+        assert!(l.contains("OOM in 2m"), "{l}");
+    }
 }
