@@ -80,9 +80,9 @@ fn at<'a>(ss: &[(u64, &'a Sample)], t: u64) -> &'a Sample {
 
 #[test]
 fn the_ground_truth_pinned_rss_and_gpu_steps_are_read_within_two_percent_and_a_second() {
-    let recs = load("h200-pinned-truth.ptop");
+    let recs = load("ground-truth/h200-pinned-truth.ptop");
     let ss = samples(&recs);
-    let steps = jsonl("h200-pinned-truth-steps.jsonl");
+    let steps = jsonl("ground-truth/h200-pinned-truth-steps.jsonl");
     let n = |s: &Value, k: &str| s[k].as_u64().unwrap();
     let first_pin = steps
         .iter()
