@@ -570,3 +570,39 @@ fn classify_and_export_read_a_session_whose_phases_came_from_log_lines() {
     assert!(e.stdout.contains(r#""record":"derived""#));
     assert!(e.stdout.contains(r#""record":"output""#));
 }
+
+#[test]
+fn the_screen_of_watch_with_log_from_standard_input_takes_its_keys_from_the_terminal() {
+    if !have_tmux(
+        "the_screen_of_watch_with_log_from_standard_input_takes_its_keys_from_the_terminal",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let feed = dir.path().join("feed.sh");
+    // fil_logger's lines on the feed's stdout, as `journalctl -fu curio` would pass them.
+    std::fs::write(&feed, bellperson_script("sleep 60").replace(" >&2;", ";")).unwrap();
+    let cmd = format!(
+        "cd {d} && sh {} | env XDG_STATE_HOME={d}/state XDG_CONFIG_HOME={d}/config {} watch --no-record --log - {}; sleep 600",
+        sh_quote(&feed.display().to_string()),
+        sh_quote(&provetop().display().to_string()),
+        sleeper.id(),
+    );
+    let tmux = Tmux::start("loglines-stdin", 100, 30, &cmd);
+    tmux.wait_for("phases from standard input", Duration::from_secs(30), |s| {
+        s.lines().any(|l| {
+            l.split_once('│')
+                .is_some_and(|(label, bars)| label.contains("prove") && !bars.trim().is_empty())
+        }) && s.contains(" in 20")
+    });
+    // A key reaches the screen although standard input is the log.
+    tmux.keys(&["?"]);
+    tmux.wait_for("the help", Duration::from_secs(10), |s| {
+        s.contains("search the log")
+    });
+    tmux.keys(&["Escape", "q"]);
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+}

@@ -94,7 +94,11 @@ impl Tui {
     /// not a terminal.
     pub fn enter() -> anyhow::Result<Tui> {
         use std::io::IsTerminal;
-        if !io::stdout().is_terminal() || !io::stdin().is_terminal() {
+        // With `watch --log -` standard input is the log; keys come from /dev/tty (crossterm
+        // opens it when standard input is not a terminal).
+        let keys = io::stdin().is_terminal()
+            || (crate::monitor::logfile::reads_stdin() && std::fs::File::open("/dev/tty").is_ok());
+        if !io::stdout().is_terminal() || !keys {
             anyhow::bail!("standard input/output is not a terminal (use `provetop run --headless` without one)");
         }
         guard_fatal_signals();

@@ -49,10 +49,20 @@ impl std::str::FromStr for LogSource {
 }
 
 static REQUESTED: Mutex<Option<LogSource>> = Mutex::new(None);
+static FROM_STDIN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Ask the next watch session to follow `src` (`watch --log`).
 pub fn request(src: LogSource) {
+    if src == LogSource::Stdin {
+        FROM_STDIN.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     *REQUESTED.lock().unwrap_or_else(|e| e.into_inner()) = Some(src);
+}
+
+/// Whether this process reads a log on its standard input (`--log -`): the screen then
+/// takes its keys from the terminal (`/dev/tty`), not from standard input.
+pub fn reads_stdin() -> bool {
+    FROM_STDIN.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// The follow asked for, once.
