@@ -113,8 +113,10 @@ pub struct Sample {
     pub locked: Option<u64>,
     /// VmPin.
     pub vm_pin: Option<u64>,
-    /// CUDA pinned host memory from smaps: Rss of `/dev/nvidia*` mappings and, in a CUDA
-    /// process, of shared `/dev/zero` mappings (sampled at a low rate; the latest reading).
+    /// Pinned memory of the tree: CUDA pinned host memory (the `/dev/nvidia*` mappings that
+    /// hold host memory and, in a CUDA process, shared `/dev/zero` mappings, from the mapping
+    /// table, cross-checked with smaps) plus VmLck, nothing counted twice. `None` while a
+    /// process's reading is unknown or stale (older readings: smaps Rss alone, at a low rate).
     pub pinned: Option<u64>,
     /// Pinned bytes the prover itself reports (memory_report event; latest).
     pub pinned_reported: Option<u64>,
