@@ -494,3 +494,48 @@ fn a_watched_process_counts_as_running_until_its_end_is_recorded() {
     );
     assert_eq!(value(&f.scrape(), "provetop_child_running"), Some(0.0));
 }
+
+#[test]
+fn the_srs_load_is_a_phase_of_its_own_while_it_runs() {
+    use provetop_shared::SrsSource;
+    let mut f = Feed::new(&[]);
+    f.event(
+        S,
+        Event::SrsLoading {
+            source: SrsSource::Generated,
+            bytes: None,
+        },
+    );
+    f.sample(2 * S, GIB, GIB);
+    let t = f.scrape();
+    assert_eq!(
+        value(&t, "provetop_phase{phase=\"srs_generate\"}"),
+        Some(1.0),
+        "{t}"
+    );
+    f.event(
+        3 * S,
+        Event::SrsReady {
+            bytes: GIB,
+            pinned_bytes: 0,
+            source: SrsSource::Generated,
+            duration_s: 2.0,
+        },
+    );
+    let t = f.scrape();
+    assert_eq!(
+        value(&t, "provetop_phase{phase=\"srs_generate\"}"),
+        Some(0.0)
+    );
+    assert_eq!(
+        value(&t, "provetop_phase_seconds_total{phase=\"srs_generate\"}"),
+        Some(2.0)
+    );
+    assert_eq!(
+        value(
+            &t,
+            "provetop_phase_duration_seconds_count{phase=\"srs_generate\"}"
+        ),
+        Some(1.0)
+    );
+}
