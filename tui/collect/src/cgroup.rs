@@ -222,6 +222,10 @@ mod tests {
         let mut r = UsageReader::open(&c);
         assert_eq!(r.read(), (Some(123), None));
         fs::write(sub.join("memory.max"), "4096\n").unwrap();
-        assert_eq!(r.read(), (Some(123), Some(4096)));
+        fs::write(sub.join("memory.current"), "456\n").unwrap();
+        // The usage every read, the limit once a second.
+        assert_eq!(r.read(), (Some(456), None));
+        std::thread::sleep(MAX_EVERY);
+        assert_eq!(r.read(), (Some(456), Some(4096)));
     }
 }
