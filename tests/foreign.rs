@@ -341,7 +341,7 @@ fn the_python_prover_of_the_protocol_doc_lands_its_events_in_the_session() {
 
 /// The committed recording of `tests/foreign/filecoin/record.sh`.
 fn filecoin_asset() -> PathBuf {
-    repo().join("assets/foreign-filecoin-seal-2kib.ptop")
+    repo().join("assets/foreign/filecoin-seal-2kib.ptop")
 }
 
 #[test]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Records assets/foreign-filecoin-seal-2kib.ptop: provetop supervising rust-fil-proofs'
+# Records assets/foreign/filecoin-seal-2kib.ptop: provetop supervising rust-fil-proofs'
 # filecoin-proofs 19.1.0 sealing a 2 KiB sector (fil-seal seal: PC1, PC2, C1, C2, verify) with
 # fil_logger at RUST_LOG=info, as lotus runs it. Nothing of provetop is in the prover: the
 # phases in the session are those provetop derived from its log lines (tests/foreign.rs
@@ -13,7 +13,7 @@
 # PROVETOP (default: target/debug/provetop, built if missing). docs/foreign.md has the numbers.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../../.." && pwd)"
-out="${1:-$repo/assets/foreign-filecoin-seal-2kib.ptop}"
+out="${1:-$repo/assets/foreign/filecoin-seal-2kib.ptop}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target/foreign}"
 export FIL_PROOFS_PARAMETER_CACHE="${FIL_PROOFS_PARAMETER_CACHE:-$CARGO_TARGET_DIR/fil-params}"
 export FIL_PROOFS_PARENT_CACHE="${FIL_PROOFS_PARENT_CACHE:-$CARGO_TARGET_DIR/fil-parents}"
