@@ -185,24 +185,8 @@ impl FromStr for FailIf {
                 )))
             }
         };
-        let rest = rest.trim_start();
-        let oend = rest
-            .find(|c: char| !matches!(c, '<' | '>' | '=' | '!'))
-            .unwrap_or(rest.len());
-        let op = match &rest[..oend] {
-            ">" => Op::Gt,
-            ">=" => Op::Ge,
-            "<" => Op::Lt,
-            "<=" => Op::Le,
-            "" => {
-                let tok = rest.split_whitespace().next().unwrap_or("end of rule");
-                return Err(err(format!(
-                    "expected an operator after {key:?}, found {tok:?} (want >, >=, < or <=)"
-                )));
-            }
-            o => return Err(err(format!("unknown operator {o:?} (want >, >=, < or <=)"))),
-        };
-        let v = rest[oend..].trim();
+        let (op, v) = Op::parse_leading(rest.trim_start(), &key).map_err(err)?;
+        let v = v.trim();
         if v.is_empty() {
             return Err(err(format!("missing value after {:?}", op.as_str())));
         }

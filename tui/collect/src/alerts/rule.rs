@@ -61,6 +61,29 @@ impl Op {
             Op::Le => "<=",
         }
     }
+
+    /// The operator `s` starts with and the text after it, for every rule grammar that
+    /// writes `METRIC OP VALUE` (these rules, `compare --fail-if`). `after` is the metric as
+    /// the error names it; the error is the detail, without the rule.
+    pub fn parse_leading<'a>(s: &'a str, after: &str) -> Result<(Op, &'a str), String> {
+        let end = s
+            .find(|c: char| !matches!(c, '<' | '>' | '=' | '!'))
+            .unwrap_or(s.len());
+        let op = match &s[..end] {
+            ">" => Op::Gt,
+            ">=" => Op::Ge,
+            "<" => Op::Lt,
+            "<=" => Op::Le,
+            "" => {
+                let tok = s.split_whitespace().next().unwrap_or("end of rule");
+                return Err(format!(
+                    "expected an operator after {after:?}, found {tok:?} (want >, >=, < or <=)"
+                ));
+            }
+            o => return Err(format!("unknown operator {o:?} (want >, >=, < or <=)")),
+        };
+        Ok((op, &s[end..]))
+    }
 }
 
 /// The value a metric is compared with.
@@ -156,25 +179,8 @@ impl FromStr for Rule {
             ))
         })?;
         rest = rest[mend..].trim_start();
-        // Operator.
-        let oend = rest
-            .find(|c: char| !matches!(c, '<' | '>' | '=' | '!'))
-            .unwrap_or(rest.len());
-        let otok = &rest[..oend];
-        let op = match otok {
-            ">" => Op::Gt,
-            ">=" => Op::Ge,
-            "<" => Op::Lt,
-            "<=" => Op::Le,
-            "" => {
-                let tok = rest.split_whitespace().next().unwrap_or("end of rule");
-                return Err(err(format!(
-                    "expected an operator after {mname:?}, found {tok:?} (want >, >=, < or <=)"
-                )));
-            }
-            o => return Err(err(format!("unknown operator {o:?} (want >, >=, < or <=)"))),
-        };
-        rest = rest[oend..].trim_start();
+        let (op, after_op) = Op::parse_leading(rest, mname).map_err(err)?;
+        rest = after_op.trim_start();
         // Value, then an optional "for DURATION".
         let (vtok, hold) = match find_word(rest, "for") {
             Some(i) => (rest[..i].trim(), Some(rest[i + 3..].trim())),
