@@ -210,6 +210,8 @@ pub fn summarize_store(store: &Store, sel: &Selection) -> Summary {
         })
         .collect();
     let interval_ns = median_gap(&readings);
+    // `(t, rss)` of every sample: what the seed's threshold classifier reads.
+    let series: Vec<(u64, u64)> = readings.iter().map(|r| (r.t, r.rss)).collect();
     let has_events = store.has_events();
 
     // The proofs, in start order, and those selected.
@@ -290,13 +292,13 @@ pub fn summarize_store(store: &Store, sel: &Selection) -> Summary {
     memory(
         &mut f,
         store,
-        &readings,
+        &series,
         &sel_readings,
         &chosen,
         interval_ns,
         sel,
     );
-    proof_figures(&mut f, has_events, &chosen, &proofs, store);
+    proof_figures(&mut f, has_events, &chosen, &proofs, store, &series);
     phases(&mut f, store, sel, &chosen);
     threshold_phases(&mut f, store, &sel_readings, interval_ns);
 
@@ -379,19 +381,21 @@ fn p90(sorted: &[f64]) -> f64 {
 fn memory(
     f: &mut Figures,
     store: &Store,
-    all: &[Reading],
+    series: &[(u64, u64)],
     sel: &[Reading],
     chosen: &[&ProofSpan],
     interval_ns: Option<u64>,
     selection: &Selection,
 ) {
-    let none = |what: &str| -> String {
-        if all.is_empty() {
+    // Why a row has no value: no samples at all, else `why`.
+    let lacking = |why: &str| -> String {
+        if series.is_empty() {
             "no samples".to_string()
         } else {
-            format!("no samples {what}")
+            why.to_string()
         }
     };
+    let none = |what: &str| lacking(&format!("no samples {what}"));
     let during = if selection.is_all() {
         String::new()
     } else {
@@ -422,22 +426,17 @@ fn memory(
     );
     // The floor belongs to the session, not to a selection: the SRS resident between proofs
     // (as classify's mode table has it), else the seed's idle floor by thresholds.
-    let series: Vec<(u64, u64)> = all.iter().map(|r| (r.t, r.rss)).collect();
     let floor = store
         .srs_floor()
-        .or_else(|| summarize(store.thresholds(), &series).and_then(|s| s.idle_floor));
+        .or_else(|| summarize(store.thresholds(), series).and_then(|s| s.idle_floor));
     f.push(
         "floor",
         "floor between proofs (SRS resident)",
         Section::Memory,
         Unit::Bytes,
-        floor.map(|b| b as f64).ok_or_else(|| {
-            if all.is_empty() {
-                "no samples".to_string()
-            } else {
-                "no floor (no SRS ready, no idle_post samples)".to_string()
-            }
-        }),
+        floor
+            .map(|b| b as f64)
+            .ok_or_else(|| lacking("no floor (no SRS ready, no idle_post samples)")),
         "no floor",
         false,
     );
@@ -506,38 +505,27 @@ fn memory(
             false,
         );
     }
-    let pinned = max_of(|r| r.pinned);
-    f.push(
-        Metric::Pinned.name(),
-        "pinned host memory, peak",
-        Section::Memory,
-        Unit::Bytes,
-        pinned.map(|b| b as f64).ok_or_else(|| {
-            if all.is_empty() {
-                "no samples".into()
-            } else {
-                "not measured".into()
-            }
-        }),
-        "not measured",
-        false,
-    );
-    let gpu = max_of(|r| r.gpu);
-    f.push(
-        Metric::Gpu.name(),
-        "GPU memory, peak",
-        Section::Memory,
-        Unit::Bytes,
-        gpu.map(|b| b as f64).ok_or_else(|| {
-            if all.is_empty() {
-                "no samples".into()
-            } else {
-                "not measured".into()
-            }
-        }),
-        "not measured",
-        false,
-    );
+    // Readings a sampler may not take: without them the row is "not measured".
+    let measured = [
+        (
+            Metric::Pinned,
+            "pinned host memory, peak",
+            max_of(|r| r.pinned),
+        ),
+        (Metric::Gpu, "GPU memory, peak", max_of(|r| r.gpu)),
+    ];
+    for (metric, label, peak) in measured {
+        f.push(
+            metric.name(),
+            label,
+            Section::Memory,
+            Unit::Bytes,
+            peak.map(|b| b as f64)
+                .ok_or_else(|| lacking("not measured")),
+            "not measured",
+            false,
+        );
+    }
 }
 
 fn proof_figures(
@@ -546,6 +534,7 @@ fn proof_figures(
     chosen: &[&ProofSpan],
     all: &[&ProofSpan],
     store: &Store,
+    series: &[(u64, u64)],
 ) {
     let finished: Vec<FinishedProof> = chosen.iter().filter_map(|p| p.finished_ok()).collect();
     let why = || -> String {
@@ -557,43 +546,27 @@ fn proof_figures(
             "no proof selected".into()
         }
     };
-    if has_events {
-        f.push(
-            "proofs",
-            "proofs finished",
-            Section::Proofs,
-            Unit::Count,
-            Ok(chosen.len() as f64),
-            "no prover events",
-            false,
-        );
-    } else {
-        f.push(
-            "proofs",
-            "proofs finished",
-            Section::Proofs,
-            Unit::Count,
-            Err(why()),
-            "no prover events",
-            false,
-        );
-    }
+    f.push(
+        "proofs",
+        "proofs finished",
+        Section::Proofs,
+        Unit::Count,
+        if has_events {
+            Ok(chosen.len() as f64)
+        } else {
+            Err(why())
+        },
+        "no prover events",
+        false,
+    );
     if !has_events {
         // Proof cycles as classify counts them by thresholds: what a CSV has for proofs.
-        let series: Vec<(u64, u64)> = store
-            .records()
-            .iter()
-            .filter_map(|r| match &r.body {
-                RecordBody::Sample(s) => Some((r.t, s.rss)),
-                _ => None,
-            })
-            .collect();
         f.push(
             "cycles",
             "proof cycles (by RSS thresholds)",
             Section::Proofs,
             Unit::Count,
-            summarize(store.thresholds(), &series)
+            summarize(store.thresholds(), series)
                 .map(|s| s.cycles as f64)
                 .ok_or_else(|| "no samples".to_string()),
             "counted only without prover events (see proofs)",
