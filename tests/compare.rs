@@ -33,6 +33,16 @@ fn json(out: &Out) -> serde_json::Value {
     serde_json::from_str(&out.stdout).expect("compare --format json prints JSON")
 }
 
+/// The notes of a JSON comparison.
+fn notes(j: &serde_json::Value) -> Vec<&str> {
+    j["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect()
+}
+
 /// The row `metric` of a JSON comparison.
 fn row<'a>(j: &'a serde_json::Value, metric: &str) -> &'a serde_json::Value {
     j["rows"]
@@ -206,11 +216,9 @@ fn the_seed_csv_against_a_halved_copy_reads_minus_fifty_percent_peak() {
         row(&j, "phase_peak[peak_synth]")["others"][0]["missing"],
         "no peak_synth phase"
     );
-    let notes = j["notes"].as_array().unwrap();
+    let notes = notes(&j);
     assert!(
-        notes
-            .iter()
-            .any(|n| n.as_str().unwrap().contains("no prover events (a CSV)")),
+        notes.iter().any(|n| n.contains("no prover events (a CSV)")),
         "{notes:?}"
     );
 }
@@ -400,15 +408,7 @@ fn selections_by_range_count_only_those_proofs() {
 #[test]
 fn a_session_without_proofs_or_samples_is_compared_as_far_as_it_goes() {
     let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().join("base.ptop");
-    synth_session(
-        &base,
-        SynthConfig {
-            seconds: 40.0,
-            ..SynthConfig::default()
-        },
-        "h",
-    );
+    let base = synth_of(dir.path(), "base.ptop", 40.0);
     // Samples only: the child spoke no protocol.
     let no_proofs = dir.path().join("no-proofs.ptop");
     synth_session(
@@ -443,12 +443,7 @@ fn a_session_without_proofs_or_samples_is_compared_as_far_as_it_goes() {
     let rss = row(&j, "rss");
     assert!(rss["others"][0]["value"].is_number());
     assert_eq!(rss["others"][1]["missing"], "no samples");
-    let notes: Vec<&str> = j["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n.as_str().unwrap())
-        .collect();
+    let notes = notes(&j);
     assert!(
         notes
             .iter()
@@ -466,35 +461,14 @@ fn a_session_without_proofs_or_samples_is_compared_as_far_as_it_goes() {
 #[test]
 fn a_session_whose_prover_finished_no_proof_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().join("base.ptop");
-    synth_session(
-        &base,
-        SynthConfig {
-            seconds: 40.0,
-            ..SynthConfig::default()
-        },
-        "h",
-    );
+    let base = synth_of(dir.path(), "base.ptop", 40.0);
     // Three seconds: the SRS is loaded and the first proof is still synthesizing.
-    let early = dir.path().join("early.ptop");
-    synth_session(
-        &early,
-        SynthConfig {
-            seconds: 3.0,
-            ..SynthConfig::default()
-        },
-        "h",
-    );
+    let early = synth_of(dir.path(), "early.ptop", 3.0);
     let j = json(&compare(&[s(&base), s(&early), "--format", "json"]));
     assert_eq!(row(&j, "proofs")["others"][0]["value"], 0.0);
     assert_eq!(row(&j, "s_per_sector")["others"][0]["missing"], "no proofs");
     assert!(row(&j, "rss")["others"][0]["value"].is_number());
-    let notes: Vec<&str> = j["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n.as_str().unwrap())
-        .collect();
+    let notes = notes(&j);
     assert!(
         notes.contains(&"early.ptop: no proof finished in this recording"),
         "{notes:?}"
@@ -513,6 +487,20 @@ fn a_session_whose_prover_finished_no_proof_says_so() {
 fn synth_session(path: &Path, cfg: SynthConfig, host: &str) {
     let hz = cfg.hz;
     write(path, host, hz, records(cfg));
+}
+
+/// DIR/NAME: `seconds` of the default synthetic session, recorded on host "h".
+fn synth_of(dir: &Path, name: &str, seconds: f64) -> PathBuf {
+    let p = dir.join(name);
+    synth_session(
+        &p,
+        SynthConfig {
+            seconds,
+            ..SynthConfig::default()
+        },
+        "h",
+    );
+    p
 }
 
 #[test]
@@ -568,15 +556,7 @@ fn ten_hertz_against_twenty_hertz_on_two_machines_is_compared_with_notes() {
 #[test]
 fn a_damaged_tail_is_compared_up_to_the_damage_with_a_note() {
     let dir = tempfile::tempdir().unwrap();
-    let a = dir.path().join("whole.ptop");
-    synth_session(
-        &a,
-        SynthConfig {
-            seconds: 60.0,
-            ..SynthConfig::default()
-        },
-        "h",
-    );
+    let a = synth_of(dir.path(), "whole.ptop", 60.0);
     let bytes = std::fs::read(&a).unwrap();
     let b = dir.path().join("cut.ptop");
     // Cut mid-frame, as a kill -9 leaves it.

@@ -47,8 +47,8 @@ impl Drop for Served {
 }
 
 /// `provetop serve` of the bundled prover (small proofs, one every 2 s), recording to
-/// DIR/s.ptop.
-fn serve(dir: &Path, extra: &[&str]) -> Served {
+/// DIR/s.ptop; with its session socket, once that is there.
+fn serve(dir: &Path, extra: &[&str]) -> (Served, PathBuf) {
     prover();
     std::fs::create_dir_all(dir.join("run")).unwrap();
     let mut cmd = Command::new(provetop());
@@ -60,7 +60,8 @@ fn serve(dir: &Path, extra: &[&str]) -> Served {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     env(&mut cmd, dir);
-    Served(Some(cmd.spawn().expect("start provetop serve")))
+    let served = Served(Some(cmd.spawn().expect("start provetop serve")));
+    (served, socket(dir))
 }
 
 /// The socket of the one session in DIR, once it is there.
@@ -125,10 +126,50 @@ impl Conn {
         assert_eq!(v["ok"], true, "{v}");
         v["status"].clone()
     }
+
+    /// Ask the supervisor to stop; it must agree.
+    #[track_caller]
+    fn stop(&mut self) {
+        assert_eq!(self.ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    }
+
+    /// The prover's pid, once the supervisor has started it.
+    fn child_pid(&mut self) -> u64 {
+        assert!(wait_until(Duration::from_secs(30), || self.status()
+            ["child_pid"]
+            .is_u64()));
+        self.status()["child_pid"].as_u64().unwrap()
+    }
 }
 
 fn proofs(sock: &Path) -> u64 {
     Conn::open(sock).status()["proofs_done"].as_u64().unwrap()
+}
+
+/// The supervisor's own pid.
+fn supervisor_pid(sock: &Path) -> u32 {
+    Conn::open(sock).status()["pid"].as_u64().unwrap() as u32
+}
+
+/// Assert that the prover finishes another proof within 30 s (`what` says what it would
+/// mean if not).
+#[track_caller]
+fn assert_proves_on(sock: &Path, what: &str) {
+    let before = proofs(sock);
+    assert!(
+        wait_until(Duration::from_secs(30), || proofs(sock) > before),
+        "{what}"
+    );
+}
+
+/// Stop a supervisor that is not our child over its socket, and wait until it is gone.
+#[track_caller]
+fn stop_and_wait(sock: &Path, pid: u32) {
+    Conn::open(sock).stop();
+    assert!(
+        wait_until(Duration::from_secs(30), || !alive(pid)),
+        "the supervisor did not stop"
+    );
 }
 
 /// Wait for the served provetop to end; its exit code and stderr.
@@ -146,15 +187,52 @@ fn finish(mut served: Served) -> (Option<i32>, String) {
     (code, err)
 }
 
-/// `provetop attach ARGS` in a tmux of its own, whose pane says ATTACH-EXIT=<status> at the
-/// end.
-fn attach(name: &str, dir: &Path, args: &str) -> Tmux {
+/// `provetop ARGS` (shell words, and what the shell runs after it) in the test's
+/// environment, in a tmux of its own.
+fn provetop_in_tmux(name: &str, dir: &Path, args: &str) -> Tmux {
     let cmd = format!(
-        "{} {} attach {args}; echo ATTACH-EXIT=$?; sleep 600",
+        "{} {} {args}",
         env_sh(dir),
         sh_quote(&provetop().display().to_string())
     );
     Tmux::start(name, 100, 30, &cmd)
+}
+
+/// `provetop attach ARGS` in a tmux of its own, whose pane says ATTACH-EXIT=<status> at the
+/// end.
+fn attach(name: &str, dir: &Path, args: &str) -> Tmux {
+    provetop_in_tmux(
+        name,
+        dir,
+        &format!("attach {args}; echo ATTACH-EXIT=$?; sleep 600"),
+    )
+}
+
+/// The screen once the pane says `MARK-EXIT=`, asserting that it says `MARK-EXIT=0`.
+#[track_caller]
+fn exited_0(t: &Tmux, mark: &str, what: &str, timeout: Duration) -> String {
+    let s = t.wait_for(what, timeout, |s| s.contains(&format!("{mark}-EXIT=")));
+    assert!(s.contains(&format!("{mark}-EXIT=0")), "{s}");
+    s
+}
+
+/// The live screen of `provetop run ARGS` of the bundled prover (small proofs) recording to
+/// DIR/s.ptop, in a tmux of its own whose shell runs `then` after it; once the prover runs.
+fn live(name: &str, dir: &Path, args: &str, then: &str) -> Tmux {
+    prover();
+    std::fs::create_dir_all(dir.join("run")).unwrap();
+    let t = provetop_in_tmux(
+        name,
+        dir,
+        &format!(
+            "run {args} --record {} --partitions 2 --constraints 2000{then}",
+            sh_quote(&dir.join("s.ptop").display().to_string())
+        ),
+    );
+    t.wait_for("the prover running", Duration::from_secs(30), |s| {
+        s.contains("running pid")
+    });
+    t
 }
 
 fn notes(p: &Path) -> Vec<String> {
@@ -177,11 +255,10 @@ fn a_served_prover_goes_on_through_attach_mode_switch_detach_and_hangup_and_stop
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let served = serve(d, &[]);
-    let sock = socket(d);
+    let (served, sock) = serve(d, &[]);
     let id = id_of(&sock);
     assert!(wait_until(Duration::from_secs(30), || proofs(&sock) >= 1));
-    let pid = Conn::open(&sock).status()["pid"].as_u64().unwrap() as u32;
+    let pid = supervisor_pid(&sock);
 
     // A screen attaches: the history (the first proof) and then live phases.
     let a = attach("server-a", d, &id);
@@ -204,13 +281,8 @@ fn a_served_prover_goes_on_through_attach_mode_switch_detach_and_hangup_and_stop
     });
     // Detach: the screen leaves, the supervisor stays.
     a.keys(&["d"]);
-    let s = a.wait_for("detach", Duration::from_secs(10), |s| {
-        s.contains("ATTACH-EXIT=")
-    });
-    assert!(
-        s.contains("ATTACH-EXIT=0") && s.contains("detached from"),
-        "{s}"
-    );
+    let s = exited_0(&a, "ATTACH", "detach", Duration::from_secs(10));
+    assert!(s.contains("detached from"), "{s}");
     assert!(alive(pid));
 
     // A second screen is hung up on (its terminal killed, as an SSH drop does), and the
@@ -250,10 +322,7 @@ fn a_served_prover_goes_on_through_attach_mode_switch_detach_and_hangup_and_stop
         s.contains("stop the prover? y")
     });
     c.keys(&["y"]);
-    let s = c.wait_for("the stop", Duration::from_secs(30), |s| {
-        s.contains("ATTACH-EXIT=")
-    });
-    assert!(s.contains("ATTACH-EXIT=0"), "{s}");
+    exited_0(&c, "ATTACH", "the stop", Duration::from_secs(30));
     let (code, err) = finish(served);
     assert!(code.is_some(), "provetop serve was killed: {err}");
     assert!(err.contains("got SIGHUP: going on"), "{err}");
@@ -279,8 +348,7 @@ fn a_read_only_attach_cannot_send_controls() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let served = serve(d, &[]);
-    let sock = socket(d);
+    let (served, sock) = serve(d, &[]);
     let id = id_of(&sock);
     assert!(wait_until(Duration::from_secs(30), || proofs(&sock) >= 1));
     let t = attach(name, d, &format!("--read-only {id}"));
@@ -292,10 +360,7 @@ fn a_read_only_attach_cannot_send_controls() {
     std::thread::sleep(Duration::from_millis(500));
     assert!(!t.capture().contains("sent:"));
     t.keys(&["q"]);
-    let s = t.wait_for("quit", Duration::from_secs(10), |s| {
-        s.contains("ATTACH-EXIT=")
-    });
-    assert!(s.contains("ATTACH-EXIT=0"), "{s}");
+    exited_0(&t, "ATTACH", "quit", Duration::from_secs(10));
     // The supervisor refuses a read-only connection's controls whatever it sends.
     let mut c = Conn::open(&sock);
     assert_eq!(
@@ -317,10 +382,7 @@ fn a_read_only_attach_cannot_send_controls() {
         }
     }
     assert_eq!(c.status()["mode"], "single");
-    signal(
-        Conn::open(&sock).status()["pid"].as_u64().unwrap() as u32,
-        nix::sys::signal::Signal::SIGTERM,
-    );
+    signal(supervisor_pid(&sock), nix::sys::signal::Signal::SIGTERM);
     finish(served);
     let l = load(&d.join("s.ptop")).unwrap();
     assert!(
@@ -335,8 +397,7 @@ fn a_read_only_attach_cannot_send_controls() {
 fn garbage_oversized_and_unknown_requests_get_error_replies_and_the_supervisor_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let served = serve(d, &[]);
-    let sock = socket(d);
+    let (served, sock) = serve(d, &[]);
     let mut c = Conn::open(&sock);
     let v = c.ask("this is not json");
     assert_eq!(v["ok"], false);
@@ -378,7 +439,7 @@ fn garbage_oversized_and_unknown_requests_get_error_replies_and_the_supervisor_g
             .contains("--restart on-failure"),
         "{v}"
     );
-    assert_eq!(c.ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    c.stop();
     let (code, err) = finish(served);
     assert!(code.is_some(), "{err}");
     assert!(notes(&d.join("s.ptop")).contains(&"mark: from a script".to_string()));
@@ -388,8 +449,7 @@ fn garbage_oversized_and_unknown_requests_get_error_replies_and_the_supervisor_g
 fn a_client_that_stops_reading_is_dropped_with_a_note_and_does_not_stall_the_supervisor() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let served = serve(d, &[]);
-    let sock = socket(d);
+    let (served, sock) = serve(d, &[]);
     // Thousands of requests, never a reply read.
     let mut deaf = UnixStream::connect(&sock).unwrap();
     let flood = std::thread::spawn(move || {
@@ -419,7 +479,7 @@ fn a_client_that_stops_reading_is_dropped_with_a_note_and_does_not_stall_the_sup
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(flood.join().unwrap());
-    assert_eq!(c.ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    c.stop();
     finish(served);
     let n = notes(&d.join("s.ptop"));
     assert!(
@@ -437,15 +497,15 @@ fn replay_follow_shows_records_written_after_it_opened() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let served = serve(d, &[]);
-    let sock = socket(d);
-    let cmd = format!(
-        "{} {} replay --follow {}; echo FOLLOW-EXIT=$?; sleep 600",
-        env_sh(d),
-        sh_quote(&provetop().display().to_string()),
-        sh_quote(&d.join("s.ptop").display().to_string())
+    let (served, sock) = serve(d, &[]);
+    let t = provetop_in_tmux(
+        name,
+        d,
+        &format!(
+            "replay --follow {}; echo FOLLOW-EXIT=$?; sleep 600",
+            sh_quote(&d.join("s.ptop").display().to_string())
+        ),
     );
-    let t = Tmux::start(name, 100, 30, &cmd);
     t.wait_for("the file so far", Duration::from_secs(20), |s| {
         s.contains("running pid")
     });
@@ -458,16 +518,13 @@ fn replay_follow_shows_records_written_after_it_opened() {
     t.wait_for("the new record", Duration::from_secs(5), |s| {
         s.contains("mark: written-after-open")
     });
-    assert_eq!(c.ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    c.stop();
     finish(served);
     t.wait_for("the stop, followed too", Duration::from_secs(10), |s| {
         s.contains("provetop stopping")
     });
     t.keys(&["q"]);
-    let s = t.wait_for("quit", Duration::from_secs(10), |s| {
-        s.contains("FOLLOW-EXIT=")
-    });
-    assert!(s.contains("FOLLOW-EXIT=0"), "{s}");
+    exited_0(&t, "FOLLOW", "quit", Duration::from_secs(10));
 }
 
 #[test]
@@ -482,8 +539,7 @@ fn ls_lists_the_live_session_and_the_recent_recordings() {
     )
     .ok();
     std::fs::write(sessions.join("provetop-20260102-000000-2.ptop"), b"x").unwrap();
-    let served = serve(d, &[]);
-    let sock = socket(d);
+    let (served, sock) = serve(d, &[]);
     let id = id_of(&sock);
     assert!(wait_until(Duration::from_secs(30), || proofs(&sock) >= 1));
     let mut cmd = Command::new(provetop());
@@ -505,7 +561,7 @@ fn ls_lists_the_live_session_and_the_recent_recordings() {
         out.contains("recent recordings") && out.contains("provetop-20260102-000000-2.ptop"),
         "{out}"
     );
-    assert_eq!(Conn::open(&sock).ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    Conn::open(&sock).stop();
     finish(served);
 }
 
@@ -513,11 +569,10 @@ fn ls_lists_the_live_session_and_the_recent_recordings() {
 fn attaching_to_a_dead_missing_or_foreign_session_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let served = serve(d, &[]);
-    let sock = socket(d);
+    let (served, sock) = serve(d, &[]);
     let id = id_of(&sock);
     // A supervisor killed outright leaves its socket behind: stale, never connected to.
-    let pid = Conn::open(&sock).status()["pid"].as_u64().unwrap() as u32;
+    let pid = supervisor_pid(&sock);
     signal(pid, nix::sys::signal::Signal::SIGKILL);
     finish(served);
     assert!(sock.exists());
@@ -559,44 +614,20 @@ fn the_live_screen_detaches_and_its_supervisor_goes_on_after_the_terminal_is_gon
     if !have_tmux(name) {
         return;
     }
-    prover();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::create_dir_all(d.join("run")).unwrap();
-    let cmd = format!(
-        "{} {} run --record {} --partitions 2 --constraints 2000; echo RUN-EXIT=$?; sleep 600",
-        env_sh(d),
-        sh_quote(&provetop().display().to_string()),
-        sh_quote(&d.join("s.ptop").display().to_string())
-    );
-    let t = Tmux::start(name, 100, 30, &cmd);
-    t.wait_for("the prover running", Duration::from_secs(30), |s| {
-        s.contains("running pid")
-    });
+    let t = live(name, d, "", "; echo RUN-EXIT=$?; sleep 600");
     t.keys(&["d"]);
-    let s = t.wait_for("the prompt back", Duration::from_secs(10), |s| {
-        s.contains("RUN-EXIT=")
-    });
-    assert!(
-        s.contains("RUN-EXIT=0") && s.contains("provetop attach"),
-        "{s}"
-    );
+    let s = exited_0(&t, "RUN", "the prompt back", Duration::from_secs(10));
+    assert!(s.contains("provetop attach"), "{s}");
     assert_eq!(t.format("#{alternate_on}"), "0");
     // The terminal goes away.
     drop(t);
     let sock = socket(d);
-    let pid = Conn::open(&sock).status()["pid"].as_u64().unwrap() as u32;
+    let pid = supervisor_pid(&sock);
     let _stop = StopOnDrop(pid);
-    let before = proofs(&sock);
-    assert!(
-        wait_until(Duration::from_secs(30), || proofs(&sock) > before),
-        "the detached prover stopped proving"
-    );
-    assert_eq!(Conn::open(&sock).ask(r#"{"cmd":"stop"}"#)["ok"], true);
-    assert!(
-        wait_until(Duration::from_secs(30), || !alive(pid)),
-        "the detached supervisor did not stop"
-    );
+    assert_proves_on(&sock, "the detached prover stopped proving");
+    stop_and_wait(&sock, pid);
     let n = notes(&d.join("s.ptop"));
     assert!(n.iter().any(|t| t.contains("the screen detached")), "{n:?}");
     assert!(
@@ -610,13 +641,9 @@ fn the_live_screen_detaches_and_its_supervisor_goes_on_after_the_terminal_is_gon
 fn restart_on_the_socket_restarts_the_prover_under_its_restart_policy() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let served = serve(d, &["--restart", "on-failure"]);
-    let sock = socket(d);
+    let (served, sock) = serve(d, &["--restart", "on-failure"]);
     let mut c = Conn::open(&sock);
-    assert!(wait_until(Duration::from_secs(30), || c.status()
-        ["child_pid"]
-        .is_u64()));
-    let first = c.status()["child_pid"].as_u64().unwrap();
+    let first = c.child_pid();
     assert_eq!(c.ask(r#"{"cmd":"restart"}"#)["ok"], true, "restart refused");
     assert!(
         wait_until(Duration::from_secs(30), || {
@@ -626,7 +653,7 @@ fn restart_on_the_socket_restarts_the_prover_under_its_restart_policy() {
         "the prover was not started again"
     );
     assert!(!alive(first as u32));
-    assert_eq!(c.ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    c.stop();
     finish(served);
     let l = load(&d.join("s.ptop")).unwrap();
     assert!(l
@@ -639,17 +666,10 @@ fn restart_on_the_socket_restarts_the_prover_under_its_restart_policy() {
 fn watch_of_a_served_prover_points_to_attach() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let served = serve(d, &[]);
-    let sock = socket(d);
+    let (served, sock) = serve(d, &[]);
     let mut c = Conn::open(&sock);
-    assert!(wait_until(Duration::from_secs(30), || c.status()
-        ["child_pid"]
-        .is_u64()));
-    let st = c.status();
-    let (id, child) = (
-        st["id"].as_str().unwrap().to_string(),
-        st["child_pid"].as_u64().unwrap(),
-    );
+    let child = c.child_pid();
+    let id = c.status()["id"].as_str().unwrap().to_string();
     let mut cmd = Command::new(provetop());
     cmd.args(["watch", "--headless", "--no-record", &child.to_string()])
         .stdin(Stdio::null())
@@ -668,7 +688,7 @@ fn watch_of_a_served_prover_points_to_attach() {
             && first.contains(&format!("provetop attach {id}")),
         "{first}"
     );
-    assert_eq!(c.ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    c.stop();
     finish(served);
 }
 
@@ -678,33 +698,17 @@ fn with_detach_on_hangup_the_live_screen_detaches_when_its_terminal_is_killed() 
     if !have_tmux(name) {
         return;
     }
-    prover();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::create_dir_all(d.join("run")).unwrap();
-    let cmd = format!(
-        "{} {} run --detach-on-hangup --record {} --partitions 2 --constraints 2000",
-        env_sh(d),
-        sh_quote(&provetop().display().to_string()),
-        sh_quote(&d.join("s.ptop").display().to_string())
-    );
-    let t = Tmux::start(name, 100, 30, &cmd);
-    t.wait_for("the prover running", Duration::from_secs(30), |s| {
-        s.contains("running pid")
-    });
+    let t = live(name, d, "--detach-on-hangup", "");
     let sock = socket(d);
-    let pid = Conn::open(&sock).status()["pid"].as_u64().unwrap() as u32;
+    let pid = supervisor_pid(&sock);
     let _stop = StopOnDrop(pid);
     // The SSH connection drops: the terminal and everything in its session get a hangup.
     drop(t);
-    let before = proofs(&sock);
-    assert!(
-        wait_until(Duration::from_secs(30), || proofs(&sock) > before),
-        "the prover stopped proving after the hangup"
-    );
+    assert_proves_on(&sock, "the prover stopped proving after the hangup");
     assert!(alive(pid));
-    assert_eq!(Conn::open(&sock).ask(r#"{"cmd":"stop"}"#)["ok"], true);
-    assert!(wait_until(Duration::from_secs(30), || !alive(pid)));
+    stop_and_wait(&sock, pid);
     let n = notes(&d.join("s.ptop"));
     assert!(
         n.iter()
@@ -717,8 +721,7 @@ fn with_detach_on_hangup_the_live_screen_detaches_when_its_terminal_is_killed() 
 fn status_tells_an_attached_screen_the_supervisors_threshold_and_rule_lines() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let served = serve(d, &["--thresholds", "1,2,3,4", "--alert", "rss > 3GiB"]);
-    let sock = socket(d);
+    let (served, sock) = serve(d, &["--thresholds", "1,2,3,4", "--alert", "rss > 3GiB"]);
     let mut c = Conn::open(&sock);
     let s = c.status();
     assert_eq!(
@@ -731,6 +734,6 @@ fn status_tells_an_attached_screen_the_supervisors_threshold_and_rule_lines() {
         lines.iter().any(|l| l[1] == 3u64 << 30),
         "no 3 GiB rule line: {s}"
     );
-    assert_eq!(c.ask(r#"{"cmd":"stop"}"#)["ok"], true);
+    c.stop();
     finish(served);
 }

@@ -301,14 +301,21 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn the_writers_unfinished_last_frame_waits_and_is_never_damage() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.ptop");
+    /// DIR/s.ptop holding one note (t = 1), its writer still open as a recording's is, and a
+    /// follower of it that has read nothing yet.
+    fn one_note(dir: &Path) -> (PathBuf, SessionWriter, Follower) {
+        let p = dir.join("s.ptop");
         let mut w = SessionWriter::create(&p, &SessionHeader::now(vec!["x".into()], 10.0)).unwrap();
         w.append(&note(1, "one")).unwrap();
         w.flush().unwrap();
-        let mut f = Follower::open(&p).unwrap();
+        let f = Follower::open(&p).unwrap();
+        (p, w, f)
+    }
+
+    #[test]
+    fn the_writers_unfinished_last_frame_waits_and_is_never_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let (p, _w, mut f) = one_note(dir.path());
         let got = f.read().unwrap();
         assert_eq!(records(&got), vec![1]);
         // Half of the next frame, as a writer caught mid-write leaves it.
@@ -326,11 +333,7 @@ mod tests {
     #[test]
     fn a_damaged_frame_in_the_middle_is_reported_with_its_offset_and_skipped() {
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.ptop");
-        let mut w = SessionWriter::create(&p, &SessionHeader::now(vec!["x".into()], 10.0)).unwrap();
-        w.append(&note(1, "one")).unwrap();
-        w.flush().unwrap();
-        let mut f = Follower::open(&p).unwrap();
+        let (p, _w, mut f) = one_note(dir.path());
         let _ = f.read().unwrap();
         let at = f.offset();
         let mut bad = frame(&note(2, "two"));
