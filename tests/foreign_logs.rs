@@ -555,6 +555,11 @@ fn classify_and_export_read_a_session_whose_phases_came_from_log_lines() {
     let c = provetop_testkit::bins::run_provetop(&["classify", &file]);
     assert_eq!(c.code, 0, "{}", c.stderr);
     // Memory by the prover's phases: the rows of the phases read from its lines.
+    assert!(
+        c.stdout.contains("prover phases (from its log lines):"),
+        "{}",
+        c.stdout
+    );
     let table: Vec<&str> = c
         .stdout
         .lines()

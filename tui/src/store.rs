@@ -471,7 +471,13 @@ pub fn phase_table(store: &Store) -> Option<String> {
         row.gpu.merge(&s.gpu);
     }
     let mut out = String::new();
-    let _ = writeln!(out, "prover phases (from events):");
+    // Every span read from the child's log lines (it never spoke the protocol): said so.
+    let whence = if !store.spans().is_empty() && store.spans().iter().all(|s| s.derived) {
+        "from its log lines"
+    } else {
+        "from events"
+    };
+    let _ = writeln!(out, "prover phases ({whence}):");
     let _ = writeln!(
         out,
         "  {:<18} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
