@@ -611,3 +611,37 @@ fn the_screen_of_watch_with_log_from_standard_input_takes_its_keys_from_the_term
     sleeper.kill().unwrap();
     sleeper.wait().unwrap();
 }
+
+#[test]
+fn a_flood_of_long_lines_is_bounded_by_bytes_too_and_every_line_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("wide.ptop");
+    // 3,000 lines of 20,000 bytes: 60 MB, each line cut to its 16 KiB head (48 MB as records
+    // if only lines were counted).
+    let script = "yes \"$(head -c 20000 /dev/zero | tr '\\0' y)\" | head -n 3000";
+    let t0 = std::time::Instant::now();
+    let out = headless(dir.path(), &s, &["--", "sh", "-c", script]);
+    let secs = t0.elapsed().as_secs_f64();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let l = session(&s);
+    let outs = outputs(&l.records);
+    let bytes: usize = outs.iter().map(|o| o.1.len()).sum();
+    let dropped: u64 = l
+        .records
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Mark(Mark::Dropped { what, count }) if what == "output lines" => {
+                Some(*count)
+            }
+            _ => None,
+        })
+        .sum();
+    assert_eq!(outs.len() as u64 + dropped, 3000);
+    let bound = provetop_collect::supervisor::OUTPUT_BYTE_BURST
+        + provetop_collect::supervisor::OUTPUT_BYTE_RATE * secs;
+    assert!(
+        (bytes as f64) <= bound,
+        "{bytes} bytes recorded in {secs:.1} s (bound {bound})"
+    );
+    assert!(outs.iter().all(|o| o.2 == Some(20_000)));
+}

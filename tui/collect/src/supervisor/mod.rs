@@ -50,7 +50,10 @@ pub use events::{BYTE_BURST, BYTE_RATE, EVENT_BURST, EVENT_RATE};
 pub use exit::ExitInfo;
 pub use guard::{enable as enable_guard, guard_main, GUARD_ARG};
 pub use launch::EVENTS_FD;
-pub use output::{LineSink, LOG_CAP, MAX_OUTPUT_LINE, OUTPUT_BURST, OUTPUT_RATE};
+pub use output::{
+    LineSink, LOG_CAP, MAX_OUTPUT_LINE, OUTPUT_BURST, OUTPUT_BYTE_BURST, OUTPUT_BYTE_RATE,
+    OUTPUT_RATE,
+};
 pub use registry::{helper_ended, kill_all_children, spawn_helper};
 
 /// What to run and how.

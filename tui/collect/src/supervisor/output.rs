@@ -7,7 +7,8 @@
 //!
 //! * a line longer than [`MAX_OUTPUT_LINE`] bytes keeps its head, and the record says how
 //!   long it was (the rest is read and skipped, at memory speed);
-//! * lines are recorded at most at [`OUTPUT_RATE`] a second (bursts of [`OUTPUT_BURST`]);
+//! * lines are recorded at most at [`OUTPUT_RATE`] a second (bursts of [`OUTPUT_BURST`])
+//!   and [`OUTPUT_BYTE_RATE`] bytes a second (bursts of [`OUTPUT_BYTE_BURST`]);
 //!   what is over it is counted and said in a [`Mark::Dropped`] (`what: "output lines"`) as
 //!   soon as lines are recorded again, and when the output ends.
 //!
@@ -42,6 +43,11 @@ pub const MAX_OUTPUT_LINE: usize = 16 << 10;
 pub const OUTPUT_RATE: f64 = 2_000.0;
 /// Output lines recorded in a burst above the rate.
 pub const OUTPUT_BURST: f64 = 20_000.0;
+/// Bytes of output lines recorded per second, sustained (long lines count by their size:
+/// 2,000 cut lines a second would otherwise be 32 MB/s of session file).
+pub const OUTPUT_BYTE_RATE: f64 = 1024.0 * 1024.0;
+/// Bytes of output lines recorded in a burst above the byte rate.
+pub const OUTPUT_BYTE_BURST: f64 = 8.0 * 1024.0 * 1024.0;
 
 /// What both streams of one run share.
 struct Shared {
@@ -53,6 +59,7 @@ struct Shared {
 /// One per stream of lines that belong together (a child's two outputs; a followed log).
 pub struct LineSink {
     bucket: f64,
+    byte_bucket: f64,
     refilled: Instant,
     /// Lines over the rate since the last [`Mark::Dropped`].
     over: u64,
@@ -71,6 +78,7 @@ impl LineSink {
     pub fn new() -> LineSink {
         LineSink {
             bucket: OUTPUT_BURST,
+            byte_bucket: OUTPUT_BYTE_BURST,
             refilled: Instant::now(),
             over: 0,
             engine: Engine::configured(),
@@ -112,11 +120,14 @@ impl LineSink {
         let dt = now.duration_since(self.refilled).as_secs_f64();
         self.refilled = now;
         self.bucket = (self.bucket + dt * OUTPUT_RATE).min(OUTPUT_BURST);
-        if self.bucket < 1.0 {
+        self.byte_bucket = (self.byte_bucket + dt * OUTPUT_BYTE_RATE).min(OUTPUT_BYTE_BURST);
+        let bytes = text.len() as f64;
+        if self.bucket < 1.0 || self.byte_bucket < bytes {
             self.over += 1;
             return;
         }
         self.bucket -= 1.0;
+        self.byte_bucket -= bytes;
         if let Some(d) = self.take_over() {
             recorded(d);
         }
