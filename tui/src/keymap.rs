@@ -217,24 +217,13 @@ pub const GLOBAL_WATCH_ATTACHED: Section = global!("quit (the prover keeps runni
 /// The live screen's session: detach (no footer hint: the footer keeps its room).
 pub const SESSION: Section = Section {
     title: "session",
-    bindings: &[b(
-        &[k('d')],
-        "d",
-        "detach: prover goes on",
-        Action::Detach,
-    )],
+    bindings: &[b(&[k('d')], "d", "detach: prover goes on", Action::Detach)],
 };
 
 /// An attached screen's session: detach, with its footer hint.
 pub const SESSION_ATTACH: Section = Section {
     title: "session",
-    bindings: &[b(
-        &[k('d')],
-        "d",
-        "detach: prover goes on",
-        Action::Detach,
-    )
-    .hint("d", "detach", 1)],
+    bindings: &[b(&[k('d')], "d", "detach: prover goes on", Action::Detach).hint("d", "detach", 1)],
 };
 
 /// The live view of the chart and timeline.
@@ -589,7 +578,13 @@ mod tests {
         assert_eq!(quit(REPLAY), "quit");
         assert_eq!(quit(ATTACH), "quit + stop prover (asks)");
         assert_eq!(quit(ATTACH_READ_ONLY), "quit (the prover keeps running)");
-        assert_eq!(lookup(ATTACH_READ_ONLY, &ev(KeyCode::Char('1'), KeyModifiers::NONE)), None);
+        assert_eq!(
+            lookup(
+                ATTACH_READ_ONLY,
+                &ev(KeyCode::Char('1'), KeyModifiers::NONE)
+            ),
+            None
+        );
     }
 
     #[test]

@@ -7,9 +7,9 @@
 pub mod app;
 pub mod attach;
 pub mod classify;
-pub mod detach;
 pub mod cli;
 pub mod compare;
+pub mod detach;
 pub mod event_loop;
 pub mod export;
 pub mod follow;

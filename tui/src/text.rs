@@ -164,7 +164,11 @@ pub fn log_level(l: &Logged) -> LogLevel {
 /// The level a line of the child's output reads as: a level word near its start (`ERROR`,
 /// `WARN`, `panicked at`), else info.
 fn output_level(text: &str) -> LogLevel {
-    let head: String = text.chars().take(64).collect::<String>().to_ascii_uppercase();
+    let head: String = text
+        .chars()
+        .take(64)
+        .collect::<String>()
+        .to_ascii_uppercase();
     let word = |w: &str| {
         head.match_indices(w).any(|(i, _)| {
             let before = head[..i].chars().next_back();

@@ -197,7 +197,11 @@ impl Model {
         self.derived += 1;
         if let provetop_shared::Event::Log { level, message, .. } = &d.event {
             if level == "warn" || level == "error" {
-                push_bounded(&mut self.log_warnings, (t, message.clone()), child::MAX_MARKS);
+                push_bounded(
+                    &mut self.log_warnings,
+                    (t, message.clone()),
+                    child::MAX_MARKS,
+                );
             }
         }
         self.deriving = true;
