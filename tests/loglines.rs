@@ -1,6 +1,6 @@
 //! Golden tests of the line grammars (`provetop_collect::loglines`) on real lines: a real
-//! rust-fil-proofs 19.1.0 capture (sealing a 2 KiB sector, fil_logger, bellperson 0.27 on
-//! the CPU), and lines in the formats of bellperson's GPU builds, SupraSeal under curio
+//! rust-fil-proofs 19.1.0 capture of our own (`tests/foreign/filecoin`'s fil-seal sealing a
+//! 2 KiB sector on the 2-core VM, fil_logger at RUST_LOG=debug, bellperson 0.27 on the CPU), and lines in the formats of bellperson's GPU builds, SupraSeal under curio
 //! (fil_logger with colours, GOLOG JSON, journald), cuzk, tracing-subscriber and ark-std,
 //! written from those projects' format strings. Plus the user's rules and bad input.
 //!
@@ -15,8 +15,8 @@ use provetop_shared::{Event, Phase, Record, RecordBody};
 
 /// When the golden files "arrive" (monotonic ns): far enough from 0 for stamps months old.
 const ARRIVAL: u64 = 400 * 86_400 * 1_000_000_000;
-/// The wall clock at their arrival: 2026-12-02T00:00:00Z.
-const WALL: i128 = 1_796_169_600 * 1_000_000_000;
+/// The wall clock at their arrival: 2026-12-03T00:00:00Z (after every golden stamp).
+const WALL: i128 = 1_796_256_000 * 1_000_000_000;
 
 fn golden(name: &str) -> Vec<u8> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -131,7 +131,7 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 
 #[test]
 fn a_real_rust_fil_proofs_seal_becomes_its_sealing_phases_with_c2s_bellperson_proof_inside() {
-    let s = spans(&derive(&golden("rust-fil-proofs-19.1.0-seal-2kib-cpu.log")));
+    let s = spans(&derive(&golden("fil-seal-2kib-19.1.0-debug.log")));
     assert!(s.iter().all(|x| x.end.is_some()), "all closed: {s:?}");
     let pc1 = one(&s, "seal_pre_commit_phase1");
     let pc2 = one(&s, "seal_pre_commit_phase2");
@@ -146,27 +146,28 @@ fn a_real_rust_fil_proofs_seal_becomes_its_sealing_phases_with_c2s_bellperson_pr
         assert_eq!(x.proof, pc1.proof, "one sector, one proof: {x:?}");
         assert_eq!(x.grammar, "fil_proofs");
     }
-    // 20:52:48.375 → 20:52:48.382 (the fil_logger stamps, local time, milliseconds).
-    assert!(close(c1.secs(), 0.007, 1e-6), "{}", c1.secs());
-    assert!(close(c2.secs(), 60.841, 1e-6), "{}", c2.secs());
-    // bellperson inside C2: synthesis 1.607 s (its own figure: 1.607111608 s) and proving
-    // 58.771 s (58.771336807 s), on the sector's proof.
+    // 02:00:09.720 → 02:00:09.730 and 02:00:09.731 → 02:01:32.676 (the fil_logger stamps,
+    // local time, milliseconds).
+    assert!(close(c1.secs(), 0.010, 1e-6), "{}", c1.secs());
+    assert!(close(c2.secs(), 82.945, 1e-6), "{}", c2.secs());
+    // bellperson inside C2: synthesis 1.696 s (its own figure: 1.696148831 s) and proving
+    // 80.965 s (80.965376859 s), on the sector's proof.
     let syn = one(&s, "synthesis");
     let prove = one(&s, "prove");
     assert_eq!(syn.grammar, "bellperson");
     assert!(syn.inside(c2c) && prove.inside(c2c));
     assert_eq!((syn.proof, prove.proof), (c2.proof, c2.proof));
-    assert!(close(syn.secs(), 1.607111608, 0.002), "{}", syn.secs());
-    assert!(close(prove.secs(), 58.771336807, 0.002), "{}", prove.secs());
-    // The FFTs of h: "get h" → "multiexp h" (20:52:50.444 → 20:53:04.033).
-    assert!(close(one(&s, "fft_h").secs(), 13.589, 1e-6));
+    assert!(close(syn.secs(), 1.696148831, 0.002), "{}", syn.secs());
+    assert!(close(prove.secs(), 80.965376859, 0.002), "{}", prove.secs());
+    // The FFTs of h: "get h" → "multiexp h" (02:00:11.704 → 02:00:35.850).
+    assert!(close(one(&s, "fft_h").secs(), 24.146, 1e-6));
     // A CPU build: its multiexps overlap on bellperson's pool, and the markers do not
     // bound them, so no MSM phase is made up.
     assert!(named(&s, "msm_h").is_empty() && named(&s, "msm_l").is_empty());
-    // Parameters: the proving parameters (0.343 s) and the verifying key, each loaded once.
+    // Parameters: the proving parameters (0.165 s) and the verifying key, each loaded once.
     let params = named(&s, "params_load");
     assert_eq!(params.len(), 2, "{params:?}");
-    assert!(close(params[0].secs(), 0.343, 1e-6));
+    assert!(close(params[0].secs(), 0.165, 1e-6), "{}", params[0].secs());
     assert!(params[0].inside(c2c));
 }
 

@@ -40,7 +40,7 @@ fn lines(c: &mut Criterion) {
         ),
         (
             "fil_logger",
-            golden("rust-fil-proofs-19.1.0-seal-2kib-cpu.log"),
+            golden("fil-seal-2kib-19.1.0-debug.log"),
         ),
         ("env_logger_ansi", golden("bellperson-cuda-env_logger.log")),
         ("golog_json", golden("golog-json.log")),
