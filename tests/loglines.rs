@@ -1,7 +1,8 @@
 //! Golden tests of the line grammars (`provetop_collect::loglines`) on real lines: a real
 //! rust-fil-proofs 19.1.0 capture of our own (`tests/foreign/filecoin`'s fil-seal sealing a
-//! 2 KiB sector on the 2-core VM, fil_logger at RUST_LOG=debug, bellperson 0.27 on the CPU), and lines in the formats of bellperson's GPU builds, SupraSeal under curio
-//! (fil_logger with colours, GOLOG JSON, journald), cuzk, tracing-subscriber and ark-std,
+//! 2 KiB sector on the 2-core VM, fil_logger at RUST_LOG=debug, bellperson 0.27 on the CPU),
+//! and lines in the formats of bellperson's GPU builds, SupraSeal under curio (fil_logger
+//! with colours, GOLOG JSON, journald), cuzk, tracing-subscriber and ark-std,
 //! written from those projects' format strings. Plus the user's rules and bad input.
 //!
 //! Each golden file is read as `watch PID --log FILE` reads a finished log: every line
