@@ -106,8 +106,7 @@ impl Driver for LiveDriver {
             match (&self.host, &self.control) {
                 // The file is what an attached screen shows: without one, attach has nothing.
                 (Some(_), Some(_)) if app.recording.is_none() => app.flash(
-                    "cannot detach: this session does not record (--no-record), so no screen \
-                     could attach to it",
+                    "cannot detach: with --no-record there is no file to attach to",
                     true,
                 ),
                 (Some(_), Some(_)) => app.detach = true,
