@@ -107,9 +107,10 @@ pub struct MonitorOpts {
     pub hz: Option<f64>,
     /// `--smaps-duty`; `None`: the file's `smaps_duty`, else [`DEFAULT_SMAPS_DUTY`].
     #[arg(long, value_name = "FRACTION", value_parser = smaps_duty_arg,
-          help = format!("Largest share of one core that reading smaps (pinned memory) may \
-                          cost; with the 0.3 % of status sampling this keeps the whole \
-                          sampler under 1 % of a core (0 = off) [default: {DEFAULT_SMAPS_DUTY}]"))]
+          help = format!("Largest share of one core that the smaps cross-check of pinned \
+                          memory may cost (the pinned series itself comes from the mapping \
+                          table at the sample rate; smaps only checks it) (0 = off) \
+                          [default: {DEFAULT_SMAPS_DUTY}]"))]
     pub smaps_duty: Option<f64>,
     /// `--gpu-hz`; `None`: the file's `gpu_hz`, else [`DEFAULT_GPU_HZ`].
     #[arg(long, value_name = "HZ", value_parser = gpu_hz_arg,

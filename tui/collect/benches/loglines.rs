@@ -38,10 +38,7 @@ fn lines(c: &mut Criterion) {
                 .map(|i| format!("{i} lines of nothing in particular"))
                 .collect(),
         ),
-        (
-            "fil_logger",
-            golden("fil-seal-2kib-19.1.0-debug.log"),
-        ),
+        ("fil_logger", golden("fil-seal-2kib-19.1.0-debug.log")),
         ("env_logger_ansi", golden("bellperson-cuda-env_logger.log")),
         ("golog_json", golden("golog-json.log")),
     ];

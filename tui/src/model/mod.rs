@@ -272,6 +272,13 @@ impl Model {
         self.forecast.predicted_free(s).map(|(v, _)| v)
     }
 
+    /// Seconds until memory runs out at the tree's recent RSS growth; `None` while it is not
+    /// growing. What the `time_to_oom` alert metric reads.
+    pub fn time_to_oom(&self) -> Option<f64> {
+        let s = self.last_sample.as_ref()?;
+        self.forecast.time_to_oom(s).map(|(v, _)| v)
+    }
+
     /// Text for the header's "phase" field and the export's phase column: the open phases
     /// ("synthesis ×4", "msm_h"), else the prover's state, else the threshold phase.
     pub fn current_phase_text(&self) -> String {

@@ -4,13 +4,13 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use provetop_shared::forecast::{self, DEFAULT_OOM_HORIZON_S, TREND_WINDOW_S};
+use provetop_shared::forecast::DEFAULT_OOM_HORIZON_S;
 use provetop_shared::metric::Metric;
 use provetop_shared::protocol::ProverState;
 use provetop_shared::units::fmt_secs;
 
 use crate::app::{App, Screen, NS};
-use crate::model::{ChildStatus, Model};
+use crate::model::ChildStatus;
 use crate::ui::{fit, short_bytes, Item};
 
 /// Draw the header into `area` (two rows). Every item is shown whole or left out whole; on a
@@ -221,7 +221,10 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         .active_alerts
         .iter()
         .any(|a| a.alert.metric == Metric::TimeToOom.name());
-    if let Some(secs) = time_to_oom(m).filter(|&s| s < DEFAULT_OOM_HORIZON_S || rule_fires) {
+    if let Some(secs) = m
+        .time_to_oom()
+        .filter(|&s| s < DEFAULT_OOM_HORIZON_S || rule_fires)
+    {
         l2.push(Item::new(
             0,
             vec![
@@ -321,21 +324,6 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     if area.height > 1 {
         buf.set_line(area.x, area.y + 1, &Line::from(fit(l2, room)), area.width);
     }
-}
-
-/// Seconds until memory runs out at the RSS growth of the last seconds (the same trend forecast
-/// as the `time_to_oom` alert metric, read from the chart's recent points).
-fn time_to_oom(m: &Model) -> Option<f64> {
-    let s = m.last_sample.as_ref()?;
-    let last = m.series.last_t()?;
-    let from = last.saturating_sub((TREND_WINDOW_S * 1e9) as u64);
-    let points: Vec<(u64, u64)> = m
-        .series
-        .points_in(from, last)
-        .filter_map(|p| Some((p.t, p.get(Metric::Rss)?)))
-        .collect();
-    let rate = forecast::growth_rate(points.iter().copied())?;
-    forecast::time_to_oom(rate, s).map(|(secs, _)| secs)
 }
 
 #[cfg(test)]

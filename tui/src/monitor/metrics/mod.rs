@@ -159,6 +159,8 @@ struct State {
     interval_peak: Option<u64>,
     pinned_reported: Option<u64>,
     predicted_free: Option<f64>,
+    /// Seconds until memory runs out at the recent RSS growth (absent while not growing).
+    time_to_oom: Option<f64>,
     /// Prover spans open per phase, as the model counts them (only phases with some open).
     open: HashMap<Phase, usize>,
     /// The SRS load or generation open (a span of its own in the model).
@@ -288,6 +290,7 @@ impl Metrics {
                 st.samples += 1;
                 st.pinned_reported = s.pinned_reported.or(model.prover.report.map(|r| r.pinned));
                 st.predicted_free = model.predicted_free();
+                st.time_to_oom = model.time_to_oom();
                 match &mut st.sample {
                     // Reuse the per-GPU vector: a sample at 20 Hz allocates nothing here.
                     Some(old) => old.clone_from(s),
@@ -759,6 +762,12 @@ impl Collector for Scrape {
             "memory predicted to be left when the running proof peaks (negative: short by that much)",
             b(),
             st.predicted_free,
+        )?;
+        o.opt_gauge(
+            "time_to_oom",
+            "seconds until memory runs out at the process tree's recent RSS growth (absent while it is not growing)",
+            Some(Unit::Seconds),
+            st.time_to_oom,
         )?;
         o.counter("samples", "memory samples taken", None, st.samples)?;
 

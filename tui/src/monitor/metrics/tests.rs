@@ -539,3 +539,21 @@ fn the_srs_load_is_a_phase_of_its_own_while_it_runs() {
         Some(1.0)
     );
 }
+
+#[test]
+fn time_to_oom_is_served_while_rss_grows_and_left_out_once_it_levels_off() {
+    let mut f = Feed::new(&[]);
+    // 1 GiB/s for 5 s, with 100 GiB available: about 100 s to go.
+    for i in 0..=10 {
+        f.sample(i * S / 2, (1 + i / 2) * GIB + (i % 2) * GIB / 2, GIB);
+    }
+    let t = f.scrape();
+    let secs = value(&t, "provetop_time_to_oom_seconds").expect("served while growing");
+    assert!((90.0..=110.0).contains(&secs), "{secs} in\n{t}");
+    // Flat for the trend's window: no forecast, so no series (not a zero).
+    for i in 11..=40 {
+        f.sample(i * S / 2, 6 * GIB, GIB);
+    }
+    let t = f.scrape();
+    assert_eq!(value(&t, "provetop_time_to_oom_seconds"), None, "{t}");
+}
