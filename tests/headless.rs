@@ -237,3 +237,23 @@ fn watch_errors_are_one_line() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_sigterm_the_instant_the_child_starts_still_stops_the_session_cleanly() {
+    // The child signals provetop before its first instruction of real work: the stop
+    // signals must already be caught then, or SIGTERM's default action ends provetop
+    // unrecorded (a race the process-tree test once lost under CI's load).
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("early.ptop");
+    let out = headless(
+        dir.path(),
+        &s,
+        &["--", "sh", "-c", "kill -TERM $PPID; sleep 30"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("got SIGTERM: stopping the child"), "{err}");
+    assert!(err.contains("session recorded to"), "{err}");
+    assert_eq!(out.status.code(), Some(128 + 15), "{err}");
+    let l = load(&s).unwrap();
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+}

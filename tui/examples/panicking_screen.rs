@@ -63,13 +63,14 @@ fn main() -> anyhow::Result<()> {
     let at = Instant::now() + Duration::from_millis(ms.parse()?);
     monitor::runtime()?.block_on(async {
         let mut app = App::new(Screen::Run, setup.thresholds, Theme::from_env(), mono_ns());
+        let stop = provetop::monitor::signals::stop_signal();
         let monitor = Monitor::start(&setup, target, &mut app.model).await?;
         provetop::terminal::install_panic_hook(monitor.panic_cleanup());
         let mut driver = Panicking {
             live: LiveDriver::new(monitor),
             at,
         };
-        event_loop::run_on_terminal(&mut app, &mut driver).await?;
+        event_loop::run_on_terminal(&mut app, &mut driver, stop).await?;
         Ok(())
     })
 }

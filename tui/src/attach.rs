@@ -448,7 +448,10 @@ fn run(
     app.clock = driver.clock();
     crate::terminal::install_panic_hook(|| {});
     let rt = crate::monitor::runtime()?;
-    let exit = rt.block_on(event_loop::run_on_terminal(&mut app, &mut driver));
+    let exit = rt.block_on(async {
+        let stop = crate::monitor::signals::stop_signal();
+        event_loop::run_on_terminal(&mut app, &mut driver, stop).await
+    });
     crate::terminal::restore();
     Ok((exit, driver.warnings, driver.stopped))
 }

@@ -148,16 +148,14 @@ where
 }
 
 /// [`run`] on the real terminal (raw mode and the alternate screen for as long as it runs),
-/// with crossterm's keys and the signals that stop provetop.
-pub async fn run_on_terminal<D: Driver>(app: &mut App, driver: &mut D) -> anyhow::Result<Exit> {
+/// with crossterm's keys and `stop`, the signals that stop provetop
+/// ([`crate::monitor::signals::stop_signal`], made before the session started).
+pub async fn run_on_terminal<D: Driver>(
+    app: &mut App,
+    driver: &mut D,
+    stop: impl std::future::Future<Output = i32>,
+) -> anyhow::Result<Exit> {
     let mut tui = crate::terminal::Tui::enter()?;
     let input = crossterm::event::EventStream::new();
-    run(
-        &mut tui.terminal,
-        app,
-        driver,
-        input,
-        crate::monitor::signals::stop_signal(),
-    )
-    .await
+    run(&mut tui.terminal, app, driver, input, stop).await
 }

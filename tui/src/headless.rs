@@ -45,9 +45,11 @@ pub fn main(s: Setup, target: Target) -> anyhow::Result<i32> {
     let served = Served::new(&target);
     let mut m = Model::new(s.thresholds);
     let (code, recorded, dead) = rt.block_on(async {
+        // Caught from before the child starts: a SIGTERM during start-up stops it cleanly.
+        let stop = served_stop_signal();
         let mut mon = Monitor::start(&s, target, &mut m).await?;
         let control = served.control(&s, &mut mon, &mut m);
-        serve(mon, &mut m, served, control).await
+        serve(mon, &mut m, served, control, stop).await
     })?;
     report(&m, recorded);
     match dead {
@@ -116,11 +118,11 @@ pub async fn serve(
     m: &mut Model,
     served: Served,
     mut control: Option<ControlServer>,
+    stop: impl std::future::Future<Output = i32>,
 ) -> anyhow::Result<(i32, Option<std::path::PathBuf>, Option<String>)> {
     let watched = served.watched;
     mon.pipeline.to_stderr = true;
     let mut tick = tokio::time::interval(monitor::TICK);
-    let stop = served_stop_signal();
     tokio::pin!(stop);
     let mut dead = None;
     let (ended, by_itself, recorded) = loop {

@@ -251,6 +251,8 @@ fn screen(
         app.baseline = baseline.map(|b| b.for_live(app.origin));
         app.rule_lines = rule_lines(&s.rules);
         app.recording = s.record.as_ref().map(|p| p.display().to_string());
+        // Caught from before the child starts: a signal during start-up stops it cleanly.
+        let stop = crate::monitor::signals::stop_signal();
         let mut monitor = match Monitor::start(&s, target, &mut app.model).await {
             Ok(m) => m,
             Err(e) => return (Err(e), None, None),
@@ -260,7 +262,7 @@ fn screen(
         let mut driver = LiveDriver::new(monitor);
         driver.control = control;
         driver.host = host;
-        let exit = event_loop::run_on_terminal(&mut app, &mut driver).await;
+        let exit = event_loop::run_on_terminal(&mut app, &mut driver, stop).await;
         // A hangup: the terminal closed (SIGHUP, or its input ended or failed).
         let hung_up = matches!(
             exit,
@@ -345,7 +347,15 @@ async fn detached(
         .pipeline
         .note(&mut app.model, format!("{why}; supervising headless"));
     let control = driver.control.take();
-    match crate::headless::serve(driver.monitor, &mut app.model, served, control).await {
+    match crate::headless::serve(
+        driver.monitor,
+        &mut app.model,
+        served,
+        control,
+        crate::monitor::signals::served_stop_signal(),
+    )
+    .await
+    {
         Ok((code, recorded, _dead)) => (Ok(code), recorded, None),
         Err(e) => (Err(e), None, None),
     }

@@ -281,7 +281,10 @@ pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
     }
     crate::terminal::install_panic_hook(|| {});
     let rt = crate::monitor::runtime()?;
-    let result = rt.block_on(event_loop::run_on_terminal(&mut app, &mut driver));
+    let result = rt.block_on(async {
+        let stop = crate::monitor::signals::stop_signal();
+        event_loop::run_on_terminal(&mut app, &mut driver, stop).await
+    });
     crate::terminal::restore();
     for w in &warnings {
         crate::say!("provetop: {}: {w}", args.file.display());

@@ -13,30 +13,41 @@ use provetop_collect::supervisor::ExitInfo;
 /// main.rs); the faults SIGABRT, SIGILL, SIGFPE, SIGTRAP, SIGSYS (the terminal is restored by
 /// [`crate::terminal`]'s handler before they end provetop); SIGSEGV and SIGBUS, left to the
 /// Rust runtime's stack-overflow report.
-pub async fn stop_signal() -> i32 {
-    stop_signal_but(&[]).await
+///
+/// The handlers are installed when this is called, not when the future is first polled: call
+/// it before starting anything a signal must stop cleanly (a signal that arrives before the
+/// handlers are in would take its default action and end provetop unrecorded).
+pub fn stop_signal() -> impl std::future::Future<Output = i32> {
+    stop_signal_but(&[])
 }
 
 /// [`stop_signal`] for a session with no terminal of its own (headless, served, detached):
 /// a hangup (SIGHUP: the terminal that started it closed, an SSH connection dropped) is
 /// caught and does not stop it; it is said once on stderr. Only an explicit signal or the
 /// control socket's `stop` ends the session.
-pub async fn served_stop_signal() -> i32 {
-    stop_signal_but(&[SIGHUP]).await
+pub fn served_stop_signal() -> impl std::future::Future<Output = i32> {
+    stop_signal_but(&[SIGHUP])
 }
 
 /// [`stop_signal`], with the signals in `survived` caught (so their default action does not
-/// end provetop) but not stopping it.
-async fn stop_signal_but(survived: &[i32]) -> i32 {
-    use futures::future::select_all;
+/// end provetop) but not stopping it. The handlers go in now (inside a tokio runtime).
+fn stop_signal_but(survived: &'static [i32]) -> impl std::future::Future<Output = i32> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut said = false;
-    let mut streams: Vec<(i32, tokio::signal::unix::Signal)> = STOP_SIGNALS
+    let streams: Vec<(i32, tokio::signal::unix::Signal)> = STOP_SIGNALS
         .iter()
         .copied()
         .chain(realtime_signals())
         .filter_map(|n| signal(SignalKind::from_raw(n)).ok().map(|s| (n, s)))
         .collect();
+    wait_for_stop(streams, survived)
+}
+
+async fn wait_for_stop(
+    mut streams: Vec<(i32, tokio::signal::unix::Signal)>,
+    survived: &[i32],
+) -> i32 {
+    use futures::future::select_all;
+    let mut said = false;
     if streams.is_empty() {
         return std::future::pending().await;
     }
