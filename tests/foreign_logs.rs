@@ -97,12 +97,21 @@ fn a_command_that_logs_like_bellperson_gets_its_phases_recorded_with_every_line(
     // proving 0.3 s: within the stamps' millisecond and the shell's own time.
     assert!((0.35..0.8).contains(&secs(&spans[0])), "{spans:?}");
     assert!((0.25..0.7).contains(&secs(&spans[1])), "{spans:?}");
+    // Every line, each from its own stream (two pipes: which of the last stderr line and the
+    // stdout line is recorded first is up to the readers, so only each stream's order holds).
     let outs = outputs(&l.records);
     assert_eq!(outs.len(), 5, "{outs:?}");
-    assert!(outs[..4].iter().all(|o| o.0 == OutputSource::Stderr));
+    let (err, out): (Vec<_>, Vec<_>) = outs.iter().partition(|o| o.0 == OutputSource::Stderr);
+    assert_eq!(err.len(), 4, "{outs:?}");
+    assert!(
+        err[0].1.ends_with("Bellperson 0.27.0 is being used!"),
+        "{err:?}"
+    );
+    assert!(err[3].1.ends_with("prover time: 300ms"), "{err:?}");
     assert_eq!(
-        outs[4],
-        (OutputSource::Stdout, "done on stdout".into(), None)
+        out,
+        [&(OutputSource::Stdout, "done on stdout".into(), None)],
+        "{outs:?}"
     );
     // The derived records say which grammar read them.
     assert!(l
