@@ -28,6 +28,6 @@ pub use protocol::{
     PROTOCOL_VERSION,
 };
 pub use record::{
-    Alert, AlertLevel, AlertState, Derived, Mark, OutputLine, OutputSource, Record, RecordBody,
-    Sample,
+    Alert, AlertLevel, AlertState, Derived, GpuDetail, Mark, OutputLine, OutputSource, ProcUsage,
+    Record, RecordBody, Sample, Usage,
 };

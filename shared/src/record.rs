@@ -39,6 +39,9 @@ pub enum RecordBody {
     /// the protocol's own events stay the precise path, and a child that speaks the
     /// protocol gets none of these.
     Derived(Derived),
+    /// Where the cores, the disks and the GPUs went over the last interval: CPU time, I/O,
+    /// faults of the tree and of each of its processes, the host's load, each GPU's details.
+    Usage(Usage),
 }
 
 /// Where a line of output came from.
@@ -149,6 +152,94 @@ pub struct GpuReading {
     pub total: u64,
     /// Utilization percent.
     pub util: u8,
+}
+
+/// A usage reading, taken at the usage cadence (`usage_hz`, lower than the memory samples').
+/// Rates cover `interval_ns`, the time since the reading before; the first reading after a
+/// start (or a new tree) has no rates. `None` is unknown, never zero: a process whose
+/// `/proc/PID/io` is unreadable (another user's), NVML absent or failing, a process that
+/// exited between two reads.
+///
+/// JSON in session files (kind 8, added within format version 1: older files have none).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// The interval the rates cover, ns (0 on the first reading).
+    pub interval_ns: u64,
+    /// Cores busy in the tree (user + system CPU time over the interval), e.g. 11.3.
+    pub cores: Option<f64>,
+    /// Threads in the tree.
+    pub threads: u32,
+    /// Context switches per second in the tree (voluntary and not).
+    pub ctx_switches: Option<f64>,
+    /// Major page faults per second in the tree (the first sign of swapping).
+    pub major_faults: Option<f64>,
+    /// Bytes read from storage per second by the tree (`/proc/PID/io` read_bytes); `None`
+    /// when any process's file is unreadable.
+    pub read_bps: Option<f64>,
+    /// Bytes written to storage per second by the tree (write_bytes).
+    pub write_bps: Option<f64>,
+    /// Cores busy on the whole host (`/proc/stat`), so competition shows.
+    pub host_cores: Option<f64>,
+    /// Cores online on the host.
+    pub host_ncpu: u32,
+    /// The tree's processes, root first.
+    #[serde(default)]
+    pub procs: Vec<ProcUsage>,
+    /// Each GPU's details (NVML), by index.
+    #[serde(default)]
+    pub gpus: Vec<GpuDetail>,
+}
+
+/// One process of the tree in a [`Usage`] reading.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcUsage {
+    pub pid: u32,
+    /// Parent pid.
+    pub ppid: u32,
+    /// The command name (`/proc/PID/comm`, as text; shown inert).
+    pub command: String,
+    /// Memory, bytes (VmRSS and its parts).
+    pub rss: u64,
+    pub anon: u64,
+    pub file: u64,
+    pub shmem: u64,
+    /// Pinned host memory of this process (`None`: unknown or stale).
+    pub pinned: Option<u64>,
+    /// Cores busy in this process over the interval.
+    pub cores: Option<f64>,
+    pub threads: u32,
+    /// Major page faults per second.
+    pub major_faults: Option<f64>,
+    /// Storage bytes per second (`None`: `/proc/PID/io` unreadable).
+    pub read_bps: Option<f64>,
+    pub write_bps: Option<f64>,
+    /// GPU memory this process holds, per GPU index (NVML), bytes.
+    #[serde(default)]
+    pub gpu_mem: Vec<(u32, u64)>,
+}
+
+/// One GPU's details in a [`Usage`] reading; utilisation and memory themselves are in every
+/// [`Sample`]'s [`GpuReading`]s.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuDetail {
+    pub index: u32,
+    /// NVML's UUID ("GPU-…"), the name that survives a renumbering.
+    pub uuid: String,
+    /// Product name.
+    pub name: String,
+    /// Degrees Celsius.
+    pub temp_c: Option<u32>,
+    /// Watts drawn.
+    pub power_w: Option<f64>,
+    /// SM clock, MHz.
+    pub sm_clock_mhz: Option<u32>,
+    /// Active clock throttle reasons, as NVML names them ("sw_power_cap", "hw_slowdown", …);
+    /// empty when none.
+    #[serde(default)]
+    pub throttle: Vec<String>,
+    /// PCIe throughput, bytes per second, host to device and back.
+    pub pcie_rx_bps: Option<f64>,
+    pub pcie_tx_bps: Option<f64>,
 }
 
 /// Severity of an alert.
@@ -293,6 +384,7 @@ impl Record {
             RecordBody::Mark(_) => "mark",
             RecordBody::Output(_) => "output",
             RecordBody::Derived(_) => "derived",
+            RecordBody::Usage(_) => "usage",
         }
     }
 }

@@ -8,9 +8,10 @@
 //! payload  u8 kind, u64 LE t (monotonic ns), body
 //!          kind 1 = sample  (postcard, fixed layout of `Sample`: the bulk of a file)
 //!          kind 2 = event, 3 = alert, 4 = control, 5 = mark  (JSON: rare, self-describing)
-//!          kind 6 = a line of the child's output, 7 = an event derived from log lines (JSON;
-//!          added within version 1: older files have none and read as before, a reader
-//!          older than them takes such a frame for damage and skips it)
+//!          kind 6 = a line of the child's output, 7 = an event derived from log lines,
+//!          8 = a usage reading: CPU, I/O, per-process and GPU details (JSON; added within
+//!          version 1: older files have none and read as before, a reader older than them
+//!          takes such a frame for damage and skips it)
 //! ```
 //! Append-only; a frame is complete or ignored. A file cut off mid-frame (kill -9) loads
 //! every complete frame and warns with the byte offset of the cut; a damaged frame in the

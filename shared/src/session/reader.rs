@@ -6,9 +6,9 @@ use std::path::Path;
 use super::{LoadError, Loaded, SessionHeader, SourceKind, Warning, MAGIC, MAX_FRAME, MAX_HEADER};
 use crate::record::{Record, RecordBody, Sample};
 
-/// The highest record kind byte this reader knows (6 output and 7 derived came after the
-/// first files; files without them read as before).
-const MAX_KIND: u8 = 7;
+/// The highest record kind byte this reader knows (6 output, 7 derived and 8 usage came
+/// after the first files; files without them read as before).
+const MAX_KIND: u8 = 8;
 
 /// Decode a payload written by [`encode_payload`].
 pub fn decode_payload(p: &[u8]) -> Result<Record, String> {
@@ -26,6 +26,7 @@ pub fn decode_payload(p: &[u8]) -> Result<Record, String> {
         5 => RecordBody::Mark(serde_json::from_slice(b).map_err(je)?),
         6 => RecordBody::Output(serde_json::from_slice(b).map_err(je)?),
         7 => RecordBody::Derived(serde_json::from_slice(b).map_err(je)?),
+        8 => RecordBody::Usage(serde_json::from_slice(b).map_err(je)?),
         k => return Err(format!("unknown record kind {k}")),
     };
     Ok(Record { t, body })

@@ -203,6 +203,7 @@ pub fn encode_payload(rec: &Record) -> Vec<u8> {
         RecordBody::Mark(m) => (5, serde_json::to_vec(m).expect("mark encodes")),
         RecordBody::Output(o) => (6, serde_json::to_vec(o).expect("output encodes")),
         RecordBody::Derived(d) => (7, serde_json::to_vec(d).expect("derived encodes")),
+        RecordBody::Usage(u) => (8, serde_json::to_vec(u).expect("usage encodes")),
     };
     p.push(kind);
     p.extend_from_slice(&rec.t.to_le_bytes());

@@ -183,6 +183,8 @@ impl Model {
             RecordBody::Mark(m) => self.on_mark(t, m, fx),
             RecordBody::Output(o) => self.push_log(t, Logged::Output(o.clone())),
             RecordBody::Derived(d) => self.on_derived(t, d, fx),
+            // Read by the utilisation panel and the process table (not yet drawn).
+            RecordBody::Usage(_) => {}
         }
     }
 
