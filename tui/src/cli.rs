@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use provetop_collect::sampler::{
-    Bounds, DEFAULT_GPU_HZ, DEFAULT_HZ, DEFAULT_SMAPS_DUTY, GPU_HZ_BOUNDS, HZ_BOUNDS,
-    SMAPS_DUTY_BOUNDS,
+    Bounds, DEFAULT_GPU_HZ, DEFAULT_HZ, DEFAULT_SMAPS_DUTY, DEFAULT_USAGE_HZ, GPU_HZ_BOUNDS,
+    HZ_BOUNDS, SMAPS_DUTY_BOUNDS, USAGE_HZ_BOUNDS,
 };
 use provetop_shared::classify::Thresholds;
 use provetop_shared::BatchMode;
@@ -66,6 +66,10 @@ fn gpu_hz_arg(s: &str) -> Result<f64, String> {
     GPU_HZ_BOUNDS.parse(s)
 }
 
+fn usage_hz_arg(s: &str) -> Result<f64, String> {
+    USAGE_HZ_BOUNDS.parse(s)
+}
+
 fn smaps_duty_arg(s: &str) -> Result<f64, String> {
     SMAPS_DUTY_BOUNDS.parse(s)
 }
@@ -116,10 +120,16 @@ pub struct MonitorOpts {
     #[arg(long, value_name = "HZ", value_parser = gpu_hz_arg,
           help = format!("GPU (NVML) readings per second (0 = off) [default: {DEFAULT_GPU_HZ}]"))]
     pub gpu_hz: Option<f64>,
+    /// `--usage-hz`; `None`: the file's `usage_hz`, else [`DEFAULT_USAGE_HZ`].
+    #[arg(long, value_name = "HZ", value_parser = usage_hz_arg,
+          help = format!("Usage readings per second: CPU cores, threads, faults and I/O per \
+                          process, the host's load, GPU details (0 = off) \
+                          [default: {DEFAULT_USAGE_HZ}]"))]
+    pub usage_hz: Option<f64>,
     /// Alert rule, e.g. 'rss > 180GiB for 5s' or 'crit: mem_available < 2GiB' (repeatable).
     #[arg(long = "alert", value_name = "RULE")]
     pub alerts: Vec<String>,
-    /// Config file (TOML): hz, gpu_hz, smaps_duty, rules, thresholds, on_alert, default_rule,
+    /// Config file (TOML): hz, gpu_hz, usage_hz, smaps_duty, rules, thresholds, on_alert, default_rule,
     /// metrics; a flag wins over it. Default: $XDG_CONFIG_HOME/provetop/config.toml when present.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,

@@ -18,7 +18,9 @@ use std::time::Duration;
 use anyhow::Context;
 use provetop_collect::alerts::{self, FileConfig, Rule, Threshold};
 use provetop_collect::sampler::system::MemInfo;
-use provetop_collect::sampler::{SamplerConfig, DEFAULT_GPU_HZ, DEFAULT_HZ, DEFAULT_SMAPS_DUTY};
+use provetop_collect::sampler::{
+    SamplerConfig, DEFAULT_GPU_HZ, DEFAULT_HZ, DEFAULT_SMAPS_DUTY, DEFAULT_USAGE_HZ,
+};
 use provetop_shared::classify::Thresholds;
 use provetop_shared::clock::civil_from_days;
 use provetop_shared::units::GIB;
@@ -99,6 +101,7 @@ pub fn resolve(opts: &MonitorOpts, file: &FileConfig) -> anyhow::Result<Setup> {
         hz: layer(opts.hz, file.hz, DEFAULT_HZ),
         smaps_duty: layer(opts.smaps_duty, file.smaps_duty, DEFAULT_SMAPS_DUTY),
         gpu_hz: layer(opts.gpu_hz, file.gpu_hz, DEFAULT_GPU_HZ),
+        usage_hz: layer(opts.usage_hz, file.usage_hz, DEFAULT_USAGE_HZ),
         reset_peak: true,
     };
     // The flags' parsers and the file reader check the same bounds; this catches options
@@ -388,6 +391,24 @@ mod tests {
         let s = resolve(&opts(&["--smaps-duty", "0.01", "--on-alert", "x y"]), &f).unwrap();
         assert_eq!((s.sampler.hz, s.sampler.smaps_duty), (5.0, 0.01));
         assert_eq!(s.hook.unwrap(), ["x", "y"]);
+    }
+
+    #[test]
+    fn usage_hz_is_the_flag_then_the_file_then_the_default_and_zero_turns_it_off() {
+        assert_eq!(
+            resolve(&opts(&[]), &FileConfig::default())
+                .unwrap()
+                .sampler
+                .usage_hz,
+            DEFAULT_USAGE_HZ
+        );
+        let f = file("usage_hz = 0\n");
+        assert_eq!(resolve(&opts(&[]), &f).unwrap().sampler.usage_hz, 0.0);
+        let s = resolve(&opts(&["--usage-hz", "5"]), &f).unwrap();
+        assert_eq!(s.sampler.usage_hz, 5.0);
+        assert!(try_opts(&["--usage-hz", "-1"]).is_err());
+        let e = parse_config("usage_hz = 1e-9").unwrap_err();
+        assert!(e.contains("usage_hz") && e.contains("out of range"), "{e}");
     }
 
     #[test]

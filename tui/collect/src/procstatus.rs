@@ -33,6 +33,10 @@ pub struct MemStatus {
     pub size: u64,
     pub ppid: u32,
     pub threads: u32,
+    /// voluntary_ctxt_switches + nonvoluntary_ctxt_switches: of this one task (the kernel
+    /// writes the thread's own counts, the main thread's in `/proc/PID/status`); `None` when
+    /// either line is missing.
+    pub ctx_switches: Option<u64>,
     /// True for kernel threads and zombies (no `VmRSS` line at all).
     pub no_mm: bool,
 }
@@ -43,6 +47,7 @@ pub fn parse_status(text: &[u8]) -> MemStatus {
         no_mm: true,
         ..MemStatus::default()
     };
+    let (mut vol, mut nonvol) = (None, None);
     for line in text.split(|&b| b == b'\n') {
         let Some(colon) = line.iter().position(|&b| b == b':') else {
             continue;
@@ -69,10 +74,19 @@ pub fn parse_status(text: &[u8]) -> MemStatus {
                 m.threads = leading_u64(rest) as u32;
                 continue;
             }
+            b"voluntary_ctxt_switches" => {
+                vol = Some(leading_u64(rest));
+                continue;
+            }
+            b"nonvoluntary_ctxt_switches" => {
+                nonvol = Some(leading_u64(rest));
+                continue;
+            }
             _ => continue,
         };
         *slot = leading_u64(rest) * 1024;
     }
+    m.ctx_switches = vol.zip(nonvol).map(|(a, b)| a.saturating_add(b));
     m
 }
 
@@ -140,6 +154,15 @@ mod tests {
         assert_eq!(m.threads, 3);
         assert_eq!(m.size, 9000 * 1024);
         assert!(!m.no_mm);
+        assert_eq!(m.ctx_switches, None, "no ctxt lines: unknown, not zero");
+    }
+
+    #[test]
+    fn context_switches_are_the_sum_of_the_voluntary_and_involuntary_lines() {
+        let text = b"Name:\tprover\nVmRSS:\t 4 kB\nThreads:\t9\nvoluntary_ctxt_switches:\t1500\nnonvoluntary_ctxt_switches:\t27\n";
+        assert_eq!(parse_status(text).ctx_switches, Some(1527));
+        let half = b"Name:\tprover\nVmRSS:\t 4 kB\nvoluntary_ctxt_switches:\t1500\n";
+        assert_eq!(parse_status(half).ctx_switches, None);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! # $XDG_CONFIG_HOME/provetop/config.toml (or ~/.config/provetop/config.toml, or --config)
 //! hz = 20                 # samples per second
 //! gpu_hz = 2              # NVML readings per second (0 = off)
+//! usage_hz = 2            # CPU / I/O / GPU-detail readings per second (0 = off)
 //! smaps_duty = 0.005      # share of a core the pinned-memory (smaps) reader may use
 //! rules = ["rss > 180GiB for 5s", "crit: shmem > 40GiB", "warn: phase_duration > 30m"]
 //! thresholds = ["10GiB", "50GiB", "100GiB", "180GiB"]   # threshold lines on the chart
@@ -25,7 +26,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::rule::Rule;
-use crate::sampler::{Bounds, GPU_HZ_BOUNDS, HZ_BOUNDS, SMAPS_DUTY_BOUNDS};
+use crate::sampler::{Bounds, GPU_HZ_BOUNDS, HZ_BOUNDS, SMAPS_DUTY_BOUNDS, USAGE_HZ_BOUNDS};
 
 /// Everything the config file can set; `None`/empty means "not set, use the default".
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -37,6 +38,8 @@ pub struct FileConfig {
     pub hz: Option<f64>,
     /// GPU rate, Hz.
     pub gpu_hz: Option<f64>,
+    /// Usage reading rate, Hz.
+    pub usage_hz: Option<f64>,
     /// smaps duty (share of one core).
     pub smaps_duty: Option<f64>,
     /// Threshold lines for the chart and classifier, bytes: empty (not set) or exactly four,
@@ -62,6 +65,7 @@ struct Raw {
     on_alert: Option<Spanned<OneOrMany>>,
     hz: Option<Spanned<f64>>,
     gpu_hz: Option<Spanned<f64>>,
+    usage_hz: Option<Spanned<f64>>,
     smaps_duty: Option<Spanned<f64>>,
     thresholds: Option<Spanned<Vec<Spanned<SizeValue>>>>,
     default_rule: Option<bool>,
@@ -205,6 +209,7 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
     };
     let hz = rate("hz", raw.hz, HZ_BOUNDS)?;
     let gpu_hz = rate("gpu_hz", raw.gpu_hz, GPU_HZ_BOUNDS)?;
+    let usage_hz = rate("usage_hz", raw.usage_hz, USAGE_HZ_BOUNDS)?;
     let smaps_duty = rate("smaps_duty", raw.smaps_duty, SMAPS_DUTY_BOUNDS)?;
     let thresholds = match raw.thresholds {
         None => Vec::new(),
@@ -234,6 +239,7 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
         on_alert,
         hz,
         gpu_hz,
+        usage_hz,
         smaps_duty,
         thresholds,
         default_rule: raw.default_rule,

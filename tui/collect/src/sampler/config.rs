@@ -11,6 +11,8 @@ pub const DEFAULT_HZ: f64 = 20.0;
 pub const DEFAULT_SMAPS_DUTY: f64 = 0.001;
 /// NVML readings per second by default.
 pub const DEFAULT_GPU_HZ: f64 = 2.0;
+/// Usage readings (CPU, threads, faults, I/O, host load, GPU details) per second by default.
+pub const DEFAULT_USAGE_HZ: f64 = 2.0;
 
 /// Sample rates the sampler accepts: at most 100 s between samples (the schedule
 /// `start + period·k` stays far from `Instant`'s limits), at least 1 ms.
@@ -29,6 +31,14 @@ pub const SMAPS_DUTY_BOUNDS: Bounds = Bounds {
 pub const GPU_HZ_BOUNDS: Bounds = Bounds {
     lo: 0.01,
     hi: 100.0,
+    zero_is_off: true,
+};
+
+/// Usage rates: 0 turns usage readings off; otherwise at most 100 s between readings (the
+/// reading runs inside the sample tick, so it never comes more often than the sample rate).
+pub const USAGE_HZ_BOUNDS: Bounds = Bounds {
+    lo: 0.01,
+    hi: 1000.0,
     zero_is_off: true,
 };
 
@@ -86,6 +96,8 @@ pub struct SamplerConfig {
     pub smaps_duty: f64,
     /// NVML readings per second; 0 turns GPU sampling off.
     pub gpu_hz: f64,
+    /// [`Usage`](provetop_shared::record::Usage) readings per second; 0 turns them off.
+    pub usage_hz: f64,
     /// Reset VmHWM after every sample so `peak` is the peak of each interval.
     pub reset_peak: bool,
 }
@@ -96,6 +108,7 @@ impl Default for SamplerConfig {
             hz: DEFAULT_HZ,
             smaps_duty: DEFAULT_SMAPS_DUTY,
             gpu_hz: DEFAULT_GPU_HZ,
+            usage_hz: DEFAULT_USAGE_HZ,
             reset_peak: true,
         }
     }
@@ -114,6 +127,7 @@ impl SamplerConfig {
         };
         check("sample rate", " Hz", HZ_BOUNDS, self.hz)?;
         check("smaps duty", "", SMAPS_DUTY_BOUNDS, self.smaps_duty)?;
-        check("GPU rate", " Hz", GPU_HZ_BOUNDS, self.gpu_hz)
+        check("GPU rate", " Hz", GPU_HZ_BOUNDS, self.gpu_hz)?;
+        check("usage rate", " Hz", USAGE_HZ_BOUNDS, self.usage_hz)
     }
 }

@@ -4,12 +4,15 @@
 //! per-process memory is summed over the tree's pids; entries with pid 0 or `u32::MAX` (no
 //! pid visible, e.g. from inside a container) are never attributed to the tree.
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use nvml_wrapper::bitmasks::device::ThrottleReasons;
+use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::Nvml;
-use provetop_shared::record::GpuReading;
+use provetop_shared::record::{GpuDetail, GpuReading};
 
 use super::{park_until, GpuState, Shared};
 
@@ -17,6 +20,24 @@ use super::{park_until, GpuState, Shared};
 pub struct Gpus {
     nvml: Nvml,
     count: u32,
+    /// (UUID, name) per index, read once while the device answers.
+    names: Vec<Option<(String, String)>>,
+    health: Health,
+}
+
+/// One round of NVML readings.
+#[derive(Debug, Default)]
+pub struct Round {
+    /// Per GPU (those that answered), for every sample.
+    pub readings: Vec<GpuReading>,
+    /// The tree's GPU memory summed over devices.
+    pub used: u64,
+    /// Per GPU (those that answered), for the usage readings.
+    pub details: Vec<GpuDetail>,
+    /// (pid, GPU index, bytes) of the tree's processes whose amount NVML knows.
+    pub procs: Vec<(u32, u32, u64)>,
+    /// What changed in the devices' answers, each said once (notes).
+    pub notes: Vec<String>,
 }
 
 impl Gpus {
@@ -27,46 +48,192 @@ impl Gpus {
         if count == 0 {
             return Err("NVML found no devices".into());
         }
-        Ok(Gpus { nvml, count })
+        Ok(Gpus {
+            nvml,
+            count,
+            names: vec![None; count as usize],
+            health: Health::default(),
+        })
     }
 
-    /// Read every device. `tree` holds the pids of the watched tree. Returns the per-GPU
-    /// readings and the tree's memory summed over devices. A device that fails to answer is
-    /// skipped this round.
-    pub fn read(&self, tree: &[u32]) -> (Vec<GpuReading>, u64) {
-        let mut out = Vec::with_capacity(self.count as usize);
-        let mut total = 0u64;
+    /// Read every device. `tree` holds the pids of the watched tree. A device that fails to
+    /// answer is absent from this round (and said once); a detail a device does not give is
+    /// `None` (and said once when it answered before).
+    pub fn read(&mut self, tree: &[u32]) -> Round {
+        let mut r = Round {
+            readings: Vec::with_capacity(self.count as usize),
+            ..Round::default()
+        };
         for index in 0..self.count {
-            let Ok(dev) = self.nvml.device_by_index(index) else {
-                continue;
+            let answer = self
+                .nvml
+                .device_by_index(index)
+                .and_then(|d| d.memory_info().map(|m| (d, m)));
+            let (dev, mem) = match answer {
+                Ok(a) => a,
+                Err(e) => {
+                    self.names[index as usize] = None;
+                    r.notes
+                        .extend(self.health.device(index, Some(&e.to_string())));
+                    continue;
+                }
             };
-            let Ok(mem) = dev.memory_info() else {
-                continue;
-            };
+            r.notes.extend(self.health.device(index, None));
             let util = dev.utilization_rates().map(|u| u.gpu).unwrap_or(0);
             // Compute processes only: a prover's CUDA context is one, and each process query
             // is one of NVML's slowest calls (graphics contexts are not provers').
             let procs = dev.running_compute_processes().unwrap_or_default();
+            let known = |m: &UsedGpuMemory| match m {
+                UsedGpuMemory::Used(b) => Some(*b),
+                UsedGpuMemory::Unavailable => None,
+            };
             let proc_used = tree_usage(
-                procs.iter().map(|p| {
-                    let used = match p.used_gpu_memory {
-                        UsedGpuMemory::Used(b) => b,
-                        UsedGpuMemory::Unavailable => 0,
-                    };
-                    (p.pid, used)
-                }),
+                procs
+                    .iter()
+                    .map(|p| (p.pid, known(&p.used_gpu_memory).unwrap_or(0))),
                 tree,
             );
-            total += proc_used;
-            out.push(GpuReading {
+            for p in &procs {
+                if let Some(b) = known(&p.used_gpu_memory) {
+                    if tree.contains(&p.pid)
+                        && !r.procs.iter().any(|&(q, i, _)| q == p.pid && i == index)
+                    {
+                        r.procs.push((p.pid, index, b));
+                    }
+                }
+            }
+            r.used += proc_used;
+            r.readings.push(GpuReading {
                 index,
                 proc_used,
                 used: mem.used,
                 total: mem.total,
                 util: util.min(100) as u8,
             });
+            let names = &mut self.names[index as usize];
+            if names.is_none() {
+                if let (Ok(u), Ok(n)) = (dev.uuid(), dev.name()) {
+                    *names = Some((u, n));
+                }
+            }
+            let (uuid, name) = names.clone().unwrap_or_default();
+            let h = &mut self.health;
+            let temp_c = h.field(
+                index,
+                "temperature",
+                dev.temperature(TemperatureSensor::Gpu),
+                &mut r.notes,
+            );
+            let power_w = h
+                .field(index, "power", dev.power_usage(), &mut r.notes)
+                .map(|mw| f64::from(mw) / 1000.0);
+            let sm_clock_mhz = h.field(index, "SM clock", dev.clock_info(Clock::SM), &mut r.notes);
+            let throttle = h
+                .field(
+                    index,
+                    "throttle reasons",
+                    dev.current_throttle_reasons(),
+                    &mut r.notes,
+                )
+                .map(throttle_names)
+                .unwrap_or_default();
+            r.details.push(GpuDetail {
+                index,
+                uuid,
+                name,
+                temp_c,
+                power_w,
+                sm_clock_mhz,
+                throttle,
+                // nvmlDeviceGetPcieThroughput samples each direction over 20 ms inside the
+                // call: 40 ms a device a round, too slow for this thread's schedule.
+                pcie_rx_bps: None,
+                pcie_tx_bps: None,
+            });
         }
-        (out, total)
+        r
+    }
+}
+
+/// The active throttle reasons by NVML's names, snake case.
+pub fn throttle_names(t: ThrottleReasons) -> Vec<String> {
+    const NAMES: [(ThrottleReasons, &str); 9] = [
+        (ThrottleReasons::GPU_IDLE, "gpu_idle"),
+        (
+            ThrottleReasons::APPLICATIONS_CLOCKS_SETTING,
+            "applications_clocks_setting",
+        ),
+        (ThrottleReasons::SW_POWER_CAP, "sw_power_cap"),
+        (ThrottleReasons::HW_SLOWDOWN, "hw_slowdown"),
+        (ThrottleReasons::SYNC_BOOST, "sync_boost"),
+        (ThrottleReasons::SW_THERMAL_SLOWDOWN, "sw_thermal_slowdown"),
+        (ThrottleReasons::HW_THERMAL_SLOWDOWN, "hw_thermal_slowdown"),
+        (
+            ThrottleReasons::HW_POWER_BRAKE_SLOWDOWN,
+            "hw_power_brake_slowdown",
+        ),
+        (
+            ThrottleReasons::DISPLAY_CLOCK_SETTING,
+            "display_clock_setting",
+        ),
+    ];
+    NAMES
+        .iter()
+        .filter(|(bit, _)| t.contains(*bit))
+        .map(|(_, n)| (*n).to_string())
+        .collect()
+}
+
+/// What the devices answered before, so a change is said once.
+#[derive(Debug, Default)]
+pub struct Health {
+    /// Devices that stopped answering.
+    lost: HashSet<u32>,
+    /// (device, detail) pairs that answered at least once…
+    answered: HashSet<(u32, &'static str)>,
+    /// …and those of them whose failure was said.
+    failing: HashSet<(u32, &'static str)>,
+}
+
+impl Health {
+    /// A device answered (`err` None) or not: the note to give, when this changes it.
+    pub fn device(&mut self, index: u32, err: Option<&str>) -> Option<String> {
+        match err {
+            Some(e) => self.lost.insert(index).then(|| {
+                format!("GPU {index} does not answer NVML ({e}): absent from the GPU readings")
+            }),
+            None => self
+                .lost
+                .remove(&index)
+                .then(|| format!("GPU {index} answers NVML again")),
+        }
+    }
+
+    /// One detail's answer: its value, or `None` (with a note, once, when it answered before:
+    /// a detail the device never gives, e.g. power on some boards, is simply unknown).
+    pub fn field<T, E: std::fmt::Display>(
+        &mut self,
+        index: u32,
+        what: &'static str,
+        v: Result<T, E>,
+        notes: &mut Vec<String>,
+    ) -> Option<T> {
+        let key = (index, what);
+        match v {
+            Ok(v) => {
+                self.answered.insert(key);
+                self.failing.remove(&key);
+                Some(v)
+            }
+            Err(e) => {
+                if self.answered.contains(&key) && self.failing.insert(key) {
+                    notes.push(format!(
+                        "GPU {index}: NVML stopped giving its {what} ({e}): unknown"
+                    ));
+                }
+                None
+            }
+        }
     }
 }
 
@@ -96,15 +263,21 @@ pub(super) fn gpu_loop(s: &Shared, period: Duration) {
     };
     let start = Instant::now();
     let mut k = 0u32;
+    let mut gpus = gpus;
     while !s.stop.load(Ordering::Acquire) {
         let (gen, pids) = s.tree_snapshot();
-        let (readings, used) = gpus.read(&pids);
+        let r = gpus.read(&pids);
+        for n in r.notes {
+            s.note(n);
+        }
         {
             let mut g = s.gpu.lock().unwrap_or_else(|e| e.into_inner());
             *g = GpuState {
                 gen,
-                gpus: readings,
-                used: Some(used),
+                gpus: r.readings,
+                used: Some(r.used),
+                details: r.details,
+                procs: r.procs,
             };
         }
         k += 1;
@@ -118,6 +291,64 @@ pub(super) fn gpu_loop(s: &Shared, period: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gpu_that_stops_answering_is_said_once_and_its_return_once() {
+        let mut h = Health::default();
+        assert_eq!(
+            h.device(0, None),
+            None,
+            "answering from the start: nothing to say"
+        );
+        let lost = h.device(0, Some("GPU is lost")).unwrap();
+        assert!(
+            lost.contains("GPU 0") && lost.contains("GPU is lost"),
+            "{lost}"
+        );
+        assert_eq!(h.device(0, Some("GPU is lost")), None, "said once");
+        assert_eq!(h.device(1, None), None, "another GPU is its own");
+        assert_eq!(
+            h.device(0, None).as_deref(),
+            Some("GPU 0 answers NVML again")
+        );
+        assert_eq!(h.device(0, None), None);
+    }
+
+    #[test]
+    fn a_detail_that_fails_mid_run_is_unknown_and_said_once_and_one_never_given_is_silent() {
+        let mut h = Health::default();
+        let mut notes = Vec::new();
+        let never: Result<u32, &str> = Err("Not Supported");
+        assert_eq!(h.field(0, "power", never, &mut notes), None);
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(
+            h.field(0, "temperature", Ok::<u32, &str>(61), &mut notes),
+            Some(61)
+        );
+        for _ in 0..3 {
+            let v = h.field(0, "temperature", Err::<u32, _>("Unknown Error"), &mut notes);
+            assert_eq!(v, None, "unknown, never 0");
+        }
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("temperature") && notes[0].contains("Unknown Error"));
+        assert_eq!(
+            h.field(0, "temperature", Ok::<u32, &str>(62), &mut notes),
+            Some(62)
+        );
+        h.field(0, "temperature", Err::<u32, _>("again"), &mut notes);
+        assert_eq!(
+            notes.len(),
+            2,
+            "a new failure after a recovery is said again"
+        );
+    }
+
+    #[test]
+    fn throttle_reasons_are_named_as_nvml_names_them() {
+        let t = ThrottleReasons::SW_POWER_CAP | ThrottleReasons::HW_THERMAL_SLOWDOWN;
+        assert_eq!(throttle_names(t), ["sw_power_cap", "hw_thermal_slowdown"]);
+        assert!(throttle_names(ThrottleReasons::NONE).is_empty());
+    }
 
     #[test]
     fn sums_tree_rejects_bogus_pids() {

@@ -13,7 +13,13 @@
 //!   mappings, not the RSS (`pinned.rs`).
 //! * `provetop-smaps` cross-checks it with full smaps passes, resting after each pass so it
 //!   uses at most `smaps_duty` of a core.
-//! * `provetop-gpu` reads NVML at `gpu_hz`.
+//! * `provetop-gpu` reads NVML at `gpu_hz` (utilisation and memory for every sample; the
+//!   details and each process's GPU memory for the usage readings).
+//!
+//! At `usage_hz` (default 2 Hz) the tick also takes a usage reading (`usage.rs`): CPU time,
+//! threads, faults, context switches and storage I/O per process of the tree, the host's
+//! load and the GPU details, pushed as a [`RecordBody::Usage`] right after its sample. It
+//! reuses the tick's status readings and runs on the sampler thread, inside its budget.
 //!
 //! A sample's `pinned` is the tree's CUDA pinned host memory plus its VmLck (less what smaps
 //! found locked inside CUDA's mappings): `None` while any process's reading is unknown
@@ -23,11 +29,14 @@
 
 mod config;
 mod gpu;
+pub mod hoststat;
 pub mod maps;
 mod peak;
 mod pinned;
+pub mod procstat;
 pub mod system;
 pub mod tree;
+pub mod usage;
 
 use std::collections::HashMap;
 use std::io;
@@ -37,7 +46,7 @@ use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
 use provetop_shared::clock::mono_ns;
-use provetop_shared::record::GpuReading;
+use provetop_shared::record::{GpuDetail, GpuReading};
 use provetop_shared::{Mark, Record, RecordBody, Sample};
 use ringbuf::traits::{Consumer, Observer, Producer, Split};
 use ringbuf::{HeapCons, HeapProd, HeapRb};
@@ -46,8 +55,8 @@ use crate::cgroup::{MemCgroup, UsageReader};
 use crate::procstatus::{MemStatus, StatusReader};
 
 pub use config::{
-    Bounds, SamplerConfig, DEFAULT_GPU_HZ, DEFAULT_HZ, DEFAULT_SMAPS_DUTY, GPU_HZ_BOUNDS,
-    HZ_BOUNDS, SMAPS_DUTY_BOUNDS,
+    Bounds, SamplerConfig, DEFAULT_GPU_HZ, DEFAULT_HZ, DEFAULT_SMAPS_DUTY, DEFAULT_USAGE_HZ,
+    GPU_HZ_BOUNDS, HZ_BOUNDS, SMAPS_DUTY_BOUNDS, USAGE_HZ_BOUNDS,
 };
 pub use peak::SamplingClaim;
 pub use pinned::{cross_check, read_pinned, smaps_pinned, Check, MAPS_DUTY, MAPS_FLOOR};
@@ -75,6 +84,10 @@ struct GpuState {
     gen: u64,
     gpus: Vec<GpuReading>,
     used: Option<u64>,
+    /// Each device's details, for the usage readings.
+    details: Vec<GpuDetail>,
+    /// (pid, GPU index, bytes) of the tree's processes (known amounts only).
+    procs: Vec<(u32, u32, u64)>,
 }
 
 /// State shared by the sampler's threads and the handle.
@@ -405,6 +418,12 @@ struct Sampler {
     maps_marks: Vec<u32>,
     /// A stale or missing pinned reading was said (cleared once readings are whole again).
     pinned_stale_said: bool,
+    /// The usage reader (`None`: `usage_hz` is 0) and when its next reading is due.
+    usage: Option<usage::UsageReader>,
+    next_usage: Instant,
+    usage_period: Duration,
+    /// This tick's status readings, when it takes a usage reading.
+    tick_procs: Vec<usage::TickProc>,
 }
 
 impl Sampler {
@@ -415,6 +434,12 @@ impl Sampler {
         resets: peak::PeakResets,
     ) -> Self {
         let meminfo = system::MemInfo::open().ok();
+        let usage = (cfg.usage_hz > 0.0).then(usage::UsageReader::new);
+        let usage_period = if cfg.usage_hz > 0.0 {
+            Duration::from_secs_f64(1.0 / cfg.usage_hz)
+        } else {
+            Duration::MAX
+        };
         Sampler {
             cfg,
             shared,
@@ -436,6 +461,10 @@ impl Sampler {
             locked: Vec::new(),
             maps_marks: Vec::new(),
             pinned_stale_said: false,
+            usage,
+            next_usage: Instant::now(),
+            usage_period,
+            tick_procs: Vec::new(),
         }
     }
 
@@ -521,6 +550,10 @@ impl Sampler {
         self.next_walk = Instant::now();
         *self.shared.tree.lock().unwrap_or_else(|e| e.into_inner()) = (self.gen, vec![self.root]);
         self.pinned_stale_said = false;
+        if let Some(u) = &mut self.usage {
+            u.clear();
+        }
+        self.next_usage = Instant::now();
     }
 
     fn walk_tree(&mut self) {
@@ -576,6 +609,8 @@ impl Sampler {
         self.reset_pids.clear();
         self.locked.clear();
         self.maps_marks.clear();
+        self.tick_procs.clear();
+        let usage_due = self.usage.is_some() && Instant::now() >= self.next_usage;
         for &pid in &self.order {
             let Some(p) = self.procs.get_mut(&pid) else {
                 continue;
@@ -600,6 +635,13 @@ impl Sampler {
                         self.maps_marks.push(pid);
                     }
                     self.locked.push((pid, m.locked));
+                    if usage_due {
+                        self.tick_procs.push(usage::TickProc {
+                            pid,
+                            status: m,
+                            pinned: None,
+                        });
+                    }
                     peak += interval_peak;
                     procs += 1;
                     if !self.no_reset.contains(&pid) {
@@ -664,6 +706,43 @@ impl Sampler {
             (s.cgroup_current, s.cgroup_max) = cg.read();
         }
         self.push(Record::new(t, RecordBody::Sample(s)));
+        if usage_due {
+            self.usage_reading();
+        }
+    }
+
+    /// Take a usage reading of this tick's processes and push it; schedule the next.
+    fn usage_reading(&mut self) {
+        let now = Instant::now();
+        self.next_usage += self.usage_period;
+        if self.next_usage <= now {
+            // Behind (a stall, or usage_hz above hz): the next one period from now.
+            self.next_usage = now + self.usage_period;
+        }
+        {
+            let st = self.shared.pinned.lock().unwrap_or_else(|e| e.into_inner());
+            for p in &mut self.tick_procs {
+                let r = (st.gen == self.gen).then(|| st.pids.get(&p.pid)).flatten();
+                p.pinned = r
+                    .filter(|r| r.at.elapsed() <= PINNED_STALE)
+                    .and_then(|r| r.reading)
+                    .map(|r| r.pinned + p.status.locked.saturating_sub(r.locked_overlap));
+            }
+        }
+        let (details, gpu_mem) = {
+            let g = self.shared.gpu.lock().unwrap_or_else(|e| e.into_inner());
+            if g.gen == self.gen {
+                (g.details.clone(), g.procs.clone())
+            } else {
+                (Vec::new(), Vec::new())
+            }
+        };
+        let Some(reader) = &mut self.usage else {
+            return;
+        };
+        let t = mono_ns();
+        let u = reader.read(t, &self.tick_procs, &gpu_mem, details);
+        self.push(Record::new(t, RecordBody::Usage(u)));
     }
 
     /// The tree's pinned memory from the latest table readings plus VmLck: `None` (and a note,
