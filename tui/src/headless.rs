@@ -127,20 +127,14 @@ pub async fn serve(
     let mut dead = None;
     let (ended, by_itself, recorded) = loop {
         tokio::select! {
-            _ = tick.tick() => {
-                mon.pump(m);
-                // A dead sampler is fatal: no more samples would come.
-                if let Some(d) = mon.pipeline.sampler_died().map(str::to_string) {
-                    let (e, r) = mon.stop(m, &d).await;
-                    dead = Some(d);
-                    break (e, false, r);
+            // A request is answered on arrival, from records pumped just before it.
+            _ = tick.tick() => {}
+            _ = async {
+                match control.as_mut() {
+                    Some(c) => c.request().await,
+                    None => std::future::pending().await,
                 }
-                if let Some(why) = control.as_mut().and_then(|c| control::answer(c, &mut mon, m)) {
-                    crate::say!("provetop: {why}: stopping the child");
-                    let (e, r) = mon.stop(m, &why).await;
-                    break (e, false, r);
-                }
-            }
+            } => {}
             e = mon.ended(m) => break (e, true, mon.finish(m).await),
             sig = &mut stop => {
                 let why = format!("got {}", signal_name(sig));
@@ -150,6 +144,21 @@ pub async fn serve(
                 let (e, r) = mon.stop(m, &why).await;
                 break (e, false, r);
             }
+        }
+        mon.pump(m);
+        // A dead sampler is fatal: no more samples would come.
+        if let Some(d) = mon.pipeline.sampler_died().map(str::to_string) {
+            let (e, r) = mon.stop(m, &d).await;
+            dead = Some(d);
+            break (e, false, r);
+        }
+        if let Some(why) = control
+            .as_mut()
+            .and_then(|c| control::answer(c, &mut mon, m))
+        {
+            crate::say!("provetop: {why}: stopping the child");
+            let (e, r) = mon.stop(m, &why).await;
+            break (e, false, r);
         }
     };
     drop(control);

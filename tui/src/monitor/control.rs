@@ -298,6 +298,8 @@ pub struct ControlServer {
     lock_path: PathBuf,
     _lock: nix::fcntl::Flock<std::fs::File>,
     inbox: mpsc::Receiver<Incoming>,
+    /// Requests taken off the inbox by [`Self::request`], not yet answered.
+    waiting: Vec<Incoming>,
     notes: Arc<Mutex<Vec<String>>>,
     clients: Arc<AtomicUsize>,
     accept: tokio::task::JoinHandle<()>,
@@ -361,6 +363,7 @@ impl ControlServer {
             lock_path,
             _lock: lock,
             inbox,
+            waiting: Vec::new(),
             notes,
             clients,
             accept,
@@ -389,9 +392,19 @@ impl ControlServer {
         self.clients.load(Ordering::Relaxed)
     }
 
+    /// Resolves when a request has arrived (it waits in [`Self::take`]), so a front end can
+    /// answer it at once instead of at its next tick; pending forever once the accept loop
+    /// is gone.
+    pub async fn request(&mut self) {
+        match self.inbox.recv().await {
+            Some(i) => self.waiting.push(i),
+            None => std::future::pending().await,
+        }
+    }
+
     /// Requests waiting to be answered, and notes to record (dropped clients).
     pub fn take(&mut self) -> (Vec<Incoming>, Vec<String>) {
-        let mut v = Vec::new();
+        let mut v = std::mem::take(&mut self.waiting);
         while let Ok(i) = self.inbox.try_recv() {
             v.push(i);
         }

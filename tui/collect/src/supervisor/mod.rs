@@ -583,7 +583,7 @@ async fn wait_run(inner: &Arc<Inner>, run: &mut Running) -> ExitInfo {
 }
 
 /// How often the child is checked for being stopped (SIGSTOP, SIGTSTP, …) or continued.
-const STOP_POLL: Duration = Duration::from_millis(200);
+const STOP_POLL: Duration = Duration::from_millis(500);
 
 /// Whether the child `pid` was stopped or continued since the last look: waitid with
 /// WSTOPPED | WCONTINUED only (never WEXITED: the exit stays for the child's own waiter).
