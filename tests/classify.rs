@@ -641,3 +641,142 @@ fn reference_rounding_agrees_with_awk_on_ties() {
     assert_eq!(theirs.lines().nth(1), Some(r[1].as_str()));
     assert!(theirs.starts_with("idle_pre: samples=3, min=0.0 GiB, max=1.2 GiB\n"));
 }
+
+/// The utilisation cells of the prover-phase table, by row name: (cores, host, per-GPU util).
+fn utilisation(stdout: &str) -> Vec<(String, Vec<String>)> {
+    let mut lines = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("prover phases"))
+        .skip(1);
+    let header = lines.next().expect("the phase table's header");
+    let extra = 2 + header.matches(" util").count();
+    assert!(header.contains("  cores   host"), "{header}");
+    lines
+        .take_while(|l| !l.is_empty())
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let name = if l.trim_start().starts_with("(no phase open)") {
+                "(no phase open)".to_string()
+            } else {
+                w[0].to_string()
+            };
+            (
+                name,
+                w[w.len() - extra..].iter().map(|s| s.to_string()).collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_phase_table_shows_cores_and_gpu_utilisation_per_phase_from_usage_records() {
+    use provetop_shared::protocol::{BatchMode, Event, Phase};
+    use provetop_shared::record::{GpuReading, Sample, Usage};
+    use provetop_shared::{Record, RecordBody};
+    // Synthesis from 1 s to 3 s on 8 cores with the GPUs idle; proving from 3 s to 5 s on one
+    // core with GPU 0 at 80 % and GPU 1 at 40 %; half a core outside, to 6 s.
+    let phase = |t, started: bool, phase: Phase| {
+        Record::new(
+            at(t),
+            RecordBody::Event(if started {
+                Event::PhaseStarted {
+                    proof_id: 1,
+                    phase,
+                    partition: None,
+                }
+            } else {
+                Event::PhaseEnded {
+                    proof_id: 1,
+                    phase,
+                    partition: None,
+                    duration_s: 2.0,
+                }
+            }),
+        )
+    };
+    let mut recs = vec![Record::new(
+        at(0.0),
+        RecordBody::Event(proof_started(1, BatchMode::Single)),
+    )];
+    recs.push(phase(1.0, true, Phase::Synthesis));
+    recs.push(phase(3.0, false, Phase::Synthesis));
+    recs.push(phase(3.0, true, Phase::Prove));
+    recs.push(phase(5.0, false, Phase::Prove));
+    for i in 1..=12u32 {
+        let t = f64::from(i) * 0.5;
+        let cores = match t {
+            t if t > 1.0 && t <= 3.0 => 8.0,
+            t if t > 3.0 && t <= 5.0 => 1.0,
+            _ => 0.5,
+        };
+        recs.push(Record::new(
+            at(t),
+            RecordBody::Usage(Usage {
+                interval_ns: 500_000_000,
+                cores: Some(cores),
+                host_cores: Some(cores + 2.0),
+                host_ncpu: 16,
+                threads: 10,
+                ..Usage::default()
+            }),
+        ));
+    }
+    for i in 0..120u32 {
+        let t = f64::from(i) * 0.05 + 0.025;
+        let proving = t > 3.0 && t < 5.0;
+        let gpu = |index, util| GpuReading {
+            index,
+            proc_used: GIB,
+            used: 2 * GIB,
+            total: 141 * GIB,
+            util: if proving { util } else { 0 },
+        };
+        recs.push(Record::new(
+            at(t),
+            RecordBody::Sample(Sample {
+                rss: (10 + u64::from(i)) * GIB,
+                gpus: vec![gpu(0, 80), gpu(1, 40)],
+                ..Sample::default()
+            }),
+        ));
+    }
+    recs.sort_by_key(|r| r.t);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("usage.ptop");
+    write_session(&p, &recs);
+    let out = classify(&p);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let cells = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        utilisation(&out.stdout),
+        [
+            ("synthesis".to_string(), cells(&["8.0", "10.0", "0%", "0%"])),
+            ("prove".to_string(), cells(&["1.0", "3.0", "80%", "40%"])),
+            (
+                "(no phase open)".to_string(),
+                cells(&["0.5", "2.5", "0%", "0%"])
+            ),
+        ],
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("gpu0 util gpu1 util"), "{}", out.stdout);
+}
+
+#[test]
+fn a_session_recorded_before_usage_records_shows_unknown_cores_not_zero() {
+    // Recorded on the H200 before the sampler read CPU time: GPU readings, no usage records.
+    let p = repo().join("assets/h200-cuda-10x2p20.ptop");
+    let out = classify(&p);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let rows = utilisation(&out.stdout);
+    assert!(rows.len() >= 3, "{}", out.stdout);
+    for (name, c) in &rows {
+        assert_eq!((c[0].as_str(), c[1].as_str()), ("-", "-"), "{name}: {c:?}");
+    }
+    // Its samples have the GPU's utilisation: the GPU phases show it.
+    let gpu_busy = rows
+        .iter()
+        .any(|(_, c)| c[2..].iter().any(|u| u != "-" && u != "0%"));
+    assert!(gpu_busy, "{}", out.stdout);
+}

@@ -23,7 +23,8 @@ fn session_csv_golden() {
     assert_eq!(out.stderr, "");
     check_golden("demo-session.export.csv", &out.stdout);
     let mut lines = out.stdout.lines();
-    let header = csv_header();
+    // The demo's one GPU (index 0) has its columns.
+    let header = csv_header(&[0]);
     assert_eq!(lines.next(), Some(header.as_str()));
     assert!(header.starts_with("timestamp,rss_kb,"));
     // Every row has every column; the phase column follows the prover's events.
@@ -165,7 +166,7 @@ fn header_only_csv_exports_just_the_header() {
     let p = dir.path().join("h.csv");
     std::fs::write(&p, "timestamp,rss_kb\n").unwrap();
     let out = export(&p, "csv");
-    assert_eq!(out.stdout, format!("{}\n", csv_header()));
+    assert_eq!(out.stdout, format!("{}\n", csv_header(&[])));
     assert_eq!(export(&p, "jsonl").stdout, "");
 }
 
@@ -266,4 +267,188 @@ fn a_csv_whose_text_column_is_quoted_over_lines_reads_back_whole() {
         o.stdout
     };
     assert_eq!(table(&csv), table(&plain));
+}
+
+/// A session with usage records (2 Hz) between memory samples (20 Hz) on two GPUs, written by
+/// the real session writer: the child starts at 0 s, the first usage reading (no rates) comes
+/// at 0.5 s, readings with rates every 0.5 s to 2 s, the child exits at 2.2 s and one more
+/// sample follows.
+fn usage_session(dir: &Path) -> std::path::PathBuf {
+    use provetop_shared::record::{GpuDetail, GpuReading, Sample, Usage};
+    use provetop_shared::Mark;
+    let mut recs = vec![Record::new(
+        at(0.0),
+        RecordBody::Mark(Mark::ChildStarted {
+            pid: 7,
+            command: vec!["prover".into()],
+        }),
+    )];
+    for i in 1..=44u32 {
+        let s = f64::from(i) * 0.05;
+        if i % 10 == 0 {
+            let first = i == 10;
+            recs.push(Record::new(
+                at(s),
+                RecordBody::Usage(Usage {
+                    interval_ns: if first { 0 } else { 500_000_000 },
+                    cores: (!first).then_some(11.25),
+                    threads: 40 + i,
+                    ctx_switches: (!first).then_some(900.0),
+                    major_faults: (!first).then_some(3.5),
+                    read_bps: (!first).then_some(1_048_576.0),
+                    write_bps: None,
+                    host_cores: Some(12.5),
+                    host_ncpu: 16,
+                    procs: vec![],
+                    gpus: vec![
+                        GpuDetail {
+                            index: 0,
+                            uuid: "GPU-0".into(),
+                            name: "NVIDIA H200".into(),
+                            temp_c: Some(71),
+                            ..GpuDetail::default()
+                        },
+                        GpuDetail {
+                            index: 1,
+                            uuid: "GPU-1".into(),
+                            name: "NVIDIA H200".into(),
+                            temp_c: None,
+                            ..GpuDetail::default()
+                        },
+                    ],
+                }),
+            ));
+        }
+        let gpu = |index, util, used| GpuReading {
+            index,
+            proc_used: used / 2,
+            used,
+            total: 141 * GIB,
+            util,
+        };
+        recs.push(Record::new(
+            at(s + 0.001),
+            RecordBody::Sample(Sample {
+                rss: u64::from(i) * GIB,
+                gpus: vec![gpu(0, 86, 3 * GIB), gpu(1, 5, GIB)],
+                ..Sample::default()
+            }),
+        ));
+        if i == 44 {
+            recs.push(Record::new(
+                at(2.2),
+                RecordBody::Mark(Mark::ChildExited {
+                    pid: 7,
+                    code: Some(0),
+                    signal: None,
+                    oom_kill: false,
+                    reason: "exited 0".into(),
+                }),
+            ));
+            recs.push(Record::new(
+                at(2.3),
+                RecordBody::Sample(Sample {
+                    rss: GIB,
+                    ..Sample::default()
+                }),
+            ));
+        }
+    }
+    let p = dir.join("usage.ptop");
+    write_session(&p, &recs);
+    p
+}
+
+#[test]
+fn the_usage_and_gpu_columns_follow_the_phase_carried_forward_and_empty_when_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = usage_session(dir.path());
+    let out = export(&p, "csv");
+    let mut lines = out.stdout.lines();
+    let header = lines.next().unwrap();
+    assert_eq!(header, csv_header(&[0, 1]));
+    assert_eq!(
+        header,
+        "timestamp,rss_kb,peak_kb,anon_kb,file_kb,shmem_kb,swap_kb,locked_kb,pinned_kb,gpu_kb,\
+         mem_available_kb,phase,cores,host_cores,threads,read_bps,write_bps,major_faults,\
+         gpu0_util,gpu0_mem_kb,gpu0_temp_c,gpu1_util,gpu1_mem_kb,gpu1_temp_c"
+    );
+    let names: Vec<&str> = header.split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 45);
+    assert!(rows.iter().all(|r| r.len() == names.len()));
+    let cell =
+        |row: &[&str], name: &str| row[names.iter().position(|n| *n == name).unwrap()].to_string();
+    let usage_cols = [
+        "cores",
+        "host_cores",
+        "threads",
+        "read_bps",
+        "write_bps",
+        "major_faults",
+        "gpu0_temp_c",
+        "gpu1_temp_c",
+    ];
+    let usage = |row: &[&str]| usage_cols.map(|c| cell(row, c));
+    // Before the first usage reading: unknown, not zero; the GPU's sample readings are there.
+    assert_eq!(usage(&rows[0]), ["", "", "", "", "", "", "", ""]);
+    assert_eq!(cell(&rows[0], "gpu0_util"), "86");
+    assert_eq!(cell(&rows[0], "gpu0_mem_kb"), (3 * GIB / 1024).to_string());
+    assert_eq!(cell(&rows[0], "gpu1_util"), "5");
+    // The first reading has no rates: threads and the host are known, the rest is not.
+    assert_eq!(usage(&rows[9]), ["", "12.50", "50", "", "", "", "71", ""]);
+    // A reading with rates, carried forward to every sample until the next.
+    for row in &rows[19..29] {
+        assert_eq!(
+            usage(row),
+            ["11.25", "12.50", "60", "1048576", "", "3.5", "71", ""],
+            "{row:?}"
+        );
+    }
+    assert_eq!(cell(&rows[29], "threads"), "70");
+    // After the child exited: the tree's readings are gone (and this sample has no GPUs).
+    let last = rows.last().unwrap();
+    assert_eq!(usage(last), ["", "", "", "", "", "", "", ""]);
+    assert_eq!(cell(last, "gpu0_util"), "");
+    assert_eq!(cell(last, "rss_kb"), (GIB / 1024).to_string());
+    // The seed's awk script reads only the first two columns: its output is that of the
+    // two-column CSV of the same samples.
+    let exported = dir.path().join("usage.csv");
+    std::fs::write(&exported, &out.stdout).unwrap();
+    let two: String = out
+        .stdout
+        .lines()
+        .map(|l| l.split(',').take(2).collect::<Vec<_>>().join(",") + "\n")
+        .collect();
+    let two_col = dir.path().join("two.csv");
+    std::fs::write(&two_col, two).unwrap();
+    let awk = seed_awk(&exported);
+    let samples: u32 = awk
+        .lines()
+        .map(|l| l.split("samples=").nth(1).unwrap().split(',').next().unwrap())
+        .map(|n| n.parse::<u32>().unwrap())
+        .sum();
+    assert_eq!(samples, 45, "every row read: {awk}");
+    assert_eq!(awk, seed_awk(&two_col));
+}
+
+#[test]
+fn jsonl_carries_the_usage_records_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = usage_session(dir.path());
+    let out = export(&p, "jsonl");
+    let back: Vec<Record> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is one Record"))
+        .collect();
+    assert_eq!(back, load(&p).unwrap().records);
+    let usage: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains(r#""record":"usage""#))
+        .collect();
+    assert_eq!(usage.len(), 4);
+    assert!(usage[1].contains(r#""uuid":"GPU-1""#), "{}", usage[1]);
+    assert!(usage[1].contains(r#""ctx_switches":900.0"#), "{}", usage[1]);
 }

@@ -1,6 +1,15 @@
 //! `provetop classify`: the seed's threshold table, then a summary, then (for sessions with
-//! prover events) memory by the prover's actual phases and, per batch mode, throughput and
-//! peak memory.
+//! prover events) memory and utilisation by the prover's actual phases and, per batch mode,
+//! throughput and peak memory.
+//!
+//! The prover-phase table ends in utilisation columns: `cores` (the tree's cores busy) and
+//! `host` (the host's), from the usage records, and `gpuN util` for each GPU the session saw,
+//! from the samples' GPU readings. Each is the mean over the phase's time (its spans' union;
+//! for `(no phase open)`, the session's time outside every span): a usage reading counts for
+//! the part of its interval (`interval_ns` before it) that lies in the phase, a sample's GPU
+//! reading once when the sample falls in the phase (samples are evenly spaced, like the
+//! table's memory columns). `-` where no reading covers the phase: a session recorded before
+//! usage records existed, a phase shorter than any usage interval, no GPU reading then.
 //!
 //! The table is exactly what the operators' awk script printed — one line per contiguous run
 //! of a threshold phase, `synth: samples=25, min=101.4 GiB, max=177.0 GiB`, rounded like C's
@@ -45,7 +54,7 @@ pub fn render(store: &Store, thresholds: Thresholds) -> anyhow::Result<String> {
     summary(&mut out, store, thresholds, &series, &runs);
     if let Some(table) = crate::store::phase_table(store) {
         out.push('\n');
-        out.push_str(&table);
+        out.push_str(&with_utilisation(store, &table));
     }
     if let Some(table) = crate::store::mode_table(store) {
         out.push('\n');
@@ -185,6 +194,195 @@ fn summary(
             );
         }
     }
+}
+
+/// A reading over `(t0, t1]`; `t0 == t1`: a reading at one instant, counted once where it
+/// falls.
+type Reading = (u64, u64, f64);
+
+/// The mean of `readings` over the time each phase covers, per phase (Σ value × overlap /
+/// Σ overlap; instants weigh one each), from segments (t0, t1, phases open) sorted and
+/// disjoint.
+fn accumulate(
+    segs: &[(u64, u64, Vec<usize>)],
+    readings: &[Reading],
+    phases: usize,
+) -> Vec<Option<f64>> {
+    let mut acc = vec![(0.0f64, 0u64); phases];
+    for &(t0, t1, v) in readings {
+        if !v.is_finite() || t1 < t0 {
+            continue;
+        }
+        if t1 == t0 {
+            let i = segs.partition_point(|s| s.1 < t0);
+            if let Some((_, _, open)) = segs.get(i).filter(|s| s.0 <= t0) {
+                for &p in open {
+                    acc[p].0 += v;
+                    acc[p].1 += 1;
+                }
+            }
+            continue;
+        }
+        let from = segs.partition_point(|s| s.1 <= t0);
+        for (a, b, open) in segs[from..].iter().take_while(|s| s.0 < t1) {
+            let w = t1.min(*b).saturating_sub(t0.max(*a));
+            for &p in open {
+                acc[p].0 += v * w as f64;
+                acc[p].1 += w;
+            }
+        }
+    }
+    acc.into_iter()
+        .map(|(sum, w)| (w > 0).then(|| sum / w as f64))
+        .collect()
+}
+
+/// Merge intervals into sorted, disjoint ones.
+fn merged(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    v.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (a, b) in v {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// The store's prover-phase table with the utilisation columns appended (see the module
+/// doc): the phases in the table's order (first start), `(no phase open)` last.
+fn with_utilisation(store: &Store, table: &str) -> String {
+    let end = store.end();
+    // The table's rows: each phase by its first start, then the time outside every span.
+    let mut order: Vec<(u64, provetop_shared::Phase)> = Vec::new();
+    for sp in store.spans() {
+        match order.iter_mut().find(|o| o.1 == sp.phase) {
+            Some(o) => o.0 = o.0.min(sp.start),
+            None => order.push((sp.start, sp.phase.clone())),
+        }
+    }
+    order.sort();
+    let n = order.len();
+    let mut intervals: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n + 1];
+    for sp in store.spans() {
+        if let Some(i) = order.iter().position(|o| o.1 == sp.phase) {
+            intervals[i].push((sp.start, sp.end_or(end)));
+        }
+    }
+    let intervals: Vec<Vec<(u64, u64)>> = intervals.into_iter().map(merged).collect();
+    let any = merged(intervals.iter().flatten().copied().collect());
+    let mut between = Vec::new();
+    let mut reach = store.start();
+    for &(a, b) in &any {
+        if a > reach {
+            between.push((reach, a));
+        }
+        reach = reach.max(b);
+    }
+    if end > reach {
+        between.push((reach, end));
+    }
+    let mut bounds: Vec<u64> = intervals
+        .iter()
+        .flatten()
+        .chain(&between)
+        .flat_map(|&(a, b)| [a, b])
+        .collect();
+    bounds.sort_unstable();
+    bounds.dedup();
+    let all: Vec<&[(u64, u64)]> = intervals[..n]
+        .iter()
+        .map(Vec::as_slice)
+        .chain([between.as_slice()])
+        .collect();
+    let mut cursor = vec![0usize; all.len()];
+    let mut segs: Vec<(u64, u64, Vec<usize>)> = Vec::with_capacity(bounds.len());
+    for w in bounds.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let mut open = Vec::new();
+        for (p, iv) in all.iter().enumerate() {
+            while cursor[p] < iv.len() && iv[cursor[p]].1 <= a {
+                cursor[p] += 1;
+            }
+            if iv.get(cursor[p]).is_some_and(|&(s, e)| s <= a && e >= b) {
+                open.push(p);
+            }
+        }
+        if !open.is_empty() {
+            segs.push((a, b, open));
+        }
+    }
+    // The readings, each over the interval it covers.
+    let (mut cores, mut host): (Vec<Reading>, Vec<Reading>) = (Vec::new(), Vec::new());
+    let gpus = crate::export::session_gpus(store);
+    let mut gpu: Vec<Vec<Reading>> = vec![Vec::new(); gpus.len()];
+    for r in store.records() {
+        match &r.body {
+            RecordBody::Usage(u) if u.interval_ns > 0 => {
+                let t0 = r.t.saturating_sub(u.interval_ns);
+                if let Some(c) = u.cores {
+                    cores.push((t0, r.t, c));
+                }
+                if let Some(c) = u.host_cores {
+                    host.push((t0, r.t, c));
+                }
+            }
+            RecordBody::Sample(s) => {
+                for g in &s.gpus {
+                    if let Ok(i) = gpus.binary_search(&g.index) {
+                        gpu[i].push((r.t, r.t, f64::from(g.util)));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let rows = n + 1;
+    let cores = accumulate(&segs, &cores, rows);
+    let host = accumulate(&segs, &host, rows);
+    let gpu: Vec<Vec<Option<f64>>> = gpu.iter().map(|g| accumulate(&segs, g, rows)).collect();
+    let cells = |p: Option<usize>| {
+        let mut c = String::new();
+        let num = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+        let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}%"));
+        let _ = write!(
+            c,
+            " {:>6} {:>6}",
+            num(p.and_then(|p| cores[p])),
+            num(p.and_then(|p| host[p]))
+        );
+        for g in &gpu {
+            let _ = write!(c, " {:>9}", pct(p.and_then(|p| g[p])));
+        }
+        c
+    };
+    let mut out = String::with_capacity(table.len() * 2);
+    let mut row = 0;
+    for (i, line) in table.lines().enumerate() {
+        out.push_str(line);
+        if i == 1 {
+            let _ = write!(out, " {:>6} {:>6}", "cores", "host");
+            for g in &gpus {
+                let _ = write!(out, " {:>9}", format!("gpu{g} util"));
+            }
+        } else if i > 1 {
+            // Each row is the phase in this order; a row that is not (never so today) gets
+            // "-" rather than another phase's numbers.
+            let p = if line.starts_with("  (no phase open)") {
+                Some(n)
+            } else {
+                let p = order.get(row).filter(|(_, ph)| {
+                    line.starts_with(&format!("  {:<18} ", crate::text::inert(ph.as_str())))
+                });
+                row += 1;
+                p.map(|_| row - 1)
+            };
+            out.push_str(&cells(p));
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// Wall-clock time of a record time, `2023-11-14 22:14:44 UTC`.

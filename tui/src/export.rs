@@ -1,10 +1,17 @@
 //! `provetop export`: a session or CSV as CSV (`timestamp,rss_kb,...`) or JSON lines.
 //!
-//! The CSV starts with the seed sampler's two columns, so the operators' awk script (and
-//! provetop's own CSV reader) run on it unchanged; the other series follow as further
-//! columns, empty where a sample has no reading, and the prover's phase at that instant last.
-//! The column set is fixed, so a monitoring stack can rely on it. JSON lines hold one
-//! [`Record`] per line, exactly its serde JSON, for `jq`.
+//! The CSV has one row per memory sample. It starts with the seed sampler's two columns, so
+//! the operators' awk script (and provetop's own CSV reader) run on it unchanged; the other
+//! memory series follow, empty where a sample has no reading, then the prover's phase at that
+//! instant. After the phase come the usage columns (`cores,host_cores,threads,read_bps,
+//! write_bps,major_faults`: the latest usage record's, carried forward over the samples
+//! between two of them, empty when unknown: before the first, a rate the reading did not
+//! have, after the child exited or started until the next), then for each GPU the session
+//! saw, by device index ascending, `gpuN_util,gpuN_mem_kb,gpuN_temp_c` (utilisation percent
+//! and memory used on the device from the sample, temperature from the latest usage
+//! record). Columns are only ever added at the end: every column up to `phase` is where it
+//! always was, and the GPU columns the header names are the session's own. JSON lines hold
+//! one [`Record`] per line, exactly its serde JSON (usage records included), for `jq`.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -12,23 +19,56 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use provetop_shared::classify::Thresholds;
-use provetop_shared::metric::CSV_COLUMNS;
+use provetop_shared::metric::{Read, Unit, CSV_COLUMNS, GPU_CSV_COLUMNS, USAGE_CSV_COLUMNS};
 use provetop_shared::session::SessionHeader;
-use provetop_shared::{Record, RecordBody, Sample};
+use provetop_shared::{Mark, Record, RecordBody, Sample, Usage};
 
 use crate::cli::{ExportArgs, ExportFormat};
 use crate::store::Store;
 
-/// The CSV header line (without the newline): `timestamp`, the metric table's CSV columns
-/// ([`provetop_shared::metric::CSV_COLUMNS`]), `phase`.
-pub fn csv_header() -> String {
+/// The CSV header line (without the newline) for a session whose GPUs are `gpus` (device
+/// indices, ascending): `timestamp`, the metric table's memory columns
+/// ([`provetop_shared::metric::CSV_COLUMNS`]), `phase`, the usage columns
+/// ([`USAGE_CSV_COLUMNS`]), and per GPU its columns ([`GPU_CSV_COLUMNS`], `gpu0_util`, …).
+pub fn csv_header(gpus: &[u32]) -> String {
     let mut h = String::from("timestamp");
     for c in provetop_shared::metric::csv_columns() {
         h.push(',');
         h.push_str(c);
     }
     h.push_str(",phase");
+    for m in USAGE_CSV_COLUMNS {
+        if let Some((name, _)) = m.def().csv {
+            h.push(',');
+            h.push_str(name);
+        }
+    }
+    for i in gpus {
+        for m in GPU_CSV_COLUMNS {
+            if let Some((name, _)) = m.def().csv {
+                h.push_str(&format!(",gpu{i}_{name}"));
+            }
+        }
+    }
     h
+}
+
+/// Every GPU index a sample or a usage record of the store names, ascending.
+pub fn session_gpus(store: &Store) -> Vec<u32> {
+    let mut gpus: Vec<u32> = store
+        .records()
+        .iter()
+        .flat_map(|r| -> Box<dyn Iterator<Item = u32> + '_> {
+            match &r.body {
+                RecordBody::Sample(s) => Box::new(s.gpus.iter().map(|g| g.index)),
+                RecordBody::Usage(u) => Box::new(u.gpus.iter().map(|g| g.index)),
+                _ => Box::new(std::iter::empty()),
+            }
+        })
+        .collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    gpus
 }
 
 /// Run `provetop export`; returns the process exit code.
@@ -109,37 +149,96 @@ fn ignore_broken_pipe(r: io::Result<()>) -> io::Result<()> {
 
 /// Every sample as one CSV row under [`csv_header`].
 pub fn write_csv(store: &Store, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "{}", csv_header())?;
+    let gpus = session_gpus(store);
+    writeln!(out, "{}", csv_header(&gpus))?;
     let header = store.header();
     let mut line = String::with_capacity(256);
+    let mut usage: Option<&Usage> = None;
     for (i, rec) in store.records().iter().enumerate() {
-        let RecordBody::Sample(s) = &rec.body else {
-            continue;
+        let s = match &rec.body {
+            RecordBody::Sample(s) => s,
+            RecordBody::Usage(u) => {
+                usage = Some(u);
+                continue;
+            }
+            // A new or ended tree: the last usage reading was of the one before.
+            RecordBody::Mark(Mark::ChildStarted { .. } | Mark::ChildExited { .. }) => {
+                usage = None;
+                continue;
+            }
+            _ => continue,
         };
         line.clear();
         // The model writes "-" for "no phase, no known state"; a CSV cell says that empty.
         let phase = store.phase_at_index(i).filter(|p| *p != "-");
-        csv_row(&mut line, header, rec.t, s, phase);
+        csv_row(&mut line, header, rec.t, s, phase, usage, &gpus);
         out.write_all(line.as_bytes())?;
     }
     Ok(())
 }
 
-fn csv_row(line: &mut String, header: &SessionHeader, t: u64, s: &Sample, phase: Option<&str>) {
+fn csv_row(
+    line: &mut String,
+    header: &SessionHeader,
+    t: u64,
+    s: &Sample,
+    phase: Option<&str>,
+    usage: Option<&Usage>,
+    gpus: &[u32],
+) {
     use std::fmt::Write as _;
     let wall = header.wall_anchor as i128 + t as i128 - header.mono_anchor as i128;
     line.push_str(&fmt_unix(wall));
     for (_, read) in CSV_COLUMNS.iter().filter_map(|m| m.def().csv) {
         line.push(',');
-        if let Some(b) = read(s) {
-            let _ = write!(line, "{}", kib(b));
+        if let Read::Sample(read) = read {
+            if let Some(b) = read(s) {
+                let _ = write!(line, "{}", kib(b));
+            }
         }
     }
     line.push(',');
     if let Some(p) = phase {
         csv_text(line, p);
     }
+    for m in USAGE_CSV_COLUMNS {
+        line.push(',');
+        if let Some((_, read)) = m.def().csv {
+            csv_number(line, m.unit(), read.value(Some(s), usage));
+        }
+    }
+    for &g in gpus {
+        for m in GPU_CSV_COLUMNS {
+            line.push(',');
+            if let Some((_, read)) = m.def().csv {
+                let v = read
+                    .per_gpu_values(Some(s), usage)
+                    .into_iter()
+                    .find(|(i, _)| *i == g)
+                    .map(|(_, v)| v);
+                csv_number(line, m.unit(), v);
+            }
+        }
+    }
     line.push('\n');
+}
+
+/// A number cell in its unit's CSV form: bytes as KiB, cores with two decimals, rates per
+/// second with one (bytes per second whole), percent, °C and counts whole; empty when unknown.
+fn csv_number(line: &mut String, unit: Unit, v: Option<f64>) {
+    use std::fmt::Write as _;
+    let Some(v) = v.filter(|v| v.is_finite()) else {
+        return;
+    };
+    let _ = match unit {
+        Unit::Bytes => write!(line, "{}", kib(v.max(0.0) as u64)),
+        Unit::Cores => write!(line, "{v:.2}"),
+        Unit::PerSecond => write!(line, "{v:.1}"),
+        Unit::Seconds => write!(line, "{v:.3}"),
+        Unit::Percent | Unit::Celsius | Unit::Count | Unit::BytesPerSecond => {
+            write!(line, "{v:.0}")
+        }
+    };
 }
 
 /// A text cell. Phase names are identifiers, but a foreign prover may send anything: control

@@ -118,7 +118,16 @@ impl Theme {
             | Metric::PhaseDuration
             | Metric::EventAge
             | Metric::PredictedFree
-            | Metric::TimeToOom => Color::Gray,
+            | Metric::TimeToOom
+            | Metric::Cpu
+            | Metric::HostCpu
+            | Metric::Threads
+            | Metric::ReadBps
+            | Metric::WriteBps
+            | Metric::MajorFaults
+            | Metric::GpuUtil
+            | Metric::GpuMem
+            | Metric::GpuTemp => Color::Gray,
             Metric::Swap => Color::LightRed,
         })
     }

@@ -8,7 +8,19 @@
 //! crit: event_age > 5m    (no event from the prover for 5 minutes: hung?)
 //! rss > 90%              (of the memory limit: cgroup memory.max, else MemTotal)
 //! predicted_free < 2GiB  (the running proof is expected to leave less than 2 GiB free)
+//! cpu > 12 for 10s       (cores busy in the tree; cpu > 75% is of the host's cores online)
+//! gpu_util < 10 for 30s  (percent; the busiest GPU, so: every GPU below 10 %)
+//! gpu_temp > 85          (°C, the hottest GPU; gpu_temp[1] > 85 is GPU 1's)
+//! gpu_mem > 75GiB        (memory used on a GPU by every process; gpu_mem > 90% of its total)
+//! major_faults > 100/s   (the tree's major page faults per second: swapping)
 //! ```
+//!
+//! Values are in the metric's unit (`shared/src/metric.rs`): bytes, durations, cores, percent,
+//! °C, per second; the unit may be left out. `N%` is a percent of the metric's limit (memory:
+//! the cgroup's memory.max, else MemTotal; `cpu`: the host's cores; `gpu_mem`: each GPU's
+//! total); for `gpu_util` it is the unit itself. The per-GPU metrics (`gpu_util`, `gpu_mem`,
+//! `gpu_temp`) take a device index, `gpu_mem[1]`; without one they are the highest value over
+//! the GPUs (for `gpu_mem > 90%`, the GPU fullest for its size).
 //!
 //! `event_age` counts only while the prover should be working (its last `state` is
 //! `proving`, or a proof it started has not finished): an idle or paused prover is not hung.
@@ -23,7 +35,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use provetop_shared::units::{fmt_bytes, parse_bytes, parse_duration_s};
+use provetop_shared::metric::{Limit, Unit};
+use provetop_shared::units::{fmt_bytes, parse_duration_s};
 use provetop_shared::AlertLevel;
 
 pub use provetop_shared::metric::{Metric, TABLE as METRICS};
@@ -89,9 +102,10 @@ impl Op {
 /// The value a metric is compared with.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Threshold {
-    /// Bytes, or seconds for `phase_duration`.
+    /// In the metric's unit (bytes, seconds, cores, percent, °C, per second).
     Abs(f64),
-    /// Percent of the memory limit (cgroup memory.max, else MemTotal) of each sample.
+    /// Percent of the metric's [`Limit`] (the memory limit of each sample, the host's cores,
+    /// each GPU's memory).
     PctOfLimit(f64),
 }
 
@@ -101,6 +115,8 @@ pub struct Rule {
     /// Level (default warn).
     pub level: AlertLevel,
     pub metric: Metric,
+    /// The GPU a per-GPU metric names (`gpu_mem[1]`); None: the highest over the GPUs.
+    pub gpu: Option<u32>,
     pub op: Op,
     pub threshold: Threshold,
     /// How long the condition must hold before the alert fires, seconds.
@@ -124,7 +140,7 @@ pub struct RuleError {
     pub detail: String,
 }
 
-const GRAMMAR: &str = "[info:|warn:|crit:] METRIC OP VALUE [for DURATION]";
+const GRAMMAR: &str = "[info:|warn:|crit:] METRIC[[GPU]] OP VALUE [for DURATION]";
 
 impl FromStr for Rule {
     type Err = RuleError;
@@ -178,7 +194,27 @@ impl FromStr for Rule {
                     .join(", ")
             ))
         })?;
-        rest = rest[mend..].trim_start();
+        rest = &rest[mend..];
+        // A GPU index: `gpu_mem[1]`, for the per-GPU metrics only.
+        let mut gpu = None;
+        if let Some(after) = rest.strip_prefix('[') {
+            let close = after
+                .find(']')
+                .ok_or_else(|| err(format!("missing \"]\" after {mname}[")))?;
+            let idx = after[..close].trim();
+            if !metric.per_gpu() {
+                return Err(err(format!(
+                    "{mname} is not per GPU (a GPU index takes gpu_util, gpu_mem or gpu_temp)"
+                )));
+            }
+            gpu = Some(idx.parse::<u32>().map_err(|_| {
+                err(format!(
+                    "bad GPU index {idx:?} (want a device index such as 0)"
+                ))
+            })?);
+            rest = &after[close + 1..];
+        }
+        rest = rest.trim_start();
         let (op, after_op) = Op::parse_leading(rest, mname).map_err(err)?;
         rest = after_op.trim_start();
         // Value, then an optional "for DURATION".
@@ -189,24 +225,27 @@ impl FromStr for Rule {
         if vtok.is_empty() {
             return Err(err(format!("missing value after {:?}", op.as_str())));
         }
-        let threshold = if let Some(p) = vtok.strip_suffix('%') {
-            if metric.is_duration() {
-                return Err(err(format!(
-                    "percent value {vtok:?} makes no sense for {mname} (want a duration such as 30s)"
-                )));
+        let unit = metric.unit();
+        let threshold = match vtok.strip_suffix('%') {
+            // A percent metric's own unit.
+            Some(_) if unit == Unit::Percent => Threshold::Abs(unit.parse(vtok).map_err(err)?),
+            Some(p) => {
+                if metric.def().limit.is_none() {
+                    return Err(err(format!(
+                        "percent value {vtok:?} makes no sense for {mname} (want {})",
+                        unit.example()
+                    )));
+                }
+                let v: f64 = p
+                    .trim()
+                    .parse()
+                    .map_err(|_| err(format!("bad percent {vtok:?}")))?;
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(err(format!("bad percent {vtok:?}")));
+                }
+                Threshold::PctOfLimit(v)
             }
-            let v: f64 = p
-                .trim()
-                .parse()
-                .map_err(|_| err(format!("bad percent {vtok:?}")))?;
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(err(format!("bad percent {vtok:?}")));
-            }
-            Threshold::PctOfLimit(v)
-        } else if metric.is_duration() {
-            Threshold::Abs(parse_duration_s(vtok).map_err(err)?)
-        } else {
-            Threshold::Abs(parse_bytes(vtok).map_err(err)? as f64)
+            None => Threshold::Abs(unit.parse(vtok).map_err(err)?),
         };
         let hold_s = match hold {
             None => 0.0,
@@ -222,6 +261,7 @@ impl FromStr for Rule {
         Ok(Rule {
             level,
             metric,
+            gpu,
             op,
             threshold,
             hold_s,
@@ -252,8 +292,21 @@ fn find_word(s: &str, word: &str) -> Option<usize> {
 }
 
 impl Rule {
-    /// The threshold for a sample with the given memory limit; `None` when the rule is
-    /// relative and no limit is known.
+    /// The metric as the rule names it: `rss`, `gpu_mem[1]`.
+    pub fn metric_label(&self) -> String {
+        match self.gpu {
+            Some(i) => format!("{}[{i}]", self.metric.name()),
+            None => self.metric.name().to_string(),
+        }
+    }
+
+    /// What a percent threshold of this rule is a percent of.
+    pub fn limit(&self) -> Option<Limit> {
+        self.metric.def().limit
+    }
+
+    /// The threshold against the given limit (the metric's [`Limit`]: bytes, cores); `None`
+    /// when the rule is relative and no limit is known.
     pub fn threshold_for(&self, limit: Option<u64>) -> Option<f64> {
         match self.threshold {
             Threshold::Abs(v) => Some(v),
@@ -269,6 +322,7 @@ pub fn default_rules(mem_total: u64, cgroup_max: Option<u64>) -> Vec<Rule> {
     rules.push(Rule {
         level: AlertLevel::Warn,
         metric: Metric::PredictedFree,
+        gpu: None,
         op: Op::Lt,
         threshold: Threshold::Abs(0.0),
         hold_s: 0.0,
@@ -290,6 +344,7 @@ fn rss_rule(mem_total: u64, cgroup_max: Option<u64>) -> Option<Rule> {
     Some(Rule {
         level: AlertLevel::Warn,
         metric: Metric::Rss,
+        gpu: None,
         op: Op::Gt,
         threshold: Threshold::Abs(t),
         hold_s: 0.0,
@@ -360,5 +415,61 @@ mod tests {
         let r = &default_rules(100 * GIB, None)[0];
         assert_eq!(r.threshold, Threshold::Abs(90.0 * GIB as f64));
         assert!(r.text.contains("MemTotal"));
+    }
+
+    #[test]
+    fn the_utilisation_metrics_parse_in_their_own_units() {
+        let r: Rule = "cpu > 12 for 10s".parse().unwrap();
+        assert_eq!(
+            (r.metric, r.threshold, r.hold_s),
+            (Metric::Cpu, Threshold::Abs(12.0), 10.0)
+        );
+        let r: Rule = "cpu > 12.5 cores".parse().unwrap();
+        assert_eq!(r.threshold, Threshold::Abs(12.5));
+        let r: Rule = "cpu > 75%".parse().unwrap();
+        assert_eq!(r.threshold, Threshold::PctOfLimit(75.0));
+        assert_eq!(r.limit(), Some(Limit::HostCores));
+        let r: Rule = "gpu_util < 10 for 30s".parse().unwrap();
+        assert_eq!((r.metric, r.op, r.gpu), (Metric::GpuUtil, Op::Lt, None));
+        assert_eq!(r.threshold, Threshold::Abs(10.0));
+        // For a percent metric, % is its unit, not a percent of a limit.
+        let r: Rule = "gpu_util < 10%".parse().unwrap();
+        assert_eq!(r.threshold, Threshold::Abs(10.0));
+        let r: Rule = "crit: gpu_temp > 85".parse().unwrap();
+        assert_eq!(
+            (r.metric, r.threshold),
+            (Metric::GpuTemp, Threshold::Abs(85.0))
+        );
+        let r: Rule = "gpu_temp[1] > 85C".parse().unwrap();
+        assert_eq!(r.gpu, Some(1));
+        assert_eq!(r.metric_label(), "gpu_temp[1]");
+        let r: Rule = "gpu_mem > 75GiB".parse().unwrap();
+        assert_eq!(r.threshold, Threshold::Abs((75 * GIB) as f64));
+        let r: Rule = "gpu_mem[0] >= 90%".parse().unwrap();
+        assert_eq!((r.gpu, r.threshold), (Some(0), Threshold::PctOfLimit(90.0)));
+        assert_eq!(r.limit(), Some(Limit::GpuTotal));
+        let r: Rule = "major_faults > 100/s for 5s".parse().unwrap();
+        assert_eq!(r.threshold, Threshold::Abs(100.0));
+        let r: Rule = "read_bps > 1GiB/s".parse().unwrap();
+        assert_eq!(r.threshold, Threshold::Abs(GIB as f64));
+        let r: Rule = "swap > 1GiB".parse().unwrap();
+        assert_eq!(r.metric, Metric::Swap);
+    }
+
+    #[test]
+    fn utilisation_rules_with_a_wrong_unit_or_index_name_the_bad_token() {
+        let e = |s: &str| s.parse::<Rule>().unwrap_err().to_string();
+        assert!(
+            e("cpu > 12GiB").contains("unknown unit \"GiB\""),
+            "{}",
+            e("cpu > 12GiB")
+        );
+        assert!(e("gpu_temp > 50%").contains("makes no sense for gpu_temp"));
+        assert!(e("gpu_util > 150").contains("above 100"));
+        assert!(e("rss[0] > 1GiB").contains("rss is not per GPU"));
+        assert!(e("gpu_mem[x] > 1GiB").contains("bad GPU index \"x\""));
+        assert!(e("gpu_mem[0 > 1GiB").contains("missing \"]\""));
+        assert!(e("threads > 1.5").contains("whole number"));
+        assert!(e("major_faults > 5/h").contains("unknown unit \"/h\""));
     }
 }
