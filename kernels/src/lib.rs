@@ -25,6 +25,8 @@ pub struct Gpu {
     pub compute_capability: String,
     /// Device memory, bytes.
     pub memory_bytes: u64,
+    /// NVML's UUID, "GPU-…" (what `CUDA_VISIBLE_DEVICES` may name instead of an index).
+    pub uuid: String,
 }
 
 /// The backend this build proves with: "supraseal", "cuda" or "cpu".
@@ -63,6 +65,7 @@ pub fn gpus() -> Result<Vec<Gpu>, String> {
             name: d.name().unwrap_or_else(|_| "unknown GPU".into()),
             compute_capability: cc,
             memory_bytes: d.memory_info().map(|m| m.total).unwrap_or(0),
+            uuid: d.uuid().unwrap_or_default(),
         });
     }
     Ok(out)

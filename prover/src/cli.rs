@@ -75,6 +75,12 @@ pub struct Cli {
     #[arg(long, value_name = "T", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,
 
+    /// GPUs to use, by index as nvidia-smi and provetop number them ("0,2") [default: every
+    /// visible GPU]. Sets CUDA_VISIBLE_DEVICES (and CUDA_DEVICE_ORDER=PCI_BUS_ID) for both
+    /// GPU backends, which then spread each proof over these devices.
+    #[arg(long, value_name = "LIST", value_parser = crate::gpu::parse_selection)]
+    pub gpus: Option<crate::gpu::GpuList>,
+
     /// Write events to this inherited file descriptor instead of stdout.
     #[arg(long, value_name = "FD", env = "PROVETOP_EVENTS_FD",
           value_parser = clap::value_parser!(i32).range(0..))]
@@ -114,6 +120,43 @@ fn parse_secs(s: &str) -> Result<f64, String> {
     } else {
         Err(format!("{s:?} is not a positive duration"))
     }
+}
+
+/// Make CUDA number devices as NVML, nvidia-smi and provetop do (PCI bus order): always
+/// with `--gpus` (its indices are NVML's), else unless the environment already chose; and
+/// hide all but `--gpus`. Runs before any thread exists and
+/// before CUDA is initialized (it reads both variables once, at initialization).
+fn choose_gpus(selection: Option<&[u32]>) -> Result<(), String> {
+    let gpu_build = cfg!(any(feature = "cuda", feature = "supraseal"));
+    if gpu_build && (selection.is_some() || std::env::var_os("CUDA_DEVICE_ORDER").is_none()) {
+        std::env::set_var("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+    }
+    let Some(selection) = selection else {
+        return Ok(());
+    };
+    if !gpu_build {
+        return Err(
+            "this prover was built for the CPU (build it with --features cuda or supraseal)".into(),
+        );
+    }
+    let all = provetop_kernels::gpus()?;
+    if let Some(missing) = selection
+        .iter()
+        .find(|i| !all.iter().any(|g| g.index == **i))
+    {
+        let have: Vec<String> = all.iter().map(|g| g.index.to_string()).collect();
+        return Err(format!(
+            "there is no GPU {missing} (NVML lists {})",
+            if have.is_empty() {
+                "none".to_string()
+            } else {
+                have.join(", ")
+            }
+        ));
+    }
+    let list: Vec<String> = selection.iter().map(u32::to_string).collect();
+    std::env::set_var("CUDA_VISIBLE_DEVICES", list.join(","));
+    Ok(())
 }
 
 /// A fatal usage error: one line on stderr, exit status 2.
@@ -195,6 +238,9 @@ pub fn run(cli: Cli) -> i32 {
         },
         None => Emitter::stdout(),
     };
+    if let Err(e) = choose_gpus(cli.gpus.as_ref().map(|g| g.0.as_slice())) {
+        return usage(&format!("invalid value for --gpus: {e}"));
+    }
     if let Some(t) = cli.threads {
         // bellperson's own pool (FFT, multiexp dispatch) reads this once, lazily; no other
         // thread exists yet that could read the environment concurrently.

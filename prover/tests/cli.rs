@@ -226,6 +226,11 @@ fn bad_flags_exit_2_with_one_line() {
     assert!(one_line_error(&["--events-fd", "977"]).contains("977"));
     assert!(one_line_error(&["--mem-budget", "3 parsecs"]).contains("--mem-budget"));
     assert!(one_line_error(&["--on-sigterm", "explode"]).contains("explode"));
+    assert!(one_line_error(&["--gpus", "0,0"]).contains("named twice"));
+    assert!(one_line_error(&["--gpus", "first"]).contains("not a GPU index"));
+    if cfg!(not(any(feature = "cuda", feature = "supraseal"))) {
+        assert!(one_line_error(&["--gpus", "0"]).contains("built for the CPU"));
+    }
     let out = bin().arg("--help").output().unwrap();
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
@@ -240,6 +245,7 @@ fn bad_flags_exit_2_with_one_line() {
         "--mem-budget",
         "--threads",
         "--seed",
+        "--gpus",
     ] {
         assert!(help.contains(flag), "--help lists {flag}");
     }

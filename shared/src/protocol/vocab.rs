@@ -202,7 +202,8 @@ pub enum SrsSource {
 /// A GPU as the prover sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuInfo {
-    /// Index of the device (CUDA ordinal).
+    /// Index of the device: NVML's (PCI bus order), which is also the CUDA ordinal where
+    /// `CUDA_DEVICE_ORDER=PCI_BUS_ID` (the bundled prover sets it) and nothing is hidden.
     pub index: u32,
     /// Marketing name, e.g. "NVIDIA H200".
     pub name: String,
@@ -212,6 +213,9 @@ pub struct GpuInfo {
     /// Device memory in bytes.
     #[serde(default)]
     pub memory_bytes: Option<u64>,
+    /// NVML's UUID ("GPU-…"), the name that survives a renumbering.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
 }
 
 /// The circuit/workload configuration a prover runs with (reported in `hello`).

@@ -109,6 +109,7 @@ pub fn h200_hello(gpu_bytes: u64, partitions: u32, constraints: u64, threads: u3
             name: "NVIDIA H200".into(),
             compute_capability: Some("9.0".into()),
             memory_bytes: Some(gpu_bytes),
+            uuid: None,
         }],
         config: ProverConfig {
             partitions,
