@@ -1,6 +1,6 @@
 //! The workspace's binaries under test: where they are, building those the calling test's
-//! own package does not build (the bundled prover, `provetop-memhog`), and running
-//! `provetop` to completion.
+//! own package does not build (the bundled prover, `provetop-memhog`, `provetop-burn`), and
+//! running `provetop` to completion.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -44,6 +44,15 @@ pub fn memhog() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| cargo_build("provetop-testkit", "provetop-memhog"))
+        .clone()
+}
+
+/// `provetop-burn` (a bin of this kit): spins a known number of threads and writes and reads
+/// back a known number of bytes, printing each step's bounds; `--help` says how.
+pub fn burn() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| cargo_build("provetop-testkit", "provetop-burn"))
         .clone()
 }
 

@@ -1,5 +1,6 @@
-//! Sampler cost: per-sample cost of the procfs reads against a 2 GiB target, and the CPU the
-//! sampler's threads use at 20 Hz over 10 s.
+//! Sampler cost: per-sample cost of the procfs reads against a 2 GiB target, the cost of one
+//! usage reading for trees of N processes and processes of T threads, and the CPU the
+//! sampler's threads use at 20 Hz (usage readings at their default 2 Hz) over 10 s.
 //!
 //! `cargo bench -p provetop-collect --bench sampler` (prints a Markdown report).
 //! `SAMPLER_BENCH_SECS` and `SAMPLER_BENCH_MIB` override the 10 s run and the 2048 MiB target.
@@ -9,7 +10,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use provetop_collect::procstatus::{PeakResetter, StatusReader};
-use provetop_collect::sampler::{self, read_pinned, tree, SamplerConfig};
+use provetop_collect::sampler::usage::{TickProc, UsageReader};
+use provetop_collect::sampler::{self, hoststat, read_pinned, tree, SamplerConfig};
 use provetop_shared::RecordBody;
 use provetop_testkit::bins::memhog;
 
@@ -61,6 +63,83 @@ fn thread_cpu(tid: u32) -> (u64, u64) {
     (sched, ticks * 1_000_000_000 / hz)
 }
 
+/// A single-threaded process that only sleeps.
+fn sleeper() -> std::process::Child {
+    Command::new("sleep").arg("600").spawn().expect("sleep")
+}
+
+/// Mean, p50 and p99 of one usage reading (µs), for trees of 1, 4, 16 and 64 single-threaded
+/// processes and for this process with 16 and 64 idle threads.
+fn usage_costs() -> Vec<(String, usize, (f64, f64, f64))> {
+    let mut rows = Vec::new();
+    let mut host = hoststat::HostStat::open().unwrap();
+    rows.push((
+        "`/proc/stat` alone".to_string(),
+        1,
+        time(2000, || {
+            host.read();
+        }),
+    ));
+    let mut kids: Vec<std::process::Child> = Vec::new();
+    for n in [1usize, 4, 16, 64] {
+        while kids.len() < n {
+            kids.push(sleeper());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let pids: Vec<u32> = kids.iter().map(|c| c.id()).collect();
+        rows.push((
+            format!("{n} processes, 1 thread each"),
+            n,
+            reading_cost(&pids),
+        ));
+    }
+    for k in &mut kids {
+        let _ = k.kill();
+        let _ = k.wait();
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for t in [16u32, 64] {
+        while threads.len() + 1 < t as usize {
+            let stop = stop.clone();
+            threads.push(std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        rows.push((
+            format!("1 process of {t} threads"),
+            1,
+            reading_cost(&[std::process::id()]),
+        ));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in threads {
+        let _ = t.join();
+    }
+    rows
+}
+
+/// One usage reading of `pids` (their status read beforehand, as the tick has it).
+fn reading_cost(pids: &[u32]) -> (f64, f64, f64) {
+    let tick: Vec<TickProc> = pids
+        .iter()
+        .map(|&pid| TickProc {
+            pid,
+            status: provetop_collect::procstatus::read_status(pid).unwrap(),
+            pinned: None,
+        })
+        .collect();
+    let mut r = UsageReader::new();
+    let mut t = 0u64;
+    time(500, || {
+        t += 500_000_000;
+        std::hint::black_box(r.read(t, &tick, &[], Vec::new()));
+    })
+}
+
 fn main() {
     let secs = env_u64("SAMPLER_BENCH_SECS", 10);
     let mib = env_u64("SAMPLER_BENCH_MIB", 2048);
@@ -102,6 +181,8 @@ fn main() {
     let sm = time(10, || {
         read_pinned(pid, &mut buf).unwrap();
     });
+
+    let usage_rows = usage_costs();
 
     // The real thing: the sampler thread at its default 20 Hz, drained like the app does.
     let cfg = SamplerConfig::default();
@@ -161,6 +242,18 @@ fn main() {
         },
         walk,
     );
+    println!(
+        "\nOne usage reading (`stat`, `io`, `comm` per process kept open, `status` per extra \
+         thread, `/proc/stat`; the tick's status readings reused), µs:\n"
+    );
+    println!("| tree | mean | p50 | p99 | per process |");
+    println!("|---|---:|---:|---:|---:|");
+    for (name, n, (m, p50, p99)) in &usage_rows {
+        println!(
+            "| {name} | {m:.1} | {p50:.1} | {p99:.1} | {:.1} |",
+            m / *n as f64
+        );
+    }
     println!(
         "\n`/proc/PID/smaps` (pinned memory) costs {:.1} ms per pass on this target, so at a \
          {:.0} % duty it runs every {:.1} s (never more often than 1 Hz).\n",
