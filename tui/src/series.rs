@@ -19,12 +19,32 @@ pub const METRICS: usize = provetop_shared::metric::SERIES;
 /// Absent value marker inside points and buckets (no real reading is `u64::MAX` bytes).
 const NONE: u64 = u64::MAX;
 
-/// One sample, compactly: its time and every metric.
+/// One sample, compactly: its time and every metric (`N` lanes: the memory metrics by
+/// default; the utilisation series of [`crate::model::usage`] use lanes of their own, so
+/// they are bounded and decimated by the same code on the same time axis).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Point {
+pub struct Point<const N: usize = METRICS> {
     /// Monotonic ns.
     pub t: u64,
-    v: [u64; METRICS],
+    v: [u64; N],
+}
+
+impl<const N: usize> Point<N> {
+    /// A point at `t` with every lane absent.
+    pub fn empty(t: u64) -> Self {
+        Point { t, v: [NONE; N] }
+    }
+
+    /// Lane `i`'s value, if set.
+    pub fn lane(&self, i: usize) -> Option<u64> {
+        let x = self.v[i];
+        (x != NONE).then_some(x)
+    }
+
+    /// Set lane `i` (`None`: absent).
+    pub fn set_lane(&mut self, i: usize, x: Option<u64>) {
+        self.v[i] = x.map(|x| x.min(NONE - 1)).unwrap_or(NONE);
+    }
 }
 
 impl Point {
@@ -41,51 +61,50 @@ impl Point {
 
     /// A metric's value, if the sample had it.
     pub fn get(&self, m: Metric) -> Option<u64> {
-        let x = self.v[m.idx()];
-        (x != NONE).then_some(x)
+        self.lane(m.idx())
     }
 
     /// Override one metric (used to carry a value forward, e.g. reported pinned bytes).
     pub fn set(&mut self, m: Metric, x: Option<u64>) {
-        self.v[m.idx()] = x.map(|x| x.min(NONE - 1)).unwrap_or(NONE);
+        self.set_lane(m.idx(), x)
     }
 }
 
 /// Min/max of every metric over a stretch of time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bucket {
+pub struct Bucket<const N: usize = METRICS> {
     /// Time of the first point folded in.
     pub t0: u64,
     /// Time of the last point folded in.
     pub t1: u64,
     /// Points folded in.
     pub n: u32,
-    min: [u64; METRICS],
-    max: [u64; METRICS],
+    min: [u64; N],
+    max: [u64; N],
 }
 
-impl Bucket {
+impl<const N: usize> Bucket<N> {
     fn empty() -> Self {
         Bucket {
             t0: u64::MAX,
             t1: 0,
             n: 0,
-            min: [NONE; METRICS],
-            max: [0; METRICS],
+            min: [NONE; N],
+            max: [0; N],
         }
     }
 
-    fn of_point(p: &Point) -> Self {
+    fn of_point(p: &Point<N>) -> Self {
         let mut b = Bucket::empty();
         b.add_point(p);
         b
     }
 
-    fn add_point(&mut self, p: &Point) {
+    fn add_point(&mut self, p: &Point<N>) {
         self.t0 = self.t0.min(p.t);
         self.t1 = self.t1.max(p.t);
         self.n = self.n.saturating_add(1);
-        for i in 0..METRICS {
+        for i in 0..N {
             let x = p.v[i];
             if x != NONE {
                 self.min[i] = self.min[i].min(x);
@@ -94,14 +113,14 @@ impl Bucket {
         }
     }
 
-    fn merge(&mut self, o: &Bucket) {
+    fn merge(&mut self, o: &Bucket<N>) {
         if o.n == 0 {
             return;
         }
         self.t0 = self.t0.min(o.t0);
         self.t1 = self.t1.max(o.t1);
         self.n = self.n.saturating_add(o.n);
-        for i in 0..METRICS {
+        for i in 0..N {
             if o.min[i] != NONE {
                 self.min[i] = self.min[i].min(o.min[i]);
                 self.max[i] = self.max[i].max(o.max[i]);
@@ -114,10 +133,16 @@ impl Bucket {
         self.n == 0
     }
 
+    /// `(min, max)` of lane `i` over the bucket, if any point had it.
+    pub fn lane_range(&self, i: usize) -> Option<(u64, u64)> {
+        (self.min[i] != NONE).then_some((self.min[i], self.max[i]))
+    }
+}
+
+impl Bucket {
     /// `(min, max)` of a metric over the bucket, if any point had it.
     pub fn range(&self, m: Metric) -> Option<(u64, u64)> {
-        let i = m.idx();
-        (self.min[i] != NONE).then_some((self.min[i], self.max[i]))
+        self.lane_range(m.idx())
     }
 
     /// Maximum of a metric over the bucket.
@@ -169,17 +194,17 @@ impl Limits {
     }
 }
 
-/// The sample series.
+/// The sample series (`N` lanes per point; the memory metrics by default).
 #[derive(Debug, Clone)]
-pub struct Series {
+pub struct Series<const N: usize = METRICS> {
     limits: Limits,
     bucket_ns: u64,
-    history: VecDeque<Bucket>,
-    recent: VecDeque<Point>,
+    history: VecDeque<Bucket<N>>,
+    recent: VecDeque<Point<N>>,
     total: u64,
 }
 
-impl Series {
+impl<const N: usize> Series<N> {
     /// Empty series.
     pub fn new(limits: Limits) -> Self {
         Series {
@@ -193,7 +218,7 @@ impl Series {
 
     /// Append a point. A point earlier than the newest one is stored at the newest time so
     /// the series stays sorted (CSV rows that go back in time are kept in file order).
-    pub fn push(&mut self, mut p: Point) {
+    pub fn push(&mut self, mut p: Point<N>) {
         if let Some(last) = self.recent.back() {
             p.t = p.t.max(last.t);
         } else if let Some(b) = self.history.back() {
@@ -212,7 +237,7 @@ impl Series {
         }
     }
 
-    fn fold(&mut self, p: &Point) {
+    fn fold(&mut self, p: &Point<N>) {
         let slot = p.t / self.bucket_ns;
         match self.history.back_mut() {
             Some(b) if b.t0 / self.bucket_ns == slot => b.add_point(p),
@@ -220,7 +245,8 @@ impl Series {
         }
         if self.history.len() > self.limits.max_buckets {
             self.bucket_ns = self.bucket_ns.saturating_mul(2);
-            let mut merged: VecDeque<Bucket> = VecDeque::with_capacity(self.history.len() / 2 + 1);
+            let mut merged: VecDeque<Bucket<N>> =
+                VecDeque::with_capacity(self.history.len() / 2 + 1);
             for b in self.history.drain(..) {
                 match merged.back_mut() {
                     Some(m) if m.t0 / self.bucket_ns == b.t0 / self.bucket_ns => m.merge(&b),
@@ -253,8 +279,8 @@ impl Series {
 
     /// Bytes held by the series (capacity, not length: what the allocator gave us).
     pub fn heap_bytes(&self) -> usize {
-        self.recent.capacity() * std::mem::size_of::<Point>()
-            + self.history.capacity() * std::mem::size_of::<Bucket>()
+        self.recent.capacity() * std::mem::size_of::<Point<N>>()
+            + self.history.capacity() * std::mem::size_of::<Bucket<N>>()
     }
 
     /// Time of the first point.
@@ -274,25 +300,25 @@ impl Series {
     }
 
     /// The newest point.
-    pub fn last(&self) -> Option<&Point> {
+    pub fn last(&self) -> Option<&Point<N>> {
         self.recent.back()
     }
 
     /// Full-resolution points with `t0 <= t <= t1` (history buckets are not included).
-    pub fn points_in(&self, t0: u64, t1: u64) -> impl Iterator<Item = &Point> + '_ {
+    pub fn points_in(&self, t0: u64, t1: u64) -> impl Iterator<Item = &Point<N>> + '_ {
         let start = self.recent.partition_point(|p| p.t < t0);
         self.recent.range(start..).take_while(move |p| p.t <= t1)
     }
 
     /// History buckets overlapping `[t0, t1]`.
-    pub fn buckets_in(&self, t0: u64, t1: u64) -> impl Iterator<Item = &Bucket> + '_ {
+    pub fn buckets_in(&self, t0: u64, t1: u64) -> impl Iterator<Item = &Bucket<N>> + '_ {
         let start = self.history.partition_point(|b| b.t1 < t0);
         self.history.range(start..).take_while(move |b| b.t0 <= t1)
     }
 
     /// The reading at time `t`: the last full-resolution point at or before `t`, or the
     /// history bucket that covers `t` (a range, not an exact value).
-    pub fn at(&self, t: u64) -> Option<Reading> {
+    pub fn at(&self, t: u64) -> Option<Reading<N>> {
         let i = self.recent.partition_point(|p| p.t <= t);
         if i > 0 {
             return Some(Reading::Exact(self.recent[i - 1]));
@@ -310,7 +336,7 @@ impl Series {
     /// Decimate `[t0, t1)` into `cols` columns: each column holds the min/max of every metric
     /// over the points (and history buckets) that fall in it. A bucket wider than a column
     /// fills every column it spans.
-    pub fn columns(&self, t0: u64, t1: u64, cols: usize) -> Vec<Bucket> {
+    pub fn columns(&self, t0: u64, t1: u64, cols: usize) -> Vec<Bucket<N>> {
         let mut out = vec![Bucket::empty(); cols];
         if cols == 0 || t1 <= t0 {
             return out;
@@ -338,14 +364,14 @@ impl Series {
 
 /// What [`Series::at`] found.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Reading {
+pub enum Reading<const N: usize = METRICS> {
     /// A full-resolution sample.
-    Exact(Point),
+    Exact(Point<N>),
     /// An old stretch kept only as min/max.
-    Range(Bucket),
+    Range(Bucket<N>),
 }
 
-impl Reading {
+impl<const N: usize> Reading<N> {
     /// Time of the sample, or the start of the bucket.
     pub fn t(&self) -> u64 {
         match self {
@@ -354,6 +380,16 @@ impl Reading {
         }
     }
 
+    /// `(min, max)` of lane `i` (equal for an exact sample).
+    pub fn lane_range(&self, i: usize) -> Option<(u64, u64)> {
+        match self {
+            Reading::Exact(p) => p.lane(i).map(|x| (x, x)),
+            Reading::Range(b) => b.lane_range(i),
+        }
+    }
+}
+
+impl Reading {
     /// `(min, max)` of a metric (equal for an exact sample).
     pub fn range(&self, m: Metric) -> Option<(u64, u64)> {
         match self {

@@ -12,7 +12,7 @@
 //!
 //! One file per domain: [`prover`] (hello, SRS, state), [`spans`], [`proofs`] (and modes),
 //! [`child`] (and the monitor's marks), [`alerts`], [`samples`] (series and threshold runs),
-//! [`log`], [`stats`], [`effects`].
+//! [`log`], [`stats`], [`effects`], [`usage`] (cores and GPUs busy, overlap per mode).
 
 pub mod alerts;
 pub mod child;
@@ -23,6 +23,7 @@ pub mod prover;
 pub mod samples;
 pub mod spans;
 pub mod stats;
+pub mod usage;
 #[cfg(test)]
 mod tests;
 
@@ -40,6 +41,7 @@ pub use proofs::{mode_rows, FinishedProof, ModeRow, ProofSpan};
 pub use prover::{HelloInfo, MemoryReport, ProverView, SrsState};
 pub use spans::{OpenSpans, PhaseSpan};
 pub use stats::{busy_ns, Stats};
+pub use usage::{Overlap, UsageState};
 
 use crate::series::{Limits, Series};
 
@@ -48,6 +50,8 @@ use crate::series::{Limits, Series};
 pub struct Model {
     thresholds: Thresholds,
     pub series: Series,
+    /// Cores and GPUs busy, on the same time axis ([`usage`]).
+    pub usage: UsageState,
     /// Latest full sample (per-GPU readings, cgroup, mem_total…).
     pub last_sample: Option<Sample>,
     /// The same memory forecast the alert engine keeps (`predicted_free`), for the header.
@@ -115,6 +119,7 @@ impl Model {
         Model {
             thresholds,
             series: Series::new(limits),
+            usage: UsageState::new(limits),
             last_sample: None,
             forecast: Forecast::default(),
             prover: ProverView::default(),
@@ -165,7 +170,10 @@ impl Model {
         self.last_t = self.last_t.max(t);
         self.forecast.observe(rec);
         match &rec.body {
-            RecordBody::Sample(s) => self.on_sample(t, s, fx),
+            RecordBody::Sample(s) => {
+                self.on_sample(t, s, fx);
+                self.usage_sample(t, s);
+            }
             RecordBody::Event(e) => {
                 if self.events == 0 && self.derived > 0 {
                     // The protocol wins over what was read from its log lines before it.
@@ -183,8 +191,7 @@ impl Model {
             RecordBody::Mark(m) => self.on_mark(t, m, fx),
             RecordBody::Output(o) => self.push_log(t, Logged::Output(o.clone())),
             RecordBody::Derived(d) => self.on_derived(t, d, fx),
-            // Read by the utilisation panel and the process table (not yet drawn).
-            RecordBody::Usage(_) => {}
+            RecordBody::Usage(u) => self.on_usage(t, u),
         }
     }
 
