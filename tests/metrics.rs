@@ -472,6 +472,34 @@ fn a_real_prometheus_scrapes_provetop_and_holds_the_rss_phase_and_proof_values_o
     }
     assert_eq!(seen, [true, true], "no scrape saw a phase open and closed");
 
+    // Cores busy: every scraped value is a usage reading of the session, taken within one
+    // scrape before (the bundled prover keeps a core or more busy, so some are above 0).
+    let usage: Vec<(f64, f64)> = s
+        .records
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Usage(u) => Some((s.wall(r), u.cores?)),
+            _ => None,
+        })
+        .collect();
+    let cores = prom.points("provetop_cpu_cores");
+    assert!(
+        cores.len() >= 3,
+        "{} scrapes of provetop_cpu_cores",
+        cores.len()
+    );
+    for (w, v) in &cores {
+        assert!(
+            usage
+                .iter()
+                .any(|(t, c)| *t >= w - LAG - 0.5 && *t <= w + SLACK && c == v),
+            "provetop_cpu_cores {v} at {w}: no usage reading of the session holds it then"
+        );
+    }
+    assert!(cores.iter().any(|(_, v)| *v > 0.5), "{cores:?}");
+    let meta = prom.api("metadata", &[("metric", "provetop_cpu_cores")]);
+    assert_eq!(meta["provetop_cpu_cores"][0]["unit"], "cores", "{meta}");
+
     // Prometheus asked for OpenMetrics and kept its units.
     let meta = prom.api("metadata", &[("metric", "provetop_rss_bytes")]);
     assert_eq!(meta["provetop_rss_bytes"][0]["unit"], "bytes", "{meta}");
@@ -555,9 +583,37 @@ fn full_scrape(format: Format) -> String {
     }
     // The second proof runs with a forecast from the first, and memory is short.
     push(15 * s, sample(30 << 30));
+    push(
+        15 * s + 1,
+        RecordBody::Usage(provetop_shared::record::Usage {
+            interval_ns: s / 2,
+            cores: Some(11.3),
+            threads: 40,
+            ctx_switches: Some(1200.0),
+            major_faults: Some(0.0),
+            read_bps: Some(1e6),
+            write_bps: Some(0.0),
+            host_cores: Some(12.0),
+            host_ncpu: 16,
+            procs: vec![],
+            gpus: vec![provetop_shared::record::GpuDetail {
+                index: 0,
+                uuid: "GPU-5c9f0f1e-0000-0000-0000-000000000000".into(),
+                name: "NVIDIA H200".into(),
+                temp_c: Some(61),
+                power_w: Some(350.0),
+                sm_clock_mhz: Some(1980),
+                throttle: vec![],
+                pcie_rx_bps: Some(1e9),
+                pcie_tx_bps: Some(1e8),
+            }],
+        }),
+    );
     let text = metrics.scrape(format);
     assert!(text.contains("provetop_predicted_free_bytes"), "{text}");
     assert!(text.contains("provetop_gpu_memory_used_bytes"), "{text}");
+    assert!(text.contains("provetop_gpu_temperature_celsius"), "{text}");
+    assert!(text.contains("provetop_cpu_cores 11.3"), "{text}");
     text
 }
 

@@ -16,7 +16,14 @@
 //!   words (its `hello`) make one info series at a time, each value cut to
 //!   [`MAX_LABEL_CHARS`]. No pid and no proof id is ever a label.
 //! * A reading the session does not have (no sample yet, no cgroup limit, no forecast, no
-//!   GPU) is left out, never exported as 0.
+//!   GPU, no usage record yet, a rate the first usage reading lacks, a GPU's temperature NVML
+//!   did not give) is left out, never exported as 0. The usage gauges (`provetop_cpu_cores`,
+//!   I/O, faults, GPU temperature, power, clocks) are the latest usage record's; a child that
+//!   exits or starts takes them away until its next reading.
+//! * Every per-GPU series has the labels `gpu` (the NVML index) and `device` (`nvidiaN`);
+//!   `provetop_gpu_info{gpu,device,uuid,name}` says which card each index is (UUIDs and names
+//!   are cut to [`MAX_LABEL_CHARS`]), for a `group_left` join, so no series changes labels when
+//!   the first usage record tells the UUID.
 //!
 //! [`docs/metrics.md`](../../../../docs/metrics.md) lists every metric.
 
@@ -35,7 +42,9 @@ use prometheus_client::registry::{Registry, Unit};
 use provetop_collect::alerts::Rule;
 use provetop_shared::classify::ThresholdPhase;
 use provetop_shared::protocol::ProverState;
-use provetop_shared::{AlertLevel, BatchMode, Event, Mark, Phase, Record, RecordBody, Sample};
+use provetop_shared::{
+    AlertLevel, BatchMode, Event, Mark, Phase, Record, RecordBody, Sample, Usage,
+};
 
 pub use endpoint::Endpoint;
 
@@ -154,6 +163,8 @@ struct ProverInfo {
 #[derive(Debug, Default)]
 struct State {
     sample: Option<Sample>,
+    /// The latest usage record of the current child.
+    usage: Option<Usage>,
     samples: u64,
     /// Highest RSS (interval peaks included) since the previous scrape.
     interval_peak: Option<u64>,
@@ -264,7 +275,7 @@ impl Metrics {
                 st.rules.push(RuleState {
                     text: r.text.clone(),
                     level: r.level,
-                    metric: r.metric.name().to_string(),
+                    metric: r.metric_label(),
                     active: false,
                 });
             }
@@ -314,9 +325,18 @@ impl Metrics {
             RecordBody::Event(Event::MemoryReport { pinned_bytes, .. }) => {
                 st.pinned_reported = Some(*pinned_bytes);
             }
+            RecordBody::Usage(u) => match &mut st.usage {
+                Some(old) => old.clone_from(u),
+                None => st.usage = Some(u.clone()),
+            },
             RecordBody::Mark(m) => match m {
                 Mark::Restart { .. } => st.restarts += 1,
-                Mark::ChildExited { oom_kill, .. } => st.oom_kills += u64::from(*oom_kill),
+                // The usage readings were the old tree's.
+                Mark::ChildStarted { .. } => st.usage = None,
+                Mark::ChildExited { oom_kill, .. } => {
+                    st.oom_kills += u64::from(*oom_kill);
+                    st.usage = None;
+                }
                 Mark::Dropped { what, count } => {
                     if what == "samples" {
                         st.dropped_samples += count;
@@ -498,6 +518,139 @@ impl State {
         let open = self.open_since[i].map_or(0, |s| self.now.saturating_sub(s));
         (self.busy_ns[i] + open) as f64 / 1e9
     }
+}
+
+/// A per-GPU gauge of the usage record: name, help, unit, its reading.
+type GpuFamily = (
+    &'static str,
+    &'static str,
+    Option<Unit>,
+    fn(&provetop_shared::record::GpuDetail) -> Option<f64>,
+);
+
+/// `gpu` and `device` label values of a GPU index.
+fn gpu_labels(index: u32) -> [String; 2] {
+    [index.to_string(), format!("nvidia{index}")]
+}
+
+/// The gauges of the latest usage record: the tree's cores, threads, rates, the host's cores,
+/// and each GPU's details. A reading the record lacks is left out.
+fn usage_gauges(o: &mut Out<'_, '_>, u: &Usage) -> fmt::Result {
+    let cores = || Some(Unit::Other("cores".into()));
+    let per_s = || Some(Unit::Other("per_second".into()));
+    let bytes_per_s = || Some(Unit::Other("bytes_per_second".into()));
+    o.opt_gauge(
+        "cpu",
+        "cores busy in the process tree (user + system CPU seconds per second, over the last usage interval)",
+        cores(),
+        u.cores,
+    )?;
+    o.gauge("threads", "threads in the process tree", None, u.threads)?;
+    o.opt_gauge(
+        "context_switches",
+        "context switches per second in the process tree (voluntary and not)",
+        per_s(),
+        u.ctx_switches,
+    )?;
+    o.opt_gauge(
+        "major_faults",
+        "major page faults per second in the process tree (the first sign of swapping)",
+        per_s(),
+        u.major_faults,
+    )?;
+    o.opt_gauge(
+        "read",
+        "bytes the process tree read from storage per second (absent when a process's /proc/PID/io is unreadable)",
+        bytes_per_s(),
+        u.read_bps,
+    )?;
+    o.opt_gauge(
+        "write",
+        "bytes the process tree wrote to storage per second",
+        bytes_per_s(),
+        u.write_bps,
+    )?;
+    o.opt_gauge(
+        "host_cpu",
+        "cores busy on the whole host (/proc/stat)",
+        cores(),
+        u.host_cores,
+    )?;
+    if u.host_ncpu > 0 {
+        o.gauge("host_cpus", "cores online on the host", None, u.host_ncpu)?;
+    }
+    let gpus: Vec<_> = u
+        .gpus
+        .iter()
+        .filter(|g| (g.index as usize) < MAX_GPUS)
+        .map(|g| (g, gpu_labels(g.index)))
+        .collect();
+    if gpus.is_empty() {
+        return Ok(());
+    }
+    {
+        let mut m = o.enc.encode_descriptor(
+            "gpu",
+            "which card each GPU index is: its NVML UUID and product name",
+            None,
+            MetricType::Info,
+        )?;
+        for (g, l) in &gpus {
+            let (uuid, name) = (cut(&g.uuid), cut(&g.name));
+            m.encode_info(&[
+                ("gpu", l[0].as_str()),
+                ("device", l[1].as_str()),
+                ("uuid", uuid.as_str()),
+                ("name", name.as_str()),
+            ])?;
+        }
+    }
+    let keys = ["gpu", "device"];
+    let series = |f: fn(&provetop_shared::record::GpuDetail) -> Option<f64>| {
+        gpus.iter()
+            .filter_map(move |(g, l)| Some(([l[0].as_str(), l[1].as_str()], f(g)?)))
+            .collect::<Vec<_>>()
+    };
+    let families: [GpuFamily; 5] = [
+        (
+            "gpu_temperature",
+            "temperature of the GPU (NVML)",
+            Some(Unit::Celsius),
+            |g| g.temp_c.map(f64::from),
+        ),
+        (
+            "gpu_power",
+            "power the GPU draws (NVML)",
+            Some(Unit::Other("watts".into())),
+            |g| g.power_w,
+        ),
+        (
+            "gpu_sm_clock",
+            "SM clock of the GPU (NVML)",
+            Some(Unit::Other("hertz".into())),
+            |g| g.sm_clock_mhz.map(|m| f64::from(m) * 1e6),
+        ),
+        (
+            "gpu_pcie_receive",
+            "PCIe throughput host to GPU (NVML)",
+            Some(Unit::Other("bytes_per_second".into())),
+            |g| g.pcie_rx_bps,
+        ),
+        (
+            "gpu_pcie_transmit",
+            "PCIe throughput GPU to host (NVML)",
+            Some(Unit::Other("bytes_per_second".into())),
+            |g| g.pcie_tx_bps,
+        ),
+    ];
+    for (name, help, unit, f) in families {
+        let v = series(f);
+        // A family no GPU has a reading for is left out whole.
+        if !v.is_empty() {
+            o.gauges(name, help, unit, keys, v)?;
+        }
+    }
+    Ok(())
 }
 
 /// The collector a scrape's registry encodes: the state, under its lock, once.
@@ -756,6 +909,9 @@ impl Collector for Scrape {
                         .map(|(g, l)| (labels(l), f64::from(g.util) / 100.0)),
                 )?;
             }
+        }
+        if let Some(u) = &st.usage {
+            usage_gauges(&mut o, u)?;
         }
         o.opt_gauge(
             "predicted_free",

@@ -176,6 +176,94 @@ fn each_gpu_is_labelled_as_dcgm_exporter_labels_it() {
 }
 
 #[test]
+fn the_usage_gauges_are_the_latest_usage_records_and_absent_when_unknown() {
+    use provetop_shared::record::{GpuDetail, Usage};
+    let mut f = Feed::new(&[
+        "cpu > 12 for 10s".parse().unwrap(),
+        "gpu_temp[1] > 85".parse().unwrap(),
+    ]);
+    f.sample(S, GIB, GIB);
+    // No usage record yet: no usage gauge, not a zero.
+    let t = f.scrape();
+    assert!(!t.contains("provetop_cpu_cores"), "{t}");
+    assert!(!t.contains("provetop_threads"), "{t}");
+    let detail = |index, temp: Option<u32>| GpuDetail {
+        index,
+        uuid: format!("GPU-{index}-aaaa"),
+        name: "NVIDIA H200".into(),
+        temp_c: temp,
+        power_w: Some(412.5),
+        sm_clock_mhz: Some(1980),
+        ..GpuDetail::default()
+    };
+    let usage = |cores: Option<f64>, read: Option<f64>| Usage {
+        interval_ns: S / 2,
+        cores,
+        threads: 48,
+        ctx_switches: Some(1500.0),
+        major_faults: Some(2.0),
+        read_bps: read,
+        write_bps: Some(4096.0),
+        host_cores: Some(14.5),
+        host_ncpu: 16,
+        procs: vec![],
+        gpus: vec![detail(0, Some(64)), detail(1, None)],
+    };
+    f.push(2 * S, RecordBody::Usage(usage(Some(3.0), None)));
+    f.push(3 * S, RecordBody::Usage(usage(Some(11.25), Some(1e6))));
+    let t = f.scrape();
+    let v = |series: &str| value(&t, series);
+    assert_eq!(v("provetop_cpu_cores"), Some(11.25), "{t}");
+    assert_eq!(v("provetop_host_cpu_cores"), Some(14.5));
+    assert_eq!(v("provetop_host_cpus"), Some(16.0));
+    assert_eq!(v("provetop_threads"), Some(48.0));
+    assert_eq!(v("provetop_read_bytes_per_second"), Some(1e6));
+    assert_eq!(v("provetop_write_bytes_per_second"), Some(4096.0));
+    assert_eq!(v("provetop_major_faults_per_second"), Some(2.0));
+    assert_eq!(v("provetop_context_switches_per_second"), Some(1500.0));
+    assert_eq!(
+        v("provetop_gpu_temperature_celsius{gpu=\"0\",device=\"nvidia0\"}"),
+        Some(64.0)
+    );
+    // GPU 1's temperature is unknown: no series for it, not 0 °C.
+    assert!(
+        !t.contains("provetop_gpu_temperature_celsius{gpu=\"1\""),
+        "{t}"
+    );
+    assert_eq!(
+        v("provetop_gpu_power_watts{gpu=\"1\",device=\"nvidia1\"}"),
+        Some(412.5)
+    );
+    assert_eq!(
+        v("provetop_gpu_sm_clock_hertz{gpu=\"0\",device=\"nvidia0\"}"),
+        Some(1.98e9)
+    );
+    assert_eq!(
+        v("provetop_gpu_info{gpu=\"1\",device=\"nvidia1\",uuid=\"GPU-1-aaaa\",name=\"NVIDIA H200\"}"),
+        Some(1.0),
+        "{t}"
+    );
+    // The PCIe readings are absent on every GPU: the family is left out whole.
+    assert!(!t.contains("pcie"), "{t}");
+    // The rule on one GPU is labelled as written.
+    assert!(t.contains("metric=\"gpu_temp[1]\""), "{t}");
+    // The child exits: its usage readings go.
+    f.push(
+        4 * S,
+        RecordBody::Mark(Mark::ChildExited {
+            pid: 1,
+            code: Some(0),
+            signal: None,
+            oom_kill: false,
+            reason: "exited 0".into(),
+        }),
+    );
+    let t = f.scrape();
+    assert!(!t.contains("provetop_cpu_cores"), "{t}");
+    assert!(!t.contains("provetop_gpu_info"), "{t}");
+}
+
+#[test]
 fn the_current_phase_is_one_series_per_phase_and_time_per_phase_adds_up() {
     let mut f = Feed::new(&[]);
     f.event(S, proof_started(1, BatchMode::Single));
