@@ -14,7 +14,7 @@ use provetop::model::Model;
 use provetop::monitor::metrics::{Format, Metrics};
 use provetop_shared::record::GpuReading;
 use provetop_shared::session::{load, SessionHeader};
-use provetop_shared::{BatchMode, Event, Mark, Record, RecordBody, Sample};
+use provetop_shared::{AlertState, BatchMode, Event, Mark, Record, RecordBody, Sample};
 use provetop_testkit::bins::{prover, provetop};
 use provetop_testkit::fixtures::{proof_finished, proof_started, repo};
 
@@ -338,7 +338,14 @@ fn a_real_prometheus_scrapes_provetop_and_holds_the_rss_phase_and_proof_values_o
         dir.path(),
         &session,
         addr,
-        &["--partitions", "1", "--constraints", "10000"],
+        &[
+            "--partitions",
+            "1",
+            "--constraints",
+            "10000",
+            "--alert",
+            "info: cpu > 0.5",
+        ],
     );
     // Until Prometheus has seen three proofs finish (its first scrape may come 5 s after its
     // start: the scrape manager applies new targets every 5 s).
@@ -497,6 +504,24 @@ fn a_real_prometheus_scrapes_provetop_and_holds_the_rss_phase_and_proof_values_o
         );
     }
     assert!(cores.iter().any(|(_, v)| *v > 0.5), "{cores:?}");
+    // The rule on cores busy fired on the session's own usage readings: each firing value is
+    // a reading above 0.5 cores; the scrape said so.
+    let fired: Vec<f64> = s
+        .records
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Alert(a) if a.metric == "cpu" && a.state == AlertState::Firing => {
+                Some(a.value)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!fired.is_empty(), "cpu > 0.5 never fired");
+    assert!(fired
+        .iter()
+        .all(|v| *v > 0.5 && usage.iter().any(|(_, c)| c == v)));
+    let active = prom.points("provetop_alert_active{metric=\"cpu\"}");
+    assert!(active.iter().any(|(_, v)| *v == 1.0), "{active:?}");
     let meta = prom.api("metadata", &[("metric", "provetop_cpu_cores")]);
     assert_eq!(meta["provetop_cpu_cores"][0]["unit"], "cores", "{meta}");
 
