@@ -3,7 +3,8 @@
 //! sampler's threads use at 20 Hz (usage readings at their default 2 Hz) over 10 s.
 //!
 //! `cargo bench -p provetop-collect --bench sampler` (prints a Markdown report).
-//! `SAMPLER_BENCH_SECS` and `SAMPLER_BENCH_MIB` override the 10 s run and the 2048 MiB target.
+//! `SAMPLER_BENCH_SECS` and `SAMPLER_BENCH_MIB` override the 10 s run and the 2048 MiB target,
+//! `SAMPLER_BENCH_USAGE_HZ` the usage readings' rate (0: off, to see what they cost).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -185,7 +186,13 @@ fn main() {
     let usage_rows = usage_costs();
 
     // The real thing: the sampler thread at its default 20 Hz, drained like the app does.
-    let cfg = SamplerConfig::default();
+    let cfg = SamplerConfig {
+        usage_hz: std::env::var("SAMPLER_BENCH_USAGE_HZ")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(sampler::DEFAULT_USAGE_HZ),
+        ..SamplerConfig::default()
+    };
     let mut h = sampler::spawn(cfg.clone(), pid).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let mut recs = Vec::new();
@@ -211,6 +218,7 @@ fn main() {
     let max_gap = gaps.iter().cloned().fold(0.0, f64::max);
     let rate = ts.len() as f64 / wall;
     let max_reset = h.max_reset_delay();
+    let (usage_n, usage_mean, usage_max) = h.usage_cost();
     let late = h.late_resets();
     h.stop();
     let _ = hog.kill();
@@ -262,12 +270,20 @@ fn main() {
         (sm.0 / 1e6 / cfg.smaps_duty).max(1.0)
     );
     println!(
-        "Sampler at {} Hz for {wall:.1} s: {} samples ({rate:.2} Hz achieved), largest gap \
+        "Sampler at {} Hz (usage readings at {} Hz) for {wall:.1} s: {} samples ({rate:.2} Hz achieved), largest gap \
          between samples {max_gap:.1} ms, longest delay from a sample to its peak reset {:.2} ms, {late} samples \
          taken while a reset was late.\n",
         cfg.hz,
+        cfg.usage_hz,
         ts.len(),
         max_reset.as_secs_f64() * 1e3
+    );
+    println!(
+        "Usage readings on the sampler thread: {usage_n}, {:.1} µs each on average, {:.1} µs \
+         at most ({:.4} % of one core).\n",
+        usage_mean.as_secs_f64() * 1e6,
+        usage_max.as_secs_f64() * 1e6,
+        usage_mean.as_secs_f64() * usage_n as f64 / wall * 100.0
     );
     println!("| thread | CPU time (schedstat) | % of one core | CPU time (stat ticks) |");
     println!("|---|---:|---:|---:|");

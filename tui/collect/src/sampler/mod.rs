@@ -98,6 +98,10 @@ struct Shared {
     stop: AtomicBool,
     dropped: AtomicU64,
     late_resets: AtomicU64,
+    /// Usage readings taken, their summed and their largest cost (ns), for the bench.
+    usage_reads: AtomicU64,
+    usage_ns: AtomicU64,
+    usage_max_ns: AtomicU64,
     tree: Mutex<(u64, Vec<u32>)>,
     pinned: Mutex<pinned::PinnedState>,
     learned: Mutex<pinned::LearnedState>,
@@ -121,6 +125,9 @@ impl Shared {
             stop: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
             late_resets: AtomicU64::new(0),
+            usage_reads: AtomicU64::new(0),
+            usage_ns: AtomicU64::new(0),
+            usage_max_ns: AtomicU64::new(0),
             tree: Mutex::new((1, vec![root_pid])),
             pinned: Mutex::new(pinned::PinnedState::default()),
             learned: Mutex::new(pinned::LearnedState::default()),
@@ -284,6 +291,16 @@ impl SamplerHandle {
     /// lock); such a sample's peak covers more than one interval.
     pub fn late_resets(&self) -> u64 {
         self.shared.late_resets.load(Ordering::Relaxed)
+    }
+
+    /// Usage readings taken so far, their mean and their largest cost on the sampler thread
+    /// (from the tick's status readings to the record in the ring).
+    pub fn usage_cost(&self) -> (u64, Duration, Duration) {
+        let n = self.shared.usage_reads.load(Ordering::Relaxed);
+        let total = self.shared.usage_ns.load(Ordering::Relaxed);
+        let max = self.shared.usage_max_ns.load(Ordering::Relaxed);
+        let mean = total.checked_div(n).unwrap_or(0);
+        (n, Duration::from_nanos(mean), Duration::from_nanos(max))
     }
 
     /// Sample the tree rooted at `pid` from now on (after a restart of the child).
@@ -714,6 +731,14 @@ impl Sampler {
     /// Take a usage reading of this tick's processes and push it; schedule the next.
     fn usage_reading(&mut self) {
         let now = Instant::now();
+        self.usage_reading_at(now);
+        let cost = now.elapsed().as_nanos() as u64;
+        self.shared.usage_reads.fetch_add(1, Ordering::Relaxed);
+        self.shared.usage_ns.fetch_add(cost, Ordering::Relaxed);
+        self.shared.usage_max_ns.fetch_max(cost, Ordering::Relaxed);
+    }
+
+    fn usage_reading_at(&mut self, now: Instant) {
         self.next_usage += self.usage_period;
         if self.next_usage <= now {
             // Behind (a stall, or usage_hz above hz): the next one period from now.
