@@ -65,6 +65,133 @@ fn live_app(events: bool) -> App {
     app
 }
 
+/// Synthetic utilisation for a synthetic record stream: each sample gets `gpus` GPU
+/// readings and every tenth one is followed by a usage reading of a three-process tree.
+/// Synthesis (RSS in the seed's synth bands) keeps 12 of 16 cores busy, the GPU band keeps
+/// GPU 0 at 86 % (GPU 1, when there is one, follows at half), idle neither; the host has two
+/// cores of load of its own.
+fn with_usage(recs: Vec<Record>, gpus: u32) -> Vec<Record> {
+    use provetop_shared::classify::{ThresholdPhase, Thresholds};
+    use provetop_shared::record::{GpuDetail, GpuReading, ProcUsage, Usage};
+    use provetop_shared::units::GIB;
+    let th = Thresholds::default();
+    let mut out = Vec::with_capacity(recs.len() * 11 / 10);
+    let mut n = 0u64;
+    for mut r in recs {
+        let RecordBody::Sample(s) = &mut r.body else {
+            out.push(r);
+            continue;
+        };
+        let phase = th.classify(s.rss);
+        let synth = matches!(phase, ThresholdPhase::Synth | ThresholdPhase::PeakSynth);
+        let gpu = phase == ThresholdPhase::GpuOrTransition;
+        s.gpus = (0..gpus)
+            .map(|i| GpuReading {
+                index: i,
+                proc_used: if gpu {
+                    (20 + 4 * i as u64) * GIB
+                } else {
+                    2 * GIB
+                },
+                used: if gpu {
+                    (21 + 4 * i as u64) * GIB
+                } else {
+                    3 * GIB
+                },
+                total: 80 * GIB,
+                util: if gpu { 86 / (1 + i as u8) } else { 0 },
+            })
+            .collect();
+        let (t, rss) = (r.t, s.rss);
+        out.push(r);
+        n += 1;
+        if n % 10 != 0 {
+            continue;
+        }
+        let cores = if synth { 12.0 } else { 1.0 };
+        let proc_row = |pid, ppid, command: &str, share: f64| ProcUsage {
+            pid,
+            ppid,
+            command: command.into(),
+            rss: (rss as f64 * share) as u64,
+            anon: (rss as f64 * share * 0.8) as u64,
+            file: (rss as f64 * share * 0.05) as u64,
+            shmem: (rss as f64 * share * 0.15) as u64,
+            pinned: if pid == 4242 { Some(22 * GIB) } else { None },
+            cores: Some(cores * share),
+            threads: if pid == 4242 { 40 } else { 2 },
+            major_faults: Some(0.0),
+            read_bps: if pid == 4244 {
+                None
+            } else {
+                Some(1.5e6 * share)
+            },
+            write_bps: if pid == 4244 { None } else { Some(0.0) },
+            gpu_mem: if pid == 4242 {
+                (0..gpus).map(|i| (i, (20 + 4 * i as u64) * GIB)).collect()
+            } else {
+                vec![]
+            },
+        };
+        let usage = Usage {
+            interval_ns: NS / 2,
+            cores: Some(cores),
+            threads: 44,
+            ctx_switches: Some(1200.0),
+            major_faults: Some(0.0),
+            read_bps: None,
+            write_bps: None,
+            host_cores: Some(cores + 2.0),
+            host_ncpu: 16,
+            procs: vec![
+                proc_row(4242, 1, "provetop-prover", 0.9),
+                proc_row(4243, 4242, "sh", 0.02),
+                // A command with a control character: shown inert.
+                proc_row(4244, 4243, "evil\x1b[2Jx", 0.08),
+            ],
+            gpus: (0..gpus)
+                .map(|i| GpuDetail {
+                    index: i,
+                    uuid: format!("GPU-0000000{i}-synthetic"),
+                    name: "NVIDIA H200".into(),
+                    temp_c: Some(54 + i),
+                    power_w: if gpu { Some(480.0) } else { Some(90.0) },
+                    sm_clock_mhz: Some(1980),
+                    throttle: vec![],
+                    pcie_rx_bps: Some(1.2e9),
+                    pcie_tx_bps: None,
+                })
+                .collect(),
+        };
+        out.push(Record::new(t, RecordBody::Usage(usage)));
+    }
+    out
+}
+
+/// [`live_app`] with utilisation readings of `gpus` GPUs.
+fn live_usage_app(gpus: u32) -> App {
+    let cfg = SynthConfig {
+        events: true,
+        seconds: 90.0,
+        ..SynthConfig::default()
+    };
+    let t0 = cfg.t0;
+    let mut app = App::new(Screen::Run, Default::default(), Theme::mono(), t0);
+    app.model.apply(&Record::new(
+        t0,
+        RecordBody::Mark(Mark::ChildStarted {
+            pid: 4242,
+            command: vec!["provetop-prover".into(), "--daemon".into()],
+        }),
+    ));
+    for r in with_usage(records(cfg), gpus) {
+        app.clock = app.clock.max(r.t);
+        app.model.apply(&r);
+    }
+    app.recording = Some("/tmp/x.ptop".into());
+    app
+}
+
 /// Apply `body` a tenth of a second after the app's clock, and move the clock there.
 fn feed(app: &mut App, body: RecordBody) {
     app.clock += NS / 10;
@@ -266,23 +393,35 @@ fn words(line: &str) -> Vec<String> {
         .collect()
 }
 
-/// On any width, the header lines, the memory legend, the footer's key hints and the modes
-/// overlay leave items out whole: every word on a narrow screen is a word of the wide one (a cut value such as
-/// "gpu 6" for "gpu 6.41G", or "cancell", would not be).
+/// On any width, the header lines, the memory legend, the utilisation panel's title, the
+/// footer's key hints, and the modes overlay and the process table leave items out whole:
+/// every word on a narrow screen is a word of the wide one (a cut value such as "gpu 6" for
+/// "gpu 6.41G", or "cancell", would not be).
 #[test]
 fn narrow_screens_leave_items_out_whole_never_cut() {
-    let mut app = live_app(true);
-    add_batch_outcomes(&mut app);
-    let exited = Mark::ChildExited {
-        pid: 4242,
-        code: Some(0),
-        signal: None,
-        oom_kill: false,
-        reason: "exited 0".into(),
-    };
-    feed(&mut app, RecordBody::Mark(exited));
-    app.act(Action::Modes);
-    let wide = screen_text(&app, 250, 60);
+    for gpus in [None, Some(1), Some(2)] {
+        for overlay in [Action::Modes, Action::Procs] {
+            let mut app = match gpus {
+                None => live_app(true),
+                Some(n) => live_usage_app(n),
+            };
+            add_batch_outcomes(&mut app);
+            let exited = Mark::ChildExited {
+                pid: 4242,
+                code: Some(0),
+                signal: None,
+                oom_kill: false,
+                reason: "exited 0".into(),
+            };
+            feed(&mut app, RecordBody::Mark(exited));
+            app.act(overlay);
+            sweep(&app, overlay, gpus.is_some());
+        }
+    }
+}
+
+fn sweep(app: &App, overlay: Action, usage: bool) {
+    let wide = screen_text(app, 250, 60);
     // The short forms are words too: the rate's ("500/h") and the overlay's note.
     let known: std::collections::HashSet<String> = wide
         .lines()
@@ -293,10 +432,17 @@ fn narrow_screens_leave_items_out_whole_never_cut() {
     let wide_head: Vec<&str> = wide.lines().take(3).collect();
     assert!(wide_head[0].contains("cancelled)"), "{}", wide_head[0]);
     assert!(wide_head[2].contains("gpu"), "{}", wide_head[2]);
+    assert_eq!(wide.contains("─ usage ─"), usage, "{wide}");
+    let (box_title, defines): (&str, &[&str]) = match overlay {
+        Action::Modes => ("batch modes", &["s/sector", "vs single"]),
+        _ if usage => ("processes", &["pid", "command", "rss", "cores"]),
+        _ => ("processes", &["no usage readings"]),
+    };
     for w in 40..=160 {
-        let text = screen_text(&app, w, 40);
+        let text = screen_text(app, w, 40);
         let lines: Vec<Vec<char>> = text.lines().map(|l| l.chars().collect()).collect();
-        // Header (2 lines), memory legend, footer, and the inside of the overlay's box.
+        // Header (2 lines), memory legend, the usage title, footer, and the inside of the
+        // overlay's box.
         let mut checked: Vec<String> = lines[..3]
             .iter()
             .chain(lines.last())
@@ -304,18 +450,30 @@ fn narrow_screens_leave_items_out_whole_never_cut() {
             .collect();
         let top = lines.iter().position(|l| {
             let l: String = l.iter().collect();
-            l.contains("batch modes")
+            l.contains(box_title)
         });
+        // Rows the overlay covers (what it hides is not cut, only covered).
+        let mut covered = 0..0;
         if let Some(top) = top {
             let x0 = lines[top].iter().position(|c| *c == '┌').unwrap();
             let x1 = lines[top].iter().position(|c| *c == '┐').unwrap();
+            checked.push(lines[top][x0 + 1..x1].iter().collect());
+            let mut end = top + 1;
             for l in &lines[top + 1..] {
+                end += 1;
                 if l.get(x0) == Some(&'└') {
                     break;
                 }
                 checked.push(l[x0 + 1..x1.min(l.len())].iter().collect());
             }
+            covered = top..end;
         }
+        checked.extend(
+            text.lines()
+                .enumerate()
+                .filter(|(i, l)| l.starts_with("─ usage ─") && !covered.contains(i))
+                .map(|(_, l)| l.to_string()),
+        );
         for line in &checked {
             for word in words(line) {
                 assert!(
@@ -326,10 +484,9 @@ fn narrow_screens_leave_items_out_whole_never_cut() {
         }
         // The overlay keeps what defines it at 80 columns and up.
         if w >= 80 {
-            assert!(
-                text.contains("s/sector") && text.contains("vs single"),
-                "{w}:\n{text}"
-            );
+            for d in defines {
+                assert!(text.contains(d), "{w}: {d}\n{text}");
+            }
         }
     }
 }
@@ -697,4 +854,266 @@ fn a_long_log_line_can_be_read_whole() {
         app.act(Action::Escape);
         assert!(!screen_text(&app, 80, 24).contains("the end of it"));
     }
+}
+
+#[test]
+fn usage_panel_80x24() {
+    let app = live_usage_app(1);
+    insta::assert_snapshot!(screen_text(&app, 80, 24));
+}
+
+#[test]
+fn usage_panel_200x60() {
+    let app = live_usage_app(2);
+    insta::assert_snapshot!(screen_text(&app, 200, 60));
+}
+
+#[test]
+fn process_table_80x24() {
+    let mut app = live_usage_app(1);
+    app.act(Action::Procs);
+    insta::assert_snapshot!(screen_text(&app, 80, 24));
+}
+
+#[test]
+fn process_table_200x60() {
+    let mut app = live_usage_app(2);
+    app.act(Action::Procs);
+    insta::assert_snapshot!(screen_text(&app, 200, 60));
+}
+
+/// The panel is on the memory chart's time axis: it starts in the chart's gutter column,
+/// a cell drawn under a chart column is that column's time, and the cursor's column is the
+/// same in both.
+#[test]
+fn the_usage_panel_shares_the_charts_time_axis_and_cursor() {
+    let mut app = live_usage_app(1);
+    app.act(Action::Cursor(-1));
+    app.act(Action::Cursor(-20));
+    let text = screen_text(&app, 120, 40);
+    let lines: Vec<Vec<char>> = text.lines().map(|l| l.chars().collect()).collect();
+    let title = lines
+        .iter()
+        .position(|l| l.iter().collect::<String>().starts_with("─ usage ─"))
+        .unwrap_or_else(|| panic!("no usage panel\n{text}"));
+    let chart_row = &lines[3];
+    let axis = chart_row
+        .iter()
+        .position(|c| *c == '┤' || *c == '│')
+        .unwrap();
+    let strip = &lines[title + 1];
+    assert_eq!(strip.iter().position(|c| *c == '│'), Some(axis), "{text}");
+    // Synthesis (12 of 16 cores: six eighths) and idle: both seen.
+    let cells: String = strip[axis + 1..].iter().collect();
+    assert!(cells.contains('▆') && cells.contains('▁'), "{cells}");
+    // At the cursor the title gives the values there, not now.
+    let now = screen_text(&live_usage_app(1), 120, 40);
+    let now_title = now.lines().find(|l| l.starts_with("─ usage ─")).unwrap();
+    assert_ne!(text.lines().nth(title).unwrap(), now_title);
+}
+
+/// An older session (no usage readings, no GPU readings) draws no panel; GPU readings alone
+/// draw the GPU lines and say the CPU was not sampled.
+#[test]
+fn without_usage_data_the_panel_takes_no_room() {
+    let app = live_app(true);
+    assert!(!screen_text(&app, 200, 60).contains("─ usage"));
+    let mut app = live_usage_app(1);
+    assert!(screen_text(&app, 200, 60).contains("─ usage ─ cpu "));
+    // GPU readings only.
+    let cfg = SynthConfig {
+        seconds: 30.0,
+        ..SynthConfig::default()
+    };
+    app = App::new(Screen::Run, Default::default(), Theme::mono(), cfg.t0);
+    for r in with_usage(records(cfg), 1) {
+        if !matches!(r.body, RecordBody::Usage(_)) {
+            app.clock = app.clock.max(r.t);
+            app.model.apply(&r);
+        }
+    }
+    let text = screen_text(&app, 200, 60);
+    assert!(text.contains("─ usage ─ cpu not sampled │ gpu0 "), "{text}");
+    assert!(!text.contains(" tree "), "{text}");
+    app.act(Action::Procs);
+    assert!(screen_text(&app, 200, 60).contains("no usage readings"));
+}
+
+/// In replay the process table shows the reading nearest the cursor: a process that had
+/// exited by the end is still listed at a time it ran, with that reading's time.
+#[test]
+fn the_process_table_follows_the_cursor_in_replay() {
+    use provetop_shared::record::{ProcUsage, Usage};
+    let row = |pid, command: &str| ProcUsage {
+        pid,
+        ppid: 1,
+        command: command.into(),
+        rss: 1 << 30,
+        cores: Some(1.0),
+        threads: 2,
+        ..ProcUsage::default()
+    };
+    let start = 1_000 * NS;
+    let mut recs = Vec::new();
+    for i in 0..120u64 {
+        let t = start + i * NS / 2;
+        recs.push(Record::new(
+            t,
+            RecordBody::Sample(provetop_shared::Sample {
+                rss: 1 << 30,
+                ..Default::default()
+            }),
+        ));
+        let mut procs = vec![row(10, "prover")];
+        if i < 60 {
+            procs.push(row(11, "synth-helper"));
+        }
+        recs.push(Record::new(
+            t,
+            RecordBody::Usage(Usage {
+                interval_ns: NS / 2,
+                cores: Some(2.0),
+                threads: 4,
+                host_ncpu: 2,
+                procs,
+                ..Usage::default()
+            }),
+        ));
+    }
+    let end = recs.last().unwrap().t;
+    let mut app = App::new(
+        Screen::Replay(Playback {
+            playing: false,
+            speed: 1.0,
+            start,
+            end,
+            alerts: vec![],
+            file: "s.ptop".into(),
+            abrupt_end: false,
+        }),
+        Default::default(),
+        Theme::mono(),
+        start,
+    );
+    for r in &recs {
+        app.model.apply(r);
+    }
+    app.clock = end;
+    app.act(Action::Procs);
+    let text = screen_text(&app, 120, 40);
+    assert!(text.contains("processes at 0:59.5"), "{text}");
+    assert!(!text.contains("synth-helper"), "{text}");
+    app.act(Action::Cursor(-1));
+    for _ in 0..3 {
+        app.act(Action::Cursor(-10));
+    }
+    let text = screen_text(&app, 120, 40);
+    assert!(text.contains("synth-helper"), "{text}");
+    assert!(!text.contains("processes at 0:59.5"), "{text}");
+}
+
+/// `s` sorts the table by the next column and says so; ↓ scrolls a table taller than the
+/// screen, and the command of a process is shown inert.
+#[test]
+fn the_process_table_sorts_scrolls_and_shows_commands_inert() {
+    use provetop_shared::record::{ProcUsage, Usage};
+    let mut app = live_usage_app(1);
+    app.act(Action::Procs);
+    let text = screen_text(&app, 200, 60);
+    assert!(text.contains("by rss (s sorts)"), "{text}");
+    assert!(text.contains("evil\\x1b[2Jx"), "{text}");
+    let order = |text: &str| -> Vec<String> {
+        // The table's rows: the lines with one of the tree's pids.
+        text.lines()
+            .filter(|l| {
+                ["4242", "4243", "4244"]
+                    .iter()
+                    .any(|p| l.contains(&format!(" {p} ")))
+            })
+            .filter_map(|l| {
+                ["provetop-prover", "sh", "evil"]
+                    .into_iter()
+                    .find(|c| {
+                        l.split_whitespace()
+                            .any(|w| w == *c || (*c == "evil" && w.starts_with(c)))
+                    })
+                    .map(str::to_string)
+            })
+            .collect()
+    };
+    assert_eq!(order(&text), ["provetop-prover", "evil", "sh"]);
+    for _ in 0..4 {
+        app.act(Action::ProcSort);
+    }
+    let text = screen_text(&app, 200, 60);
+    assert!(text.contains("by pid"), "{text}");
+    assert_eq!(order(&text), ["provetop-prover", "sh", "evil"]);
+    // Forty processes on 80×24: scrolled to the end, the last pid shows.
+    let procs = (0..40)
+        .map(|i| ProcUsage {
+            pid: 100 + i,
+            ppid: 1,
+            command: format!("worker{i}"),
+            rss: (1000 - i as u64) << 20,
+            ..ProcUsage::default()
+        })
+        .collect();
+    feed(
+        &mut app,
+        RecordBody::Usage(Usage {
+            procs,
+            ..Usage::default()
+        }),
+    );
+    let text = drawn_text(&mut app, 80, 24);
+    assert!(text.contains("more below"), "{text}");
+    assert!(!text.contains(" 139 "), "{text}");
+    for _ in 0..20 {
+        app.act(Action::LogNewer);
+        drawn_text(&mut app, 80, 24);
+    }
+    let text = drawn_text(&mut app, 80, 24);
+    assert!(text.contains(" 139 "), "{text}");
+    assert!(!text.contains("more below"), "{text}");
+    app.act(Action::Escape);
+    assert!(!screen_text(&app, 80, 24).contains("┌─ processes"));
+}
+
+/// The modes table gives each mode's overlap of CPU and GPU busy time; a mode without usage
+/// readings reads "–", not 0 %.
+#[test]
+fn the_modes_table_shows_the_overlap_per_mode() {
+    let mut app = live_usage_app(1);
+    app.act(Action::Modes);
+    let text = screen_text(&app, 160, 40);
+    let row = text
+        .lines()
+        .find(|l| l.contains(" single ") && l.contains('×'))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(text.contains("overlap"), "{text}");
+    // Synthesis and the GPU band alternate: little overlap, but known.
+    assert!(row.contains('%'), "{row}");
+    let plain = {
+        let mut a = live_app(true);
+        a.act(Action::Modes);
+        screen_text(&a, 160, 40)
+    };
+    let row = plain
+        .lines()
+        .find(|l| l.contains(" single ") && l.contains('×'))
+        .unwrap();
+    assert!(row.contains('–') && !row.contains('%'), "{row}");
+}
+
+/// The header says the cores busy of those online and each GPU's utilisation now.
+#[test]
+fn the_header_shows_cores_busy_and_gpu_utilisation_now() {
+    let app = live_usage_app(2);
+    let line2 = screen_text(&app, 200, 24)
+        .lines()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    assert!(line2.contains("│ cpu 12.0/16"), "{line2}");
+    assert!(line2.contains("│ gpu 0% 0%"), "{line2}");
 }

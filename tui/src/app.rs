@@ -85,6 +85,12 @@ pub struct View {
     pub help: bool,
     /// The batch modes compared, shown.
     pub modes: bool,
+    /// The process table, shown.
+    pub procs: bool,
+    /// The process table's sort column (`s` cycles).
+    pub procs_sort: ProcSort,
+    /// Rows the process table is scrolled down.
+    pub procs_scroll: usize,
     /// Log lines scrolled back from the newest.
     pub log_back: usize,
     /// The newest shown log line is shown whole, wrapped, over the screen.
@@ -99,6 +105,44 @@ pub struct View {
     pub help_scroll: usize,
     /// What the last frame was drawn with (the event loop keeps it).
     pub drawn: Drawn,
+}
+
+/// The process table's sort column (`s` cycles): the largest first, pid the smallest
+/// first, `tree` the reading's own order (root first, children under their parent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcSort {
+    Rss,
+    Cores,
+    Gpu,
+    Threads,
+    Pid,
+    Tree,
+}
+
+impl ProcSort {
+    /// The next column of the cycle.
+    pub fn next(self) -> ProcSort {
+        match self {
+            ProcSort::Rss => ProcSort::Cores,
+            ProcSort::Cores => ProcSort::Gpu,
+            ProcSort::Gpu => ProcSort::Threads,
+            ProcSort::Threads => ProcSort::Pid,
+            ProcSort::Pid => ProcSort::Tree,
+            ProcSort::Tree => ProcSort::Rss,
+        }
+    }
+
+    /// Its name in the table's title.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProcSort::Rss => "rss",
+            ProcSort::Cores => "cores",
+            ProcSort::Gpu => "gpu",
+            ProcSort::Threads => "threads",
+            ProcSort::Pid => "pid",
+            ProcSort::Tree => "tree",
+        }
+    }
 }
 
 /// What the log pane shows (`o` cycles).
@@ -165,6 +209,8 @@ pub struct Drawn {
     pub plot_cols: u16,
     /// How far the help can scroll (0: it fits).
     pub help_scroll_max: usize,
+    /// How far the process table can scroll (0: it fits).
+    pub procs_scroll_max: usize,
 }
 
 impl Default for Drawn {
@@ -172,6 +218,7 @@ impl Default for Drawn {
         Drawn {
             plot_cols: 60,
             help_scroll_max: 0,
+            procs_scroll_max: 0,
         }
     }
 }
@@ -234,6 +281,9 @@ impl App {
                 cursor: None,
                 help: false,
                 modes: false,
+                procs: false,
+                procs_sort: ProcSort::Rss,
+                procs_scroll: 0,
                 log_back: 0,
                 log_line: false,
                 log_filter: LogFilter::All,
@@ -355,6 +405,17 @@ impl App {
                 self.view.help_scroll = 0;
             }
             Action::Modes => self.view.modes = !self.view.modes,
+            Action::Procs => {
+                self.view.procs = !self.view.procs;
+                self.view.procs_scroll = 0;
+            }
+            Action::ProcSort => {
+                self.view.procs = true;
+                self.view.procs_sort = self.view.procs_sort.next();
+                self.view.procs_scroll = 0;
+                let text = format!("processes sorted by {}", self.view.procs_sort.name());
+                self.flash(text, false);
+            }
             Action::LogLine => self.view.log_line = !self.view.log_line,
             Action::LogFilter => {
                 self.view.log_filter = self.view.log_filter.next();
@@ -373,9 +434,10 @@ impl App {
                 }
             }
             Action::Escape => {
-                if self.view.help || self.view.modes || self.view.log_line {
+                if self.view.help || self.view.modes || self.view.procs || self.view.log_line {
                     self.view.help = false;
                     self.view.modes = false;
+                    self.view.procs = false;
                     self.view.log_line = false;
                 } else if self.view.log_query.is_some() {
                     self.view.log_query = None;
@@ -422,6 +484,14 @@ impl App {
             Action::LogNewer if self.view.help => {
                 self.view.help_scroll =
                     (self.view.help_scroll + 3).min(self.view.drawn.help_scroll_max)
+            }
+            // The open process table scrolls the same way.
+            Action::LogOlder if self.view.procs => {
+                self.view.procs_scroll = self.view.procs_scroll.saturating_sub(3)
+            }
+            Action::LogNewer if self.view.procs => {
+                self.view.procs_scroll =
+                    (self.view.procs_scroll + 3).min(self.view.drawn.procs_scroll_max)
             }
             Action::LogOlder => {
                 self.view.log_back =

@@ -15,6 +15,10 @@ pub enum Action {
     Help,
     /// Show or hide the batch modes compared.
     Modes,
+    /// Show or hide the process table.
+    Procs,
+    /// Sort the process table by its next column (and show it).
+    ProcSort,
     /// Shorter time window.
     ZoomIn,
     /// Longer time window.
@@ -190,6 +194,19 @@ macro_rules! global {
                 )
                 .hint("?", "help", 0),
                 b(&[k('m')], "m", "batch modes side by side", Action::Modes).hint("m", "modes", 20),
+                b(
+                    &[k('t')],
+                    "t",
+                    "process table (cursor's time)",
+                    Action::Procs,
+                )
+                .hint("t", "procs", 20),
+                b(
+                    &[k('s')],
+                    "s",
+                    "sort processes: next column",
+                    Action::ProcSort,
+                ),
                 b(&[k('q'), ctrl('c')], "q", $quit, Action::Quit).hint("q", "quit", 1),
                 b(
                     &[code(KeyCode::Esc)],
@@ -555,11 +572,20 @@ mod tests {
             Some(Action::SpeedUp)
         );
         assert_eq!(lookup(WATCH, &ev(KeyCode::Char('p'), n)), None);
-        for screen in [LIVE, WATCH, REPLAY] {
+        for screen in [LIVE, WATCH, REPLAY, ATTACH, ATTACH_READ_ONLY, FOLLOW] {
             assert_eq!(
                 lookup(screen, &ev(KeyCode::Char('m'), n)),
                 Some(Action::Modes)
             );
+            assert_eq!(
+                lookup(screen, &ev(KeyCode::Char('t'), n)),
+                Some(Action::Procs)
+            );
+            assert_eq!(
+                lookup(screen, &ev(KeyCode::Char('s'), n)),
+                Some(Action::ProcSort)
+            );
+            assert!(hints(screen).iter().any(|h| h.keys == "t"));
         }
     }
 

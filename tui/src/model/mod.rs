@@ -23,9 +23,9 @@ pub mod prover;
 pub mod samples;
 pub mod spans;
 pub mod stats;
-pub mod usage;
 #[cfg(test)]
 mod tests;
+pub mod usage;
 
 use std::collections::VecDeque;
 

@@ -7,7 +7,8 @@
 //! small and a zoomed-out panel still shows every peak:
 //!
 //! * one CPU series: lanes [`CPU_TREE`] (the tree's cores busy, in thousandths of a core),
-//!   [`CPU_HOST`] (the host's, same unit), [`CPU_NCPU`] (cores online), [`CPU_THREADS`];
+//!   [`CPU_HOST`] (the host's, same unit), [`CPU_NCPU`] (cores online), [`CPU_THREADS`],
+//!   [`CPU_INTERVAL`] (the time before the reading its rates cover);
 //! * one series per GPU index seen (at most [`MAX_GPUS`]): lanes [`GPU_UTIL`] (percent),
 //!   [`GPU_USED`], [`GPU_TOTAL`], [`GPU_PROC`] (bytes; the last is the tree's own).
 //!
@@ -52,8 +53,11 @@ pub const CPU_HOST: usize = 1;
 pub const CPU_NCPU: usize = 2;
 /// CPU lane: threads in the tree.
 pub const CPU_THREADS: usize = 3;
+/// CPU lane: the interval the reading's rates cover, ns (a reading speaks for the time
+/// before it).
+pub const CPU_INTERVAL: usize = 4;
 /// Lanes of the CPU series.
-pub const CPU_LANES: usize = 4;
+pub const CPU_LANES: usize = 5;
 /// GPU lane: utilisation, percent.
 pub const GPU_UTIL: usize = 0;
 /// GPU lane: device memory used (all processes), bytes.
@@ -281,6 +285,7 @@ impl UsageState {
         p.set_lane(CPU_HOST, u.host_cores.filter(|c| c.is_finite()).map(milli));
         p.set_lane(CPU_NCPU, (u.host_ncpu > 0).then_some(u.host_ncpu as u64));
         p.set_lane(CPU_THREADS, Some(u.threads as u64));
+        p.set_lane(CPU_INTERVAL, (u.interval_ns > 0).then_some(u.interval_ns));
         self.cpu.push(p);
         self.readings.push_back((t, Arc::new(u.clone())));
         if self.readings.len() > MAX_READINGS {

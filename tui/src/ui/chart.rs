@@ -165,15 +165,27 @@ fn layers(app: &App) -> &'static [Metric] {
     }
 }
 
-/// Horizontal lines: thresholds and alert rules, with labels.
-fn lines(app: &App) -> Vec<(String, u64)> {
-    let names = ["idle", "gpu", "synth", "peak"];
+/// Horizontal lines: the seed's threshold bands and alert rules, with labels. A band's line
+/// is where RSS enters it, so its label names the band and says "≥" ("band
+/// gpu_or_transition ≥ 50.0G"; "band gpu ≥ 50.0G" on a narrow plot): it must not read as a
+/// measurement beside the GPU series.
+fn lines(app: &App, wide: bool) -> Vec<(String, u64)> {
+    let names: [&str; 4] = if wide {
+        ["idle_post", "gpu_or_transition", "synth", "peak_synth"]
+    } else {
+        ["idle", "gpu", "synth", "peak"]
+    };
     let mut v: Vec<(String, u64)> = names
         .iter()
         .zip(app.model.thresholds().lines_bytes())
-        .map(|(n, b)| (n.to_string(), b))
+        .map(|(n, b)| (format!(" band {n} ≥ {}", short_bytes(b)), b))
         .collect();
-    v.extend(app.rule_lines.iter().cloned());
+    // An alert rule's line: its label and value.
+    v.extend(
+        app.rule_lines
+            .iter()
+            .map(|(n, b)| (format!(" {n} {}", short_bytes(*b)), *b)),
+    );
     v
 }
 
@@ -271,7 +283,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
         )
         .max()
         .unwrap_or(0);
-    let hlines: Vec<(String, u64)> = lines(app)
+    let hlines: Vec<(String, u64)> = lines(app, plot.width >= 100)
         .into_iter()
         .filter(|(_, b)| *b > 0 && (*b as f64) <= data_max as f64 * 1.5)
         .collect();
@@ -332,11 +344,11 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
     grid.render(buf, plot);
 
     // Threshold labels at the right end of their line.
-    for (name, b) in &hlines {
+    for (label, b) in &hlines {
         let row = plot.y + plot.height - 1 - (ydot(*b) / 4) as u16;
-        let label = format!("{name} {}", short_bytes(*b));
-        let x = plot.x + plot.width.saturating_sub(label.len() as u16);
-        buf.set_stringn(x, row, &label, label.len(), t.threshold());
+        let w = label.chars().count() as u16;
+        let x = plot.x + plot.width.saturating_sub(w);
+        buf.set_stringn(x, row, label, w as usize, t.threshold());
     }
 
     // Y axis.

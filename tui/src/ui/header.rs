@@ -17,9 +17,9 @@ use crate::ui::{fit, short_bytes, Item};
 /// narrow screen the least needed give way first (see [`Item`]). Line 1: the name, the rate
 /// (its short form first) and the average, the process count, the cancellations and then the
 /// sectors of the proof count, the backend, seconds per proof, the failures, the mode. Line 2:
-/// MemAvailable, a zero drop count, an alert's explanation, the uptime, the SRS, the
-/// recording dot, the memory predicted free at the running proof's peak, then dropped samples
-/// or events, then the phase. Never the state, the proof count, an alert's rule, a predicted
+/// MemAvailable, a zero drop count, an alert's explanation, the uptime, each GPU's
+/// utilisation (the busiest stays), the SRS, the recording dot, the cores busy, the memory
+/// predicted free at the running proof's peak, then dropped samples or events, then the phase. Never the state, the proof count, an alert's rule, a predicted
 /// shortage, a time to OOM under the horizon or a failing recording.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let t = &app.theme;
@@ -188,6 +188,65 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 Span::raw(crate::text::srs(&m.prover.srs)),
             ],
         ));
+    }
+    // Where the cores and the GPUs go now: the tree's cores busy of those online, each GPU's
+    // utilisation (the busiest alone on a narrow screen). Unknown reads "-", never 0.
+    if let Some((_, u)) = m.usage.latest() {
+        let cores = u
+            .cores
+            .filter(|c| c.is_finite())
+            .map_or("-".into(), |c| format!("{c:.1}"));
+        let of = if u.host_ncpu > 0 {
+            format!("/{}", u.host_ncpu)
+        } else {
+            String::new()
+        };
+        l2.push(
+            Item::new(
+                4,
+                vec![
+                    sep(),
+                    Span::styled("cpu ", t.dim()),
+                    Span::raw(format!("{cores}{of}")),
+                ],
+            )
+            .or(
+                4,
+                vec![sep(), Span::styled("cpu ", t.dim()), Span::raw(cores)],
+            ),
+        );
+    }
+    if let Some(gpus) = m
+        .last_sample
+        .as_ref()
+        .map(|s| &s.gpus)
+        .filter(|g| !g.is_empty())
+    {
+        let all: Vec<String> = gpus.iter().map(|g| format!("{}%", g.util)).collect();
+        let max = gpus.iter().map(|g| g.util).max().unwrap_or(0);
+        let mut item = Item::new(
+            5,
+            vec![
+                sep(),
+                Span::styled("gpu ", t.dim()),
+                Span::raw(all.join(" ")),
+            ],
+        );
+        if gpus.len() > 1 {
+            item = item.or(
+                4,
+                vec![
+                    sep(),
+                    Span::styled("gpu ", t.dim()),
+                    Span::raw(format!("{max}%")),
+                    Span::styled(" max", t.dim()),
+                ],
+            );
+        }
+        l2.push(item);
+    } else if m.usage.gpus.iter().any(|g| g.series.total() > 0) {
+        // GPUs were read before and are not now (NVML failing, a GPU gone): unknown.
+        l2.push(Item::new(5, vec![sep(), Span::styled("gpu -", t.dim())]));
     }
     // Will the proof running fit? What is predicted to be left at its peak, once a proof of
     // its shape has finished (the `predicted_free` forecast); short of memory, in red and kept.

@@ -3,7 +3,9 @@
 //! ```text
 //!  header     child state, pid, backend, mode, proofs, s/proof, phase, SRS, uptime, drops
 //!  ─ memory ─ legend (values now, or under the cursor)
-//!  chart      RSS band + interval-peak envelope, anon/file/shmem, pinned, GPU, thresholds
+//!  chart      RSS band + interval-peak envelope, anon/file/shmem, pinned, GPU, seed bands
+//!  ─ usage ─  cores busy (tree, host), GPU utilisation and memory: only with such readings
+//!  usage      one line per resource, or per GPU on a tall screen (same time axis)
 //!  ─ phases ─
 //!  timeline   Gantt rows per phase/partition (events) or per threshold phase
 //!  ─ log ─
@@ -11,6 +13,8 @@
 //!  [position bar: replay only]
 //!  footer     key hints, messages
 //! ```
+//!
+//! Overlays: help (`?`), the batch modes (`m`), the process table (`t`).
 
 pub mod chart;
 pub mod header;
@@ -18,7 +22,9 @@ pub mod help;
 pub mod log;
 pub mod modes;
 pub mod posbar;
+pub mod procs;
 pub mod timeline;
+pub mod usage;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -44,6 +50,8 @@ pub struct Layout {
     pub header: Rect,
     /// Chart with its title and axis.
     pub chart: Rect,
+    /// Utilisation panel with its title (zero height without utilisation data).
+    pub usage: Rect,
     /// Timeline with its title.
     pub timeline: Rect,
     /// Log with its title.
@@ -59,8 +67,16 @@ fn row(area: Rect, y: u16, h: u16) -> Rect {
     Rect::new(area.x, area.y + y, area.width, h)
 }
 
-/// Lay the screen out; `timeline_rows` is how many Gantt rows the data would like.
-pub fn layout(area: Rect, replay: bool, timeline_rows: u16) -> Layout {
+/// Rows the chart keeps, title and axis included, when the utilisation panel takes a form.
+const CHART_KEEPS: u16 = 7;
+/// Rows the chart keeps for the panel's full form (one line per GPU).
+const CHART_KEEPS_FULL: u16 = 20;
+
+/// Lay the screen out; `timeline_rows` is how many Gantt rows the data would like, `usage`
+/// the utilisation panel's heights (compact, full; see [`usage::heights`]). The panel's rows
+/// come out of the chart's: its full form while the chart keeps 20 rows, else its compact
+/// form, else its title line alone, while the chart keeps 7.
+pub fn layout(area: Rect, replay: bool, timeline_rows: u16, usage: (u16, u16)) -> Layout {
     let header_h = 2;
     let footer_h = 1;
     let pos_h = u16::from(replay);
@@ -71,12 +87,27 @@ pub fn layout(area: Rect, replay: bool, timeline_rows: u16) -> Layout {
     let tall = rest.saturating_sub(log_h + 20).min(rest * 2 / 5);
     let tl_rows = timeline_rows.clamp(1, (rest / 5).clamp(2, 16).max(tall));
     let tl_h = tl_rows + 1;
-    let chart_h = rest.saturating_sub(log_h + tl_h);
+    let mut chart_h = rest.saturating_sub(log_h + tl_h);
+    let (compact, full) = usage;
+    let usage_h = if compact == 0 {
+        0
+    } else if chart_h >= full + CHART_KEEPS_FULL {
+        full
+    } else if chart_h >= compact + CHART_KEEPS {
+        compact
+    } else if chart_h > CHART_KEEPS {
+        1
+    } else {
+        0
+    };
+    chart_h -= usage_h;
     let mut y = 0;
     let header = row(area, y, header_h);
     y += header_h;
     let chart = row(area, y, chart_h);
     y += chart_h;
+    let usage = row(area, y, usage_h);
+    y += usage_h;
     let timeline = row(area, y, tl_h);
     y += tl_h;
     let log = row(area, y, log_h);
@@ -88,6 +119,7 @@ pub fn layout(area: Rect, replay: bool, timeline_rows: u16) -> Layout {
     Layout {
         header,
         chart,
+        usage,
         timeline,
         log,
         posbar,
@@ -111,19 +143,30 @@ pub fn draw(f: &mut Frame, app: &App) -> Drawn {
     let replay = matches!(app.screen, Screen::Replay(_));
     let (t0, t1) = app.window();
     let rows = timeline::rows(app, t0, t1, 64);
-    let l = layout(area, replay, rows.len() as u16);
+    let l = layout(area, replay, rows.len() as u16, usage::heights(app));
     let mut drawn = Drawn {
         plot_cols: l.chart.width.saturating_sub(l.gutter),
         help_scroll_max: 0,
+        procs_scroll_max: 0,
     };
     header::draw(buf, l.header, app);
     chart::draw(buf, l.chart, l.gutter, app);
+    usage::draw(
+        buf,
+        l.usage,
+        l.gutter,
+        app,
+        usage::rows_for(app, l.usage.height),
+    );
     timeline::draw(buf, l.timeline, l.gutter, app, &rows);
     log::draw(buf, l.log, app);
     if let Screen::Replay(p) = &app.screen {
         posbar::draw(buf, l.posbar, app, p);
     }
     footer(buf, l.footer, app);
+    if app.view.procs {
+        drawn.procs_scroll_max = procs::draw(buf, area, app);
+    }
     if app.view.modes {
         modes::draw(buf, area, app);
     }
@@ -374,12 +417,39 @@ mod tests {
 
     #[test]
     fn layout_80x24_fits() {
-        let l = layout(Rect::new(0, 0, 80, 24), false, 3);
+        let l = layout(Rect::new(0, 0, 80, 24), false, 3, (0, 0));
         assert_eq!(l.footer.y, 23);
         assert!(l.chart.height >= 8, "{l:?}");
-        let l = layout(Rect::new(0, 0, 80, 24), true, 9);
+        let l = layout(Rect::new(0, 0, 80, 24), true, 9, (0, 0));
         assert_eq!(l.footer.y, 23);
         assert_eq!(l.posbar.height, 1);
         assert!(l.chart.height >= 7, "{l:?}");
+        assert_eq!(l.usage.height, 0);
+    }
+
+    #[test]
+    fn the_usage_panel_takes_its_rows_from_the_chart_in_the_form_that_fits() {
+        let small = Rect::new(0, 0, 80, 24);
+        let plain = layout(small, false, 3, (0, 0));
+        // 80×24: the compact form (title and three lines), the chart keeps 8.
+        let l = layout(small, false, 3, (4, 7));
+        assert_eq!(l.usage.height, 4, "{l:?}");
+        assert_eq!(l.chart.height, plain.chart.height - 4);
+        assert_eq!(l.usage.y, l.chart.y + l.chart.height);
+        assert_eq!(l.timeline.y, l.usage.y + 4);
+        assert_eq!(l.footer.y, 23);
+        // 200×60: each GPU its lines.
+        let l = layout(Rect::new(0, 0, 200, 60), false, 9, (4, 7));
+        assert_eq!(l.usage.height, 7, "{l:?}");
+        assert!(l.chart.height >= 20);
+        // Eight GPUs on 200×60: the full form would leave the chart too few rows.
+        let l = layout(Rect::new(0, 0, 200, 60), false, 9, (4, 19));
+        assert_eq!(l.usage.height, 4, "{l:?}");
+        // Less room: the title line alone (the chart keeps its 7), then nothing.
+        let l = layout(Rect::new(0, 0, 80, 20), false, 3, (4, 7));
+        assert_eq!(l.usage.height, 1, "{l:?}");
+        assert!(l.chart.height >= CHART_KEEPS, "{l:?}");
+        let l = layout(Rect::new(0, 0, 80, 16), false, 3, (4, 7));
+        assert_eq!(l.usage.height, 0, "{l:?}");
     }
 }

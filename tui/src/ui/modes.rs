@@ -1,6 +1,7 @@
 //! The `m` overlay: what each batch mode did so far, side by side (the finished proofs the
 //! model keeps): proofs, sectors, seconds per sector and sectors per hour over busy time, the
-//! rate against `single`'s, peak RSS per proof. The live counterpart of `classify`'s per-mode
+//! rate against `single`'s, peak RSS per proof, and the overlap: the share of busy time
+//! the CPU and a GPU were both busy (see [`crate::model::usage`]; "–" while unknown). The live counterpart of `classify`'s per-mode
 //! table, for an engineer who switches modes and wants the comparison without leaving.
 
 use ratatui::buffer::Buffer;
@@ -56,6 +57,14 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             Some(s) if r.sectors > 0 => format!("{:.2}×", s / r.s_per_sector()),
             _ => "–".into(),
         }),
+        col(
+            "overlap",
+            1,
+            &|r| match app.model.usage.overlap_of(r.mode) {
+                Some(o) => format!("{:.0}%", o * 100.0),
+                None => "–".into(),
+            },
+        ),
         col("peak median", 1, &|r| fmt_bytes(r.peak_median)),
         col("peak max", 4, &|r| fmt_bytes(r.peak_max)),
     ];
