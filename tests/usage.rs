@@ -22,11 +22,18 @@ struct Run {
 }
 
 fn run(dir: &Path, flags: &[&str], args: &[&str]) -> Run {
-    let s = dir.join("usage.ptop");
     let helper = burn();
+    let mut cmd = vec![helper.to_str().unwrap(), "--report-ms", "10"];
+    cmd.extend(args);
+    run_command(dir, flags, &cmd)
+}
+
+/// A headless run over `command`.
+fn run_command(dir: &Path, flags: &[&str], command: &[&str]) -> Run {
+    let s = dir.join("usage.ptop");
     let mut argv: Vec<&str> = flags.to_vec();
-    argv.extend(["--", helper.to_str().unwrap(), "--report-ms", "10"]);
-    argv.extend(args);
+    argv.push("--");
+    argv.extend(command);
     let out = headless(dir, &s, &argv);
     assert!(out.status.success(), "{}", stderr(&out));
     let l = session(&s);
@@ -208,4 +215,47 @@ fn usage_hz_zero_records_no_usage_readings() {
     );
     assert!(r.usages.is_empty(), "{} readings", r.usages.len());
     assert!(!r.lines.is_empty(), "the helper ran");
+}
+
+#[test]
+fn a_tree_lists_root_first_with_parents_and_its_cores_are_the_sum_of_its_processes() {
+    let _one = CORES.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let helper = burn();
+    let r = run_command(
+        dir.path(),
+        &["--hz", "20", "--usage-hz", "4"],
+        &[
+            "sh",
+            "-c",
+            "\"$0\" --report-ms 10 --cores 1 --secs 2.5 & wait",
+            helper.to_str().unwrap(),
+        ],
+    );
+    let inside = r.inside(r.step("burn"));
+    assert!(inside.len() >= 3, "{} readings in the burn", inside.len());
+    for (t, u) in inside {
+        let [sh, kid] = &u.procs[..] else {
+            panic!("at {t}: {:?}", u.procs);
+        };
+        assert_eq!(
+            (sh.command.as_str(), kid.command.as_str()),
+            ("sh", "provetop-burn")
+        );
+        assert_eq!(kid.ppid, sh.pid);
+        assert_eq!(u.threads, sh.threads + kid.threads);
+        let sum = sh.cores.unwrap() + kid.cores.unwrap();
+        assert!((u.cores.unwrap() - sum).abs() < 1e-9, "{u:?}");
+        let truth = (r.cpu_at(*t) - r.cpu_at(t - u.interval_ns)) / u.interval_ns as f64;
+        assert!(
+            (kid.cores.unwrap() - truth).abs() <= 0.1,
+            "at {t}: {:?} cores read, the helper used {truth:.3}",
+            kid.cores
+        );
+        assert!(
+            sh.cores.unwrap() < 0.05,
+            "the shell only waits: {:?}",
+            sh.cores
+        );
+    }
 }
