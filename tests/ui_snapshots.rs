@@ -1116,4 +1116,18 @@ fn the_header_shows_cores_busy_and_gpu_utilisation_now() {
         .to_string();
     assert!(line2.contains("│ cpu 12.0/16"), "{line2}");
     assert!(line2.contains("│ gpu 0% 0%"), "{line2}");
+    // NVML fails (the GPUs vanish from the samples): unknown, not 0 %.
+    let mut app = app;
+    feed(
+        &mut app,
+        RecordBody::Sample(provetop_shared::Sample {
+            rss: 1 << 30,
+            ..Default::default()
+        }),
+    );
+    let text = screen_text(&app, 200, 60);
+    let line2 = text.lines().nth(1).unwrap();
+    assert!(line2.contains("│ gpu - │"), "{line2}");
+    let title = text.lines().find(|l| l.starts_with("─ usage ─")).unwrap();
+    assert!(title.contains("gpu0 - - │ gpu1 - -"), "{title}");
 }
