@@ -558,6 +558,7 @@ impl Sampler {
     /// Adopt a new root after `set_root` (or at start).
     fn adopt_root(&mut self) {
         self.gen = self.shared.gen.load(Ordering::Acquire);
+        let same_root = self.shared.root.load(Ordering::Acquire) == self.root;
         self.root = self.shared.root.load(Ordering::Acquire);
         self.procs.clear();
         self.order.clear();
@@ -567,10 +568,13 @@ impl Sampler {
         self.next_walk = Instant::now();
         *self.shared.tree.lock().unwrap_or_else(|e| e.into_inner()) = (self.gen, vec![self.root]);
         self.pinned_stale_said = false;
-        if let Some(u) = &mut self.usage {
+        // The same root again (the front end confirming the child it started): its usage
+        // readings go on; a new tree starts without rates. (The open stat files pin each
+        // process's identity either way.)
+        if let Some(u) = self.usage.as_mut().filter(|_| !same_root) {
             u.clear();
+            self.next_usage = Instant::now();
         }
-        self.next_usage = Instant::now();
     }
 
     fn walk_tree(&mut self) {

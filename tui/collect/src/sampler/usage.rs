@@ -164,7 +164,7 @@ impl UsageReader {
                 file: tp.status.file,
                 shmem: tp.status.shmem,
                 pinned: tp.pinned,
-                threads: tp.status.threads.max(stat.threads),
+                threads: stat.threads,
                 gpu_mem: gpu_mem
                     .iter()
                     .filter(|(p, _, _)| *p == tp.pid)
