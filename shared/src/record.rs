@@ -150,8 +150,20 @@ pub struct GpuReading {
     pub used: u64,
     /// Device memory total.
     pub total: u64,
-    /// Utilization percent.
+    /// Utilization percent; [`GpuReading::UTIL_UNKNOWN`] when NVML gave none (the layout is
+    /// fixed in session files, so unknown is this value, never 0: read it with
+    /// [`GpuReading::utilization`]).
     pub util: u8,
+}
+
+impl GpuReading {
+    /// `util` when NVML did not report utilisation.
+    pub const UTIL_UNKNOWN: u8 = u8::MAX;
+
+    /// Utilisation percent, `None` when unknown.
+    pub fn utilization(&self) -> Option<u8> {
+        (self.util <= 100).then_some(self.util)
+    }
 }
 
 /// A usage reading, taken at the usage cadence (`usage_hz`, lower than the memory samples').
@@ -392,6 +404,19 @@ impl Record {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gpu_reading_without_utilisation_reads_unknown_not_zero() {
+        let mut g = GpuReading {
+            util: 37,
+            ..GpuReading::default()
+        };
+        assert_eq!(g.utilization(), Some(37));
+        g.util = GpuReading::UTIL_UNKNOWN;
+        assert_eq!(g.utilization(), None);
+        g.util = 0;
+        assert_eq!(g.utilization(), Some(0));
+    }
 
     #[test]
     fn output_lines_and_derived_events_survive_a_session_file() {

@@ -330,8 +330,8 @@ fn with_utilisation(store: &Store, table: &str) -> String {
             }
             RecordBody::Sample(s) => {
                 for g in &s.gpus {
-                    if let Ok(i) = gpus.binary_search(&g.index) {
-                        gpu[i].push((r.t, r.t, f64::from(g.util)));
+                    if let (Ok(i), Some(u)) = (gpus.binary_search(&g.index), g.utilization()) {
+                        gpu[i].push((r.t, r.t, f64::from(u)));
                     }
                 }
             }

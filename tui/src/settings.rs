@@ -275,8 +275,13 @@ pub fn rule_lines(rules: &[Rule]) -> Vec<(String, u64)> {
     rules
         .iter()
         .filter(|r| {
-            !r.metric.is_duration()
-                && !matches!(r.metric, Metric::MemAvailable | Metric::PredictedFree)
+            // Only the tree's own memory is drawn on the memory chart: not time, cores or
+            // percent, not what is free, not a GPU's device memory (its own panel shows it).
+            r.metric.unit() == provetop_shared::metric::Unit::Bytes
+                && !matches!(
+                    r.metric,
+                    Metric::MemAvailable | Metric::PredictedFree | Metric::GpuMem
+                )
         })
         .filter_map(|r| match r.threshold {
             Threshold::Abs(v) if v > 0.0 => Some((r.level.name().to_string(), v as u64)),
@@ -306,6 +311,32 @@ mod tests {
 
     use super::*;
     use crate::cli::{Cli, Command};
+
+    #[test]
+    fn only_rules_on_the_trees_memory_draw_a_line_on_the_memory_chart() {
+        let rules: Vec<Rule> = [
+            "rss > 20GiB",
+            "crit: pinned > 4GiB for 2s",
+            "cpu > 12 for 10s",
+            "gpu_util < 10 for 30s",
+            "gpu_mem > 75GiB",
+            "gpu_temp > 85",
+            "read_bps > 1GiB",
+            "phase_duration > 30s",
+            "mem_available < 8GiB",
+        ]
+        .iter()
+        .map(|r| r.parse().unwrap())
+        .collect();
+        let lines = rule_lines(&rules);
+        assert_eq!(
+            lines,
+            vec![
+                ("warn".to_string(), 20 << 30),
+                ("crit".to_string(), 4 << 30)
+            ]
+        );
+    }
 
     /// `provetop watch 1 --no-record ARGS` parsed, as the binary would.
     fn try_opts(args: &[&str]) -> Result<MonitorOpts, clap::Error> {

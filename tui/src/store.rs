@@ -424,6 +424,7 @@ fn last_before(v: &[u64], t: u64) -> Option<u64> {
 fn estimate_bytes(m: &Model) -> usize {
     // An open span also sits in the key index and the per-phase count.
     m.series.heap_bytes()
+        + m.usage.heap_bytes()
         + 512 * (m.open.len() + m.running.len())
         + 256
             * (m.spans.len()

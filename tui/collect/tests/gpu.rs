@@ -91,7 +91,8 @@ fn gpu_memory_and_pinned_host_memory_of_a_grandchild() {
             g.proc_used as f64 / GIB as f64,
             g.used as f64 / GIB as f64,
             g.total as f64 / GIB as f64,
-            g.util
+            g.utilization()
+                .map_or("unknown".to_string(), |u| u.to_string())
         );
     }
     assert!(s.procs >= 2);

@@ -269,7 +269,7 @@ impl UsageState {
                 }
             };
             let mut p = Point::empty(t);
-            p.set_lane(GPU_UTIL, Some(g.util as u64));
+            p.set_lane(GPU_UTIL, g.utilization().map(u64::from));
             p.set_lane(GPU_USED, Some(g.used));
             p.set_lane(GPU_TOTAL, (g.total > 0).then_some(g.total));
             p.set_lane(GPU_PROC, Some(g.proc_used));
@@ -323,7 +323,7 @@ fn gpus_busy(gpus: &[GpuReading]) -> Option<bool> {
     Some(
         gpus.iter()
             .filter(|g| !ours || g.proc_used > 0)
-            .any(|g| g.util >= GPU_BUSY_UTIL),
+            .any(|g| g.utilization().is_some_and(|u| u >= GPU_BUSY_UTIL)),
     )
 }
 

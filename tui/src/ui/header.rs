@@ -222,8 +222,11 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
         .map(|s| &s.gpus)
         .filter(|g| !g.is_empty())
     {
-        let all: Vec<String> = gpus.iter().map(|g| format!("{}%", g.util)).collect();
-        let max = gpus.iter().map(|g| g.util).max().unwrap_or(0);
+        let all: Vec<String> = gpus
+            .iter()
+            .map(|g| g.utilization().map_or("-".to_string(), |u| format!("{u}%")))
+            .collect();
+        let max = gpus.iter().filter_map(|g| g.utilization()).max();
         let mut item = Item::new(
             5,
             vec![
@@ -238,7 +241,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 vec![
                     sep(),
                     Span::styled("gpu ", t.dim()),
-                    Span::raw(format!("{max}%")),
+                    Span::raw(max.map_or("-".to_string(), |u| format!("{u}%"))),
                     Span::styled(" max", t.dim()),
                 ],
             );

@@ -79,7 +79,10 @@ impl Gpus {
                 }
             };
             r.notes.extend(self.health.device(index, None));
-            let util = dev.utilization_rates().map(|u| u.gpu).unwrap_or(0);
+            let util = dev
+                .utilization_rates()
+                .map(|u| u.gpu.min(100) as u8)
+                .unwrap_or(GpuReading::UTIL_UNKNOWN);
             // Compute processes only: a prover's CUDA context is one, and each process query
             // is one of NVML's slowest calls (graphics contexts are not provers').
             let procs = dev.running_compute_processes().unwrap_or_default();
@@ -108,7 +111,7 @@ impl Gpus {
                 proc_used,
                 used: mem.used,
                 total: mem.total,
-                util: util.min(100) as u8,
+                util,
             });
             let names = &mut self.names[index as usize];
             if names.is_none() {

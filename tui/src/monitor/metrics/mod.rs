@@ -905,8 +905,9 @@ impl Collector for Scrape {
                     "GPU utilization of the device (0 to 1)",
                     Some(Unit::Other("ratio".into())),
                     keys,
-                    gpus.iter()
-                        .map(|(g, l)| (labels(l), f64::from(g.util) / 100.0)),
+                    gpus.iter().filter_map(|(g, l)| {
+                        Some((labels(l), f64::from(g.utilization()?) / 100.0))
+                    }),
                 )?;
             }
         }
