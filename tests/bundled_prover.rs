@@ -99,6 +99,46 @@ fn the_bundled_provers_own_error_is_shown_headless() {
 }
 
 #[test]
+fn gpus_reaches_the_bundled_prover_which_names_what_is_wrong_with_it() {
+    prover();
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "--headless",
+        "--no-record",
+        "--proofs",
+        "1",
+        "--gpus",
+    ];
+    let (code, err) = run_bounded(
+        dir.path(),
+        &[&args[..], &["0,0"]].concat(),
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--gpus") && err.contains("GPU 0 is named twice"),
+        "{err}"
+    );
+    // With a command of one's own, the bundled prover's flags belong after `--`.
+    let (code, err) = run_bounded(
+        dir.path(),
+        &[
+            "run",
+            "--headless",
+            "--no-record",
+            "--gpus",
+            "0",
+            "--",
+            "true",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("--gpus configure the bundled prover"), "{err}");
+}
+
+#[test]
 fn the_bundled_provers_own_error_is_shown_after_the_screen_closes() {
     if !have_tmux("the_bundled_provers_own_error_is_shown_after_the_screen_closes") {
         return;

@@ -193,6 +193,10 @@ pub struct RunArgs {
     /// Bundled prover: refuse mode switches whose predicted peak exceeds this (e.g. 8GiB).
     #[arg(long, value_name = "BYTES")]
     pub mem_budget: Option<String>,
+    /// Bundled prover (GPU builds): the GPUs to use, by index as nvidia-smi numbers them
+    /// (e.g. 0,2) [default: every visible GPU].
+    #[arg(long, value_name = "LIST")]
+    pub gpus: Option<String>,
     /// When the screen's terminal hangs up (an SSH connection dropped), detach as `d` does
     /// and go on in the background, instead of stopping the prover.
     #[arg(long)]

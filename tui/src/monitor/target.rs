@@ -88,8 +88,9 @@ pub fn child_argv(args: &RunArgs) -> anyhow::Result<Vec<String>> {
             || args.mode.is_some()
             || args.proofs.is_some()
             || args.mem_budget.is_some()
+            || args.gpus.is_some()
         {
-            anyhow::bail!("--partitions/--constraints/--mode/--proofs/--mem-budget configure the bundled prover; pass them to your own command after -- instead");
+            anyhow::bail!("--partitions/--constraints/--mode/--proofs/--mem-budget/--gpus configure the bundled prover; pass them to your own command after -- instead");
         }
         return Ok(args.command.clone());
     }
@@ -122,6 +123,10 @@ pub fn child_argv(args: &RunArgs) -> anyhow::Result<Vec<String>> {
     if let Some(b) = &args.mem_budget {
         provetop_shared::units::parse_bytes(b).map_err(|e| anyhow::anyhow!("--mem-budget: {e}"))?;
         v.extend(["--mem-budget".into(), b.clone()]);
+    }
+    if let Some(g) = &args.gpus {
+        // The prover checks the list against the GPUs it finds and says what is wrong.
+        v.extend(["--gpus".into(), g.clone()]);
     }
     Ok(v)
 }
