@@ -1,0 +1,144 @@
+//! The state the sampler's threads share with each other and with the handle.
+//!
+//! One [`Shared`] per running sampler, behind an `Arc`: the root and its generation (bumped by
+//! every `set_root`, so a helper's reading of an older tree is discarded), the stop flag, the
+//! counters the handle reports, the latest tree, pinned and GPU readings the tick attaches to
+//! its sample, and the notes helpers leave for the sampler thread to put in the stream. Each
+//! lock is poison-tolerant: a helper that panicked never stops the others.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, Thread};
+
+use provetop_shared::record::{GpuDetail, GpuReading};
+use provetop_shared::Mark;
+
+use super::pinned;
+
+/// Latest GPU state, carried into every sample.
+#[derive(Default, Clone)]
+pub(super) struct GpuState {
+    pub(super) gen: u64,
+    pub(super) gpus: Vec<GpuReading>,
+    pub(super) used: Option<u64>,
+    /// Each device's details, for the usage readings.
+    pub(super) details: Vec<GpuDetail>,
+    /// (pid, GPU index, bytes) of the tree's processes (known amounts only).
+    pub(super) procs: Vec<(u32, u32, u64)>,
+}
+
+/// State shared by the sampler's threads and the handle.
+pub(super) struct Shared {
+    pub(super) root: AtomicU32,
+    /// Bumped by every `set_root`; helper readings of an older tree are discarded.
+    pub(super) gen: AtomicU64,
+    pub(super) stop: AtomicBool,
+    pub(super) dropped: AtomicU64,
+    pub(super) late_resets: AtomicU64,
+    /// Usage readings taken, their summed and their largest cost (ns), for the bench.
+    pub(super) usage_reads: AtomicU64,
+    pub(super) usage_ns: AtomicU64,
+    pub(super) usage_max_ns: AtomicU64,
+    pub(super) tree: Mutex<(u64, Vec<u32>)>,
+    pub(super) pinned: Mutex<pinned::PinnedState>,
+    pub(super) learned: Mutex<pinned::LearnedState>,
+    /// Processes whose address space changed since their last table read.
+    pub(super) maps_dirty: Mutex<Vec<u32>>,
+    pub(super) maps_thread: Mutex<Option<Thread>>,
+    /// A mapping could not be classified from pagemap: smaps should look soon.
+    pub(super) smaps_urgent: AtomicBool,
+    pub(super) smaps_thread: Mutex<Option<Thread>>,
+    pub(super) gpu: Mutex<GpuState>,
+    pub(super) notes: Mutex<Vec<Mark>>,
+    pub(super) tids: Mutex<Vec<(String, u32)>>,
+    pub(super) helpers: Mutex<Vec<Thread>>,
+}
+
+impl Shared {
+    pub(super) fn new(root_pid: u32) -> Self {
+        Shared {
+            root: AtomicU32::new(root_pid),
+            gen: AtomicU64::new(1),
+            stop: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
+            late_resets: AtomicU64::new(0),
+            usage_reads: AtomicU64::new(0),
+            usage_ns: AtomicU64::new(0),
+            usage_max_ns: AtomicU64::new(0),
+            tree: Mutex::new((1, vec![root_pid])),
+            pinned: Mutex::new(pinned::PinnedState::default()),
+            learned: Mutex::new(pinned::LearnedState::default()),
+            maps_dirty: Mutex::new(Vec::new()),
+            maps_thread: Mutex::new(None),
+            smaps_urgent: AtomicBool::new(false),
+            smaps_thread: Mutex::new(None),
+            gpu: Mutex::new(GpuState::default()),
+            notes: Mutex::new(Vec::new()),
+            tids: Mutex::new(Vec::new()),
+            helpers: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(super) fn note(&self, text: String) {
+        self.notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Mark::Note { text });
+    }
+
+    pub(super) fn register_tid(&self, name: &str) {
+        let tid = nix::unistd::gettid().as_raw() as u32;
+        self.tids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((name.to_string(), tid));
+    }
+
+    pub(super) fn tree_snapshot(&self) -> (u64, Vec<u32>) {
+        self.tree.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Start a helper thread named `name` (its tid registered, [`wake_helpers`] reaching it).
+    ///
+    /// [`wake_helpers`]: Self::wake_helpers
+    pub(super) fn spawn_helper(
+        self: &Arc<Self>,
+        name: &'static str,
+        run: impl FnOnce(&Shared) + Send + 'static,
+    ) -> io::Result<Thread> {
+        let s = self.clone();
+        let t = thread::Builder::new().name(name.into()).spawn(move || {
+            s.register_tid(name);
+            run(&s)
+        })?;
+        self.helpers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(t.thread().clone());
+        Ok(t.thread().clone())
+    }
+
+    /// Ask `provetop-maps` to read the tables of `pids` now.
+    pub(super) fn mark_maps(&self, pids: &[u32]) {
+        self.maps_dirty
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(pids);
+        if let Some(t) = &*self.maps_thread.lock().unwrap_or_else(|e| e.into_inner()) {
+            t.unpark();
+        }
+    }
+
+    /// Unpark every helper (to see `stop`).
+    pub(super) fn wake_helpers(&self) {
+        for h in self
+            .helpers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            h.unpark();
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! The sampler thread's schedule and its tick.
+//!
+//! [`Sampler::run`] ticks on absolute deadlines (tick k at start + k·period; missed ticks after
+//! a stall are skipped, never burst) and wakes early for stop and `set_root`. Each tick adopts
+//! a new root when asked, forwards the helpers' notes, re-walks the tree when due (at a rate
+//! bounded by the walk's measured cost), reads every process's status, asks for the peak
+//! resets and the table reads that reading calls for, and pushes one [`Sample`] (or, once, a
+//! note that the root is gone). A full ring drops records and says how many, once there is
+//! room again.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use provetop_shared::clock::mono_ns;
+use provetop_shared::{Mark, Record, RecordBody, Sample};
+use ringbuf::traits::{Observer, Producer};
+use ringbuf::HeapProd;
+
+use super::{
+    park_until, peak, system, tree, usage, SamplerConfig, Shared, TREE_DUTY, TREE_MAX_INTERVAL,
+    TREE_MIN_INTERVAL,
+};
+use crate::cgroup::{MemCgroup, UsageReader};
+use crate::procstatus::{MemStatus, StatusReader};
+
+/// One process being followed.
+struct Proc {
+    status: StatusReader,
+    /// First reading not taken yet: its VmHWM is a lifetime peak, not this interval's.
+    fresh: bool,
+    /// VmSize when its mapping table was last asked for (0: never).
+    vm_size: u64,
+}
+
+/// The sampler thread's state between ticks.
+pub(super) struct Sampler {
+    cfg: SamplerConfig,
+    pub(super) shared: Arc<Shared>,
+    prod: HeapProd<Record>,
+    resets: peak::PeakResets,
+    procs: HashMap<u32, Proc>,
+    order: Vec<u32>,
+    pub(super) gen: u64,
+    root: u32,
+    root_gone: bool,
+    children_files: bool,
+    /// Parents read once per process, for walks without `children` files.
+    parents: tree::ParentCache,
+    next_walk: Instant,
+    meminfo: Option<system::MemInfo>,
+    cgroup: Option<UsageReader>,
+    no_reset: Vec<u32>,
+    pending_drops: u64,
+    reset_pids: Vec<u32>,
+    /// (pid, VmLck) of the processes counted in this tick.
+    pub(super) locked: Vec<(u32, u64)>,
+    maps_marks: Vec<u32>,
+    /// A stale or missing pinned reading was said (cleared once readings are whole again).
+    pub(super) pinned_stale_said: bool,
+    /// The usage reader (`None`: `usage_hz` is 0) and when its next reading is due.
+    pub(super) usage: Option<usage::UsageReader>,
+    pub(super) next_usage: Instant,
+    pub(super) usage_period: Duration,
+    /// This tick's status readings, when it takes a usage reading.
+    pub(super) tick_procs: Vec<usage::TickProc>,
+}
+
+impl Sampler {
+    pub(super) fn new(
+        cfg: SamplerConfig,
+        shared: Arc<Shared>,
+        prod: HeapProd<Record>,
+        resets: peak::PeakResets,
+    ) -> Self {
+        let meminfo = system::MemInfo::open().ok();
+        let usage = (cfg.usage_hz > 0.0).then(usage::UsageReader::new);
+        let usage_period = if cfg.usage_hz > 0.0 {
+            Duration::from_secs_f64(1.0 / cfg.usage_hz)
+        } else {
+            Duration::MAX
+        };
+        Sampler {
+            cfg,
+            shared,
+            prod,
+            resets,
+            procs: HashMap::new(),
+            order: Vec::new(),
+            gen: 0,
+            root: 0,
+            root_gone: false,
+            children_files: tree::has_children_files(),
+            parents: tree::ParentCache::default(),
+            next_walk: Instant::now(),
+            meminfo,
+            cgroup: None,
+            no_reset: Vec::new(),
+            pending_drops: 0,
+            reset_pids: Vec::new(),
+            locked: Vec::new(),
+            maps_marks: Vec::new(),
+            pinned_stale_said: false,
+            usage,
+            next_usage: Instant::now(),
+            usage_period,
+            tick_procs: Vec::new(),
+        }
+    }
+
+    pub(super) fn run(mut self) {
+        let period = Duration::from_secs_f64(1.0 / self.cfg.hz);
+        let start = Instant::now();
+        let mut k: u32 = 0;
+        while !self.shared.stop.load(Ordering::Acquire) {
+            self.tick();
+            // Absolute deadlines: tick k is due at start + k·period. After a stall (the VM
+            // was descheduled), skip the missed ticks instead of bursting to catch up.
+            let elapsed = start.elapsed();
+            let next = (elapsed.as_secs_f64() / period.as_secs_f64()).floor() as u64 + 1;
+            k = k.max(next.min(u32::MAX as u64) as u32);
+            let deadline = start + period * k;
+            loop {
+                park_until(deadline);
+                if Instant::now() >= deadline
+                    || self.shared.stop.load(Ordering::Acquire)
+                    || self.shared.gen.load(Ordering::Acquire) != self.gen
+                {
+                    break;
+                }
+            }
+        }
+    }
+
+    pub(super) fn push(&mut self, rec: Record) {
+        if self.pending_drops > 0 && self.prod.vacant_len() >= 2 {
+            let count = std::mem::take(&mut self.pending_drops);
+            let _ = self.prod.try_push(Record::new(
+                mono_ns(),
+                RecordBody::Mark(Mark::Dropped {
+                    what: "samples".into(),
+                    count,
+                }),
+            ));
+        }
+        if self.prod.try_push(rec).is_err() {
+            self.pending_drops += 1;
+            self.shared.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn forward_notes(&mut self) {
+        let notes =
+            std::mem::take(&mut *self.shared.notes.lock().unwrap_or_else(|e| e.into_inner()));
+        for m in notes {
+            self.push(Record::new(mono_ns(), RecordBody::Mark(m)));
+        }
+        let refused = std::mem::take(
+            &mut *self
+                .resets
+                .shared()
+                .refused
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        for (pid, why) in refused {
+            if !self.no_reset.contains(&pid) {
+                self.no_reset.push(pid);
+                self.push(Record::new(
+                    mono_ns(),
+                    RecordBody::Mark(Mark::Note {
+                        text: format!(
+                            "cannot reset the peak RSS of pid {pid} ({why}): its interval peak falls back to its RSS"
+                        ),
+                    }),
+                ));
+            }
+        }
+    }
+
+    /// Adopt a new root after `set_root` (or at start).
+    fn adopt_root(&mut self) {
+        self.gen = self.shared.gen.load(Ordering::Acquire);
+        let same_root = self.shared.root.load(Ordering::Acquire) == self.root;
+        self.root = self.shared.root.load(Ordering::Acquire);
+        self.procs.clear();
+        self.order.clear();
+        self.no_reset.clear();
+        self.root_gone = false;
+        self.cgroup = MemCgroup::of_pid(self.root).map(|c| UsageReader::open(&c));
+        self.next_walk = Instant::now();
+        *self.shared.tree.lock().unwrap_or_else(|e| e.into_inner()) = (self.gen, vec![self.root]);
+        self.pinned_stale_said = false;
+        // The same root again (the front end confirming the child it started): its usage
+        // readings go on; a new tree starts without rates. (The open stat files pin each
+        // process's identity either way.)
+        if let Some(u) = self.usage.as_mut().filter(|_| !same_root) {
+            u.clear();
+            self.next_usage = Instant::now();
+        }
+    }
+
+    fn walk_tree(&mut self) {
+        let t0 = Instant::now();
+        let pids = if self.children_files {
+            tree::descendants(self.root, true)
+        } else {
+            self.parents.descendants(self.root, &self.order)
+        };
+        self.procs.retain(|pid, _| pids.contains(pid));
+        for &pid in &pids {
+            if let std::collections::hash_map::Entry::Vacant(v) = self.procs.entry(pid) {
+                if let Ok(status) = StatusReader::open(pid) {
+                    v.insert(Proc {
+                        status,
+                        fresh: true,
+                        vm_size: 0,
+                    });
+                }
+            }
+        }
+        self.order = pids
+            .into_iter()
+            .filter(|p| self.procs.contains_key(p))
+            .collect();
+        *self.shared.tree.lock().unwrap_or_else(|e| e.into_inner()) =
+            (self.gen, self.order.clone());
+        let cost = t0.elapsed();
+        let rest = Duration::from_secs_f64(cost.as_secs_f64() / TREE_DUTY)
+            .clamp(TREE_MIN_INTERVAL, TREE_MAX_INTERVAL);
+        self.next_walk = Instant::now() + rest;
+    }
+
+    fn tick(&mut self) {
+        if self.shared.gen.load(Ordering::Acquire) != self.gen {
+            self.adopt_root();
+        }
+        self.forward_notes();
+        if self.root_gone {
+            return;
+        }
+        if Instant::now() >= self.next_walk || !self.procs.contains_key(&self.root) {
+            self.walk_tree();
+        }
+        if self.cfg.reset_peak && !self.resets.caught_up() {
+            self.shared.late_resets.fetch_add(1, Ordering::Relaxed);
+        }
+        let t = mono_ns();
+        let mut sum = MemStatus::default();
+        let mut peak = 0u64;
+        let mut procs = 0u32;
+        let mut gone = Vec::new();
+        self.reset_pids.clear();
+        self.locked.clear();
+        self.maps_marks.clear();
+        self.tick_procs.clear();
+        let usage_due = self.usage.is_some() && Instant::now() >= self.next_usage;
+        for &pid in &self.order {
+            let Some(p) = self.procs.get_mut(&pid) else {
+                continue;
+            };
+            match p.status.read() {
+                Ok(m) if !m.no_mm => {
+                    sum.rss += m.rss;
+                    sum.anon += m.anon;
+                    sum.file += m.file;
+                    sum.shmem += m.shmem;
+                    sum.swap += m.swap;
+                    sum.locked += m.locked;
+                    sum.pin += m.pin;
+                    let interval_peak = if p.fresh || self.no_reset.contains(&pid) {
+                        m.rss
+                    } else {
+                        m.hwm.max(m.rss)
+                    };
+                    p.fresh = false;
+                    if m.size != p.vm_size {
+                        p.vm_size = m.size;
+                        self.maps_marks.push(pid);
+                    }
+                    self.locked.push((pid, m.locked));
+                    if usage_due {
+                        self.tick_procs.push(usage::TickProc {
+                            pid,
+                            status: m,
+                            pinned: None,
+                        });
+                    }
+                    peak += interval_peak;
+                    procs += 1;
+                    if !self.no_reset.contains(&pid) {
+                        self.reset_pids.push(pid);
+                    }
+                }
+                // A zombie (exited, not reaped yet) holds no memory.
+                Ok(_) => gone.push(pid),
+                Err(_) => gone.push(pid),
+            }
+        }
+        if self.cfg.reset_peak && !self.reset_pids.is_empty() {
+            self.resets.request(&self.reset_pids);
+        }
+        if !self.maps_marks.is_empty() {
+            self.shared.mark_maps(&self.maps_marks);
+        }
+        if !gone.is_empty() {
+            for pid in &gone {
+                self.procs.remove(pid);
+            }
+            self.order.retain(|p| !gone.contains(p));
+        }
+        if gone.contains(&self.root) || procs == 0 {
+            self.root_gone = true;
+            let root = self.root;
+            self.push(Record::new(
+                t,
+                RecordBody::Mark(Mark::Note {
+                    text: format!("process {root} is gone; sampling stopped"),
+                }),
+            ));
+            return;
+        }
+        let mut s = Sample {
+            rss: sum.rss,
+            peak: self.cfg.reset_peak.then_some(peak.max(sum.rss)),
+            anon: Some(sum.anon),
+            file: Some(sum.file),
+            shmem: Some(sum.shmem),
+            swap: Some(sum.swap),
+            locked: Some(sum.locked),
+            vm_pin: Some(sum.pin),
+            procs,
+            ..Sample::default()
+        };
+        s.pinned = self.pinned();
+        {
+            let g = self.shared.gpu.lock().unwrap_or_else(|e| e.into_inner());
+            if g.gen == self.gen {
+                s.gpu_used = g.used;
+                s.gpus = g.gpus.clone();
+            }
+        }
+        if let Some(mi) = &mut self.meminfo {
+            if let Ok((total, avail)) = mi.read() {
+                s.mem_total = Some(total);
+                s.mem_available = Some(avail);
+            }
+        }
+        if let Some(cg) = &mut self.cgroup {
+            (s.cgroup_current, s.cgroup_max) = cg.read();
+        }
+        self.push(Record::new(t, RecordBody::Sample(s)));
+        if usage_due {
+            self.usage_reading();
+        }
+    }
+}
