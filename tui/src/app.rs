@@ -269,6 +269,26 @@ pub struct App {
 }
 
 impl App {
+    /// The control a prover key sends (the same on the live and the attached screen).
+    pub fn control_for(&self, a: Action) -> Option<provetop_shared::protocol::Control> {
+        use provetop_shared::protocol::{Control, ProverState};
+        Some(match a {
+            Action::PauseResume => {
+                if self.model.prover.state == Some(ProverState::Paused) {
+                    Control::Resume
+                } else {
+                    Control::Pause
+                }
+            }
+            // One more proof of the current mode's size (batch:N: N sectors).
+            Action::ProveNow => Control::Prove {
+                count: self.model.prover.mode.map_or(1, |m| m.sectors_per_proof()),
+            },
+            Action::SetMode(mode) => Control::SetMode { mode },
+            _ => return None,
+        })
+    }
+
     /// A new app over an empty model.
     pub fn new(screen: Screen, thresholds: Thresholds, theme: Theme, clock: u64) -> Self {
         let zoom = View::zoom_for(60.0);

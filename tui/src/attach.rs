@@ -14,7 +14,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use clap::Args;
 use provetop_shared::classify::Thresholds;
 use provetop_shared::clock::mono_ns;
 
@@ -24,66 +23,13 @@ use crate::follow::{Follower, Item};
 use crate::monitor::control::{self, Client, Probe, Request};
 use crate::theme::Theme;
 
-/// `provetop attach`.
-#[derive(Debug, Clone, Args)]
-pub struct AttachArgs {
-    /// The session: its id (as `provetop ls` shows it, or a unique part of it), or its
-    /// session file. Without it, the only live session.
-    #[arg(value_name = "SESSION", conflicts_with = "latest")]
-    pub session: Option<String>,
-    /// The live session started last.
-    #[arg(long)]
-    pub latest: bool,
-    /// A screen that cannot send controls (the supervisor refuses them).
-    #[arg(long)]
-    pub read_only: bool,
-    /// Phase threshold lines in GiB: idle,gpu,synth,peak (default: the supervisor's).
-    #[arg(long, value_name = "GIB,GIB,GIB,GIB")]
-    pub thresholds: Option<Thresholds>,
-}
+pub use crate::cli::AttachArgs;
+use crate::sessions::{live_sessions, Live};
 
 /// How long a reply from the supervisor is waited for.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(3);
 /// How often an attached screen checks that its supervisor still runs.
 const LIVENESS_EVERY: Duration = Duration::from_secs(1);
-
-/// A live session found in the socket directory.
-#[derive(Debug, Clone)]
-pub struct Live {
-    pub id: String,
-    pub socket: PathBuf,
-    /// When its socket was made (the session's start).
-    pub since: std::time::SystemTime,
-}
-
-/// Every live session in `dir`; stale sockets found on the way are removed and their ids
-/// returned second.
-pub fn live_sessions(dir: &Path) -> (Vec<Live>, Vec<String>) {
-    let mut live = Vec::new();
-    let mut stale = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return (live, stale);
-    };
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(id) = name.strip_suffix(".sock") else {
-            continue;
-        };
-        match control::probe(dir, id) {
-            Probe::Live(socket) => live.push(Live {
-                id: id.to_string(),
-                since: std::fs::symlink_metadata(&socket)
-                    .and_then(|m| m.modified())
-                    .unwrap_or(std::time::UNIX_EPOCH),
-                socket,
-            }),
-            Probe::Stale => stale.push(id.to_string()),
-            Probe::Missing | Probe::Foreign { .. } => {}
-        }
-    }
-    live.sort_by_key(|l| l.since);
-    (live, stale)
-}
 
 /// The socket of the session `args` names, or a one-line error saying why there is none.
 pub fn resolve(
@@ -300,7 +246,7 @@ impl Driver for FollowDriver {
             app.detach = true;
             return;
         }
-        let Some(control) = crate::live::control_for(app, a) else {
+        let Some(control) = app.control_for(a) else {
             return;
         };
         let text = crate::text::control_text(&control);

@@ -40,9 +40,9 @@ pub enum Command {
     /// hangup, stopped by a signal or `provetop attach` then q; screens attach and detach.
     Serve(RunArgs),
     /// Open the live screen on a running supervisor (`d` detaches, `q` asks, then stops it).
-    Attach(crate::attach::AttachArgs),
+    Attach(AttachArgs),
     /// List the sessions on this machine: live ones, then recent recordings.
-    Ls(crate::sessions::LsArgs),
+    Ls(LsArgs),
     /// Compare sessions (or CSVs) with a baseline: one table of memory, throughput and
     /// phases as value, difference and ratio; `--fail-if` gates a CI run on it.
     Compare(crate::compare::CompareArgs),
@@ -242,7 +242,7 @@ pub struct WatchArgs {
     /// (followed as it grows); `-` reads standard input, e.g. `journalctl -fu curio |
     /// provetop watch PID --log -`.
     #[arg(long, value_name = "FILE")]
-    pub log: Option<crate::monitor::logfile::LogSource>,
+    pub log: Option<LogSource>,
     /// Monitoring options.
     #[command(flatten)]
     pub monitor: MonitorOpts,
@@ -314,4 +314,53 @@ pub struct ExportArgs {
     /// Output file (default: standard output).
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// `provetop attach`.
+#[derive(Debug, Clone, Args)]
+pub struct AttachArgs {
+    /// The session: its id (as `provetop ls` shows it, or a unique part of it), or its
+    /// session file. Without it, the only live session.
+    #[arg(value_name = "SESSION", conflicts_with = "latest")]
+    pub session: Option<String>,
+    /// The live session started last.
+    #[arg(long)]
+    pub latest: bool,
+    /// A screen that cannot send controls (the supervisor refuses them).
+    #[arg(long)]
+    pub read_only: bool,
+    /// Phase threshold lines in GiB: idle,gpu,synth,peak (default: the supervisor's).
+    #[arg(long, value_name = "GIB,GIB,GIB,GIB")]
+    pub thresholds: Option<Thresholds>,
+}
+
+/// `provetop ls`.
+#[derive(Debug, Clone, Args)]
+pub struct LsArgs {
+    /// How many recent recordings to list.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub recent: usize,
+}
+
+/// Where the log lines come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogSource {
+    /// A file (followed as it grows).
+    File(PathBuf),
+    /// provetop's standard input (`-`).
+    Stdin,
+}
+
+impl std::str::FromStr for LogSource {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.is_empty() {
+            return Err("empty path (give a file, or - for standard input)".into());
+        }
+        Ok(if s == "-" {
+            LogSource::Stdin
+        } else {
+            LogSource::File(PathBuf::from(s))
+        })
+    }
 }

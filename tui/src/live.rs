@@ -6,8 +6,6 @@
 //! session goes on headless ([`crate::headless::serve`]) until a `stop` or a signal.
 
 use provetop_shared::clock::mono_ns;
-use provetop_shared::protocol::ProverState;
-use provetop_shared::Control;
 
 use crate::app::{Action, App, Screen};
 use crate::cli::{RunArgs, WatchArgs};
@@ -46,25 +44,6 @@ impl LiveDriver {
             stop_asked: None,
         }
     }
-}
-
-/// The control a prover key sends (the same on the live and the attached screen).
-pub fn control_for(app: &App, a: Action) -> Option<Control> {
-    Some(match a {
-        Action::PauseResume => {
-            if app.model.prover.state == Some(ProverState::Paused) {
-                Control::Resume
-            } else {
-                Control::Pause
-            }
-        }
-        // One more proof of the current mode's size (batch:N: N sectors).
-        Action::ProveNow => Control::Prove {
-            count: app.model.prover.mode.map_or(1, |m| m.sectors_per_proof()),
-        },
-        Action::SetMode(mode) => Control::SetMode { mode },
-        _ => return None,
-    })
 }
 
 impl Driver for LiveDriver {
@@ -121,7 +100,7 @@ impl Driver for LiveDriver {
             }
             return;
         }
-        let Some(control) = control_for(app, a) else {
+        let Some(control) = app.control_for(a) else {
             return;
         };
         let Some(sup) = &self.monitor.supervisor else {
@@ -193,7 +172,7 @@ pub fn main_serve(args: &RunArgs) -> anyhow::Result<i32> {
 /// of it would see memory only, where `attach` has everything.
 fn supervised_by(pid: u32) -> Option<String> {
     let dir = control::socket_dir().ok()?;
-    let (live, _) = crate::attach::live_sessions(&dir);
+    let (live, _) = crate::sessions::live_sessions(&dir);
     live.into_iter().find_map(|l| {
         let mut c = control::Client::connect(&l.socket, std::time::Duration::from_secs(1)).ok()?;
         let s = c.status().ok()?;

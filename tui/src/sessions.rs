@@ -3,22 +3,14 @@
 //! sockets of dead supervisors are removed on the way and said; then the most recent
 //! recordings of the session directory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::Args;
 use provetop_shared::units::{fmt_bytes, fmt_secs};
 
-use crate::attach::live_sessions;
-use crate::monitor::control::{self, Client, Status};
+use crate::monitor::control::{self, Client, Probe, Status};
 
-/// `provetop ls`.
-#[derive(Debug, Clone, Args)]
-pub struct LsArgs {
-    /// How many recent recordings to list.
-    #[arg(long, default_value_t = 10, value_name = "N")]
-    pub recent: usize,
-}
+pub use crate::cli::LsArgs;
 
 /// How long one live session's status is waited for.
 const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
@@ -168,6 +160,44 @@ fn recent_files(dir: &std::path::Path, n: usize) -> Vec<(String, u64, f64)> {
     v.sort_by(|a, b| a.2.total_cmp(&b.2));
     v.truncate(n);
     v
+}
+
+/// A live session found in the socket directory.
+#[derive(Debug, Clone)]
+pub struct Live {
+    pub id: String,
+    pub socket: PathBuf,
+    /// When its socket was made (the session's start).
+    pub since: std::time::SystemTime,
+}
+
+/// Every live session in `dir`; stale sockets found on the way are removed and their ids
+/// returned second.
+pub fn live_sessions(dir: &Path) -> (Vec<Live>, Vec<String>) {
+    let mut live = Vec::new();
+    let mut stale = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return (live, stale);
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(id) = name.strip_suffix(".sock") else {
+            continue;
+        };
+        match control::probe(dir, id) {
+            Probe::Live(socket) => live.push(Live {
+                id: id.to_string(),
+                since: std::fs::symlink_metadata(&socket)
+                    .and_then(|m| m.modified())
+                    .unwrap_or(std::time::UNIX_EPOCH),
+                socket,
+            }),
+            Probe::Stale => stale.push(id.to_string()),
+            Probe::Missing | Probe::Foreign { .. } => {}
+        }
+    }
+    live.sort_by_key(|l| l.since);
+    (live, stale)
 }
 
 #[cfg(test)]

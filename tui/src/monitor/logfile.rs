@@ -11,7 +11,6 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -20,33 +19,12 @@ use provetop_shared::clock::mono_ns;
 use provetop_shared::{OutputSource, Record};
 use tokio::sync::mpsc;
 
+pub use crate::cli::LogSource;
+
 /// How often a followed file is looked at for more.
 pub const POLL: Duration = Duration::from_millis(100);
 /// Most of an existing file read at start.
 pub const BACKLOG: u64 = 16 << 20;
-
-/// Where the log lines come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LogSource {
-    /// A file (followed as it grows).
-    File(PathBuf),
-    /// provetop's standard input (`-`).
-    Stdin,
-}
-
-impl std::str::FromStr for LogSource {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        if s.is_empty() {
-            return Err("empty path (give a file, or - for standard input)".into());
-        }
-        Ok(if s == "-" {
-            LogSource::Stdin
-        } else {
-            LogSource::File(PathBuf::from(s))
-        })
-    }
-}
 
 static REQUESTED: Mutex<Option<LogSource>> = Mutex::new(None);
 static FROM_STDIN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
