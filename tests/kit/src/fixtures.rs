@@ -528,3 +528,15 @@ pub fn proof_finished(id: u64, ok: bool) -> Event {
         requeued_as: vec![],
     }
 }
+
+/// The child `pid` exited with status 0, neither signalled nor OOM-killed (the alert engine
+/// and metrics tests: the usage readings go with it).
+pub fn child_exited_ok(pid: u32) -> Mark {
+    Mark::ChildExited {
+        pid,
+        code: Some(0),
+        signal: None,
+        oom_kill: false,
+        reason: "exited 0".into(),
+    }
+}
