@@ -10,7 +10,6 @@ use nix::sys::signal::Signal;
 use provetop_shared::clock::mono_ns;
 use provetop_shared::session::load;
 use provetop_shared::{Mark, RecordBody};
-use provetop_testkit::bins::provetop;
 use provetop_testkit::faults::*;
 use provetop_testkit::procs::*;
 
@@ -178,12 +177,7 @@ fn session_files_and_child_logs_are_created_0600() {
         .starts_with(b"previous contents"));
     assert!(load(&old).is_ok());
     // The default location.
-    let o = std::process::Command::new(provetop())
-        .args(["run", "--headless", "--", "true"])
-        .env("XDG_STATE_HOME", dir.path().join("state"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .output()
-        .unwrap();
+    let o = headless_default(dir.path(), &["--", "true"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let sessions = dir.path().join("state/provetop/sessions");
     let files: Vec<_> = std::fs::read_dir(&sessions)

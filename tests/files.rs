@@ -53,6 +53,27 @@ fn one_line(err: &str) {
     assert_eq!(err.lines().count(), 1, "not one line: {err}");
 }
 
+/// What a run refused before it started said: exit 1 and one line.
+#[track_caller]
+fn refused(o: &std::process::Output) -> String {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    one_line(&err);
+    err
+}
+
+/// `provetop export SESSION --format FORMAT -o OUT`.
+fn export(session: &Path, format: &str, out: &Path) -> provetop_testkit::bins::Out {
+    run_provetop(&[
+        "export",
+        session.to_str().unwrap(),
+        "--format",
+        format,
+        "-o",
+        out.to_str().unwrap(),
+    ])
+}
+
 #[test]
 fn a_symlink_planted_at_the_session_path_is_refused_and_its_target_is_untouched() {
     let dir = tempfile::tempdir().unwrap();
@@ -60,9 +81,7 @@ fn a_symlink_planted_at_the_session_path_is_refused_and_its_target_is_untouched(
     let s = dir.path().join("s.ptop");
     std::os::unix::fs::symlink(&victim.path, &s).unwrap();
     let o = headless(dir.path(), &s, &["--", "true"]);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    one_line(&err);
+    let err = refused(&o);
     assert!(
         err.contains("s.ptop") && err.contains("symbolic link"),
         "{err}"
@@ -98,9 +117,7 @@ fn an_existing_session_file_is_refused_by_name_and_kept() {
     let s = dir.path().join("old.ptop");
     std::fs::write(&s, b"yesterday's session").unwrap();
     let o = headless(dir.path(), &s, &["--", "true"]);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    one_line(&err);
+    let err = refused(&o);
     assert!(
         err.contains("--record") && err.contains("old.ptop") && err.contains("already exists"),
         "{err}"
@@ -116,9 +133,7 @@ fn a_symlink_planted_at_the_child_log_path_is_refused_and_its_target_is_untouche
     let s = dir.path().join("s.ptop");
     std::os::unix::fs::symlink(&victim.path, dir.path().join("s.ptop.child.log")).unwrap();
     let o = headless(dir.path(), &s, &["--", "echo", "written through the link"]);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    one_line(&err);
+    let err = refused(&o);
     assert!(
         err.contains("child log") && err.contains("symbolic link"),
         "{err}"
@@ -137,9 +152,7 @@ fn a_hard_link_at_the_child_log_path_is_not_appended_to() {
     let s = dir.path().join("s.ptop");
     std::fs::hard_link(&victim.path, dir.path().join("s.ptop.child.log")).unwrap();
     let o = headless(dir.path(), &s, &["--", "echo", "appended"]);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    one_line(&err);
+    let err = refused(&o);
     assert!(err.contains("child log"), "{err}");
     victim.assert_untouched();
 }
@@ -179,12 +192,7 @@ fn an_existing_state_directory_of_ours_is_made_private() {
     for d in [&sessions, &dir.path().join("state/provetop")] {
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    let o = std::process::Command::new(provetop())
-        .args(["run", "--headless", "--", "true"])
-        .env("XDG_STATE_HOME", dir.path().join("state"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .output()
-        .unwrap();
+    let o = headless_default(dir.path(), &["--", "true"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(mode(&sessions), 0o700);
     assert_eq!(mode(&dir.path().join("state/provetop")), 0o700);
@@ -202,14 +210,7 @@ fn export_over_its_input_is_refused_and_the_session_is_untouched() {
     let dotted = dir.path().join(".").join(p.file_name().unwrap());
     for out in [&p, &hard, &soft, &dotted] {
         for format in ["csv", "jsonl"] {
-            let o = run_provetop(&[
-                "export",
-                p.to_str().unwrap(),
-                "--format",
-                format,
-                "-o",
-                out.to_str().unwrap(),
-            ]);
+            let o = export(&p, format, out);
             assert_eq!(o.code, 1, "{}: {}", out.display(), o.stderr);
             one_line(&o.stderr);
             assert!(
@@ -238,14 +239,7 @@ fn export_to_an_existing_file_or_a_link_is_refused_and_a_new_file_is_private() {
         (&link, "symbolic link"),
         (&dangling, "symbolic link"),
     ] {
-        let o = run_provetop(&[
-            "export",
-            p.to_str().unwrap(),
-            "--format",
-            "csv",
-            "-o",
-            out.to_str().unwrap(),
-        ]);
+        let o = export(&p, "csv", out);
         assert_eq!(o.code, 1, "{}: {}", out.display(), o.stderr);
         one_line(&o.stderr);
         assert!(o.stderr.contains(want), "{}", o.stderr);
@@ -253,14 +247,7 @@ fn export_to_an_existing_file_or_a_link_is_refused_and_a_new_file_is_private() {
     victim.assert_untouched();
     assert!(!dir.path().join("nowhere").exists());
     let fresh = dir.path().join("fresh.csv");
-    let o = run_provetop(&[
-        "export",
-        p.to_str().unwrap(),
-        "--format",
-        "csv",
-        "-o",
-        fresh.to_str().unwrap(),
-    ]);
+    let o = export(&p, "csv", &fresh);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(mode(&fresh), 0o600);
     assert!(std::fs::read_to_string(&fresh)
@@ -308,6 +295,19 @@ fn stop(mut pt: std::process::Child) -> (Option<i32>, String) {
     (o.status.code(), stderr(&o))
 }
 
+/// Stop provetop (as [`stop`]) and assert that it ended on the SIGTERM, said `said`, and
+/// said that the session is recorded to `at`.
+#[track_caller]
+fn assert_stops_saying(pt: std::process::Child, said: &str, at: &Path) {
+    let (code, err) = stop(pt);
+    assert_eq!(code, Some(143), "{err}");
+    assert!(err.contains(said), "{err}");
+    assert!(
+        err.contains(&format!("session recorded to {}", at.display())),
+        "{err}"
+    );
+}
+
 fn dummy() -> std::process::Child {
     std::process::Command::new("true").spawn().unwrap()
 }
@@ -345,13 +345,7 @@ fn a_session_file_deleted_while_recording_is_re_created_with_everything_and_it_i
         "not re-created"
     );
     std::thread::sleep(Duration::from_millis(600));
-    let (code, err) = stop(pt);
-    assert_eq!(code, Some(143), "{err}");
-    assert!(err.contains("was deleted while recording"), "{err}");
-    assert!(
-        err.contains(&format!("session recorded to {}", s.display())),
-        "{err}"
-    );
+    assert_stops_saying(pt, "was deleted while recording", &s);
     assert_everything_in(&s, &before, "was deleted while recording");
     assert_eq!(mode(&s), 0o600);
 }
@@ -372,13 +366,7 @@ fn a_session_file_replaced_while_recording_is_recovered_next_to_it_and_the_new_f
         "not recovered"
     );
     std::thread::sleep(Duration::from_millis(600));
-    let (code, err) = stop(pt);
-    assert_eq!(code, Some(143), "{err}");
-    assert!(err.contains("replaced by another file"), "{err}");
-    assert!(
-        err.contains(&format!("session recorded to {}", recovered.display())),
-        "{err}"
-    );
+    assert_stops_saying(pt, "replaced by another file", &recovered);
     assert_eq!(std::fs::read(&s).unwrap(), b"someone else's file");
     assert_everything_in(&recovered, &before, "replaced by another file");
 }
@@ -391,13 +379,7 @@ fn a_session_file_moved_while_recording_is_followed_and_it_is_said() {
     let moved = dir.path().join("moved.ptop");
     std::fs::rename(&s, &moved).unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    let (code, err) = stop(pt);
-    assert_eq!(code, Some(143), "{err}");
-    assert!(err.contains("was moved to"), "{err}");
-    assert!(
-        err.contains(&format!("session recorded to {}", moved.display())),
-        "{err}"
-    );
+    assert_stops_saying(pt, "was moved to", &moved);
     assert!(!s.exists());
     assert_everything_in(&moved, &before, "was moved to");
 }

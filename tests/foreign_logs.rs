@@ -6,12 +6,14 @@
 //! tests in `loglines.rs` check the grammars on real captures).
 
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use provetop_shared::session::Loaded;
 use provetop_shared::{Event, Mark, OutputSource, Phase, Record, RecordBody};
 use provetop_testkit::bins::provetop;
-use provetop_testkit::faults::{headless, session, stderr};
+use provetop_testkit::faults::{headless, phase_spans, session, stderr};
 use provetop_testkit::tmux::{have_tmux, sh_quote, Tmux};
 
 const BP: &str = "bellperson::groth16::prover::native";
@@ -40,45 +42,62 @@ fn outputs(recs: &[Record]) -> Vec<(OutputSource, String, Option<u64>)> {
         .collect()
 }
 
-/// (phase, start t, end t) of the derived spans, in start order; an end without its start
-/// fails the test (a phantom).
+/// (phase, start t, end t) of the derived spans that ended, in start order; an end without
+/// its start fails the test (a phantom).
 fn derived_spans(recs: &[Record]) -> Vec<(Phase, u64, u64)> {
-    let mut open: Vec<(u64, Phase, Option<u32>, u64)> = Vec::new();
-    let mut out = Vec::new();
-    let mut recs: Vec<&Record> = recs.iter().collect();
-    recs.sort_by_key(|r| r.t);
-    for r in recs {
-        let RecordBody::Derived(d) = &r.body else {
-            continue;
-        };
-        match &d.event {
-            Event::PhaseStarted {
-                proof_id,
-                phase,
-                partition,
-            } => open.push((*proof_id, phase.clone(), *partition, r.t)),
-            Event::PhaseEnded {
-                proof_id,
-                phase,
-                partition,
-                ..
-            } => {
-                let i = open
-                    .iter()
-                    .position(|(p, ph, pa, _)| p == proof_id && ph == phase && pa == partition)
-                    .unwrap_or_else(|| panic!("phantom end of {phase}"));
-                let (_, ph, _, t0) = open.remove(i);
-                out.push((ph, t0, r.t));
-            }
-            _ => {}
-        }
-    }
+    let mut out: Vec<(Phase, u64, u64)> = phase_spans(recs)
+        .into_iter()
+        .filter_map(|s| Some((s.phase, s.start, s.end?)))
+        .collect();
     out.sort_by(|a, b| (a.1, a.0.as_str()).cmp(&(b.1, b.0.as_str())));
     out
 }
 
 fn secs(s: &(Phase, u64, u64)) -> f64 {
     (s.2 - s.1) as f64 / 1e9
+}
+
+/// The output lines the session counts as dropped (not recorded).
+fn dropped_lines(l: &Loaded) -> u64 {
+    l.records
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Mark(Mark::Dropped { what, count }) if what == "output lines" => {
+                Some(*count)
+            }
+            _ => None,
+        })
+        .sum()
+}
+
+/// `provetop watch --headless --log LOG --record SESSION PID` with a private config and
+/// state; the caller sets its standard streams.
+fn watch_log(dir: &Path, log: &Path, session: &Path, pid: u32) -> Command {
+    let mut c = Command::new(provetop());
+    c.args(["watch", "--headless", "--log"])
+        .arg(log)
+        .arg("--record")
+        .arg(session)
+        .arg(pid.to_string())
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_STATE_HOME", dir.join("state"));
+    c
+}
+
+/// End the watched `sleeper`, assert that the watch `w` then ends with 0, and load the
+/// session it recorded.
+#[track_caller]
+fn end_watch(mut sleeper: Child, w: Child, session_path: &Path) -> Loaded {
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    let out = w.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    session(session_path)
 }
 
 #[test]
@@ -217,16 +236,7 @@ fn a_flood_of_lines_loses_no_phase_invents_none_and_counts_what_it_does_not_reco
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let l = session(&s);
     let recorded = outputs(&l.records).len() as u64;
-    let dropped: u64 = l
-        .records
-        .iter()
-        .filter_map(|r| match &r.body {
-            RecordBody::Mark(Mark::Dropped { what, count }) if what == "output lines" => {
-                Some(*count)
-            }
-            _ => None,
-        })
-        .sum();
+    let dropped = dropped_lines(&l);
     assert!(dropped > 0, "a flood is rate-limited");
     assert_eq!(
         recorded + dropped,
@@ -289,13 +299,8 @@ fn without_a_recording_the_last_lines_of_a_failed_child_are_still_said() {
 fn watch_with_log_from_standard_input_reads_its_phases() {
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("watch.ptop");
-    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
-    let mut w = Command::new(provetop())
-        .args(["watch", "--headless", "--log", "-", "--record"])
-        .arg(&s)
-        .arg(sleeper.id().to_string())
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .env("XDG_STATE_HOME", dir.path().join("state"))
+    let sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let mut w = watch_log(dir.path(), Path::new("-"), &s, sleeper.id())
         .stdin(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -331,16 +336,7 @@ fn watch_with_log_from_standard_input_reads_its_phases() {
         stdin.write_all(lines.as_bytes()).unwrap();
     }
     std::thread::sleep(Duration::from_millis(800));
-    sleeper.kill().unwrap();
-    sleeper.wait().unwrap();
-    let out = w.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let l = session(&s);
+    let l = end_watch(sleeper, w, &s);
     let spans = derived_spans(&l.records);
     let syn = spans
         .iter()
@@ -461,15 +457,8 @@ fn watch_with_log_file_follows_it_as_it_grows() {
         format!("{} INFO {BP} > {msg}\n", ts.trim())
     };
     std::fs::write(&log, line("Bellperson 0.27.0 is being used!")).unwrap();
-    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
-    let w = Command::new(provetop())
-        .args(["watch", "--headless", "--log"])
-        .arg(&log)
-        .arg("--record")
-        .arg(&s)
-        .arg(sleeper.id().to_string())
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .env("XDG_STATE_HOME", dir.path().join("state"))
+    let sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let w = watch_log(dir.path(), &log, &s, sleeper.id())
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -483,16 +472,7 @@ fn watch_with_log_file_follows_it_as_it_grows() {
         .unwrap();
     drop(f);
     std::thread::sleep(Duration::from_millis(700));
-    sleeper.kill().unwrap();
-    sleeper.wait().unwrap();
-    let out = w.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let l = session(&s);
+    let l = end_watch(sleeper, w, &s);
     let outs = outputs(&l.records);
     assert_eq!(outs.len(), 3, "{outs:?}");
     assert!(outs.iter().all(|o| o.0 == OutputSource::File));
@@ -635,16 +615,7 @@ fn a_flood_of_long_lines_is_bounded_by_bytes_too_and_every_line_is_counted() {
     let l = session(&s);
     let outs = outputs(&l.records);
     let bytes: usize = outs.iter().map(|o| o.1.len()).sum();
-    let dropped: u64 = l
-        .records
-        .iter()
-        .filter_map(|r| match &r.body {
-            RecordBody::Mark(Mark::Dropped { what, count }) if what == "output lines" => {
-                Some(*count)
-            }
-            _ => None,
-        })
-        .sum();
+    let dropped = dropped_lines(&l);
     assert_eq!(outs.len() as u64 + dropped, 3000);
     let bound = provetop_collect::supervisor::OUTPUT_BYTE_BURST
         + provetop_collect::supervisor::OUTPUT_BYTE_RATE * secs;

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use provetop_collect::loglines::{Action, Engine, Rule};
 use provetop_shared::{Event, Phase, Record, RecordBody};
+use provetop_testkit::faults::{phase_spans, Span};
 
 /// When the golden files "arrive" (monotonic ns): far enough from 0 for stamps months old.
 const ARRIVAL: u64 = 400 * 86_400 * 1_000_000_000;
@@ -47,71 +48,20 @@ fn derive(text: &[u8]) -> Vec<Record> {
     derive_with(&mut Engine::new(Vec::new()), text)
 }
 
-/// A phase span rebuilt from derived events.
-#[derive(Debug, Clone, PartialEq)]
-struct Span {
-    grammar: String,
-    proof: u64,
-    phase: Phase,
-    partition: Option<u32>,
-    start: u64,
-    end: Option<u64>,
-}
-
-impl Span {
-    fn secs(&self) -> f64 {
-        (self.end.expect("closed") - self.start) as f64 / 1e9
-    }
-
-    fn inside(&self, outer: &Span) -> bool {
-        outer.start <= self.start && self.end <= outer.end
-    }
-}
-
-/// Spans in start order; panics on an end without its start (a phantom).
+/// Spans in start order; panics on an end without its start (a phantom), and on an end
+/// whose own duration is not the span's.
 fn spans(recs: &[Record]) -> Vec<Span> {
-    let mut out: Vec<Span> = Vec::new();
-    let mut open: HashMap<(u64, Phase, Option<u32>), usize> = HashMap::new();
-    let mut recs: Vec<&Record> = recs.iter().collect();
-    recs.sort_by_key(|r| r.t);
-    for r in recs {
-        let RecordBody::Derived(d) = &r.body else {
+    let out = phase_spans(recs);
+    for s in &out {
+        let (Some(end), Some(duration_s)) = (s.end, s.duration_s) else {
             continue;
         };
-        match &d.event {
-            Event::PhaseStarted {
-                proof_id,
-                phase,
-                partition,
-            } => {
-                open.insert((*proof_id, phase.clone(), *partition), out.len());
-                out.push(Span {
-                    grammar: d.grammar.clone(),
-                    proof: *proof_id,
-                    phase: phase.clone(),
-                    partition: *partition,
-                    start: r.t,
-                    end: None,
-                });
-            }
-            Event::PhaseEnded {
-                proof_id,
-                phase,
-                partition,
-                duration_s,
-            } => {
-                let i = open
-                    .remove(&(*proof_id, phase.clone(), *partition))
-                    .unwrap_or_else(|| panic!("phantom end of {phase} at {}", r.t));
-                out[i].end = Some(r.t);
-                let measured = (r.t - out[i].start) as f64 / 1e9;
-                assert!(
-                    (measured - duration_s).abs() < 1e-3,
-                    "{phase}: duration_s {duration_s} but the span is {measured}"
-                );
-            }
-            _ => {}
-        }
+        let measured = (end - s.start) as f64 / 1e9;
+        assert!(
+            (measured - duration_s).abs() < 1e-3,
+            "{}: duration_s {duration_s} but the span is {measured}",
+            s.phase
+        );
     }
     out
 }

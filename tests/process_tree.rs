@@ -64,33 +64,71 @@ fn finish(mut pt: Child) -> String {
     err
 }
 
-#[test]
-fn a_grandchild_that_calls_setsid_does_not_survive_a_sigterm_of_provetop() {
-    let (a, b) = (token(1), token(2));
-    let _reap = Reap(vec![a.clone(), b.clone()]);
-    let dir = tempfile::tempdir().unwrap();
-    let pt = start(dir.path(), &format!("setsid sleep {a} & sleep {b}"));
+/// The markers of a test's two sleeps (tokens N and N+1), and their reaper.
+fn two_sleeps(n: u32) -> (String, String, Reap) {
+    let (a, b) = (token(n), token(n + 1));
+    let reap = Reap(vec![a.clone(), b.clone()]);
+    (a, b, reap)
+}
+
+/// Assert that both sleeps start within 20 s.
+#[track_caller]
+fn assert_started(a: &str, b: &str) {
     assert!(
-        wait_until(Duration::from_secs(20), || sleeps(&a).len() == 1
-            && sleeps(&b).len() == 1),
+        wait_until(Duration::from_secs(20), || sleeps(a).len() == 1
+            && sleeps(b).len() == 1),
         "the child's sleeps never started"
     );
-    signal(pt.id(), Signal::SIGTERM);
-    let err = finish(pt);
-    assert!(err.contains("session recorded to"), "{err}");
+}
+
+/// `provetop` of `setsid sleep A & sleep B` (markers N and N+1) recording in DIR, once both
+/// sleeps run: the markers, their reaper and provetop.
+fn setsid_and_sleep(dir: &std::path::Path, n: u32) -> (String, String, Reap, Child) {
+    let (a, b, reap) = two_sleeps(n);
+    let pt = start(dir, &format!("setsid sleep {a} & sleep {b}"));
+    assert_started(&a, &b);
+    (a, b, reap, pt)
+}
+
+/// Assert that both sleeps are gone within 5 s; `what` leads the message if not.
+#[track_caller]
+fn assert_gone(a: &str, b: &str, what: &str) {
     assert!(
-        wait_until(Duration::from_secs(5), || sleeps(&a).is_empty()
-            && sleeps(&b).is_empty()),
-        "left behind: setsid sleep {:?}, sleep {:?}\n{err}",
-        sleeps(&a),
-        sleeps(&b)
+        wait_until(Duration::from_secs(5), || sleeps(a).is_empty()
+            && sleeps(b).is_empty()),
+        "{what}: setsid sleep {:?}, sleep {:?}",
+        sleeps(a),
+        sleeps(b)
+    );
+}
+
+/// SIGKILL provetop once its supervisor's once-a-second walk has seen the tree, and assert
+/// that the processes `before` are gone within 5 s (`detail` ends the message if not).
+#[track_caller]
+fn kill_9_and_assert_gone(pt: Child, before: &[u32], detail: impl Fn() -> String) {
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(pt.id(), Signal::SIGKILL);
+    let _ = finish(pt);
+    assert!(
+        wait_until(Duration::from_secs(5), || before.iter().all(|&p| !alive(p))),
+        "left behind after kill -9 of provetop: {}",
+        detail()
     );
 }
 
 #[test]
+fn a_grandchild_that_calls_setsid_does_not_survive_a_sigterm_of_provetop() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, _reap, pt) = setsid_and_sleep(dir.path(), 1);
+    signal(pt.id(), Signal::SIGTERM);
+    let err = finish(pt);
+    assert!(err.contains("session recorded to"), "{err}");
+    assert_gone(&a, &b, &format!("left behind (stderr: {err})"));
+}
+
+#[test]
 fn an_orphaned_grandchild_is_reparented_to_provetop_and_killed_with_the_tree() {
-    let (a, b) = (token(3), token(4));
-    let _reap = Reap(vec![a.clone(), b.clone()]);
+    let (a, b, _reap) = two_sleeps(3);
     let dir = tempfile::tempdir().unwrap();
     // The subshell exits at once: its setsid sleep is an orphan in another session.
     let pt = start(dir.path(), &format!("(setsid sleep {a} &); sleep {b}"));
@@ -106,13 +144,7 @@ fn an_orphaned_grandchild_is_reparented_to_provetop_and_killed_with_the_tree() {
     std::thread::sleep(Duration::from_millis(1500));
     signal(pt.id(), Signal::SIGTERM);
     let err = finish(pt);
-    assert!(
-        wait_until(Duration::from_secs(5), || sleeps(&a).is_empty()
-            && sleeps(&b).is_empty()),
-        "left behind: {:?} {:?}\n{err}",
-        sleeps(&a),
-        sleeps(&b)
-    );
+    assert_gone(&a, &b, &format!("left behind (stderr: {err})"));
 }
 
 #[test]
@@ -140,8 +172,7 @@ fn a_setsid_grandchild_does_not_survive_q_on_the_screen() {
     if !have_tmux("a_setsid_grandchild_does_not_survive_q_on_the_screen") {
         return;
     }
-    let (a, b) = (token(6), token(7));
-    let _reap = Reap(vec![a.clone(), b.clone()]);
+    let (a, b, _reap) = two_sleeps(6);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
     let cmd = format!(
@@ -150,47 +181,27 @@ fn a_setsid_grandchild_does_not_survive_q_on_the_screen() {
         sh_quote(&format!("setsid sleep {a} & sleep {b}")),
     );
     let tmux = Tmux::start("tree-q", 100, 30, &cmd);
-    assert!(
-        wait_until(Duration::from_secs(20), || sleeps(&a).len() == 1
-            && sleeps(&b).len() == 1),
-        "the child's sleeps never started"
-    );
+    assert_started(&a, &b);
     tmux.keys(&["q"]);
     tmux.wait_for("provetop's exit", Duration::from_secs(30), |s| {
         s.contains("PROVETOP-EXIT")
     });
-    assert!(
-        wait_until(Duration::from_secs(5), || sleeps(&a).is_empty()
-            && sleeps(&b).is_empty()),
-        "left behind after q: setsid sleep {:?}, sleep {:?}",
-        sleeps(&a),
-        sleeps(&b)
-    );
+    assert_gone(&a, &b, "left behind after q");
 }
 
 #[test]
 fn a_setsid_grandchild_does_not_survive_a_sigkill_of_provetop() {
-    let (a, b) = (token(8), token(9));
-    let _reap = Reap(vec![a.clone(), b.clone()]);
     let dir = tempfile::tempdir().unwrap();
-    let pt = start(dir.path(), &format!("setsid sleep {a} & sleep {b}"));
-    assert!(
-        wait_until(Duration::from_secs(20), || sleeps(&a).len() == 1
-            && sleeps(&b).len() == 1),
-        "the child's sleeps never started"
-    );
+    let (a, b, _reap, pt) = setsid_and_sleep(dir.path(), 8);
     let before: Vec<u32> = sleeps(&a).into_iter().chain(sleeps(&b)).collect();
-    // Long enough for the supervisor's once-a-second walk to have seen the setsid sleep.
-    std::thread::sleep(Duration::from_millis(1500));
-    signal(pt.id(), Signal::SIGKILL);
-    let _ = finish(pt);
-    assert!(
-        wait_until(Duration::from_secs(5), || before.iter().all(|&p| !alive(p))),
-        "left behind after kill -9 of provetop: {:?} (setsid sleep {:?}, sleep {:?})",
-        before.iter().filter(|&&p| alive(p)).collect::<Vec<_>>(),
-        sleeps(&a),
-        sleeps(&b)
-    );
+    kill_9_and_assert_gone(pt, &before, || {
+        format!(
+            "{:?} (setsid sleep {:?}, sleep {:?})",
+            before.iter().filter(|&&p| alive(p)).collect::<Vec<_>>(),
+            sleeps(&a),
+            sleeps(&b)
+        )
+    });
 }
 
 #[test]
@@ -211,11 +222,5 @@ fn a_wrapper_scripts_setsid_child_does_not_survive_a_sigkill_of_provetop() {
         "the wrapper's setsid sleep never started"
     );
     let before = sleeps(&a);
-    std::thread::sleep(Duration::from_millis(1500));
-    signal(pt.id(), Signal::SIGKILL);
-    let _ = finish(pt);
-    assert!(
-        wait_until(Duration::from_secs(5), || before.iter().all(|&p| !alive(p))),
-        "left behind after kill -9 of provetop: {before:?}"
-    );
+    kill_9_and_assert_gone(pt, &before, || format!("{before:?}"));
 }

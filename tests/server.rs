@@ -247,17 +247,36 @@ fn notes(p: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The temporary directory of a test of the screen in tmux (`name`: its tmux name); `None`
+/// where tmux is not installed, and the test is skipped.
+fn screen_test(name: &str) -> Option<tempfile::TempDir> {
+    have_tmux(name).then(|| tempfile::tempdir().unwrap())
+}
+
+/// [`serve`] without extra flags, once the prover has finished its first proof; with the
+/// session's id.
+fn serve_proved(dir: &Path) -> (Served, PathBuf, String) {
+    let (served, sock) = serve(dir, &[]);
+    assert!(wait_until(Duration::from_secs(30), || proofs(&sock) >= 1));
+    let id = id_of(&sock);
+    (served, sock, id)
+}
+
+/// The supervisor a live screen in DIR left behind: its socket and pid, and the guard
+/// that stops it if the test fails first.
+fn left_supervisor(dir: &Path) -> (PathBuf, u32, StopOnDrop) {
+    let sock = socket(dir);
+    let pid = supervisor_pid(&sock);
+    (sock, pid, StopOnDrop(pid))
+}
+
 #[test]
 fn a_served_prover_goes_on_through_attach_mode_switch_detach_and_hangup_and_stops_when_asked() {
-    let name = "server-e2e";
-    if !have_tmux(name) {
+    let Some(dir) = screen_test("server-e2e") else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let d = dir.path();
-    let (served, sock) = serve(d, &[]);
-    let id = id_of(&sock);
-    assert!(wait_until(Duration::from_secs(30), || proofs(&sock) >= 1));
+    let (served, sock, id) = serve_proved(d);
     let pid = supervisor_pid(&sock);
 
     // A screen attaches: the history (the first proof) and then live phases.
@@ -343,14 +362,11 @@ fn a_served_prover_goes_on_through_attach_mode_switch_detach_and_hangup_and_stop
 #[test]
 fn a_read_only_attach_cannot_send_controls() {
     let name = "server-ro";
-    if !have_tmux(name) {
+    let Some(dir) = screen_test(name) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let d = dir.path();
-    let (served, sock) = serve(d, &[]);
-    let id = id_of(&sock);
-    assert!(wait_until(Duration::from_secs(30), || proofs(&sock) >= 1));
+    let (served, sock, id) = serve_proved(d);
     let t = attach(name, d, &format!("--read-only {id}"));
     t.wait_for("attached", Duration::from_secs(20), |s| {
         s.contains("running pid")
@@ -492,10 +508,9 @@ fn a_client_that_stops_reading_is_dropped_with_a_note_and_does_not_stall_the_sup
 #[test]
 fn replay_follow_shows_records_written_after_it_opened() {
     let name = "server-follow";
-    if !have_tmux(name) {
+    let Some(dir) = screen_test(name) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let d = dir.path();
     let (served, sock) = serve(d, &[]);
     let t = provetop_in_tmux(
@@ -539,9 +554,7 @@ fn ls_lists_the_live_session_and_the_recent_recordings() {
     )
     .ok();
     std::fs::write(sessions.join("provetop-20260102-000000-2.ptop"), b"x").unwrap();
-    let (served, sock) = serve(d, &[]);
-    let id = id_of(&sock);
-    assert!(wait_until(Duration::from_secs(30), || proofs(&sock) >= 1));
+    let (served, sock, id) = serve_proved(d);
     let mut cmd = Command::new(provetop());
     cmd.arg("ls");
     env(&mut cmd, d);
@@ -611,10 +624,9 @@ fn attaching_to_a_dead_missing_or_foreign_session_is_a_one_line_error() {
 #[test]
 fn the_live_screen_detaches_and_its_supervisor_goes_on_after_the_terminal_is_gone() {
     let name = "server-detach";
-    if !have_tmux(name) {
+    let Some(dir) = screen_test(name) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let d = dir.path();
     let t = live(name, d, "", "; echo RUN-EXIT=$?; sleep 600");
     t.keys(&["d"]);
@@ -623,9 +635,7 @@ fn the_live_screen_detaches_and_its_supervisor_goes_on_after_the_terminal_is_gon
     assert_eq!(t.format("#{alternate_on}"), "0");
     // The terminal goes away.
     drop(t);
-    let sock = socket(d);
-    let pid = supervisor_pid(&sock);
-    let _stop = StopOnDrop(pid);
+    let (sock, pid, _stop) = left_supervisor(d);
     assert_proves_on(&sock, "the detached prover stopped proving");
     stop_and_wait(&sock, pid);
     let n = notes(&d.join("s.ptop"));
@@ -695,15 +705,12 @@ fn watch_of_a_served_prover_points_to_attach() {
 #[test]
 fn with_detach_on_hangup_the_live_screen_detaches_when_its_terminal_is_killed() {
     let name = "server-hangup";
-    if !have_tmux(name) {
+    let Some(dir) = screen_test(name) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let d = dir.path();
     let t = live(name, d, "--detach-on-hangup", "");
-    let sock = socket(d);
-    let pid = supervisor_pid(&sock);
-    let _stop = StopOnDrop(pid);
+    let (sock, pid, _stop) = left_supervisor(d);
     // The SSH connection drops: the terminal and everything in its session get a hangup.
     drop(t);
     assert_proves_on(&sock, "the prover stopped proving after the hangup");

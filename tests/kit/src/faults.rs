@@ -6,7 +6,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use provetop_shared::session::{load, Loaded};
-use provetop_shared::{Alert, AlertState, Mark, RecordBody, Sample};
+use provetop_shared::{Alert, AlertState, Event, Mark, Phase, Record, RecordBody, Sample};
 
 use crate::bins::{provetop, run_provetop};
 use crate::procs::wait_until;
@@ -39,6 +39,18 @@ pub fn spawn_headless(dir: &Path, session: &Path, args: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start provetop")
+}
+
+/// `provetop run --headless ARGS` with no `--record`, run to its end: it records where it
+/// does by default, the state directory DIR/state (config from DIR/config).
+pub fn headless_default(dir: &Path, args: &[&str]) -> Output {
+    Command::new(provetop())
+        .args(["run", "--headless"])
+        .args(args)
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .output()
+        .expect("run provetop")
 }
 
 /// Standard error as text.
@@ -134,4 +146,82 @@ pub fn child_pid_from(session: &Path, timeout: Duration) -> Option<u32> {
         pid.is_some()
     });
     pid
+}
+
+/// A phase span rebuilt from a session's derived events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Span {
+    pub grammar: String,
+    pub proof: u64,
+    pub phase: Phase,
+    pub partition: Option<u32>,
+    pub start: u64,
+    /// `None` while the phase has not ended.
+    pub end: Option<u64>,
+    /// What the end event said the phase took.
+    pub duration_s: Option<f64>,
+}
+
+impl Span {
+    /// The span's length in seconds; panics on one that has not ended.
+    pub fn secs(&self) -> f64 {
+        (self.end.expect("closed") - self.start) as f64 / 1e9
+    }
+
+    /// Whether the span lies within `outer`.
+    pub fn inside(&self, outer: &Span) -> bool {
+        outer.start <= self.start && self.end <= outer.end
+    }
+}
+
+/// The phase spans of the derived records among `recs`, in start order: an end closes the
+/// open start of its proof, phase and partition (a start again before the end leaves the
+/// earlier span open for good); an end without its start (a phantom) panics.
+pub fn phase_spans(recs: &[Record]) -> Vec<Span> {
+    let mut out: Vec<Span> = Vec::new();
+    let mut open: Vec<((u64, Phase, Option<u32>), usize)> = Vec::new();
+    let mut recs: Vec<&Record> = recs.iter().collect();
+    recs.sort_by_key(|r| r.t);
+    for r in recs {
+        let RecordBody::Derived(d) = &r.body else {
+            continue;
+        };
+        match &d.event {
+            Event::PhaseStarted {
+                proof_id,
+                phase,
+                partition,
+            } => {
+                let key = (*proof_id, phase.clone(), *partition);
+                open.retain(|(k, _)| *k != key);
+                open.push((key, out.len()));
+                out.push(Span {
+                    grammar: d.grammar.clone(),
+                    proof: *proof_id,
+                    phase: phase.clone(),
+                    partition: *partition,
+                    start: r.t,
+                    end: None,
+                    duration_s: None,
+                });
+            }
+            Event::PhaseEnded {
+                proof_id,
+                phase,
+                partition,
+                duration_s,
+            } => {
+                let key = (*proof_id, phase.clone(), *partition);
+                let at = open
+                    .iter()
+                    .position(|(k, _)| *k == key)
+                    .unwrap_or_else(|| panic!("phantom end of {phase} at {}", r.t));
+                let (_, i) = open.remove(at);
+                out[i].end = Some(r.t);
+                out[i].duration_s = Some(*duration_s);
+            }
+            _ => {}
+        }
+    }
+    out
 }
