@@ -1,10 +1,13 @@
 //! The metric set, fed a record stream through the real reducer: what a scrape says.
 
+use super::labels::PHASES;
 use super::*;
 use provetop_collect::alerts::default_rules;
 use provetop_shared::record::GpuReading;
 use provetop_shared::units::GIB;
-use provetop_shared::{Alert, AlertState, BatchMode};
+use provetop_shared::{
+    Alert, AlertLevel, AlertState, BatchMode, Event, Mark, Phase, RecordBody, Sample,
+};
 use provetop_testkit::fixtures::{proof_finished, proof_started};
 
 const S: u64 = 1_000_000_000;
