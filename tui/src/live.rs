@@ -271,7 +271,8 @@ fn screen(
         tail = crate::headless::output_tail(&app.model);
         let exit = match dead {
             Some(d) => Err(anyhow::anyhow!("{d}: the session was stopped")),
-            None => exit,
+            // The loop fails only when its terminal does (a hangup mid-draw: EIO).
+            None => anyhow::Context::context(exit, "the screen's terminal failed"),
         };
         (
             exit.map(|e| e.status()),
