@@ -199,13 +199,16 @@ struct BpProof {
     step: Option<(Phase, u64, bool)>,
 }
 
+/// An open phase: its proof, phase and partition.
+type OpenKey = (u64, Phase, Option<u32>);
+
 /// From hits to events: which phases are open, which proof a name belongs to.
 #[derive(Debug, Default)]
 pub struct Tracker {
     next_id: u64,
     scopes: HashMap<String, u64>,
     scope_order: VecDeque<String>,
-    open: HashMap<(u64, Phase, Option<u32>), u64>,
+    open: HashMap<OpenKey, u64>,
     last_sector: Option<String>,
     bellperson: VecDeque<BpProof>,
     gpu_build: bool,
@@ -253,6 +256,29 @@ impl Tracker {
         ));
     }
 
+    /// The start of `key`'s phase at `t`.
+    fn emit_started(out: &mut Vec<Record>, t: u64, grammar: &str, key: OpenKey) {
+        let (proof_id, phase, partition) = key;
+        let event = Event::PhaseStarted {
+            proof_id,
+            phase,
+            partition,
+        };
+        Self::emit(out, t, grammar, event);
+    }
+
+    /// The end of `key`'s phase at `t`, after `duration_s`.
+    fn emit_ended(out: &mut Vec<Record>, t: u64, grammar: &str, key: OpenKey, duration_s: f64) {
+        let (proof_id, phase, partition) = key;
+        let event = Event::PhaseEnded {
+            proof_id,
+            phase,
+            partition,
+            duration_s,
+        };
+        Self::emit(out, t, grammar, event);
+    }
+
     fn start(
         &mut self,
         t: u64,
@@ -270,17 +296,8 @@ impl Tracker {
             // Its end was lost: close it here, as the model would.
             self.end(t, g, id, phase.clone(), partition, out);
         }
-        self.open.insert(key, t);
-        Self::emit(
-            out,
-            t,
-            g,
-            Event::PhaseStarted {
-                proof_id: id,
-                phase,
-                partition,
-            },
-        );
+        self.open.insert(key.clone(), t);
+        Self::emit_started(out, t, g, key);
     }
 
     fn end(
@@ -292,21 +309,12 @@ impl Tracker {
         partition: Option<u32>,
         out: &mut Vec<Record>,
     ) -> bool {
-        let Some(t0) = self.open.remove(&(id, phase.clone(), partition)) else {
+        let key = (id, phase, partition);
+        let Some(t0) = self.open.remove(&key) else {
             return false;
         };
         let t = t.max(t0);
-        Self::emit(
-            out,
-            t,
-            g,
-            Event::PhaseEnded {
-                proof_id: id,
-                phase,
-                partition,
-                duration_s: (t - t0) as f64 / 1e9,
-            },
-        );
+        Self::emit_ended(out, t, g, key, (t - t0) as f64 / 1e9);
         true
     }
 
@@ -328,28 +336,10 @@ impl Tracker {
         let end = t.saturating_sub((ago * 1e9) as u64);
         let start = end.saturating_sub((secs * 1e9) as u64);
         // Open already (a start was read too): this line is its end.
-        self.open.remove(&(id, phase.clone(), partition));
-        Self::emit(
-            out,
-            start,
-            g,
-            Event::PhaseStarted {
-                proof_id: id,
-                phase: phase.clone(),
-                partition,
-            },
-        );
-        Self::emit(
-            out,
-            end,
-            g,
-            Event::PhaseEnded {
-                proof_id: id,
-                phase,
-                partition,
-                duration_s: secs,
-            },
-        );
+        let key = (id, phase, partition);
+        self.open.remove(&key);
+        Self::emit_started(out, start, g, key.clone());
+        Self::emit_ended(out, end, g, key, secs);
     }
 
     fn apply(&mut self, t: u64, g: &str, target: &str, hit: Hit, out: &mut Vec<Record>) {
