@@ -1,0 +1,79 @@
+//! What the timeline draws over its rows: the log's warnings, the batch-mode switches and
+//! the cursor's column.
+//!
+//! Each is drawn at its time's column; what falls outside the window is not drawn. A warning
+//! is a `!` on the top row over a bar or an empty cell alike; a mode switch goes into empty
+//! cells only (phases stay readable); the cursor restyles its whole column.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+
+use super::axis::Axis;
+use crate::app::App;
+
+/// Warnings read from the child's log lines (bellperson's "GPU … failed! Falling back to
+/// CPU"): a `!` in the warning colour on the top row at their time, over an empty cell or a
+/// bar alike (the log pane has the words).
+pub(super) fn warning_marks(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
+    let axis = Axis::new(area, gutter, app);
+    if axis.width() < 2 || area.height < 2 {
+        return;
+    }
+    let style = app.theme.warn();
+    for (t, _) in app.model.log_warnings.iter() {
+        let Some(x) = axis.column_within(*t) else {
+            continue;
+        };
+        if let Some(cell) = buf.cell_mut((x, area.y + 1)) {
+            cell.set_char('!').set_style(style);
+        }
+    }
+}
+
+/// Batch-mode switches: a dotted line down the Gantt rows at the switch and the new mode's
+/// name on the bottom row where there is room, so live and replay show which proofs ran in
+/// which mode. Drawn into empty cells only: phases stay readable.
+pub(super) fn mode_marks(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
+    let axis = Axis::new(area, gutter, app);
+    if axis.width() < 2 || area.height < 2 {
+        return;
+    }
+    let style = app.theme.bold();
+    let right = area.x + area.width;
+    let bottom = area.y + area.height - 1;
+    for (t, _from, to) in app.model.mode_changes.iter() {
+        let Some(x) = axis.column_within(*t) else {
+            continue;
+        };
+        for y in area.y + 1..=bottom {
+            if let Some(cell) = buf.cell_mut((x, y)) {
+                if cell.symbol() == " " {
+                    cell.set_char('┆').set_style(style);
+                }
+            }
+        }
+        for (i, ch) in format!("▸{to}").chars().enumerate() {
+            let cx = x + i as u16;
+            if cx >= right {
+                break;
+            }
+            match buf.cell_mut((cx, bottom)) {
+                Some(cell) if cell.symbol() == " " || cell.symbol() == "┆" => {
+                    cell.set_char(ch).set_style(style);
+                }
+                _ => break,
+            }
+        }
+    }
+}
+
+/// The cursor's column, restyled down every row.
+pub(super) fn cursor_column(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
+    let Some(c) = app.cursor() else { return };
+    let cx = Axis::new(area, gutter, app).column(c);
+    for r in 1..area.height {
+        if let Some(cell) = buf.cell_mut((cx, area.y + r)) {
+            cell.set_style(app.theme.cursor());
+        }
+    }
+}
