@@ -1,0 +1,168 @@
+//! The supervisor's side of the socket: [`ControlServer`] takes the session's lock, listens
+//! on its 0600 socket, and keeps the one bounded inbox the session drains
+//! ([`ControlServer::request`] to wake at once, [`ControlServer::take`] each tick). Dropping
+//! it removes the socket and the lock.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::Context;
+use tokio::net::UnixListener;
+use tokio::sync::mpsc;
+
+use super::connection::{accept_loop, Incoming};
+use super::locate::{lock_path, session_id, socket_dir, socket_path};
+use super::INBOX;
+
+/// The listening side, owned by the session.
+pub struct ControlServer {
+    id: String,
+    path: PathBuf,
+    lock_path: PathBuf,
+    _lock: nix::fcntl::Flock<std::fs::File>,
+    inbox: mpsc::Receiver<Incoming>,
+    /// Requests taken off the inbox by [`Self::request`], not yet answered.
+    waiting: Vec<Incoming>,
+    notes: Arc<Mutex<Vec<String>>>,
+    clients: Arc<AtomicUsize>,
+    accept: tokio::task::JoinHandle<()>,
+    started: Instant,
+    started_unix_s: u64,
+    /// What is supervised, for [`Status`](super::Status).
+    pub command: Vec<String>,
+    /// The session file, for [`Status`](super::Status).
+    pub session: Option<PathBuf>,
+    /// Whether `restart` may stop the child for its restart policy to start it again
+    /// (`--restart on-failure`); without one the session would end instead.
+    pub restartable: bool,
+    /// The session's threshold lines and alert-rule lines, for [`Status`](super::Status).
+    pub thresholds: Option<provetop_shared::classify::Thresholds>,
+    pub rule_lines: Vec<(String, u64)>,
+}
+
+impl ControlServer {
+    /// Take session `id`'s socket in [`socket_dir`] and listen on it (on the current tokio
+    /// runtime). Fails when another supervisor holds it.
+    pub fn bind(id: &str) -> anyhow::Result<ControlServer> {
+        Self::bind_in(&socket_dir()?, id)
+    }
+
+    /// [`Self::bind`] in `dir`.
+    pub fn bind_in(dir: &Path, id: &str) -> anyhow::Result<ControlServer> {
+        crate::settings::private_dir(dir)
+            .with_context(|| format!("cannot create the socket directory {}", dir.display()))?;
+        let path = socket_path(dir, id);
+        let lock_path = lock_path(dir, id);
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .with_context(|| format!("cannot open {}", lock_path.display()))?;
+        let _ = std::fs::set_permissions(&lock_path, std::fs::Permissions::from_mode(0o600));
+        let lock = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
+            .map_err(|(_, e)| match e {
+                nix::errno::Errno::EWOULDBLOCK => anyhow::anyhow!(
+                    "{}: another supervisor already serves session {id}",
+                    path.display()
+                ),
+                e => anyhow::anyhow!("{}: cannot lock: {e}", lock_path.display()),
+            })?;
+        // We hold the lock: whatever socket is there is a dead supervisor's.
+        let _ = std::fs::remove_file(&path);
+        let std_listener = std::os::unix::net::UnixListener::bind(&path)
+            .with_context(|| format!("cannot listen on {}", path.display()))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot make {} private", path.display()))?;
+        std_listener.set_nonblocking(true)?;
+        let listener = UnixListener::from_std(std_listener)?;
+        let (tx, inbox) = mpsc::channel(INBOX);
+        let notes = Arc::new(Mutex::new(Vec::new()));
+        let clients = Arc::new(AtomicUsize::new(0));
+        let accept = tokio::spawn(accept_loop(listener, tx, notes.clone(), clients.clone()));
+        Ok(ControlServer {
+            id: id.to_string(),
+            path,
+            lock_path,
+            _lock: lock,
+            inbox,
+            waiting: Vec::new(),
+            notes,
+            clients,
+            accept,
+            started: Instant::now(),
+            started_unix_s: provetop_shared::clock::wall_ns() / 1_000_000_000,
+            command: Vec::new(),
+            session: None,
+            restartable: false,
+            thresholds: None,
+            rule_lines: Vec::new(),
+        })
+    }
+
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Clients connected now.
+    pub fn clients(&self) -> usize {
+        self.clients.load(Ordering::Relaxed)
+    }
+
+    /// Resolves when a request has arrived (it waits in [`Self::take`]), so a front end can
+    /// answer it at once instead of at its next tick; pending forever once the accept loop
+    /// is gone.
+    pub async fn request(&mut self) {
+        match self.inbox.recv().await {
+            Some(i) => self.waiting.push(i),
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Requests waiting to be answered, and notes to record (dropped clients).
+    pub fn take(&mut self) -> (Vec<Incoming>, Vec<String>) {
+        let mut v = std::mem::take(&mut self.waiting);
+        while let Ok(i) = self.inbox.try_recv() {
+            v.push(i);
+        }
+        let notes = std::mem::take(&mut *self.notes.lock().unwrap_or_else(|e| e.into_inner()));
+        (v, notes)
+    }
+
+    /// Uptime and wall-clock start, for [`Status`](super::Status).
+    pub fn started(&self) -> (f64, u64) {
+        (self.started.elapsed().as_secs_f64(), self.started_unix_s)
+    }
+}
+
+/// The control socket of a session about to start: named after its recording (else after
+/// this process), knowing what it supervises and whether `restart` can work.
+pub fn for_session(
+    record: Option<&Path>,
+    command: Vec<String>,
+    restartable: bool,
+) -> anyhow::Result<ControlServer> {
+    let id = session_id(record.unwrap_or(Path::new("provetop")));
+    let mut server = ControlServer::bind(&id)?;
+    server.command = command;
+    server.session = record.map(|r| std::path::absolute(r).unwrap_or_else(|_| r.to_path_buf()));
+    server.restartable = restartable;
+    Ok(server)
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        self.accept.abort();
+        let _ = std::fs::remove_file(&self.path);
+        let _ = std::fs::remove_file(&self.lock_path);
+    }
+}
