@@ -25,6 +25,7 @@ use provetop_shared::units::{fmt_bytes, fmt_secs};
 use provetop_shared::RecordBody;
 
 use crate::cli::ClassifyArgs;
+use crate::compare::summary::merged;
 use crate::store::Store;
 
 /// Run `provetop classify`; returns the process exit code.
@@ -235,19 +236,6 @@ fn accumulate(
     acc.into_iter()
         .map(|(sum, w)| (w > 0).then(|| sum / w as f64))
         .collect()
-}
-
-/// Merge intervals into sorted, disjoint ones.
-fn merged(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
-    v.sort_unstable();
-    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
-    for (a, b) in v {
-        match out.last_mut() {
-            Some(last) if a <= last.1 => last.1 = last.1.max(b),
-            _ => out.push((a, b)),
-        }
-    }
-    out
 }
 
 /// The store's prover-phase table with the utilisation columns appended (see the module

@@ -1,0 +1,131 @@
+//! The phase section: per prover phase (the selected proofs' spans) and per threshold phase
+//! (the classifier's runs over the selected samples), the median and p90 duration and the
+//! peak RSS.
+
+use std::collections::HashSet;
+
+use provetop_shared::classify::{classify_series, ThresholdPhase};
+use provetop_shared::Phase;
+
+use super::figure::{Figures, Section, Unit};
+use super::readings::Reading;
+use super::Selection;
+use crate::model::ProofSpan;
+use crate::store::Store;
+
+/// The median (the upper one of an even count, as `classify`'s mode table takes it).
+fn median(sorted: &[f64]) -> f64 {
+    sorted[sorted.len() / 2]
+}
+
+/// The 90th percentile by nearest rank.
+fn p90(sorted: &[f64]) -> f64 {
+    let rank = ((sorted.len() as f64) * 0.9).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Per prover phase, over the spans of the selected proofs: median and p90 of the span
+/// durations, and the peak RSS seen while one was open.
+pub(super) fn phases(f: &mut Figures, store: &Store, sel: &Selection, chosen: &[&ProofSpan]) {
+    let ids: Option<HashSet<u64>> =
+        (!sel.is_all()).then(|| chosen.iter().map(|p| p.proof_id).collect());
+    let mut order: Vec<(u64, Phase)> = Vec::new();
+    let mut per: std::collections::HashMap<Phase, (Vec<f64>, u64)> = Default::default();
+    for s in store.spans() {
+        let Some(end) = s.end else { continue };
+        if ids.as_ref().is_some_and(|ids| !ids.contains(&s.proof_id)) {
+            continue;
+        }
+        let d = s
+            .duration_s
+            .filter(|d| d.is_finite() && *d >= 0.0)
+            .unwrap_or(end.saturating_sub(s.start) as f64 / 1e9);
+        let e = per.entry(s.phase.clone()).or_insert_with(|| {
+            order.push((s.start, s.phase.clone()));
+            (Vec::new(), 0)
+        });
+        e.0.push(d);
+        e.1 = e.1.max(s.rss.max().unwrap_or(0));
+    }
+    order.sort_by_key(|o| o.0);
+    for (_, phase) in order {
+        let (mut d, peak) = per.remove(&phase).unwrap_or_default();
+        d.sort_by(f64::total_cmp);
+        let name = crate::text::inert(phase.as_str()).into_owned();
+        push_phase(f, &name, &d, peak, false);
+    }
+}
+
+fn push_phase(f: &mut Figures, name: &str, sorted: &[f64], peak: u64, threshold: bool) {
+    let absent = format!("no {name} phase");
+    f.push(
+        format!("phase_median[{name}]"),
+        format!("{name}: median duration"),
+        Section::Phase,
+        Unit::Seconds,
+        Ok(median(sorted)),
+        absent.clone(),
+        threshold,
+    );
+    f.push(
+        format!("phase_p90[{name}]"),
+        format!("{name}: p90 duration"),
+        Section::Phase,
+        Unit::Seconds,
+        Ok(p90(sorted)),
+        absent.clone(),
+        threshold,
+    );
+    f.push(
+        format!("phase_peak[{name}]"),
+        format!("{name}: peak RSS"),
+        Section::Phase,
+        Unit::Bytes,
+        Ok(peak as f64),
+        absent,
+        threshold,
+    );
+}
+/// Per threshold phase (the seed's classifier over the selected samples): each run lasts
+/// until the next one starts (the last one its span and one interval).
+pub(super) fn threshold_phases(
+    f: &mut Figures,
+    store: &Store,
+    sel: &[Reading],
+    interval_ns: Option<u64>,
+) {
+    let runs = classify_series(store.thresholds(), sel.iter().map(|r| (r.t, r.rss)));
+    let gap = interval_ns.unwrap_or(0);
+    let mut per: Vec<(ThresholdPhase, Vec<f64>, f64)> = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        let end = runs.get(i + 1).map_or(r.end + gap, |n| n.start);
+        let d = end.saturating_sub(r.start) as f64 / 1e9;
+        match per.iter_mut().find(|p| p.0 == r.phase) {
+            Some(p) => {
+                p.1.push(d);
+                p.2 = p.2.max(r.max_gib);
+            }
+            None => per.push((r.phase, vec![d], r.max_gib)),
+        }
+    }
+    per.sort_by_key(|p| ThresholdPhase::ALL.iter().position(|a| *a == p.0));
+    for (phase, mut d, max_gib) in per {
+        d.sort_by(f64::total_cmp);
+        let peak = (max_gib * provetop_shared::units::GIB as f64).round() as u64;
+        push_phase(f, phase.name(), &d, peak, true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let v: Vec<f64> = (1..=10).map(f64::from).collect();
+        assert_eq!(median(&v), 6.0);
+        assert_eq!(p90(&v), 9.0);
+        assert_eq!(p90(&[4.0]), 4.0);
+        assert_eq!(median(&[4.0]), 4.0);
+    }
+}
