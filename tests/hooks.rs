@@ -19,6 +19,35 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     p
 }
 
+/// A headless run of `sh -c CHILD` recording to DIR/s.ptop under the rule `alert`, whose
+/// changes run the `sh` hook `body` with `arg`: the session's path and provetop's stderr.
+fn run_with_hook(
+    dir: &Path,
+    body: &str,
+    arg: &Path,
+    alert: &str,
+    child: &str,
+) -> (PathBuf, String) {
+    let hook = script(dir, "hook", body);
+    let s = dir.join("s.ptop");
+    let on_alert = format!("{} {}", hook.display(), arg.display());
+    let out = headless(
+        dir,
+        &s,
+        &[
+            "--alert",
+            alert,
+            "--on-alert",
+            &on_alert,
+            "--",
+            "sh",
+            "-c",
+            child,
+        ],
+    );
+    (s, stderr(&out))
+}
+
 fn warnings(l: &provetop_shared::session::Loaded) -> Vec<String> {
     marks(l)
         .into_iter()
@@ -34,32 +63,12 @@ fn a_value_flipping_every_sample_runs_the_hook_a_handful_of_times_one_at_a_time(
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("hook.log");
     // Each run says when it starts and ends, and takes a while.
-    let hook = script(
-        dir.path(),
-        "hook",
-        r#"echo "start $PROVETOP_ALERT_STATE" >> "$1"; sleep 0.5; echo end >> "$1""#,
-    );
+    let hook = r#"echo "start $PROVETOP_ALERT_STATE" >> "$1"; sleep 0.5; echo end >> "$1""#;
     // A proof in flight and an event every 0.2 s: `event_age > 0.1s` fires at a sample
     // between two events and clears at the next event, 5 times a second, for 4 s.
     let child = r#"printf '{"ts":1,"type":"proof_started","proof_id":1,"mode":"single","sectors":1,"partitions":1,"constraints":1}\n' >&3
 i=0; while [ $i -lt 20 ]; do printf '{"ts":2,"type":"log","level":"info","target":"t","message":"m"}\n' >&3; sleep 0.2; i=$((i+1)); done"#;
-    let s = dir.path().join("s.ptop");
-    let on_alert = format!("{} {}", hook.display(), log.display());
-    let out = headless(
-        dir.path(),
-        &s,
-        &[
-            "--alert",
-            "event_age > 0.1s",
-            "--on-alert",
-            &on_alert,
-            "--",
-            "sh",
-            "-c",
-            child,
-        ],
-    );
-    let err = stderr(&out);
+    let (s, err) = run_with_hook(dir.path(), hook, &log, "event_age > 0.1s", child);
     let l = session(&s);
     let changes = alerts(&l)
         .iter()
@@ -110,34 +119,14 @@ i=0; while [ $i -lt 20 ]; do printf '{"ts":2,"type":"log","level":"info","target
 fn a_huge_phase_name_with_escape_sequences_reaches_the_hook_cut_and_inert() {
     let dir = tempfile::tempdir().unwrap();
     let envfile = dir.path().join("hook.env");
-    let hook = script(
-        dir.path(),
-        "hook",
-        r#"env > "$1.part"; mv "$1.part" "$1.$PROVETOP_ALERT_STATE""#,
-    );
+    let hook = r#"env > "$1.part"; mv "$1.part" "$1.$PROVETOP_ALERT_STATE""#;
     // A 200 KiB phase name (over the kernel's 128 KiB per variable) holding a clear-screen
     // and an OSC 52 clipboard write.
     // (Made by the child itself: no command line may hold it either.)
     let child = r#"x=$(head -c 204800 /dev/zero | tr '\0' x)
 printf '{"ts":1,"type":"phase_started","proof_id":1,"phase":"evil\u001b[2J\u001b]52;c;cHduZWQ=\u0007%s","partition":null}\n' "$x" >&3; sleep 2"#;
-    let s = dir.path().join("s.ptop");
-    let on_alert = format!("{} {}", hook.display(), envfile.display());
+    let (_, err) = run_with_hook(dir.path(), hook, &envfile, "phase_duration > 0.3s", child);
     let envfile = dir.path().join("hook.env.firing");
-    let out = headless(
-        dir.path(),
-        &s,
-        &[
-            "--alert",
-            "phase_duration > 0.3s",
-            "--on-alert",
-            &on_alert,
-            "--",
-            "sh",
-            "-c",
-            child,
-        ],
-    );
-    let err = stderr(&out);
     assert!(
         wait_until(Duration::from_secs(10), || envfile.exists()),
         "the hook never ran: {}",
@@ -169,28 +158,8 @@ fn a_hook_still_running_when_provetop_exits_is_killed() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("hook.pid");
     // The hook leaves a grandchild of its own, which sleeps a minute.
-    let hook = script(
-        dir.path(),
-        "hook",
-        r#"sleep 60 & echo "$$ $!" > "$1.part"; mv "$1.part" "$1"; wait"#,
-    );
-    let s = dir.path().join("s.ptop");
-    let on_alert = format!("{} {}", hook.display(), pidfile.display());
-    let out = headless(
-        dir.path(),
-        &s,
-        &[
-            "--alert",
-            "rss > 0",
-            "--on-alert",
-            &on_alert,
-            "--",
-            "sh",
-            "-c",
-            "sleep 1.5",
-        ],
-    );
-    let err = stderr(&out);
+    let hook = r#"sleep 60 & echo "$$ $!" > "$1.part"; mv "$1.part" "$1"; wait"#;
+    let (s, err) = run_with_hook(dir.path(), hook, &pidfile, "rss > 0", "sleep 1.5");
     assert!(err.contains("session recorded to"), "{err}");
     let pids: Vec<u32> = std::fs::read_to_string(&pidfile)
         .unwrap_or_else(|e| panic!("the hook never ran ({e}): {err}"))

@@ -11,6 +11,7 @@ use provetop::store::Store;
 use provetop_shared::session::load;
 use provetop_shared::{Event, Mark, Record, RecordBody};
 use provetop_testkit::bins::provetop;
+use provetop_testkit::faults::record_marks as marks;
 
 fn headless(dir: &Path, session: &Path, script: &str) -> Output {
     Command::new(provetop())
@@ -27,13 +28,25 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-fn marks(recs: &[Record]) -> Vec<&Mark> {
-    recs.iter()
-        .filter_map(|r| match &r.body {
-            RecordBody::Mark(m) => Some(m),
+/// The warnings among `recs`' marks.
+fn warnings(recs: &[Record]) -> Vec<&String> {
+    marks(recs)
+        .into_iter()
+        .filter_map(|m| match m {
+            Mark::Warning { text } => Some(text),
             _ => None,
         })
         .collect()
+}
+
+/// `sh -c SCRIPT` run headless to its end in a directory of its own, recording to
+/// `name`.ptop, asserting that provetop exits 0: its stderr and the session's records.
+fn run_ok(name: &str, script: &str) -> (String, Vec<Record>) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join(format!("{name}.ptop"));
+    let out = headless(dir.path(), &s, script);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    (stderr(&out), load(&s).unwrap().records)
 }
 
 fn events(recs: &[Record]) -> Vec<(u64, &Event)> {
@@ -82,13 +95,7 @@ sleep 0.3
         );
     }
     // Said once at the first refusal, and once more with the count.
-    let warnings: Vec<&String> = marks(&recs)
-        .into_iter()
-        .filter_map(|m| match m {
-            Mark::Warning { text } => Some(text),
-            _ => None,
-        })
-        .collect();
+    let warnings = warnings(&recs);
     assert_eq!(warnings.len(), 2, "{warnings:?}");
     assert!(warnings[0].contains("ts 0 is"), "{}", warnings[0]);
     assert!(warnings[1].contains("3 events"), "{}", warnings[1]);
@@ -118,22 +125,17 @@ sleep 0.3
 
 #[test]
 fn a_hello_of_a_newer_major_version_is_refused_and_what_follows_is_not_read_as_events() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = dir.path().join("v2.ptop");
     let script = r#"
 printf '{"ts":1,"type":"hello","protocol":"2.0","prover_version":"9","pid":1,"backend":"cpu","config":{"partitions":1,"constraints":1,"circuit":"x","mode":"single","threads":1}}\n' >&3
 printf '{"ts":2,"type":"state","state":"idle"}\n' >&3
 printf '{"ts":3,"type":"bye","reason":"done","proofs_done":7}\n' >&3
 sleep 0.3
 "#;
-    let out = headless(dir.path(), &s, script);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let err = stderr(&out);
+    let (err, recs) = run_ok("v2", script);
     assert!(
         err.contains("speaks protocol 2.0, this build speaks 1.1"),
         "{err}"
     );
-    let recs = load(&s).unwrap().records;
     assert!(events(&recs).is_empty(), "{:?}", events(&recs));
     let m = marks(&recs);
     assert!(
@@ -150,8 +152,6 @@ sleep 0.3
 
 #[test]
 fn negative_durations_are_bad_lines_naming_the_field_and_zero_is_a_duration() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = dir.path().join("dur.ptop");
     let script = r#"
 printf '{"ts":1,"type":"phase_ended","proof_id":1,"phase":"prove","duration_s":-5}\n' >&3
 printf '{"ts":1,"type":"srs_ready","bytes":1,"pinned_bytes":0,"source":"disk","duration_s":-0.1}\n' >&3
@@ -159,9 +159,7 @@ printf '{"ts":1,"type":"proof_finished","proof_id":1,"ok":true,"verified":true,"
 printf '{"ts":1,"type":"phase_ended","proof_id":1,"phase":"prove","duration_s":0}\n' >&3
 sleep 0.3
 "#;
-    let out = headless(dir.path(), &s, script);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let recs = load(&s).unwrap().records;
+    let (_, recs) = run_ok("dur", script);
     let bad: Vec<&String> = marks(&recs)
         .into_iter()
         .filter_map(|m| match m {
@@ -282,13 +280,7 @@ fn a_child_writing_200_mb_to_stdout_gets_a_log_of_at_most_the_cap_and_the_drop_i
     let tail = String::from_utf8_lossy(&text[LOG_CAP as usize..]);
     assert!(tail.contains("reached its cap of 64 MiB"), "{tail}");
     let recs = load(&s).unwrap().records;
-    let warnings: Vec<&String> = marks(&recs)
-        .into_iter()
-        .filter_map(|m| match m {
-            Mark::Warning { text } => Some(text),
-            _ => None,
-        })
-        .collect();
+    let warnings = warnings(&recs);
     assert!(
         warnings
             .iter()

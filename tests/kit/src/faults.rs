@@ -91,6 +91,16 @@ pub fn marks(l: &Loaded) -> Vec<(u64, &Mark)> {
     })
 }
 
+/// The marks among `recs`, in their order (records read without a session file).
+pub fn record_marks(recs: &[Record]) -> Vec<&Mark> {
+    recs.iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Mark(m) => Some(m),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The samples of a session with their times.
 pub fn samples(l: &Loaded) -> Vec<(u64, &Sample)> {
     bodies(l, |b| match b {
