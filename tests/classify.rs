@@ -670,38 +670,19 @@ fn utilisation(stdout: &str) -> Vec<(String, Vec<String>)> {
 
 #[test]
 fn the_phase_table_shows_cores_and_gpu_utilisation_per_phase_from_usage_records() {
-    use provetop_shared::protocol::{BatchMode, Event, Phase};
+    use provetop_shared::protocol::{BatchMode, Phase};
     use provetop_shared::record::{GpuReading, Sample, Usage};
     use provetop_shared::{Record, RecordBody};
     // Synthesis from 1 s to 3 s on 8 cores with the GPUs idle; proving from 3 s to 5 s on one
     // core with GPU 0 at 80 % and GPU 1 at 40 %; half a core outside, to 6 s.
-    let phase = |t, started: bool, phase: Phase| {
-        Record::new(
-            at(t),
-            RecordBody::Event(if started {
-                Event::PhaseStarted {
-                    proof_id: 1,
-                    phase,
-                    partition: None,
-                }
-            } else {
-                Event::PhaseEnded {
-                    proof_id: 1,
-                    phase,
-                    partition: None,
-                    duration_s: 2.0,
-                }
-            }),
-        )
-    };
     let mut recs = vec![Record::new(
         at(0.0),
         RecordBody::Event(proof_started(1, BatchMode::Single)),
     )];
-    recs.push(phase(1.0, true, Phase::Synthesis));
-    recs.push(phase(3.0, false, Phase::Synthesis));
-    recs.push(phase(3.0, true, Phase::Prove));
-    recs.push(phase(5.0, false, Phase::Prove));
+    recs.push(phase_started(1.0, Phase::Synthesis, None));
+    recs.push(phase_ended(3.0, Phase::Synthesis, None, 2.0));
+    recs.push(phase_started(3.0, Phase::Prove, None));
+    recs.push(phase_ended(5.0, Phase::Prove, None, 2.0));
     for i in 1..=12u32 {
         let t = f64::from(i) * 0.5;
         let cores = match t {

@@ -28,6 +28,11 @@ fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
+/// `provetop compare P P ARGS`: one file against itself (selections, rules).
+fn against_itself(p: &Path, args: &[&str]) -> Out {
+    compare(&[&[s(p), s(p)], args].concat())
+}
+
 fn json(out: &Out) -> serde_json::Value {
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     serde_json::from_str(&out.stdout).expect("compare --format json prints JSON")
@@ -67,7 +72,7 @@ fn write(path: &Path, host: &str, hz: f64, recs: impl IntoIterator<Item = Record
 #[test]
 fn the_h200_supraseal_session_against_itself_reads_zero_percent_everywhere() {
     let p = asset(SUPRASEAL);
-    let j = json(&compare(&[s(&p), s(&p), "--format", "json"]));
+    let j = json(&against_itself(&p, &["--format", "json"]));
     let rows = j["rows"].as_array().unwrap();
     assert!(
         rows.len() > 30,
@@ -83,7 +88,7 @@ fn the_h200_supraseal_session_against_itself_reads_zero_percent_everywhere() {
         assert_eq!(o["ratio"], 1.0, "{r}");
     }
     // The terminal table says the same: every change is +0.0 %, every ratio 1.00×.
-    let out = compare(&[s(&p), s(&p)]);
+    let out = against_itself(&p, &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let changes: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("  ")).collect();
     assert_eq!(changes.len(), rows.len(), "{}", out.stdout);
@@ -106,16 +111,10 @@ fn classify_above_floor(stdout: &str, mode: &str) -> String {
 #[test]
 fn single_against_sps_gives_the_peak_above_floor_ratio_of_classify_mode_table() {
     let p = asset(SUPRASEAL);
-    let j = json(&compare(&[
-        s(&p),
-        s(&p),
-        "--mode",
-        "single",
-        "--mode",
-        "sps",
-        "--format",
-        "json",
-    ]));
+    let j = json(&against_itself(
+        &p,
+        &["--mode", "single", "--mode", "sps", "--format", "json"],
+    ));
     assert_eq!(j["baseline"]["selection"], "mode single");
     assert_eq!(j["others"][0]["selection"], "mode sps");
     let r = row(&j, "above_floor");
@@ -250,16 +249,17 @@ fn a_fail_if_rule_that_holds_fails_the_run_with_the_rule_and_the_numbers() {
 #[test]
 fn fail_if_rules_that_do_not_hold_pass_the_run() {
     let p = asset(SUPRASEAL);
-    let out = compare(&[
-        s(&p),
-        s(&p),
-        "--fail-if",
-        "peak > +5%",
-        "--fail-if",
-        "s_per_sector > +3%",
-        "--fail-if",
-        "rss < 100GiB",
-    ]);
+    let out = against_itself(
+        &p,
+        &[
+            "--fail-if",
+            "peak > +5%",
+            "--fail-if",
+            "s_per_sector > +3%",
+            "--fail-if",
+            "rss < 100GiB",
+        ],
+    );
     // The third holds (5.5 GiB is under 100 GiB): it fails, the first two pass.
     assert_eq!(out.code, 3, "{}", out.stderr);
     assert!(out
@@ -274,14 +274,15 @@ fn fail_if_rules_that_do_not_hold_pass_the_run() {
         "{}",
         out.stderr
     );
-    let out = compare(&[
-        s(&p),
-        s(&p),
-        "--fail-if",
-        "peak > +5%",
-        "--fail-if",
-        "s_per_sector[sps] > +3%",
-    ]);
+    let out = against_itself(
+        &p,
+        &[
+            "--fail-if",
+            "peak > +5%",
+            "--fail-if",
+            "s_per_sector[sps] > +3%",
+        ],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stderr, "");
 }
@@ -321,13 +322,7 @@ fn a_rule_on_a_row_one_side_lacks_cannot_pass() {
     let p = asset(SUPRASEAL);
     let seed = seed_csv();
     let out = compare(&[s(&p), s(&seed), "--fail-if", "s_per_sector > +3%"]);
-    assert_eq!(out.code, 3);
-    assert!(
-        out.stderr
-            .contains("cannot check: s_per_sector: no prover events"),
-        "{}",
-        out.stderr
-    );
+    out.assert_fails(3, &["cannot check: s_per_sector: no prover events"]);
 }
 
 #[test]
@@ -382,16 +377,10 @@ fn several_others_each_get_value_change_and_ratio() {
 #[test]
 fn selections_by_range_count_only_those_proofs() {
     let p = asset(SUPRASEAL);
-    let j = json(&compare(&[
-        s(&p),
-        s(&p),
-        "--proofs",
-        "1..3",
-        "--proofs",
-        "4",
-        "--format",
-        "json",
-    ]));
+    let j = json(&against_itself(
+        &p,
+        &["--proofs", "1..3", "--proofs", "4", "--format", "json"],
+    ));
     assert_eq!(row(&j, "proofs")["baseline"], 3.0);
     assert_eq!(row(&j, "proofs")["others"][0]["value"], 1.0);
     let out = compare(&[s(&p), s(&p), s(&p), "--mode", "sps", "--mode", "single"]);
@@ -474,14 +463,8 @@ fn a_session_whose_prover_finished_no_proof_says_so() {
         "{notes:?}"
     );
     // A selection that matches nothing says what there was.
-    let out = compare(&[s(&base), s(&base), "--mode", "single", "--mode", "sps"]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stdout
-            .contains("note: base.ptop: no proof matches mode sps ("),
-        "{}",
-        out.stdout
-    );
+    let out = against_itself(&base, &["--mode", "single", "--mode", "sps"]);
+    out.assert_says(&["note: base.ptop: no proof matches mode sps ("]);
 }
 
 fn synth_session(path: &Path, cfg: SynthConfig, host: &str) {
@@ -528,19 +511,10 @@ fn ten_hertz_against_twenty_hertz_on_two_machines_is_compared_with_notes() {
         "beta",
     );
     let out = compare(&[s(&a), s(&b)]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stdout
-            .contains("note: a.ptop is sampled every 100ms and b.ptop every 50ms"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout
-            .contains("note: a.ptop was recorded on alpha and b.ptop on beta: two clocks"),
-        "{}",
-        out.stdout
-    );
+    out.assert_says(&[
+        "note: a.ptop is sampled every 100ms and b.ptop every 50ms",
+        "note: a.ptop was recorded on alpha and b.ptop on beta: two clocks",
+    ]);
     // Same shape, other clock and rate: durations compare, the clocks' offset does not leak in.
     let j = json(&compare(&[s(&a), s(&b), "--format", "json"]));
     let spp = row(&j, "s_per_proof");
@@ -581,12 +555,7 @@ fn a_damaged_tail_is_compared_up_to_the_damage_with_a_note() {
 fn an_unreadable_file_is_a_one_line_error() {
     let p = asset(SUPRASEAL);
     let out = compare(&[s(&p), "/nonexistent/other.ptop"]);
-    assert_eq!(out.code, 1);
-    assert!(
-        out.stderr.contains("/nonexistent/other.ptop"),
-        "{}",
-        out.stderr
-    );
+    out.assert_fails(1, &["/nonexistent/other.ptop"]);
     assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
 }
 

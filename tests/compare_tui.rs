@@ -13,38 +13,39 @@ use provetop::theme::Theme;
 use provetop_shared::units::GIB;
 use provetop_testkit::bins::{prover, provetop};
 use provetop_testkit::fixtures::write_session;
+use provetop_testkit::screen::buffer_text;
 use provetop_testkit::synth::{records, SynthConfig};
 use provetop_testkit::tmux::{have_tmux, sh_quote, Tmux};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-/// The session shown: two minutes, a proof every 8 s peaking at 200 GiB.
-fn shown(dir: &Path) -> PathBuf {
-    let p = dir.join("today.ptop");
+/// DIR/NAME: two minutes of the synthetic session `cfg` (its `seconds` set to 120).
+fn two_minutes(dir: &Path, name: &str, cfg: SynthConfig) -> PathBuf {
+    let p = dir.join(name);
     write_session(
         &p,
         records(SynthConfig {
             seconds: 120.0,
-            ..SynthConfig::default()
+            ..cfg
         }),
     );
     p
 }
 
+/// The session shown: two minutes, a proof every 8 s peaking at 200 GiB.
+fn shown(dir: &Path) -> PathBuf {
+    two_minutes(dir, "today.ptop", SynthConfig::default())
+}
+
 /// The baseline: slower proofs (every 11 s) peaking lower (150 GiB over a 40 GiB floor).
 fn baseline(dir: &Path) -> PathBuf {
-    let p = dir.join("monday.ptop");
-    write_session(
-        &p,
-        records(SynthConfig {
-            seconds: 120.0,
-            proof_s: 11.0,
-            peak: 150 * GIB,
-            floor: 40 * GIB,
-            ..SynthConfig::default()
-        }),
-    );
-    p
+    let cfg = SynthConfig {
+        proof_s: 11.0,
+        peak: 150 * GIB,
+        floor: 40 * GIB,
+        ..SynthConfig::default()
+    };
+    two_minutes(dir, "monday.ptop", cfg)
 }
 
 /// A replay of `shown` with `base` drawn in, at 75 s.
@@ -64,17 +65,7 @@ fn draw(app: &mut App, w: u16, h: u16) -> String {
     let mut drawn = app.view.drawn;
     term.draw(|f| drawn = provetop::ui::draw(f, app)).unwrap();
     app.view.drawn = drawn;
-    let buf = term.backend().buffer().clone();
-    let mut out = String::new();
-    for y in 0..h {
-        let mut line = String::new();
-        for x in 0..w {
-            line.push_str(buf[(x, y)].symbol());
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+    buffer_text(term.backend().buffer())
 }
 
 /// The chart and the timeline (from the memory title to the log's): what the overlay draws
@@ -306,12 +297,9 @@ fn a_baseline_is_refused_headless_and_while_following() {
         "--baseline",
         b.to_str().unwrap(),
     ]);
-    assert_eq!(out.code, 1);
-    assert!(
-        out.stderr
-            .contains("--baseline draws on the live screen; --headless has none"),
-        "{}",
-        out.stderr
+    out.assert_fails(
+        1,
+        &["--baseline draws on the live screen; --headless has none"],
     );
     let out = provetop_testkit::bins::run_provetop(&[
         "replay",
@@ -320,18 +308,12 @@ fn a_baseline_is_refused_headless_and_while_following() {
         b.to_str().unwrap(),
         b.to_str().unwrap(),
     ]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(out.stderr.contains("cannot be used with"), "{}", out.stderr);
+    out.assert_fails(2, &["cannot be used with"]);
     let out = provetop_testkit::bins::run_provetop(&[
         "replay",
         "--baseline",
         "/nonexistent/base.ptop",
         b.to_str().unwrap(),
     ]);
-    assert_eq!(out.code, 1);
-    assert!(
-        out.stderr.contains("--baseline: ") && out.stderr.contains("/nonexistent/base.ptop"),
-        "{}",
-        out.stderr
-    );
+    out.assert_fails(1, &["--baseline: ", "/nonexistent/base.ptop"]);
 }

@@ -185,27 +185,11 @@ fn warnings_go_to_stderr_data_to_stdout() {
 /// The demo session with a foreign prover's phase whose name holds everything a CSV cell
 /// must survive: a comma, quotes, a line break, a formula start.
 fn session_with_a_hostile_phase(dir: &Path) -> std::path::PathBuf {
-    use provetop_shared::{Event, Phase};
+    use provetop_shared::Phase;
     let name = "=HYPERLINK(\"x\"),\nsecond line\r";
     let mut recs = demo_records();
-    for (s, started) in [(1.0, true), (12.0, false)] {
-        let phase = Phase::Other(name.into());
-        let e = if started {
-            Event::PhaseStarted {
-                proof_id: 1,
-                phase,
-                partition: None,
-            }
-        } else {
-            Event::PhaseEnded {
-                proof_id: 1,
-                phase,
-                partition: None,
-                duration_s: 11.0,
-            }
-        };
-        recs.push(Record::new(at(s), RecordBody::Event(e)));
-    }
+    recs.push(phase_started(1.0, Phase::Other(name.into()), None));
+    recs.push(phase_ended(12.0, Phase::Other(name.into()), None, 11.0));
     recs.sort_by_key(|r| r.t);
     let p = dir.join("hostile.ptop");
     write_session(&p, &recs);
@@ -425,7 +409,14 @@ fn the_usage_and_gpu_columns_follow_the_phase_carried_forward_and_empty_when_unk
     let awk = seed_awk(&exported);
     let samples: u32 = awk
         .lines()
-        .map(|l| l.split("samples=").nth(1).unwrap().split(',').next().unwrap())
+        .map(|l| {
+            l.split("samples=")
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+        })
         .map(|n| n.parse::<u32>().unwrap())
         .sum();
     assert_eq!(samples, 45, "every row read: {awk}");

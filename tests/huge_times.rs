@@ -13,8 +13,9 @@ use provetop::theme::Theme;
 use provetop_shared::{
     Alert, AlertLevel, AlertState, BatchMode, Event, Phase, Record, RecordBody, Sample,
 };
-use provetop_testkit::fixtures::{h200_hello, write_session, GIB};
+use provetop_testkit::fixtures::{h200_hello, phase_event, proof_started_of, write_session, GIB};
 use provetop_testkit::keys::keys;
+use provetop_testkit::screen::buffer_text;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
@@ -40,37 +41,12 @@ fn event(t: u64, e: Event) -> Record {
 /// near the top, an alert at the very end.
 fn records() -> Vec<Record> {
     let phase = |t, started: bool, phase: Phase, partition| {
-        event(
-            t,
-            if started {
-                Event::PhaseStarted {
-                    proof_id: 1,
-                    phase,
-                    partition,
-                }
-            } else {
-                Event::PhaseEnded {
-                    proof_id: 1,
-                    phase,
-                    partition,
-                    duration_s: 1.0,
-                }
-            },
-        )
+        event(t, phase_event(phase, partition, (!started).then_some(1.0)))
     };
     vec![
         sample(0, 1),
         event(1, h200_hello(141 * GIB, 2, 1_000_000, 2)),
-        event(
-            2,
-            Event::ProofStarted {
-                proof_id: 1,
-                mode: BatchMode::Single,
-                sectors: 1,
-                partitions: 2,
-                constraints: 2_000_000,
-            },
-        ),
+        event(2, proof_started_of(1, BatchMode::Single, 2, 2_000_000)),
         phase(3, true, Phase::Synthesis, Some(0)),
         phase(4, true, Phase::Synthesis, Some(1)),
         sample(1_000_000_000, 20),
@@ -98,15 +74,7 @@ fn draw(app: &mut App, w: u16, h: u16) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
     term.draw(|f| app.view.drawn = provetop::ui::draw(f, app))
         .unwrap();
-    let buf = term.backend().buffer();
-    let mut out = String::new();
-    for y in 0..h {
-        for x in 0..w {
-            out.push_str(buf[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
+    buffer_text(term.backend().buffer())
 }
 
 fn store(dir: &std::path::Path) -> Store {

@@ -68,6 +68,29 @@ fn fifo(dir: &Path) -> PathBuf {
     p
 }
 
+/// Files that are not regular files, made in DIR (a named pipe, the directory `name`) or
+/// there already (two character devices), each with what an error calls it.
+fn special_files(dir: &Path, name: &str) -> Vec<(PathBuf, &'static str)> {
+    let d = dir.join(name);
+    std::fs::create_dir(&d).unwrap();
+    vec![
+        (PathBuf::from("/dev/zero"), "character device"),
+        (PathBuf::from("/dev/urandom"), "character device"),
+        (fifo(dir), "named pipe"),
+        (d, "directory"),
+    ]
+}
+
+/// Make `p` `len` bytes long, sparse past its end (no disk used).
+fn grow_sparse(p: &Path, len: u64) {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(p)
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+}
+
 /// A sparse file of `len` zero bytes (no disk used).
 fn zeros(dir: &Path, len: u64) -> PathBuf {
     let p = dir.join("zeros");
@@ -78,15 +101,7 @@ fn zeros(dir: &Path, len: u64) -> PathBuf {
 #[test]
 fn special_files_are_one_line_errors_for_classify_and_export() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = fifo(dir.path());
-    let d = dir.path().join("a-directory");
-    std::fs::create_dir(&d).unwrap();
-    for (file, what) in [
-        (Path::new("/dev/zero"), "character device"),
-        (Path::new("/dev/urandom"), "character device"),
-        (fifo.as_path(), "named pipe"),
-        (d.as_path(), "directory"),
-    ] {
+    for (file, what) in special_files(dir.path(), "a-directory") {
         let f = file.to_str().unwrap();
         for args in [
             vec!["classify", f],
@@ -139,12 +154,7 @@ fn a_header_that_claims_4_gib_is_a_one_line_error_even_before_2_gib_of_data() {
     let o = bounded(&["classify", p.to_str().unwrap()], dir.path());
     assert_one_line_error(&o, &["header length 4294967295"]);
     // Followed by 2 GiB (sparse): refused from the first bytes, not after reading them all.
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&p)
-        .unwrap()
-        .set_len(2 << 30)
-        .unwrap();
+    grow_sparse(&p, 2 << 30);
     for args in [
         vec!["classify", p.to_str().unwrap()],
         vec!["export", p.to_str().unwrap(), "--format", "jsonl"],
@@ -156,12 +166,7 @@ fn a_header_that_claims_4_gib_is_a_one_line_error_even_before_2_gib_of_data() {
     let mut v2 = data.clone();
     v2[7] = 2;
     std::fs::write(&p, &v2).unwrap();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&p)
-        .unwrap()
-        .set_len(2 << 30)
-        .unwrap();
+    grow_sparse(&p, 2 << 30);
     let o = bounded(&["classify", p.to_str().unwrap()], dir.path());
     assert_one_line_error(&o, &["session format version 2 is not supported"]);
 }
@@ -211,20 +216,12 @@ fn damage_in_an_ordinary_file_is_still_resynchronized() {
 #[test]
 fn special_and_huge_config_files_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = fifo(dir.path());
-    let d = dir.path().join("conf.d");
-    std::fs::create_dir(&d).unwrap();
+    let mut files = special_files(dir.path(), "conf.d");
     let big = dir.path().join("big.toml");
     std::fs::write(&big, "# padding\n".repeat(200_000)).unwrap();
-    let z = zeros(dir.path(), 2 << 30);
-    for (file, what) in [
-        (Path::new("/dev/zero"), "character device"),
-        (Path::new("/dev/urandom"), "character device"),
-        (fifo.as_path(), "named pipe"),
-        (d.as_path(), "directory"),
-        (big.as_path(), "larger than 1024 KiB"),
-        (z.as_path(), "larger than 1024 KiB"),
-    ] {
+    files.push((big, "larger than 1024 KiB"));
+    files.push((zeros(dir.path(), 2 << 30), "larger than 1024 KiB"));
+    for (file, what) in files {
         let f = file.to_str().unwrap();
         let o = bounded(
             &[

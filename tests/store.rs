@@ -163,15 +163,21 @@ fn non_monotonic_csv_seeks_by_reach_in_file_order() {
     assert_eq!(st.warnings().len(), 1);
 }
 
-#[test]
-fn every_cut_point_keeps_every_complete_record() {
-    let dir = tempfile::tempdir().unwrap();
+/// The demo session written to DIR/d.ptop: its path, records and bytes, and where its
+/// records begin (after the magic, the header's length and the header).
+fn demo_bytes(dir: &Path) -> (std::path::PathBuf, Vec<Record>, Vec<u8>, usize) {
     let recs = demo_records();
-    let p = dir.path().join("d.ptop");
+    let p = dir.join("d.ptop");
     write_session(&p, &recs);
     let full = std::fs::read(&p).unwrap();
     let hlen = u32::from_le_bytes(full[8..12].try_into().unwrap()) as usize;
-    let body = 12 + hlen;
+    (p, recs, full, 12 + hlen)
+}
+
+#[test]
+fn every_cut_point_keeps_every_complete_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, recs, full, body) = demo_bytes(dir.path());
     // Frame ends, to know how many records a cut keeps.
     let mut ends = Vec::new();
     let mut pos = body;
@@ -202,12 +208,8 @@ fn every_cut_point_keeps_every_complete_record() {
 #[test]
 fn every_flipped_byte_is_survived() {
     let dir = tempfile::tempdir().unwrap();
-    let recs = demo_records();
-    let p = dir.path().join("d.ptop");
-    write_session(&p, &recs);
-    let full = std::fs::read(&p).unwrap();
-    let hlen = u32::from_le_bytes(full[8..12].try_into().unwrap()) as usize;
-    for i in 12 + hlen..full.len() {
+    let (p, recs, full, body) = demo_bytes(dir.path());
+    for i in body..full.len() {
         let mut data = full.clone();
         data[i] ^= 0x20;
         let l = load_bytes(&p, &data).unwrap();

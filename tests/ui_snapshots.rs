@@ -5,6 +5,7 @@ use crossterm::event::KeyCode;
 use provetop::app::{Action, App, Playback, Screen, NS};
 use provetop::theme::Theme;
 use provetop_shared::{BatchMode, Event, Mark, Record, RecordBody};
+use provetop_testkit::screen::buffer_text;
 use provetop_testkit::synth::{records, SynthConfig};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -16,7 +17,7 @@ fn drawn_text(app: &mut App, w: u16, h: u16) -> String {
     let mut drawn = app.view.drawn;
     term.draw(|f| drawn = provetop::ui::draw(f, app)).unwrap();
     app.view.drawn = drawn;
-    read(&term, w, h)
+    buffer_text(term.backend().buffer())
 }
 
 fn screen_text(app: &App, w: u16, h: u16) -> String {
@@ -25,24 +26,17 @@ fn screen_text(app: &App, w: u16, h: u16) -> String {
         provetop::ui::draw(f, app);
     })
     .unwrap();
-    read(&term, w, h)
+    buffer_text(term.backend().buffer())
 }
 
-fn read(term: &Terminal<TestBackend>, w: u16, h: u16) -> String {
-    let buf = term.backend().buffer().clone();
-    let mut out = String::new();
-    for y in 0..h {
-        let mut line = String::new();
-        for x in 0..w {
-            line.push_str(buf[(x, y)].symbol());
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
+/// [`live_app_of`] the synthetic session as it is.
 fn live_app(events: bool) -> App {
+    live_app_of(events, |recs| recs)
+}
+
+/// The live screen of `pid 4242 provetop-prover --daemon` recording to /tmp/x.ptop, after
+/// 90 s of the synthetic session (prover events when `events`) as `with` makes it over.
+fn live_app_of(events: bool, with: impl FnOnce(Vec<Record>) -> Vec<Record>) -> App {
     let cfg = SynthConfig {
         events,
         seconds: 90.0,
@@ -57,7 +51,7 @@ fn live_app(events: bool) -> App {
             command: vec!["provetop-prover".into(), "--daemon".into()],
         }),
     ));
-    for r in records(cfg) {
+    for r in with(records(cfg)) {
         app.clock = app.clock.max(r.t);
         app.model.apply(&r);
     }
@@ -170,26 +164,7 @@ fn with_usage(recs: Vec<Record>, gpus: u32) -> Vec<Record> {
 
 /// [`live_app`] with utilisation readings of `gpus` GPUs.
 fn live_usage_app(gpus: u32) -> App {
-    let cfg = SynthConfig {
-        events: true,
-        seconds: 90.0,
-        ..SynthConfig::default()
-    };
-    let t0 = cfg.t0;
-    let mut app = App::new(Screen::Run, Default::default(), Theme::mono(), t0);
-    app.model.apply(&Record::new(
-        t0,
-        RecordBody::Mark(Mark::ChildStarted {
-            pid: 4242,
-            command: vec!["provetop-prover".into(), "--daemon".into()],
-        }),
-    ));
-    for r in with_usage(records(cfg), gpus) {
-        app.clock = app.clock.max(r.t);
-        app.model.apply(&r);
-    }
-    app.recording = Some("/tmp/x.ptop".into());
-    app
+    live_app_of(true, |recs| with_usage(recs, gpus))
 }
 
 /// Apply `body` a tenth of a second after the app's clock, and move the clock there.

@@ -117,6 +117,26 @@ pub struct Out {
     pub stderr: String,
 }
 
+impl Out {
+    /// Assert that the run exited `code` and that its stderr says every one of `says`.
+    #[track_caller]
+    pub fn assert_fails(&self, code: i32, says: &[&str]) {
+        assert_eq!(self.code, code, "{}", self.stderr);
+        for s in says {
+            assert!(self.stderr.contains(s), "no {s:?} in: {}", self.stderr);
+        }
+    }
+
+    /// Assert that the run exited 0 and that its stdout says every one of `says`.
+    #[track_caller]
+    pub fn assert_says(&self, says: &[&str]) {
+        assert_eq!(self.code, 0, "{}", self.stderr);
+        for s in says {
+            assert!(self.stdout.contains(s), "no {s:?} in: {}", self.stdout);
+        }
+    }
+}
+
 /// Run the `provetop` binary with `args` to completion.
 pub fn run_provetop(args: &[&str]) -> Out {
     let o = Command::new(provetop())

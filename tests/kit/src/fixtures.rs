@@ -73,27 +73,32 @@ fn sample(s: f64, rss_gib: f64, pinned_gib: Option<f64>, gpu_gib: Option<f64>) -
     )
 }
 
-fn phase_started(s: f64, phase: Phase, partition: Option<u32>) -> Record {
-    ev(
-        s,
-        Event::PhaseStarted {
+/// Proof 1's `phase` (of `partition`) starts, or with `ended` (its duration in seconds)
+/// ends.
+pub fn phase_event(phase: Phase, partition: Option<u32>, ended: Option<f64>) -> Event {
+    match ended {
+        None => Event::PhaseStarted {
             proof_id: 1,
             phase,
             partition,
         },
-    )
+        Some(duration_s) => Event::PhaseEnded {
+            proof_id: 1,
+            phase,
+            partition,
+            duration_s,
+        },
+    }
 }
 
-fn phase_ended(s: f64, phase: Phase, partition: Option<u32>, d: f64) -> Record {
-    ev(
-        s,
-        Event::PhaseEnded {
-            proof_id: 1,
-            phase,
-            partition,
-            duration_s: d,
-        },
-    )
+/// Proof 1's `phase` (of `partition`) starts at `s` seconds.
+pub fn phase_started(s: f64, phase: Phase, partition: Option<u32>) -> Record {
+    ev(s, phase_event(phase, partition, None))
+}
+
+/// Proof 1's `phase` (of `partition`) ends at `s` seconds, after `d` seconds.
+pub fn phase_ended(s: f64, phase: Phase, partition: Option<u32>, d: f64) -> Record {
+    ev(s, phase_event(phase, partition, Some(d)))
 }
 
 /// The `hello` of a CUDA prover (pid 4242, version 0.1.0, protocol 1.0) on one H200 with
@@ -191,16 +196,7 @@ pub fn demo_records() -> Vec<Record> {
                 state: ProverState::Proving,
             },
         ),
-        ev(
-            3.95,
-            Event::ProofStarted {
-                proof_id: 1,
-                mode: BatchMode::Single,
-                sectors: 1,
-                partitions: 2,
-                constraints: 2_000_000,
-            },
-        ),
+        ev(3.95, proof_started_of(1, BatchMode::Single, 2, 2_000_000)),
         phase_started(4.0, Phase::Synthesis, Some(0)),
         phase_started(4.01, Phase::Synthesis, Some(1)),
         rss_alert(6.7, AlertState::Firing, 185.0, "rss 185.0 GiB > 180.0 GiB"),
@@ -505,12 +501,17 @@ pub fn seed_awk(path: &Path) -> String {
 
 /// A proof of one sector, 10 × 2^20, started (the forecast and alert engine tests).
 pub fn proof_started(id: u64, mode: BatchMode) -> Event {
+    proof_started_of(id, mode, 10, 1 << 20)
+}
+
+/// A proof of one sector, `partitions` × `constraints`, started.
+pub fn proof_started_of(id: u64, mode: BatchMode, partitions: u32, constraints: u64) -> Event {
     Event::ProofStarted {
         proof_id: id,
         mode,
         sectors: 1,
-        partitions: 10,
-        constraints: 1 << 20,
+        partitions,
+        constraints,
     }
 }
 

@@ -10,6 +10,7 @@
 //! - [`faults`]: headless runs of `provetop` and reading their sessions back.
 //! - [`procs`]: process facts from /proc, signals, waiting, a limited memory cgroup.
 //! - [`keys`]: scripted key presses for the screen's event loop.
+//! - [`screen`]: the text of a screen drawn into ratatui's `TestBackend`.
 //!
 //! Of the workspace it depends on `provetop-shared` only, so every crate can dev-depend on it.
 
@@ -18,5 +19,6 @@ pub mod faults;
 pub mod fixtures;
 pub mod keys;
 pub mod procs;
+pub mod screen;
 pub mod synth;
 pub mod tmux;
