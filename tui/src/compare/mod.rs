@@ -17,9 +17,7 @@ pub mod table;
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
 use provetop_shared::classify::Thresholds;
-use provetop_shared::BatchMode;
 
 use crate::store::Store;
 use rules::FailIf;
@@ -29,47 +27,7 @@ use table::Comparison;
 /// Exit status when the other session is worse than a `--fail-if` rule allows.
 pub const REGRESSION_EXIT: i32 = 3;
 
-/// Output formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CompareFormat {
-    /// An aligned table for the terminal.
-    Table,
-    /// A GitHub markdown table (for a pull request).
-    Markdown,
-    /// One JSON document: sessions, rows (raw values), notes.
-    Json,
-    /// One line per metric and other session.
-    Csv,
-}
-
-/// `provetop compare`.
-#[derive(Debug, Clone, Args)]
-pub struct CompareArgs {
-    /// The baseline: a session file or a `timestamp,rss_kb` CSV.
-    pub baseline: PathBuf,
-    /// The sessions compared with it (sessions or CSVs, mixed).
-    #[arg(required = true, value_name = "OTHER")]
-    pub others: Vec<PathBuf>,
-    /// Compare only the proofs of this batch mode (single, batch:N, sps, pipelined:D). Once:
-    /// every file; repeated: one per file in order, the baseline first
-    /// (`--mode single --mode sps`).
-    #[arg(long, value_name = "MODE")]
-    pub mode: Vec<BatchMode>,
-    /// Compare only these proofs, numbered from 1 in the order they started (after --mode):
-    /// N, A..B, A.., ..B. Once: every file; repeated: one per file in order.
-    #[arg(long, value_name = "RANGE")]
-    pub proofs: Vec<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
-    pub format: CompareFormat,
-    /// Fail (exit 3) when an other session is worse than this, e.g. 'peak > +5%',
-    /// 's_per_sector > +3%', 'above_floor > +1GiB' (repeatable; docs/compare.md).
-    #[arg(long = "fail-if", value_name = "RULE")]
-    pub fail_if: Vec<String>,
-    /// Phase threshold lines in GiB: idle,gpu,synth,peak (CSV phases and the idle floor).
-    #[arg(long, default_value = "10,50,100,180", value_name = "GIB,GIB,GIB,GIB")]
-    pub thresholds: Thresholds,
-}
+pub use crate::cli::{CompareArgs, CompareFormat};
 
 /// The per-file selections: one flag for all, or one per file.
 fn selections(args: &CompareArgs) -> anyhow::Result<Vec<Selection>> {
