@@ -36,25 +36,32 @@ fn run_bounded(dir: &std::path::Path, args: &[&str], limit: Duration) -> (i32, S
     }
 }
 
+/// `provetop run --headless --record DIR/NAME FLAGS` of the bundled prover, within `limit`:
+/// the session's path, the exit code and stderr.
+fn run_recorded(
+    dir: &std::path::Path,
+    name: &str,
+    flags: &[&str],
+    limit: Duration,
+) -> (std::path::PathBuf, i32, String) {
+    prover();
+    let s = dir.join(name);
+    let args = [
+        &["run", "--headless", "--record", s.to_str().unwrap()],
+        flags,
+    ]
+    .concat();
+    let (code, err) = run_bounded(dir, &args, limit);
+    (s, code, err)
+}
+
 #[test]
 fn run_with_proofs_n_proves_n_and_ends() {
-    prover();
     let dir = tempfile::tempdir().unwrap();
-    let s = dir.path().join("n.ptop");
-    let (code, err) = run_bounded(
+    let (s, code, err) = run_recorded(
         dir.path(),
-        &[
-            "run",
-            "--headless",
-            "--record",
-            s.to_str().unwrap(),
-            "--proofs",
-            "2",
-            "--partitions",
-            "1",
-            "--constraints",
-            "500",
-        ],
+        "n.ptop",
+        &["--proofs", "2", "--partitions", "1", "--constraints", "500"],
         Duration::from_secs(300),
     );
     assert_eq!(code, 0, "{err}");
@@ -77,19 +84,11 @@ fn run_with_proofs_n_proves_n_and_ends() {
 
 #[test]
 fn the_bundled_provers_own_error_is_shown_headless() {
-    prover();
     let dir = tempfile::tempdir().unwrap();
-    let s = dir.path().join("bad.ptop");
-    let (code, err) = run_bounded(
+    let (_, code, err) = run_recorded(
         dir.path(),
-        &[
-            "run",
-            "--headless",
-            "--record",
-            s.to_str().unwrap(),
-            "--partitions",
-            "0",
-        ],
+        "bad.ptop",
+        &["--partitions", "0"],
         Duration::from_secs(60),
     );
     assert_ne!(code, 0, "{err}");

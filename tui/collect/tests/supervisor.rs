@@ -9,6 +9,7 @@ use provetop_collect::supervisor::{self, ChildSpec, ExitInfo, Restart, Superviso
 use provetop_shared::protocol::{parse_control, Control, Event, ProverState};
 use provetop_shared::{Mark, Record, RecordBody};
 use provetop_testkit::bins::oom_script;
+use provetop_testkit::faults::record_marks as marks;
 use provetop_testkit::procs::{alive, limited_cgroup};
 use tokio::sync::mpsc;
 
@@ -41,15 +42,6 @@ async fn run(spec: ChildSpec) -> (ExitInfo, Vec<Record>) {
     drop(h);
     let recs = collector.await.unwrap();
     (info, recs)
-}
-
-fn marks(recs: &[Record]) -> Vec<&Mark> {
-    recs.iter()
-        .filter_map(|r| match &r.body {
-            RecordBody::Mark(m) => Some(m),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Whether a process is gone (or a zombie nobody has reaped yet) within `within`.
