@@ -72,6 +72,34 @@ const CHART_KEEPS: u16 = 7;
 /// Rows the chart keeps for the panel's full form (one line per GPU).
 const CHART_KEEPS_FULL: u16 = 20;
 
+/// The widest of a column's header and cells, in characters.
+pub(crate) fn column_width(header: &str, cells: &[String]) -> usize {
+    cells
+        .iter()
+        .map(|c| c.chars().count())
+        .chain([header.chars().count()])
+        .max()
+        .unwrap_or(0)
+}
+
+/// Leave out whole columns until the rest `fits`: the highest `rank` first, the rightmost
+/// of equals; a column of rank 0 is never left out.
+pub(crate) fn drop_columns<C>(
+    cols: &mut Vec<C>,
+    rank: impl Fn(&C) -> u8,
+    fits: impl Fn(&[C]) -> bool,
+) {
+    while !fits(cols) {
+        let Some(i) = (0..cols.len())
+            .filter(|&i| rank(&cols[i]) > 0)
+            .max_by_key(|&i| (rank(&cols[i]), i))
+        else {
+            break;
+        };
+        cols.remove(i);
+    }
+}
+
 /// Lay the screen out; `timeline_rows` is how many Gantt rows the data would like, `usage`
 /// the utilisation panel's heights (compact, full; see [`usage::heights`]). The panel's rows
 /// come out of the chart's: its full form while the chart keeps 20 rows, else its compact
@@ -101,20 +129,17 @@ pub fn layout(area: Rect, replay: bool, timeline_rows: u16, usage: (u16, u16)) -
         0
     };
     chart_h -= usage_h;
+    // The rows from the top, each under the one before.
     let mut y = 0;
-    let header = row(area, y, header_h);
-    y += header_h;
-    let chart = row(area, y, chart_h);
-    y += chart_h;
-    let usage = row(area, y, usage_h);
-    y += usage_h;
-    let timeline = row(area, y, tl_h);
-    y += tl_h;
-    let log = row(area, y, log_h);
-    y += log_h;
-    let posbar = row(area, y, pos_h);
-    y += pos_h;
-    let footer = row(area, y, footer_h.min(area.height.saturating_sub(y)));
+    let mut next = |h: u16| {
+        let r = row(area, y, h);
+        y += h;
+        r
+    };
+    let [header, chart, usage, timeline, log, posbar] =
+        [header_h, chart_h, usage_h, tl_h, log_h, pos_h].map(&mut next);
+    let below = header_h + chart_h + usage_h + tl_h + log_h + pos_h;
+    let footer = row(area, below, footer_h.min(area.height.saturating_sub(below)));
     let gutter = if area.width >= 120 { 12 } else { 11 };
     Layout {
         header,

@@ -23,12 +23,7 @@ struct Column {
 
 impl Column {
     fn width(&self) -> usize {
-        self.cells
-            .iter()
-            .map(|c| c.chars().count())
-            .chain([self.header.chars().count()])
-            .max()
-            .unwrap_or(0)
+        crate::ui::column_width(self.header, &self.cells)
     }
 }
 
@@ -83,15 +78,11 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     .find(|n| n.chars().count() + 4 <= area.width as usize);
     // Border and padding: "│ " … " │".
     let table_w = |cols: &[Column]| 2 + mode_w + cols.iter().map(|c| 1 + c.width()).sum::<usize>();
-    while 4 + table_w(&columns) > area.width as usize {
-        let Some(i) = (0..columns.len())
-            .filter(|&i| columns[i].rank > 0)
-            .max_by_key(|&i| (columns[i].rank, i))
-        else {
-            break;
-        };
-        columns.remove(i);
-    }
+    crate::ui::drop_columns(
+        &mut columns,
+        |c| c.rank,
+        |cols| 4 + table_w(cols) <= area.width as usize,
+    );
 
     let line = |mark: &str, mode: &str, cells: &mut dyn Iterator<Item = (&str, usize)>| {
         let mut text = format!("{mark} {mode:<mode_w$}");

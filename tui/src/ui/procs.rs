@@ -31,12 +31,7 @@ struct Column {
 
 impl Column {
     fn width(&self) -> usize {
-        self.cells
-            .iter()
-            .map(|c| c.chars().count())
-            .chain([self.header.chars().count()])
-            .max()
-            .unwrap_or(0)
+        crate::ui::column_width(&self.header, &self.cells)
     }
 }
 
@@ -284,15 +279,11 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) -> usize {
     let rows = ordered(u, sort);
     let mut cols = columns(u, &rows);
     let table_w = |cols: &[Column]| cols.iter().map(|c| 1 + c.width()).sum::<usize>() + 1;
-    while table_w(&cols) + 4 > area.width as usize {
-        let Some(i) = (0..cols.len())
-            .filter(|&i| cols[i].rank > 0)
-            .max_by_key(|&i| (cols[i].rank, i))
-        else {
-            break;
-        };
-        cols.remove(i);
-    }
+    crate::ui::drop_columns(
+        &mut cols,
+        |c| c.rank,
+        |cols| table_w(cols) + 4 <= area.width as usize,
+    );
     let line = |cells: &mut dyn Iterator<Item = (&str, usize, bool)>| {
         let mut s = String::new();
         for (cell, w, left) in cells {
