@@ -115,7 +115,7 @@ impl Default for SamplerConfig {
 }
 
 impl SamplerConfig {
-    /// Every value within its [`Bounds`]; [`spawn`] refuses a configuration that is not.
+    /// Every value within its [`Bounds`]; [`spawn`](super::spawn) refuses a configuration that is not.
     pub fn validate(&self) -> io::Result<()> {
         let check = |what: &str, unit: &str, b: Bounds, x: f64| {
             b.check(x).map(drop).map_err(|e| {
