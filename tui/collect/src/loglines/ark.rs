@@ -16,7 +16,7 @@
 use provetop_shared::Phase;
 
 use super::envelope::Envelope;
-use super::{Hit, Scope};
+use super::{At, Hit, Scope};
 
 /// Read a print-trace line.
 pub fn read(e: &Envelope<'_>, out: &mut Vec<Hit>) -> bool {
@@ -26,11 +26,7 @@ pub fn read(e: &Envelope<'_>, out: &mut Vec<Hit>) -> bool {
         if name.is_empty() {
             return false;
         }
-        out.push(Hit::Start {
-            scope: Scope::Grammar,
-            phase: phase_of(name),
-            partition: None,
-        });
+        out.push(Hit::Start(At::new(Scope::Grammar, phase_of(name), None)));
         return true;
     }
     if let Some(rest) = m.strip_prefix("End:") {
@@ -38,11 +34,7 @@ pub fn read(e: &Envelope<'_>, out: &mut Vec<Hit>) -> bool {
         let Some((name, _secs)) = split_time(rest) else {
             return false;
         };
-        out.push(Hit::End {
-            scope: Scope::Grammar,
-            phase: phase_of(name),
-            partition: None,
-        });
+        out.push(Hit::End(At::new(Scope::Grammar, phase_of(name), None)));
         return true;
     }
     false

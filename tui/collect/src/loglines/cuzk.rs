@@ -12,7 +12,7 @@ use provetop_shared::Phase;
 
 use super::duration::parse_secs;
 use super::envelope::Envelope;
-use super::{Hit, Scope};
+use super::{At, Hit, Scope};
 
 /// Read a cuzk line.
 pub fn read(e: &Envelope<'_>, out: &mut Vec<Hit>) -> bool {
@@ -31,9 +31,7 @@ pub fn read(e: &Envelope<'_>, out: &mut Vec<Hit>) -> bool {
             };
             let Ok(ms) = v.parse::<u64>() else { continue };
             out.push(Hit::Took {
-                scope: Scope::Grammar,
-                phase: Phase::Other(format!("cuzk_{stage}")),
-                partition: None,
+                at: At::new(Scope::Grammar, Phase::Other(format!("cuzk_{stage}")), None),
                 secs: ms as f64 / 1e3,
                 ago: 0.0,
             });
@@ -52,18 +50,18 @@ pub fn read(e: &Envelope<'_>, out: &mut Vec<Hit>) -> bool {
         for (k, secs) in stages.iter().rev() {
             if *k == "total" {
                 out.push(Hit::Took {
-                    scope: Scope::Grammar,
-                    phase: Phase::Other("cuzk_ntt_h".into()),
-                    partition: None,
+                    at: At::new(Scope::Grammar, Phase::Other("cuzk_ntt_h".into()), None),
                     secs: *secs,
                     ago: 0.0,
                 });
                 continue;
             }
             out.push(Hit::Took {
-                scope: Scope::Grammar,
-                phase: Phase::Other(format!("cuzk_ntt_h_{k}")),
-                partition: None,
+                at: At::new(
+                    Scope::Grammar,
+                    Phase::Other(format!("cuzk_ntt_h_{k}")),
+                    None,
+                ),
                 secs: *secs,
                 ago,
             });
@@ -94,17 +92,9 @@ fn timeline(rest: &str, out: &mut Vec<Hit>) -> bool {
     let scope = Scope::Job(job.to_string());
     let hit = |start: bool, phase: Phase| {
         if start {
-            Hit::Start {
-                scope: scope.clone(),
-                phase,
-                partition,
-            }
+            Hit::Start(At::new(scope.clone(), phase, partition))
         } else {
-            Hit::End {
-                scope: scope.clone(),
-                phase,
-                partition,
-            }
+            Hit::End(At::new(scope.clone(), phase, partition))
         }
     };
     let queue = || Phase::Other("gpu_queue".into());

@@ -368,7 +368,9 @@ const MONTHS: [&str; 12] = [
 fn journald(line: &str) -> Option<(Option<Stamp>, &str)> {
     let (stamp, rest) = if let Some(m) = MONTHS.iter().position(|m| line.starts_with(m)) {
         let b = line.as_bytes();
-        if b.len() < 16 || b[3] != b' ' {
+        // `Mon DD HH:MM:SS` is ASCII: checked first, so the fixed offsets below are char
+        // boundaries (a multibyte character there panicked the slicing).
+        if b.len() < 16 || b[3] != b' ' || !b[..15].is_ascii() {
             return None;
         }
         let day: i64 = line[4..6].trim().parse().ok()?;

@@ -10,7 +10,7 @@
 use provetop_shared::Phase;
 
 use super::envelope::Envelope;
-use super::{Hit, Scope};
+use super::{At, Hit, Scope};
 
 /// The phase that loading Groth16 parameters (or a verifying key) is shown as.
 pub const PARAMS: &str = "params_load";
@@ -20,21 +20,21 @@ pub fn read(e: &Envelope<'_>, out: &mut Vec<Hit>) -> bool {
     let m = e.msg.trim();
     if e.target_is(&["storage_proofs_core::parameter_cache"]) {
         if m.starts_with("parameter set identifier for cache:") {
-            out.push(Hit::Start {
-                scope: Scope::Sector(None),
-                phase: Phase::Other(PARAMS.into()),
-                partition: None,
-            });
+            out.push(Hit::Start(At::new(
+                Scope::Sector(None),
+                Phase::Other(PARAMS.into()),
+                None,
+            )));
             return true;
         }
         if m.starts_with("read parameters from cache")
             || m.starts_with("read verifying key from cache")
         {
-            out.push(Hit::End {
-                scope: Scope::Sector(None),
-                phase: Phase::Other(PARAMS.into()),
-                partition: None,
-            });
+            out.push(Hit::End(At::new(
+                Scope::Sector(None),
+                Phase::Other(PARAMS.into()),
+                None,
+            )));
             return true;
         }
     }
@@ -59,16 +59,8 @@ pub fn read(e: &Envelope<'_>, out: &mut Vec<Hit>) -> bool {
     let scope = Scope::Sector(sector);
     let phase = Phase::Other(name.to_string());
     match what {
-        "start" => out.push(Hit::Start {
-            scope,
-            phase,
-            partition: None,
-        }),
-        "finish" => out.push(Hit::End {
-            scope,
-            phase,
-            partition: None,
-        }),
+        "start" => out.push(Hit::Start(At::new(scope, phase, None))),
+        "finish" => out.push(Hit::End(At::new(scope, phase, None))),
         _ => return false,
     }
     true

@@ -57,38 +57,37 @@ pub enum Scope {
     Grammar,
 }
 
+/// The phase a hit is about: whose (its scope), which, and of which partition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct At {
+    pub scope: Scope,
+    pub phase: Phase,
+    pub partition: Option<u32>,
+}
+
+impl At {
+    pub fn new(scope: Scope, phase: Phase, partition: Option<u32>) -> At {
+        At {
+            scope,
+            phase,
+            partition,
+        }
+    }
+}
+
 /// What a grammar read in a line.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Hit {
     /// A bellperson line (its proofs are followed in order, see [`Tracker`]).
     Bellperson(bellperson::Line),
     /// A phase starts now.
-    Start {
-        scope: Scope,
-        phase: Phase,
-        partition: Option<u32>,
-    },
+    Start(At),
     /// A phase ends now (nothing if it was not seen starting).
-    End {
-        scope: Scope,
-        phase: Phase,
-        partition: Option<u32>,
-    },
+    End(At),
     /// A phase ends now, or, when it was not seen starting, took `secs` up to now.
-    EndOrTook {
-        scope: Scope,
-        phase: Phase,
-        partition: Option<u32>,
-        secs: f64,
-    },
+    EndOrTook { at: At, secs: f64 },
     /// A phase that lasted `secs` and ended `ago` seconds before the line.
-    Took {
-        scope: Scope,
-        phase: Phase,
-        partition: Option<u32>,
-        secs: f64,
-        ago: f64,
-    },
+    Took { at: At, secs: f64, ago: f64 },
     /// cuzk's TIMELINE offset (ms since its engine started): the line's time.
     Offset { ms: u64 },
 }
@@ -279,37 +278,19 @@ impl Tracker {
         Self::emit(out, t, grammar, event);
     }
 
-    fn start(
-        &mut self,
-        t: u64,
-        g: &str,
-        id: u64,
-        phase: Phase,
-        partition: Option<u32>,
-        out: &mut Vec<Record>,
-    ) {
-        let key = (id, phase.clone(), partition);
+    fn start(&mut self, t: u64, g: &str, key: OpenKey, out: &mut Vec<Record>) {
         if !self.open.contains_key(&key) && self.open.len() >= MAX_OPEN {
             return;
         }
         if self.open.contains_key(&key) {
             // Its end was lost: close it here, as the model would.
-            self.end(t, g, id, phase.clone(), partition, out);
+            self.end(t, g, key.clone(), out);
         }
         self.open.insert(key.clone(), t);
         Self::emit_started(out, t, g, key);
     }
 
-    fn end(
-        &mut self,
-        t: u64,
-        g: &str,
-        id: u64,
-        phase: Phase,
-        partition: Option<u32>,
-        out: &mut Vec<Record>,
-    ) -> bool {
-        let key = (id, phase, partition);
+    fn end(&mut self, t: u64, g: &str, key: OpenKey, out: &mut Vec<Record>) -> bool {
         let Some(t0) = self.open.remove(&key) else {
             return false;
         };
@@ -318,70 +299,44 @@ impl Tracker {
         true
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn took(
-        &mut self,
-        t: u64,
-        g: &str,
-        id: u64,
-        phase: Phase,
-        partition: Option<u32>,
-        secs: f64,
-        ago: f64,
-        out: &mut Vec<Record>,
-    ) {
+    fn took(&mut self, t: u64, g: &str, key: OpenKey, secs: f64, ago: f64, out: &mut Vec<Record>) {
         if !(0.0..=MAX_SECS).contains(&secs) || !(0.0..=MAX_SECS).contains(&ago) {
             return;
         }
         let end = t.saturating_sub((ago * 1e9) as u64);
         let start = end.saturating_sub((secs * 1e9) as u64);
         // Open already (a start was read too): this line is its end.
-        let key = (id, phase, partition);
         self.open.remove(&key);
         Self::emit_started(out, start, g, key.clone());
         Self::emit_ended(out, end, g, key, secs);
+    }
+
+    /// The open key of the phase `at` names, in grammar `g`.
+    fn key(&mut self, g: &str, at: At) -> OpenKey {
+        (self.scope_id(g, &at.scope), at.phase, at.partition)
     }
 
     fn apply(&mut self, t: u64, g: &str, target: &str, hit: Hit, out: &mut Vec<Record>) {
         match hit {
             Hit::Offset { .. } => {}
             Hit::Bellperson(line) => self.bellperson(t, g, target, line, out),
-            Hit::Start {
-                scope,
-                phase,
-                partition,
-            } => {
-                let id = self.scope_id(g, &scope);
-                self.start(t, g, id, phase, partition, out);
+            Hit::Start(at) => {
+                let key = self.key(g, at);
+                self.start(t, g, key, out);
             }
-            Hit::End {
-                scope,
-                phase,
-                partition,
-            } => {
-                let id = self.scope_id(g, &scope);
-                self.end(t, g, id, phase, partition, out);
+            Hit::End(at) => {
+                let key = self.key(g, at);
+                self.end(t, g, key, out);
             }
-            Hit::EndOrTook {
-                scope,
-                phase,
-                partition,
-                secs,
-            } => {
-                let id = self.scope_id(g, &scope);
-                if !self.end(t, g, id, phase.clone(), partition, out) {
-                    self.took(t, g, id, phase, partition, secs, 0.0, out);
+            Hit::EndOrTook { at, secs } => {
+                let key = self.key(g, at);
+                if !self.end(t, g, key.clone(), out) {
+                    self.took(t, g, key, secs, 0.0, out);
                 }
             }
-            Hit::Took {
-                scope,
-                phase,
-                partition,
-                secs,
-                ago,
-            } => {
-                let id = self.scope_id(g, &scope);
-                self.took(t, g, id, phase, partition, secs, ago, out);
+            Hit::Took { at, secs, ago } => {
+                let key = self.key(g, at);
+                self.took(t, g, key, secs, ago, out);
             }
         }
     }
@@ -416,6 +371,17 @@ impl Tracker {
         }
     }
 
+    /// Follow one more bellperson proof, `proof` under the id it belongs to (see
+    /// [`Self::bellperson_id`]), the oldest let go past [`MAX_BELLPERSON`]; its id.
+    fn follow_bellperson(&mut self, proof: BpProof) -> u64 {
+        let id = self.bellperson_id();
+        if self.bellperson.len() >= MAX_BELLPERSON {
+            self.bellperson.pop_front();
+        }
+        self.bellperson.push_back(BpProof { id, ..proof });
+        id
+    }
+
     fn bellperson(
         &mut self,
         t: u64,
@@ -428,16 +394,11 @@ impl Tracker {
         match line {
             Line::Begin { supraseal } => {
                 self.gpu_build |= supraseal;
-                let id = self.bellperson_id();
-                if self.bellperson.len() >= MAX_BELLPERSON {
-                    self.bellperson.pop_front();
-                }
-                self.bellperson.push_back(BpProof {
-                    id,
+                let id = self.follow_bellperson(BpProof {
                     synthesizing: true,
                     ..BpProof::default()
                 });
-                self.start(t, g, id, Phase::Synthesis, None, out);
+                self.start(t, g, (id, Phase::Synthesis, None), out);
             }
             Line::Synthesized { secs } => {
                 match self.bellperson.iter_mut().find(|p| p.synthesizing) {
@@ -445,21 +406,16 @@ impl Tracker {
                         p.synthesizing = false;
                         p.synthesized = true;
                         let id = p.id;
-                        self.end(t, g, id, Phase::Synthesis, None, out);
+                        self.end(t, g, (id, Phase::Synthesis, None), out);
                     }
                     None => {
                         // The version line was not seen (the log began later): the
                         // duration places the synthesis.
-                        let id = self.bellperson_id();
-                        if self.bellperson.len() >= MAX_BELLPERSON {
-                            self.bellperson.pop_front();
-                        }
-                        self.bellperson.push_back(BpProof {
-                            id,
+                        let id = self.follow_bellperson(BpProof {
                             synthesized: true,
                             ..BpProof::default()
                         });
-                        self.took(t, g, id, Phase::Synthesis, None, secs, 0.0, out);
+                        self.took(t, g, (id, Phase::Synthesis, None), secs, 0.0, out);
                     }
                 }
             }
@@ -473,13 +429,13 @@ impl Tracker {
                 };
                 p.proving = true;
                 let id = p.id;
-                self.start(t, g, id, Phase::Prove, None, out);
+                self.start(t, g, (id, Phase::Prove, None), out);
             }
             Line::FftStart => {
                 if let Some(p) = self.bellperson.iter().find(|p| p.proving) {
                     let id = p.id;
                     if !self.open.contains_key(&(id, Phase::FftH, None)) {
-                        self.start(t, g, id, Phase::FftH, None, out);
+                        self.start(t, g, (id, Phase::FftH, None), out);
                     }
                 }
             }
@@ -490,12 +446,12 @@ impl Tracker {
                 };
                 let id = self.bellperson[i].id;
                 if phase == Phase::MsmH {
-                    self.end(t, g, id, Phase::FftH, None, out);
+                    self.end(t, g, (id, Phase::FftH, None), out);
                 }
                 self.step_over(i, t, g, out);
                 self.bellperson[i].step = Some((phase.clone(), t, gpu));
                 if gpu {
-                    self.start(t, g, id, phase, None, out);
+                    self.start(t, g, (id, phase, None), out);
                 }
             }
             Line::StepOver => {
@@ -509,8 +465,8 @@ impl Tracker {
                 };
                 self.step_over(i, t, g, out);
                 let id = self.bellperson[i].id;
-                self.end(t, g, id, Phase::FftH, None, out);
-                self.end(t, g, id, Phase::Prove, None, out);
+                self.end(t, g, (id, Phase::FftH, None), out);
+                self.end(t, g, (id, Phase::Prove, None), out);
                 self.bellperson.remove(i);
             }
             Line::Gpu => {
@@ -520,7 +476,7 @@ impl Tracker {
                     if let Some((phase, t0, false)) = self.bellperson[i].step.clone() {
                         self.bellperson[i].step = Some((phase.clone(), t0, true));
                         let id = self.bellperson[i].id;
-                        self.start(t0, g, id, phase, None, out);
+                        self.start(t0, g, (id, phase, None), out);
                     }
                 }
             }
@@ -542,7 +498,7 @@ impl Tracker {
         if let Some((phase, _, sent)) = self.bellperson[i].step.take() {
             if sent {
                 let id = self.bellperson[i].id;
-                self.end(t, g, id, phase, None, out);
+                self.end(t, g, (id, phase, None), out);
             }
         }
     }

@@ -20,7 +20,7 @@ use regex::Regex;
 
 use super::duration::parse_secs;
 use super::envelope::Envelope;
-use super::{Hit, Scope};
+use super::{At, Hit, Scope};
 
 /// What a match of a rule means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,26 +116,14 @@ impl Rule {
                 .or_else(|| parse_secs(d))
         });
         out.push(match (self.action, secs) {
-            (Action::Start, _) => Hit::Start {
-                scope,
-                phase,
-                partition,
-            },
+            (Action::Start, _) => Hit::Start(At::new(scope, phase, partition)),
             (Action::End, Some(secs)) => Hit::EndOrTook {
-                scope,
-                phase,
-                partition,
+                at: At::new(scope, phase, partition),
                 secs,
             },
-            (Action::End, None) => Hit::End {
-                scope,
-                phase,
-                partition,
-            },
+            (Action::End, None) => Hit::End(At::new(scope, phase, partition)),
             (Action::Instant, _) => Hit::Took {
-                scope,
-                phase,
-                partition,
+                at: At::new(scope, phase, partition),
                 secs: 0.0,
                 ago: 0.0,
             },

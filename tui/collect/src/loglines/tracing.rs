@@ -8,7 +8,7 @@ use provetop_shared::Phase;
 
 use super::duration::parse_secs;
 use super::envelope::{Envelope, Format};
-use super::{Hit, Scope};
+use super::{At, Hit, Scope};
 
 /// Read a span close event.
 pub fn read(e: &Envelope<'_>, out: &mut Vec<Hit>) -> bool {
@@ -30,11 +30,12 @@ pub fn read(e: &Envelope<'_>, out: &mut Vec<Hit>) -> bool {
         _ => return false,
     };
     out.push(Hit::Took {
-        scope: Scope::Grammar,
-        phase: phase_of(span),
-        partition: e
-            .field("partition")
-            .and_then(|p| p.trim_matches('"').parse().ok()),
+        at: At::new(
+            Scope::Grammar,
+            phase_of(span),
+            e.field("partition")
+                .and_then(|p| p.trim_matches('"').parse().ok()),
+        ),
         secs,
         ago: 0.0,
     });
