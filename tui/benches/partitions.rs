@@ -13,7 +13,9 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use provetop::store::Store;
 use provetop_shared::classify::Thresholds;
 use provetop_shared::{BatchMode, Event, Phase, Record, RecordBody, Sample};
-use provetop_testkit::fixtures::{at, h200_hello, write_session};
+use provetop_testkit::fixtures::{
+    at, h200_hello, phase_ended, phase_started, proof_started_of, write_session,
+};
 
 const PARTITIONS: u32 = 100_000;
 const SAMPLES: u32 = 1_000;
@@ -24,23 +26,14 @@ fn records() -> Vec<Record> {
         ev(0.0, h200_hello(0, PARTITIONS, 1024, 16)),
         ev(
             0.0,
-            Event::ProofStarted {
-                proof_id: 1,
-                mode: BatchMode::Single,
-                sectors: 1,
-                partitions: PARTITIONS,
-                constraints: 1024,
-            },
+            proof_started_of(1, BatchMode::Single, PARTITIONS, 1024),
         ),
     ];
     for p in 0..PARTITIONS {
-        v.push(ev(
+        v.push(phase_started(
             0.001 + p as f64 * 1e-5,
-            Event::PhaseStarted {
-                proof_id: 1,
-                phase: Phase::Synthesis,
-                partition: Some(p),
-            },
+            Phase::Synthesis,
+            Some(p),
         ));
     }
     for i in 0..SAMPLES {
@@ -56,14 +49,11 @@ fn records() -> Vec<Record> {
         ));
     }
     for p in 0..PARTITIONS {
-        v.push(ev(
+        v.push(phase_ended(
             60.0 + p as f64 * 1e-5,
-            Event::PhaseEnded {
-                proof_id: 1,
-                phase: Phase::Synthesis,
-                partition: Some(p),
-                duration_s: 60.0,
-            },
+            Phase::Synthesis,
+            Some(p),
+            60.0,
         ));
     }
     v.push(ev(

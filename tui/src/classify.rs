@@ -147,13 +147,12 @@ fn summary(
         );
     }
     let (peak_b, peak_t) = sum.peak;
-    let _ = writeln!(
-        out,
-        "peak: {} RSS at {:.1} s from start ({})",
-        fmt_bytes(peak_b),
-        peak_t.saturating_sub(start) as f64 / 1e9,
-        fmt_wall(header, peak_t)
-    );
+    // "12.3 s from start (wall clock)".
+    let when = |t: u64| {
+        let s = t.saturating_sub(start) as f64 / 1e9;
+        format!("{s:.1} s from start ({})", fmt_wall(header, t))
+    };
+    let _ = writeln!(out, "peak: {} RSS at {}", fmt_bytes(peak_b), when(peak_t));
     // The interval peak (VmHWM reset every sample) catches spikes between two samples.
     let hwm = store
         .records()
@@ -171,10 +170,9 @@ fn summary(
         if p > peak_b && fmt_bytes(p) != fmt_bytes(peak_b) {
             let _ = writeln!(
                 out,
-                "interval peak: {} (VmHWM between samples) at {:.1} s from start ({})",
+                "interval peak: {} (VmHWM between samples) at {}",
                 fmt_bytes(p),
-                t.saturating_sub(start) as f64 / 1e9,
-                fmt_wall(header, t)
+                when(t)
             );
         }
     }
