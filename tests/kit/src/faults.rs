@@ -189,7 +189,9 @@ impl Span {
 /// earlier span open for good); an end without its start (a phantom) panics.
 pub fn phase_spans(recs: &[Record]) -> Vec<Span> {
     let mut out: Vec<Span> = Vec::new();
-    let mut open: Vec<((u64, Phase, Option<u32>), usize)> = Vec::new();
+    // (proof, phase, partition) of each open span, and where it is in `out`.
+    type Key = (u64, Phase, Option<u32>);
+    let mut open: Vec<(Key, usize)> = Vec::new();
     let mut recs: Vec<&Record> = recs.iter().collect();
     recs.sort_by_key(|r| r.t);
     for r in recs {
