@@ -7,7 +7,6 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use provetop_shared::Mark;
 use provetop_testkit::faults::*;
 use provetop_testkit::procs::{alive, wait_until};
 
@@ -46,16 +45,6 @@ fn run_with_hook(
         ],
     );
     (s, stderr(&out))
-}
-
-fn warnings(l: &provetop_shared::session::Loaded) -> Vec<String> {
-    marks(l)
-        .into_iter()
-        .filter_map(|(_, m)| match m {
-            Mark::Warning { text } => Some(text.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 #[test]
@@ -107,7 +96,7 @@ i=0; while [ $i -lt 20 ]; do printf '{"ts":2,"type":"log","level":"info","target
     };
     assert_eq!(told, want, "{text}");
     // What was not delivered is counted, on stderr and in the session.
-    let w = warnings(&l);
+    let w = record_warnings(&l.records);
     assert!(
         w.iter().any(|t| t.contains("alert changes not delivered")),
         "no suppressed count in {w:?}"
@@ -171,7 +160,7 @@ fn a_hook_still_running_when_provetop_exits_is_killed() {
         "hook processes {pids:?} outlived provetop"
     );
     assert!(
-        warnings(&session(&s))
+        record_warnings(&session(&s).records)
             .iter()
             .any(|t| t.contains("still running") && t.contains("killed")),
         "{err}"

@@ -11,7 +11,7 @@ use provetop::store::Store;
 use provetop_shared::session::load;
 use provetop_shared::{Event, Mark, Record, RecordBody};
 use provetop_testkit::bins::provetop;
-use provetop_testkit::faults::record_marks as marks;
+use provetop_testkit::faults::{record_marks as marks, record_warnings};
 
 fn headless(dir: &Path, session: &Path, script: &str) -> Output {
     Command::new(provetop())
@@ -26,17 +26,6 @@ fn headless(dir: &Path, session: &Path, script: &str) -> Output {
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// The warnings among `recs`' marks.
-fn warnings(recs: &[Record]) -> Vec<&String> {
-    marks(recs)
-        .into_iter()
-        .filter_map(|m| match m {
-            Mark::Warning { text } => Some(text),
-            _ => None,
-        })
-        .collect()
 }
 
 /// `sh -c SCRIPT` run headless to its end in a directory of its own, recording to
@@ -95,7 +84,7 @@ sleep 0.3
         );
     }
     // Said once at the first refusal, and once more with the count.
-    let warnings = warnings(&recs);
+    let warnings = record_warnings(&recs);
     assert_eq!(warnings.len(), 2, "{warnings:?}");
     assert!(warnings[0].contains("ts 0 is"), "{}", warnings[0]);
     assert!(warnings[1].contains("3 events"), "{}", warnings[1]);
@@ -280,7 +269,7 @@ fn a_child_writing_200_mb_to_stdout_gets_a_log_of_at_most_the_cap_and_the_drop_i
     let tail = String::from_utf8_lossy(&text[LOG_CAP as usize..]);
     assert!(tail.contains("reached its cap of 64 MiB"), "{tail}");
     let recs = load(&s).unwrap().records;
-    let warnings = warnings(&recs);
+    let warnings = record_warnings(&recs);
     assert!(
         warnings
             .iter()

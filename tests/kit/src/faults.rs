@@ -101,6 +101,17 @@ pub fn record_marks(recs: &[Record]) -> Vec<&Mark> {
         .collect()
 }
 
+/// The text of the warnings among `recs`' marks, in their order.
+pub fn record_warnings(recs: &[Record]) -> Vec<&str> {
+    record_marks(recs)
+        .into_iter()
+        .filter_map(|m| match m {
+            Mark::Warning { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The samples of a session with their times.
 pub fn samples(l: &Loaded) -> Vec<(u64, &Sample)> {
     bodies(l, |b| match b {
