@@ -309,11 +309,17 @@ fn watch_with_log_from_standard_input_reads_its_phases() {
         let mut stdin = w.stdin.take().unwrap();
         // journald's short format around fil_logger's, stamped 100 s to 79 s ago (local
         // time, as both write it).
+        // One reference instant for every stamp: `date` formats each one, however long each
+        // call takes on a loaded machine.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
         let at = |ago: f64, fmt: &str| {
             let out = Command::new("date")
                 .env("LC_ALL", "C")
                 .arg("-d")
-                .arg(format!("-{ago} sec"))
+                .arg(format!("@{:.3}", now - ago))
                 .arg(format!("+{fmt}"))
                 .output()
                 .unwrap();
@@ -344,7 +350,6 @@ fn watch_with_log_from_standard_input_reads_its_phases() {
         .expect("synthesis");
     let prove = spans.iter().find(|x| x.0 == Phase::Prove).expect("prove");
     // Lines older than their arrival: placed by their own (local) time stamps, in the past.
-    // (Each stamp is taken by its own `date` call: a few ms apart.)
     assert!((secs(syn) - 79.444).abs() < 0.03, "{spans:?}");
     assert!((secs(prove) - 20.056).abs() < 0.03, "{spans:?}");
     let outs = outputs(&l.records);

@@ -280,6 +280,11 @@ mod tests {
             .spawn()
             .unwrap();
         let mut g = ProcFiles::open(child.id()).unwrap();
+        // Until the child has exec'd, its comm is still the forking thread's name.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while g.comm().unwrap() != "sleep" && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         assert_eq!(g.comm().unwrap(), "sleep");
         child.kill().unwrap();
         child.wait().unwrap();
