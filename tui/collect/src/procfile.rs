@@ -10,6 +10,39 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+/// The fields of a `/proc/PID/stat` text after the command name, numbered as proc(5) numbers
+/// them (3 = state, 4 = ppid, 5 = pgrp, …, 22 = starttime). The command is skipped by its
+/// *last* `)`: a comm may hold spaces and parentheses, and the kernel does not escape them.
+#[derive(Debug, Clone, Copy)]
+pub struct StatFields<'a>(&'a str);
+
+impl<'a> StatFields<'a> {
+    /// `None` when the text has no `)` or is not UTF-8 after it.
+    pub fn parse(text: &'a [u8]) -> Option<Self> {
+        let close = text.iter().rposition(|&b| b == b')')?;
+        std::str::from_utf8(&text[close + 1..]).ok().map(StatFields)
+    }
+
+    /// Field `n` as a number; `None` when it is missing or not one.
+    pub fn num<T: std::str::FromStr>(&self, n: usize) -> Option<T> {
+        self.0
+            .split_ascii_whitespace()
+            .nth(n.checked_sub(3)?)?
+            .parse()
+            .ok()
+    }
+
+    /// Field 3, the state letter (`R`, `S`, `Z`, …).
+    pub fn state(&self) -> Option<char> {
+        self.0.split_ascii_whitespace().next()?.chars().next()
+    }
+}
+
+/// `/proc/PID/stat` read once (for the callers that look at a process once, not every tick).
+pub fn read_stat(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()
+}
+
 /// An open file, re-read whole from offset 0 on every [`read`](Self::read).
 #[derive(Debug)]
 pub struct KeptOpen {
@@ -85,6 +118,26 @@ pub fn leading_u64(s: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stat_fields_are_numbered_as_proc5_numbers_them_after_the_last_parenthesis() {
+        let text =
+            b"4242 (a (b) c) S 17 4242 4242 0 -1 4194560 9 0 3 0 11 22 0 0 20 0 5 0 987654 1 2\n";
+        let f = StatFields::parse(text).unwrap();
+        assert_eq!(f.state(), Some('S'));
+        assert_eq!(f.num::<u32>(4), Some(17));
+        assert_eq!(f.num::<i32>(5), Some(4242));
+        assert_eq!(f.num::<u64>(14), Some(11));
+        assert_eq!(f.num::<u32>(20), Some(5));
+        assert_eq!(f.num::<u64>(22), Some(987654));
+        assert_eq!(f.num::<u64>(99), None);
+        assert_eq!(
+            f.num::<u64>(2),
+            None,
+            "fields 1 and 2 are before the command's end"
+        );
+        assert!(StatFields::parse(b"4242 no parenthesis").is_none());
+    }
 
     #[test]
     fn leading_numbers() {

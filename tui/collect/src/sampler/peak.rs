@@ -256,8 +256,7 @@ fn holder(f: &std::fs::File) -> u32 {
 
 /// Parent pid and start time of `pid`.
 fn ppid_start(pid: u32) -> Option<(u32, u64)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = s.rsplit_once(')')?;
-    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
-    Some((f.get(1)?.parse().ok()?, f.get(19)?.parse().ok()?))
+    let s = crate::procfile::read_stat(pid)?;
+    let f = crate::procfile::StatFields::parse(s.as_bytes())?;
+    Some((f.num(4)?, f.num(22)?))
 }

@@ -3,13 +3,12 @@
 //! bytes) and `/proc/PID/comm`, each parsed from its text so the parsers can be tested on
 //! real files.
 //!
-//! Contract: a field that is missing or unparsable makes its value `None` (never 0); the
-//! command name in `stat` is skipped by the *last* `)` (a comm may hold spaces and
-//! parentheses, and the kernel does not escape them).
+//! Contract: a field that is missing or unparsable makes its value `None` (never 0); `stat`'s
+//! fields are read through [`StatFields`], which skips the command name by its last `)`.
 
 use std::io;
 
-use crate::procfile::{leading_u64, KeptOpen};
+use crate::procfile::{leading_u64, KeptOpen, StatFields};
 
 /// What a [`Usage`](provetop_shared::record::Usage) reading takes from `/proc/PID/stat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,16 +25,12 @@ pub struct Stat {
 
 /// Parse a `/proc/PID/stat` text; `None` when it is cut short or a field is not a number.
 pub fn parse_stat(text: &[u8]) -> Option<Stat> {
-    let close = text.iter().rposition(|&b| b == b')')?;
-    let rest = std::str::from_utf8(&text[close + 1..]).ok()?;
-    // After the comm: state is field 3, so field n is index n - 3.
-    let f: Vec<&str> = rest.split_ascii_whitespace().take(18).collect();
-    let num = |n: usize| f.get(n - 3)?.parse::<u64>().ok();
+    let f = StatFields::parse(text)?;
     Some(Stat {
-        ppid: num(4)? as u32,
-        cpu_ticks: num(14)?.checked_add(num(15)?)?,
-        majflt: num(12)?,
-        threads: num(20)? as u32,
+        ppid: f.num(4)?,
+        cpu_ticks: f.num::<u64>(14)?.checked_add(f.num(15)?)?,
+        majflt: f.num(12)?,
+        threads: f.num(20)?,
     })
 }
 

@@ -182,11 +182,7 @@ fn read_ppid(pid: u32, buf: &mut Vec<u8>) -> Option<u32> {
     use std::io::Read;
     let mut f = fs::File::open(format!("/proc/{pid}/stat")).ok()?;
     f.read_to_end(buf).ok()?;
-    let close = buf.iter().rposition(|&b| b == b')')?;
-    let rest = std::str::from_utf8(&buf[close + 1..]).ok()?;
-    let mut it = rest.split_ascii_whitespace();
-    let _state = it.next()?;
-    it.next()?.parse().ok()
+    crate::procfile::StatFields::parse(buf)?.num(4)
 }
 
 #[cfg(test)]

@@ -24,6 +24,8 @@ use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::procfile::{read_stat, StatFields};
+
 /// The hidden subcommand the guard runs as: `provetop __guard`.
 pub const GUARD_ARG: &str = "__guard";
 
@@ -105,15 +107,13 @@ struct Proc {
 }
 
 fn stat(pid: u32) -> Option<Proc> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = s.rsplit_once(')')?;
-    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
-    // Fields after the command: 3 state, 4 ppid, 5 pgrp, …, 22 starttime.
+    let s = read_stat(pid)?;
+    let f = StatFields::parse(s.as_bytes())?;
     Some(Proc {
-        state: f.first()?.chars().next()?,
-        ppid: f.get(1)?.parse().ok()?,
-        pgid: f.get(2)?.parse().ok()?,
-        start: f.get(19)?.parse().ok()?,
+        state: f.state()?,
+        ppid: f.num(4)?,
+        pgid: f.num(5)?,
+        start: f.num(22)?,
     })
 }
 

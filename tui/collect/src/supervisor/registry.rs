@@ -6,6 +6,8 @@
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
+use crate::procfile::{read_stat, StatFields};
+
 const SLOTS: usize = 64;
 static PGIDS: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
 
@@ -100,13 +102,7 @@ pub fn become_subreaper() -> bool {
 
 /// The process group of `pid`.
 fn pgid_of(pid: u32) -> Option<i32> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    s.rsplit_once(')')?
-        .1
-        .split_ascii_whitespace()
-        .nth(2)?
-        .parse()
-        .ok()
+    StatFields::parse(read_stat(pid)?.as_bytes())?.num(5)
 }
 
 /// The start time of `pid` (clock ticks since boot).
@@ -117,12 +113,9 @@ pub(super) fn start_of(pid: u32) -> Option<u64> {
 /// Parent pid and start time (clock ticks since boot: with the pid, a process's identity
 /// across pid reuse) from `/proc/PID/stat`.
 fn stat_of(pid: u32) -> Option<(u32, u64, char)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = s.rsplit_once(')')?;
-    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
-    // Fields after the command: 3 state, 4 ppid, …, 22 starttime.
-    let state = f.first()?.chars().next()?;
-    Some((f.get(1)?.parse().ok()?, f.get(19)?.parse().ok()?, state))
+    let s = read_stat(pid)?;
+    let f = StatFields::parse(s.as_bytes())?;
+    Some((f.num(4)?, f.num(22)?, f.state()?))
 }
 
 /// Every process seen in a supervised child's tree (the tree the sampler samples), by pid
