@@ -391,15 +391,14 @@ fn extents<'a>(evs: impl Iterator<Item = (u64, &'a Event)>, phase: &Phase) -> Ve
     order.iter().map(|id| at[id]).collect()
 }
 
-#[test]
-fn on_the_h200_the_cuda_builds_logs_alone_give_synthesis_and_proving_within_50_ms_of_the_protocol()
-{
-    // Recorded on the lent H200 (docs/logs.md): the bundled prover's cuda build at
-    // RUST_LOG=debug under `provetop run`, its events written to a side file rather than to
-    // provetop, three proofs of 4 × 2^16 constraints. The session holds what provetop read
-    // from the prover's stderr; the side file what the protocol said of the same proofs.
+/// The bundled prover's `backend` build, recorded on the lent H200 (docs/logs.md) at
+/// RUST_LOG=debug under `provetop run`, its events written to a side file rather than to
+/// provetop, three proofs of 4 × 2^16 constraints: the session holds what provetop read from
+/// the prover's stderr, the side file what the protocol said of the same proofs. Returns the
+/// session's spans.
+fn logs_against_protocol_on_the_h200(backend: &str) -> Vec<Span> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/loglines/h200");
-    let l = provetop_shared::session::load(&dir.join("cuda.ptop")).unwrap();
+    let l = provetop_shared::session::load(&dir.join(format!("{backend}.ptop"))).unwrap();
     let derived: Vec<(u64, &Event)> = l
         .records
         .iter()
@@ -410,7 +409,7 @@ fn on_the_h200_the_cuda_builds_logs_alone_give_synthesis_and_proving_within_50_m
         })
         .collect();
     let events: Vec<provetop_shared::EventMsg> =
-        std::fs::read_to_string(dir.join("cuda-events.ndjson"))
+        std::fs::read_to_string(dir.join(format!("{backend}-events.ndjson")))
             .unwrap()
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
@@ -419,19 +418,35 @@ fn on_the_h200_the_cuda_builds_logs_alone_give_synthesis_and_proving_within_50_m
     for phase in [Phase::Synthesis, Phase::Prove] {
         let d = extents(derived.iter().copied(), &phase);
         let p = extents(proto.iter().copied(), &phase);
-        assert_eq!(d.len(), 3, "{phase}: {d:?}");
-        assert_eq!(d.len(), p.len(), "{phase}");
+        assert_eq!(d.len(), 3, "{backend} {phase}: {d:?}");
+        assert_eq!(d.len(), p.len(), "{backend} {phase}");
         for (a, b) in d.iter().zip(&p) {
             for (x, y) in [(a.0, b.0), (a.1, b.1)] {
                 let ms = (x as f64 - y as f64).abs() / 1e6;
-                assert!(ms < 50.0, "{phase}: {ms} ms apart ({a:?} vs {b:?})");
+                assert!(
+                    ms < 50.0,
+                    "{backend} {phase}: {ms} ms apart ({a:?} vs {b:?})"
+                );
             }
         }
     }
+    spans(&l.records)
+}
+
+#[test]
+fn on_the_h200_the_cuda_builds_logs_alone_give_synthesis_and_proving_within_50_ms_of_the_protocol()
+{
+    let s = logs_against_protocol_on_the_h200("cuda");
     // A GPU build: its MSMs are phases too, one after another inside the proving.
-    let s = spans(&l.records);
     assert_eq!(named(&s, "msm_h").len(), 3);
     assert_eq!(named(&s, "msm_b2").len(), 3);
+}
+
+#[test]
+fn on_the_h200_the_supraseal_builds_logs_alone_give_synthesis_and_proving_within_50_ms_of_the_protocol(
+) {
+    let s = logs_against_protocol_on_the_h200("supraseal");
+    assert!(named(&s, "msm_h").is_empty(), "SupraSeal logs no MSM steps");
 }
 
 #[test]

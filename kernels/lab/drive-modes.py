@@ -9,6 +9,11 @@ queue deep enough never to run dry, and presses 2, 3, 4, 1 (batch:2, sps, pipeli
 single) SECS_PER_MODE apart, then q. The SRS is generated beforehand (SRS_DIR, default
 /tmp/provetop-srs; by BIN_DIR/provetop-prover-cpu when present), so the session starts with
 a load from disk. The environment is passed on (RAYON_NUM_THREADS sizes synthesis).
+
+Optional, from the environment: HZ (provetop's sample rate, default 10; 20 is its default),
+CPU_OF=OUT.json (provetop's own CPU per thread over the run, by cpu-of.py beside this file:
+the cost of the screen), SMI_CSV=OUT.csv (nvidia-smi's GPU utilisation and memory every
+100 ms beside it, to check provetop's NVML readings: usage-vs-smi.py).
 """
 import fcntl
 import os
@@ -43,9 +48,23 @@ pid, fd = pty.fork()
 if pid == 0:
     os.environ.setdefault("TERM", "xterm-256color")
     os.execv(os.path.join(bin_dir, "provetop"),
-             ["provetop", "run", "--hz", "10", "--record", session, "--",
+             ["provetop", "run", "--hz", os.environ.get("HZ", "10"), "--record", session, "--",
               prover, "--daemon", "--proofs", "100"] + args)
 fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 36, 120, 0, 0))
+here = os.path.dirname(os.path.abspath(__file__))
+beside = []
+if os.environ.get("CPU_OF"):
+    beside.append(subprocess.Popen([sys.executable, os.path.join(here, "cpu-of.py"), str(pid),
+                                    os.environ["CPU_OF"]], stdout=subprocess.DEVNULL))
+if os.environ.get("SMI_CSV"):
+    beside.append(subprocess.Popen(
+        ["nvidia-smi", "--query-gpu=timestamp,index,uuid,utilization.gpu,memory.used,memory.total",
+         "--format=csv,noheader,nounits", "-lms", "100"],
+        stdout=open(os.environ["SMI_CSV"], "w"), stderr=subprocess.STDOUT))
+    # Beside it, CLOCK_MONOTONIC against the wall clock once, to put nvidia-smi's wall-clock
+    # stamps on provetop's time axis.
+    with open(os.environ["SMI_CSV"] + ".clock", "w") as f:
+        f.write(f"{time.clock_gettime_ns(time.CLOCK_MONOTONIC)} {time.time_ns()}\n")
 # SRS load, then single; each key a mode; q at the end.
 plan = [(per_mode * (i + 1), k) for i, k in enumerate([b"2", b"3", b"4", b"1"])]
 plan.append((per_mode * 5.5, b"q"))
@@ -66,5 +85,9 @@ while True:
         os.write(fd, b"q")
 _, status = os.waitpid(pid, 0)
 code = os.waitstatus_to_exitcode(status)
+for p in beside:
+    if p.args[0] == "nvidia-smi":
+        p.terminate()
+    p.wait()
 print(f"== provetop exited {code} after {time.time() - start:.0f} s; {os.path.getsize(session)} bytes")
 sys.exit(code)

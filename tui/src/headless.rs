@@ -122,20 +122,23 @@ pub async fn serve(
 ) -> anyhow::Result<(i32, Option<std::path::PathBuf>, Option<String>)> {
     let watched = served.watched;
     mon.pipeline.to_stderr = true;
-    let mut tick = tokio::time::interval(monitor::TICK);
+    mon.pipeline.pump_every(monitor::PUMP_EVERY);
     tokio::pin!(stop);
     let mut dead = None;
     let (ended, by_itself, recorded) = loop {
         tokio::select! {
-            // A request is answered on arrival, from records pumped just before it.
-            _ = tick.tick() => {}
+            // Records are pumped when they come; a request is answered on arrival, from
+            // records pumped just before it.
+            _ = mon.pipeline.wait() => {}
             _ = async {
                 match control.as_mut() {
                     Some(c) => c.request().await,
                     None => std::future::pending().await,
                 }
             } => {}
-            e = mon.ended(m) => break (e, true, mon.finish(m).await),
+            e = Monitor::child_ended(&mut mon.supervisor) => {
+                break (Some(e), true, mon.finish(m).await)
+            }
             sig = &mut stop => {
                 let why = format!("got {}", signal_name(sig));
                 if watched.is_none() {
@@ -146,6 +149,9 @@ pub async fn serve(
             }
         }
         mon.pump(m);
+        if mon.pipeline.watched_gone() {
+            break (None, true, mon.finish(m).await);
+        }
         // A dead sampler is fatal: no more samples would come.
         if let Some(d) = mon.pipeline.sampler_died().map(str::to_string) {
             let (e, r) = mon.stop(m, &d).await;

@@ -350,3 +350,37 @@ fn bad_config_is_refused() {
     .unwrap();
     assert!(e.to_string().contains("sample rate"), "{e}");
 }
+
+#[test]
+fn the_reset_report_counts_the_resets_made_and_is_absent_when_none_are() {
+    let hog = Hog::start(&["--depth", "0", "--anon", "16"]);
+    let pid = hog.child.id();
+    let cfg = SamplerConfig {
+        hz: 50.0,
+        ..SamplerConfig::default()
+    };
+    let mut h = sampler::spawn(cfg.clone(), pid).unwrap();
+    let mut all = Vec::new();
+    for _ in 0..10 {
+        sample_after(&mut h, mono_ns(), &mut all);
+    }
+    let report = h.reset_report().expect("resets were made");
+    let served: u64 = report
+        .strip_prefix("VmHWM resets: ")
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {report:?}"));
+    assert!(served >= 10, "{report}");
+    assert!(report.contains("ms at most from their sample"), "{report}");
+    h.stop();
+    let quiet = SamplerConfig {
+        reset_peak: false,
+        ..cfg
+    };
+    let mut h = sampler::spawn(quiet, pid).unwrap();
+    for _ in 0..5 {
+        sample_after(&mut h, mono_ns(), &mut all);
+    }
+    assert_eq!(h.reset_report(), None);
+    h.stop();
+}

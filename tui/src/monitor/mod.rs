@@ -31,13 +31,16 @@ pub use target::Target;
 use crate::model::Model;
 use crate::settings::Setup;
 
-/// How often a front end without a screen pumps records (alerts, recorder, metrics, the
-/// watched pid's end); control requests are answered on arrival. Each wake-up costs provetop
-/// CPU on a VM (at 250 ms the main thread and the workers used a quarter of what they use at
-/// 50 ms), but what arrives between two pumps is held in memory: under an event flood
-/// provetop's peak RSS was 62-77 MiB at 250 ms against 25-30 MiB at 50 ms
-/// (`faults_child`'s flood test holds it under 64 MiB), so it stays at 50 ms.
+/// How often a stopping session pumps the records of its ending child.
 pub const TICK: Duration = Duration::from_millis(50);
+
+/// Longest time a front end without a screen leaves samples in the sampler's ring before it
+/// pumps them (alerts, recorder, metrics, the watched pid's end); records from the child
+/// are pumped on arrival, control requests answered on arrival. Every wake-up costs provetop
+/// CPU (on the 2-core VM its main thread and tokio workers used 0.36 % of a core pumping on a
+/// 50 ms timer, 0.09 % at 250 ms), and what is held meanwhile is at most 5 samples at 20 Hz:
+/// an event flood no longer waits for a timer (docs/measurements.md).
+pub const PUMP_EVERY: Duration = Duration::from_millis(250);
 
 /// A running session.
 pub struct Monitor {
@@ -130,18 +133,13 @@ impl Monitor {
         self.pipeline.pump(model)
     }
 
-    /// Resolves when the target is gone for good: the supervisor gave up (its child ended
-    /// and no restart follows), or the watched pid went away (checked every [`TICK`]).
-    pub async fn ended(&mut self, model: &mut Model) -> Option<ExitInfo> {
-        match &mut self.supervisor {
-            Some(sup) => Some(sup.wait().await),
-            None => loop {
-                if self.pipeline.watched_gone() {
-                    return None;
-                }
-                tokio::time::sleep(TICK).await;
-                self.pipeline.pump(model);
-            },
+    /// Resolves when the supervisor gave up (its child ended and no restart follows); never
+    /// when watching a pid (a pump notices it gone: [`Pipeline::watched_gone`]). A function
+    /// of the supervisor alone, so a loop can wait on it and on [`Pipeline::wait`] at once.
+    pub async fn child_ended(supervisor: &mut Option<SupervisorHandle>) -> ExitInfo {
+        match supervisor {
+            Some(sup) => sup.wait().await,
+            None => std::future::pending().await,
         }
     }
 
@@ -193,6 +191,7 @@ impl Monitor {
         tokio::time::sleep(Duration::from_millis(100)).await;
         self.pipeline.pump(model);
         self.pipeline.stop_hooks(model);
+        self.pipeline.note_resets(model);
         self.pipeline.finish()
     }
 }

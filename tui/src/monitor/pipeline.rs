@@ -38,6 +38,10 @@ pub struct Pipeline {
     suppressed_said: Option<Instant>,
     recorder: SharedRecorder,
     buf: Vec<Record>,
+    /// A record [`Self::wait`] took from the channel, for the next pump.
+    arrived: Option<Record>,
+    /// The channel is closed (its sender is gone): no more waiting on it.
+    rx_closed: bool,
     reported_drops: u64,
     watched: Option<u32>,
     watched_gone: bool,
@@ -71,6 +75,8 @@ impl Pipeline {
             suppressed_said: None,
             recorder: Arc::new(Mutex::new(recorder)),
             buf: Vec::with_capacity(256),
+            arrived: None,
+            rx_closed: false,
             reported_drops: 0,
             watched: None,
             watched_gone: false,
@@ -236,10 +242,46 @@ impl Pipeline {
         self.with_recorder(|r| r.as_ref().is_some_and(|r| r.is_failing()))
     }
 
+    /// Resolves when there is something to pump: a record from the supervisor (or the
+    /// followed log), the sampler's wake-up (at most once per [`Self::pump_every`]), or the
+    /// sampler's end. A front end without a screen sleeps here instead of polling: nothing
+    /// wakes it between samples, and a flood of events is pumped as fast as it arrives.
+    pub async fn wait(&mut self) {
+        let sampler = async {
+            match &self.sampler {
+                Some(s) => s.woken().await,
+                None => std::future::pending().await,
+            }
+        };
+        let listen = self.arrived.is_none() && !self.rx_closed;
+        let channel = async {
+            match (&mut self.rx, listen) {
+                (Some(rx), true) => rx.recv().await,
+                _ => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = sampler => {}
+            r = channel => match r {
+                Some(r) => self.arrived = Some(r),
+                None => self.rx_closed = true,
+            },
+        }
+    }
+
+    /// Let the sampler wake [`Self::wait`] at most once per `every`: its samples are pumped
+    /// in batches (records from the supervisor still wake it on arrival).
+    pub fn pump_every(&self, every: Duration) {
+        if let Some(s) = &self.sampler {
+            s.wake_every(every);
+        }
+    }
+
     /// Drain everything available now; returns how many records arrived.
     pub fn pump(&mut self, model: &mut Model) -> usize {
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
+        buf.extend(self.arrived.take());
         if let Some(s) = &mut self.sampler {
             s.drain(&mut buf);
             let dropped = s.dropped();
@@ -318,6 +360,15 @@ impl Pipeline {
     /// Whether the watched process is gone.
     pub fn watched_gone(&self) -> bool {
         self.watched_gone
+    }
+
+    /// Note what the sampler's peak resets cost the target (one line, see
+    /// [`SamplerHandle::reset_report`]), before [`Self::finish`].
+    pub fn note_resets(&mut self, model: &mut Model) {
+        // Recorded, not said: a number for whoever measures, not news for the operator.
+        if let Some(text) = self.sampler.as_ref().and_then(|s| s.reset_report()) {
+            self.note(model, text);
+        }
     }
 
     /// Stop the sampler thread and close the recording; returns its path.

@@ -85,6 +85,15 @@ fn start_threads(
         .name(THREAD_NAME.into())
         .spawn(move || {
             s.register_tid(THREAD_NAME);
+            // Whichever way the thread ends (a panic too), a consumer asleep in `woken`
+            // wakes to find out.
+            struct WakeOnEnd(Arc<Shared>);
+            impl Drop for WakeOnEnd {
+                fn drop(&mut self) {
+                    self.0.wake.notify_one();
+                }
+            }
+            let _end = WakeOnEnd(s.clone());
             Sampler::new(cfg, s, prod, resets).run()
         })
 }
@@ -95,6 +104,21 @@ impl SamplerHandle {
         while let Some(r) = self.cons.try_pop() {
             out.push(r);
         }
+    }
+
+    /// Resolves when records wait in the ring, or the sampler thread has ended: once per
+    /// [`wake_every`](Self::wake_every) at most, however many samples were taken meanwhile.
+    /// A wake-up that came while nobody waited is kept for the next call.
+    pub async fn woken(&self) {
+        self.shared.wake.notified().await
+    }
+
+    /// Let [`woken`](Self::woken) resolve at most once per `every` (0, the default: after
+    /// every sample). The ring holds [`RING_CAPACITY`] records, so a wake-up also comes
+    /// whenever it is half full.
+    pub fn wake_every(&self, every: Duration) {
+        let ns = every.as_nanos().min(u64::MAX as u128) as u64;
+        self.shared.wake_every_ns.store(ns, Ordering::Relaxed);
     }
 
     /// Samples lost because the ring was full (the app did not drain in time).
@@ -153,6 +177,30 @@ impl SamplerHandle {
     /// the interval peak can miss; it grows while the target holds its mmap lock.
     pub fn max_reset_delay(&self) -> Duration {
         Duration::from_micros(self.peak_shared.max_delay_us.load(Ordering::Relaxed))
+    }
+
+    /// What the peak resets cost the target so far, in one line for the session (None when
+    /// no reset was made: `--reset-peak` off, or nothing sampled): how many, their mean and
+    /// longest wait from the sample to the end of the reset, how many waited at least
+    /// [`peak::SLOW_RESET`] behind the target's mmap lock, and how many samples were taken
+    /// while the previous reset still waited (their peaks span more than one interval).
+    pub fn reset_report(&self) -> Option<String> {
+        let p = &self.peak_shared;
+        let served = p.served.load(Ordering::Relaxed);
+        if served == 0 {
+            return None;
+        }
+        let mean_us = p.delay_sum_us.load(Ordering::Relaxed) as f64 / served as f64;
+        let max = self.max_reset_delay();
+        Some(format!(
+            "VmHWM resets: {served}, waiting {:.3} ms on average and {:.1} ms at most from \
+             their sample; {} waited {} ms or more; {} samples taken while a reset still waited",
+            mean_us / 1000.0,
+            max.as_secs_f64() * 1000.0,
+            p.slow.load(Ordering::Relaxed),
+            peak::SLOW_RESET.as_millis(),
+            self.late_resets()
+        ))
     }
 
     /// Whether the sampling thread is still running (false once it has ended, stopped or

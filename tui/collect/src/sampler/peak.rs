@@ -34,11 +34,19 @@ pub struct Shared {
     /// spike that starts and ends within this window after a sample is not seen by the next
     /// one: normally tens of µs, longer while the target holds its mmap lock.
     pub max_delay_us: AtomicU64,
+    /// Requests served, the sum of their delays (µs), and how many took at least
+    /// [`SLOW_RESET`].
+    pub served: AtomicU64,
+    pub delay_sum_us: AtomicU64,
+    pub slow: AtomicU64,
     /// Thread id of the reset thread (0 until it runs).
     pub tid: AtomicU32,
     /// Pids whose peak cannot be reset (permission), with the reason; taken by the sampler.
     pub refused: Mutex<Vec<(u32, String)>>,
 }
+
+/// A reset that waits this long behind the target's mmap lock is counted as slow.
+pub const SLOW_RESET: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Handle to the reset thread.
 pub struct PeakResets {
@@ -144,6 +152,11 @@ fn run(s: &Shared) {
         }
         let us = asked.elapsed().as_micros() as u64;
         s.max_delay_us.fetch_max(us, Ordering::Relaxed);
+        s.served.fetch_add(1, Ordering::Relaxed);
+        s.delay_sum_us.fetch_add(us, Ordering::Relaxed);
+        if us >= SLOW_RESET.as_micros() as u64 {
+            s.slow.fetch_add(1, Ordering::Relaxed);
+        }
         s.done_seq.store(seen, Ordering::Release);
     }
 }

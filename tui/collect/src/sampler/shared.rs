@@ -53,6 +53,10 @@ pub(super) struct Shared {
     pub(super) notes: Mutex<Vec<Mark>>,
     pub(super) tids: Mutex<Vec<(String, u32)>>,
     pub(super) helpers: Mutex<Vec<Thread>>,
+    /// Told when records wait in the ring (at most every `wake_every_ns`), and when the
+    /// sampler thread ends: a consumer can sleep until then instead of polling the ring.
+    pub(super) wake: tokio::sync::Notify,
+    pub(super) wake_every_ns: AtomicU64,
 }
 
 impl Shared {
@@ -77,6 +81,8 @@ impl Shared {
             notes: Mutex::new(Vec::new()),
             tids: Mutex::new(Vec::new()),
             helpers: Mutex::new(Vec::new()),
+            wake: tokio::sync::Notify::new(),
+            wake_every_ns: AtomicU64::new(0),
         }
     }
 

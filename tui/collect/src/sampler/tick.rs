@@ -113,8 +113,10 @@ impl Sampler {
         let period = Duration::from_secs_f64(1.0 / self.cfg.hz);
         let start = Instant::now();
         let mut k: u32 = 0;
+        let mut woke = Instant::now();
         while !self.shared.stop.load(Ordering::Acquire) {
             self.tick();
+            self.wake_consumer(&mut woke);
             // Absolute deadlines: tick k is due at start + k·period. After a stall (the VM
             // was descheduled), skip the missed ticks instead of bursting to catch up.
             let elapsed = start.elapsed();
@@ -130,6 +132,20 @@ impl Sampler {
                     break;
                 }
             }
+        }
+    }
+
+    /// Tell the consumer that records wait, unless it was told less than `wake_every` ago
+    /// and the ring is not yet half full.
+    fn wake_consumer(&self, woke: &mut Instant) {
+        let waiting = self.prod.occupied_len();
+        if waiting == 0 {
+            return;
+        }
+        let every = Duration::from_nanos(self.shared.wake_every_ns.load(Ordering::Relaxed));
+        if woke.elapsed() >= every || waiting >= super::RING_CAPACITY / 2 {
+            self.shared.wake.notify_one();
+            *woke = Instant::now();
         }
     }
 
