@@ -394,3 +394,63 @@ fn classify_compares_the_modes_of_the_all_modes_session() {
     };
     assert!(above("sps") * 4.0 <= above("single"), "{text}");
 }
+
+/// The live screen on a supraseal daemon on the H200 (10 × 2^20, synthesis on all 16 cores),
+/// every mode switched live, with CPU and GPU usage readings: replayed through the model the
+/// screen draws, pipelined:2 keeps the cores and the GPU busy together for a larger share of
+/// its busy time than single, and its GPU is busier (single leaves it idle while it
+/// synthesizes). SupraSeal's own host threads keep 7 of the 16 cores busy while it proves, so
+/// single's overlap is not small (docs/usage.md).
+#[test]
+fn h200_usage_session_shows_pipelined_overlapping_cpu_and_gpu_more_than_single() {
+    use provetop::model::Model;
+    let l = load(&asset("h200-supraseal-all-modes-usage-10x2p20.ptop")).unwrap();
+    let mut m = Model::new(Default::default());
+    for r in &l.records {
+        m.apply(r);
+    }
+    let single = m
+        .usage
+        .overlap_of(BatchMode::Single)
+        .expect("single's overlap");
+    let pipelined = m
+        .usage
+        .overlap_of(BatchMode::Pipelined(2))
+        .expect("pipelined's overlap");
+    eprintln!("overlap: single {single:.3}, pipelined:2 {pipelined:.3}");
+    assert!(
+        pipelined > single + 0.02,
+        "single {single}, pipelined {pipelined}"
+    );
+    // GPU utilisation per mode, from the samples after the SRS load.
+    let mut mode = BatchMode::Single;
+    let mut ready = false;
+    let mut util: Vec<(BatchMode, f64, u32)> = Vec::new();
+    for r in &l.records {
+        match &r.body {
+            RecordBody::Event(Event::SrsReady { .. }) => ready = true,
+            RecordBody::Event(Event::ModeChanged { to, .. }) => mode = *to,
+            RecordBody::Sample(s) if ready => {
+                if let Some(u) = s.gpus.first().and_then(|g| g.utilization()) {
+                    match util.iter_mut().find(|(m, ..)| *m == mode) {
+                        Some((_, sum, n)) => {
+                            *sum += f64::from(u);
+                            *n += 1;
+                        }
+                        None => util.push((mode, f64::from(u), 1)),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mean = |want: BatchMode| {
+        let (_, sum, n) = util.iter().find(|(m, ..)| *m == want).unwrap();
+        sum / f64::from(*n)
+    };
+    let (us, up) = (mean(BatchMode::Single), mean(BatchMode::Pipelined(2)));
+    eprintln!("GPU utilisation: single {us:.1} %, pipelined:2 {up:.1} %");
+    assert!(up > us + 8.0, "single {us}, pipelined {up}");
+    assert!(m.usage.gpu(0).is_some(), "GPU 0's series");
+    assert!(m.usage.readings_len() > 100);
+}

@@ -1,5 +1,5 @@
 //! The H200 recordings of issue 20, read back on a machine without a GPU: the bundled prover at
-//! 65 GiB under `provetop run --headless --hz 20`, the ground-truth helper under `provetop
+//! 61 GiB under `provetop run --headless --hz 20`, the ground-truth helper under `provetop
 //! watch` with its step log, and the pinned check against an independent smaps reading (how
 //! each was made: docs/measurements.md, "At the field's scale").
 
@@ -40,8 +40,8 @@ fn within(v: u64, want: u64, share: f64) -> bool {
 }
 
 #[test]
-fn the_65_gib_session_replays_at_20_hz_with_its_gpu_and_its_verified_proof() {
-    let recs = load("h200-supraseal-1536x2p18-65gib.ptop");
+fn the_61_gib_session_replays_at_20_hz_with_its_gpu_pinned_usage_and_its_verified_proof() {
+    let recs = load("h200-supraseal-1440x2p18-61gib.ptop");
     let ss = samples(&recs);
     let span = (ss.last().unwrap().0 - ss[0].0) as f64 / 1e9;
     let hz = ss.len() as f64 / span;
@@ -64,6 +64,41 @@ fn the_65_gib_session_replays_at_20_hz_with_its_gpu_and_its_verified_proof() {
         .collect();
     assert_eq!(finished.len(), 1);
     assert!(finished[0].0, "verified");
+    // The pinned series from the mapping table, at the sample rate from the SRS load on: the
+    // prover's pinned SRS and the driver's buffers (163.7 MiB, as an independent smaps
+    // reading gave on the same build: docs/measurements.md).
+    let reported = recs
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Event(Event::MemoryReport { pinned_bytes, .. }) => Some(*pinned_bytes),
+            _ => None,
+        })
+        .max()
+        .expect("the prover reports its pinned SRS");
+    let from = ss
+        .iter()
+        .position(|(_, s)| s.pinned.unwrap_or(0) >= reported)
+        .expect("the SRS's pinned memory is read");
+    let after = &ss[from..];
+    let read = after.iter().filter(|(_, s)| s.pinned.is_some()).count();
+    assert!(
+        read as f64 >= 0.99 * after.len() as f64,
+        "{read}/{}",
+        after.len()
+    );
+    let pinned = after.iter().filter_map(|(_, s)| s.pinned).max().unwrap();
+    assert!((150 << 20..180 << 20).contains(&pinned), "{pinned}");
+    // Where the cores went: synthesis spread over the 16 cores, and the VmHWM resets' cost.
+    let cores = recs
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Usage(u) => u.cores,
+            _ => None,
+        })
+        .fold(0.0f64, f64::max);
+    assert!(cores > 12.0, "{cores}");
+    assert!(recs.iter().any(|r| matches!(&r.body,
+        RecordBody::Mark(provetop_shared::Mark::Note { text }) if text.starts_with("VmHWM resets: "))));
     // Climbing 64 GiB in about 30 s with 60 GiB left, it never reads under the horizon.
     let rule: Rule = format!("time_to_oom < {DEFAULT_OOM_HORIZON_S}")
         .parse()
