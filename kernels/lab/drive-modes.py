@@ -53,9 +53,30 @@ if pid == 0:
 fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 36, 120, 0, 0))
 here = os.path.dirname(os.path.abspath(__file__))
 beside = []
-if os.environ.get("CPU_OF"):
-    beside.append(subprocess.Popen([sys.executable, os.path.join(here, "cpu-of.py"), str(pid),
-                                    os.environ["CPU_OF"]], stdout=subprocess.DEVNULL))
+# `provetop run` with a screen is two processes: the one started here waits, its child draws
+# the screen and runs the session; CPU_OF measures that child, found once it exists.
+cpu_of = os.environ.get("CPU_OF")
+
+
+def measure_session():
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = [int(k) for k in f.read().split()]
+    except OSError:
+        return False
+    for k in kids:
+        try:
+            with open(f"/proc/{k}/comm") as f:
+                if f.read().strip() != "provetop":
+                    continue
+        except OSError:
+            continue
+        beside.append(subprocess.Popen([sys.executable, os.path.join(here, "cpu-of.py"), str(k),
+                                        cpu_of], stdout=subprocess.DEVNULL))
+        return True
+    return False
+
+
 if os.environ.get("SMI_CSV"):
     beside.append(subprocess.Popen(
         ["nvidia-smi", "--query-gpu=timestamp,index,uuid,utilization.gpu,memory.used,memory.total",
@@ -77,6 +98,8 @@ while True:
                 break
         except OSError:  # the child side closed
             break
+    if cpu_of and time.time() - start >= 1.0 and measure_session():
+        cpu_of = None
     if plan and time.time() - start >= plan[0][0]:
         os.write(fd, plan[0][1])
         print(f"== {time.time() - start:6.1f} s key {plan[0][1].decode()}", flush=True)
