@@ -257,3 +257,45 @@ fn a_sigterm_the_instant_the_child_starts_still_stops_the_session_cleanly() {
     let l = load(&s).unwrap();
     assert!(l.warnings.is_empty(), "{:?}", l.warnings);
 }
+
+#[test]
+fn a_session_ends_with_a_note_of_what_its_vmhwm_resets_cost_and_samples_keep_the_rate() {
+    // The headless pipeline has no timer: it is woken by the sampler (at most every 250 ms)
+    // and by the child's records. Every sample still arrives, and the session's last note
+    // says how many peak resets were made and how long they waited.
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("resets.ptop");
+    let out = headless(dir.path(), &s, &["--hz", "20", "--", "sleep", "2"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let l = load(&s).unwrap();
+    let samples = l
+        .records
+        .iter()
+        .filter(|r| matches!(r.body, RecordBody::Sample(_)))
+        .count();
+    assert!(
+        (25..=45).contains(&samples),
+        "{samples} samples in 2 s at 20 Hz"
+    );
+    let note = l
+        .records
+        .iter()
+        .find_map(|r| match &r.body {
+            RecordBody::Mark(Mark::Note { text }) if text.starts_with("VmHWM resets: ") => {
+                Some(text.clone())
+            }
+            _ => None,
+        })
+        .expect("a note of the resets");
+    let n: u64 = note["VmHWM resets: ".len()..]
+        .split(',')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{note}"));
+    assert!(n >= 25, "{note}");
+}
