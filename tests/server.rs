@@ -535,8 +535,10 @@ fn replay_follow_shows_records_written_after_it_opened() {
     });
     c.stop();
     finish(served);
+    // The header follows the child's end (the log's last lines are the session's closing
+    // notes by then).
     t.wait_for("the stop, followed too", Duration::from_secs(10), |s| {
-        s.contains("provetop stopping")
+        s.contains("stopped: exited 0")
     });
     t.keys(&["q"]);
     exited_0(&t, "FOLLOW", "quit", Duration::from_secs(10));
