@@ -21,17 +21,22 @@ fn headless(
         .expect("run provetop")
 }
 
+/// provetop exited with `code`; its stderr says why when not.
+fn exited_with(out: &std::process::Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn exit_code_passes_through() {
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("code.ptop");
     let out = headless(dir.path(), &s, &["--", "sh", "-c", "sleep 0.5; exit 3"]);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exited_with(&out, 3);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("session recorded to"), "{err}");
     let l = load(&s).unwrap();
@@ -113,12 +118,7 @@ fn real_prover_events_recorded() {
             "1000",
         ],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exited_with(&out, 0);
     let l = load(&s).unwrap();
     let ev = |f: &dyn Fn(&Event) -> bool| {
         l.records
@@ -266,12 +266,7 @@ fn a_session_ends_with_a_note_of_what_its_vmhwm_resets_cost_and_samples_keep_the
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("resets.ptop");
     let out = headless(dir.path(), &s, &["--hz", "20", "--", "sleep", "2"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exited_with(&out, 0);
     let l = load(&s).unwrap();
     let samples = l
         .records

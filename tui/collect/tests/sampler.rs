@@ -365,13 +365,14 @@ fn the_reset_report_counts_the_resets_made_and_is_absent_when_none_are() {
         sample_after(&mut h, mono_ns(), &mut all);
     }
     let report = h.reset_report().expect("resets were made");
-    let served: u64 = report
-        .strip_prefix("VmHWM resets: ")
-        .and_then(|r| r.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no count in {report:?}"));
-    assert!(served >= 10, "{report}");
-    assert!(report.contains("ms at most from their sample"), "{report}");
+    assert!(report.served >= 10, "{report}");
+    assert!(report.mean <= report.max, "{report:?}");
+    let line = report.to_string();
+    assert!(
+        line.starts_with(&format!("VmHWM resets: {}, ", report.served)),
+        "{line}"
+    );
+    assert!(line.contains("ms at most from their sample"), "{line}");
     h.stop();
     let quiet = SamplerConfig {
         reset_peak: false,

@@ -1,5 +1,5 @@
-//! The record pipeline: gathers live records from the sampler (drained every tick), the
-//! supervisor (a channel) and the monitor's own notes, and sends each to the alert engine,
+//! The record pipeline: gathers live records from the sampler (its ring drained at every
+//! pump), the supervisor (a channel) and the monitor's own notes, and sends each to the alert engine,
 //! the model and the recorder, in that order; alerts the engine raises go the same way,
 //! right behind the record that raised them.
 
@@ -366,8 +366,8 @@ impl Pipeline {
     /// [`SamplerHandle::reset_report`]), before [`Self::finish`].
     pub fn note_resets(&mut self, model: &mut Model) {
         // Recorded, not said: a number for whoever measures, not news for the operator.
-        if let Some(text) = self.sampler.as_ref().and_then(|s| s.reset_report()) {
-            self.note(model, text);
+        if let Some(r) = self.sampler.as_ref().and_then(|s| s.reset_report()) {
+            self.note(model, r.to_string());
         }
     }
 

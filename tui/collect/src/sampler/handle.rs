@@ -16,6 +16,7 @@ use provetop_shared::Record;
 use ringbuf::traits::{Consumer, Split};
 use ringbuf::{HeapCons, HeapProd, HeapRb};
 
+use super::peak::ResetReport;
 use super::tick::Sampler;
 use super::{gpu, peak, pinned, SamplerConfig, Shared, RING_CAPACITY, THREAD_NAME};
 
@@ -179,28 +180,21 @@ impl SamplerHandle {
         Duration::from_micros(self.peak_shared.max_delay_us.load(Ordering::Relaxed))
     }
 
-    /// What the peak resets cost the target so far, in one line for the session (None when
-    /// no reset was made: `--reset-peak` off, or nothing sampled): how many, their mean and
-    /// longest wait from the sample to the end of the reset, how many waited at least
-    /// [`peak::SLOW_RESET`] behind the target's mmap lock, and how many samples were taken
-    /// while the previous reset still waited (their peaks span more than one interval).
-    pub fn reset_report(&self) -> Option<String> {
+    /// What the peak resets cost the target so far (None when no reset was made:
+    /// `--reset-peak` off, or nothing sampled).
+    pub fn reset_report(&self) -> Option<ResetReport> {
         let p = &self.peak_shared;
         let served = p.served.load(Ordering::Relaxed);
         if served == 0 {
             return None;
         }
-        let mean_us = p.delay_sum_us.load(Ordering::Relaxed) as f64 / served as f64;
-        let max = self.max_reset_delay();
-        Some(format!(
-            "VmHWM resets: {served}, waiting {:.3} ms on average and {:.1} ms at most from \
-             their sample; {} waited {} ms or more; {} samples taken while a reset still waited",
-            mean_us / 1000.0,
-            max.as_secs_f64() * 1000.0,
-            p.slow.load(Ordering::Relaxed),
-            peak::SLOW_RESET.as_millis(),
-            self.late_resets()
-        ))
+        Some(ResetReport {
+            served,
+            mean: Duration::from_nanos(p.delay_sum_us.load(Ordering::Relaxed) * 1000 / served),
+            max: self.max_reset_delay(),
+            slow: p.slow.load(Ordering::Relaxed),
+            late: self.late_resets(),
+        })
     }
 
     /// Whether the sampling thread is still running (false once it has ended, stopped or

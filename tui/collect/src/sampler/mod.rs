@@ -56,7 +56,7 @@ pub use config::{
     GPU_HZ_BOUNDS, HZ_BOUNDS, SMAPS_DUTY_BOUNDS, USAGE_HZ_BOUNDS,
 };
 pub use handle::{spawn, SamplerHandle};
-pub use peak::SamplingClaim;
+pub use peak::{ResetReport, SamplingClaim};
 pub use pinned::{cross_check, read_pinned, smaps_pinned, Check, MAPS_DUTY, MAPS_FLOOR};
 use shared::{GpuState, Shared};
 

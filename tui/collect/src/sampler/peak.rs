@@ -10,7 +10,7 @@ use std::io;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::procstatus::PeakResetter;
 
@@ -46,7 +46,41 @@ pub struct Shared {
 }
 
 /// A reset that waits this long behind the target's mmap lock is counted as slow.
-pub const SLOW_RESET: std::time::Duration = std::time::Duration::from_millis(10);
+pub const SLOW_RESET: Duration = Duration::from_millis(10);
+
+/// What the peak resets cost the target so far ([`SamplerHandle::reset_report`]); its
+/// `Display` is the line a session records.
+///
+/// [`SamplerHandle::reset_report`]: super::SamplerHandle::reset_report
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ResetReport {
+    /// Resets made.
+    pub served: u64,
+    /// Their mean and longest wait, from the sample that asked to the end of the reset.
+    pub mean: Duration,
+    pub max: Duration,
+    /// How many waited at least [`SLOW_RESET`] (behind the target's mmap lock).
+    pub slow: u64,
+    /// Samples taken while the previous reset still waited: their peaks span more than one
+    /// interval.
+    pub late: u64,
+}
+
+impl std::fmt::Display for ResetReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "VmHWM resets: {}, waiting {:.3} ms on average and {:.1} ms at most from their \
+             sample; {} waited {} ms or more; {} samples taken while a reset still waited",
+            self.served,
+            self.mean.as_secs_f64() * 1000.0,
+            self.max.as_secs_f64() * 1000.0,
+            self.slow,
+            SLOW_RESET.as_millis(),
+            self.late
+        )
+    }
+}
 
 /// Handle to the reset thread.
 pub struct PeakResets {
