@@ -3,10 +3,12 @@
 
     python3 kernels/lab/cpu-of.py PID OUT.json [PERIOD_S]
 
-Reads /proc/PID/task/*/{comm,schedstat} every PERIOD_S seconds (default 0.5) and, when the
-process is gone, writes the last reading: each thread's name and run time (ns, schedstat's
+Reads /proc/PID/task/*/{comm,schedstat,status} every PERIOD_S seconds (default 0.5) and, when
+the process is gone, writes the last reading: each thread's name and run time (ns, schedstat's
 first field, since the thread started), their sum, and the process's lifetime so far (from
-/proc/PID/stat's start time to the last reading), so CPU share = cpu_ns / wall_ns. Threads
+/proc/PID/stat's start time to the last reading), so CPU share = cpu_ns / wall_ns; and each
+thread name's wake-ups (voluntary context switches: how often it slept and was woken) and
+preemptions (nonvoluntary), per second of that lifetime. Threads
 that ended before the last reading keep their last value. The reader itself costs the
 measured process nothing (it is another process).
 """
@@ -40,9 +42,12 @@ while True:
                 name = f.read().strip()
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
                 ns = int(f.read().split()[0])
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                sw = {k: int(v) for k, v in (l.split(":") for l in f if "ctxt_switches" in l)}
         except (FileNotFoundError, ProcessLookupError, ValueError):
             continue
-        threads[tid] = (name, ns)
+        threads[tid] = (name, ns, sw.get("voluntary_ctxt_switches", 0),
+                        sw.get("nonvoluntary_ctxt_switches", 0))
     try:
         with open(f"/proc/{pid}/stat") as f:
             st = f.read()
@@ -54,8 +59,12 @@ while True:
     time.sleep(period)
 
 by_name = {}
-for name, ns in threads.values():
+wakes = {}
+for name, ns, vol, invol in threads.values():
     by_name[name] = by_name.get(name, 0) + ns
+    w = wakes.setdefault(name, [0, 0])
+    w[0] += vol
+    w[1] += invol
 total = sum(by_name.values())
 wall = (last or start) - start
 res = {
@@ -64,6 +73,8 @@ res = {
     "cpu_ns": total,
     "cpu_pct_of_core": 100.0 * total / wall if wall else None,
     "threads": dict(sorted(by_name.items(), key=lambda kv: -kv[1])),
+    "wakeups_per_s": {n: round(v * 1e9 / wall, 2) for n, (v, _) in wakes.items()} if wall else None,
+    "preempted_per_s": {n: round(i * 1e9 / wall, 2) for n, (_, i) in wakes.items()} if wall else None,
 }
 with open(out, "w") as f:
     json.dump(res, f, indent=1)

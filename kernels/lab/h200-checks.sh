@@ -5,9 +5,9 @@
 #   bash kernels/lab/h200-checks.sh BIN_DIR OUT_DIR [STEPS]
 #
 # STEPS, in this order (default "truth scale logs modes"):
-#  truth, scale, observer: kernels/lab/scale-run.sh (pinned/anon/GPU ground truth; the
+#  truth, scale, observer, idle: kernels/lab/scale-run.sh (pinned/anon/GPU ground truth; the
 #    bundled prover at SCALE_PARTS x 2^SCALE_K with provetop's CPU per thread; interleaved
-#    proofs alone and monitored);
+#    proofs alone and monitored; a watch of an idle process);
 #  logs: kernels/lab/logs-vs-protocol.sh for the supraseal build (phases from its bellperson
 #    lines against its protocol events, the same proofs);
 #  modes: kernels/lab/drive-modes.py, supraseal, MODES_PARTS x 2^MODES_K, the screen drawn in
@@ -26,7 +26,7 @@ begin=$(date +%s)
 log() { echo "== +$(( $(date +%s) - begin ))s $*"; }
 
 sr=""
-for s in truth scale observer; do [[ "$steps" == *" $s "* ]] && sr="$sr $s"; done
+for s in truth scale observer idle; do [[ "$steps" == *" $s "* ]] && sr="$sr $s"; done
 if [ -n "$sr" ]; then
   STEPS="$sr" bash "$lab/scale-run.sh" "$bin" "$out/scale" 2>&1 | tee "$out/scale-run.log" | grep -v '^-'
 fi

@@ -8,11 +8,13 @@
 #     about 64 GiB) under `provetop run --headless --hz 20`, recorded, provetop's CPU per
 #     thread from schedstat (kernels/lab/cpu-of.py) over the whole run;
 #  3. observer: interleaved proofs of OBS_PARTS x 2^OBS_K alone and under `provetop run
-#     --headless --hz 20`, as many pairs as fit before DEADLINE_S seconds since the start.
+#     --headless --hz 20`, as many pairs as fit before DEADLINE_S seconds since the start;
+#  4. idle: `provetop watch --headless --hz 20` of a `sleep` for IDLE_S seconds (default 60),
+#     provetop's CPU per thread (the floor: what watching costs when nothing moves).
 #
 #   bash kernels/lab/scale-run.sh BIN_DIR OUT_DIR
 #
-# STEPS picks some of "truth scale observer"; OUT_DIR gets every log, reading and recording
+# STEPS picks some of "truth scale observer idle"; OUT_DIR gets every log, reading and recording
 # (tar it to bring it back: a device call returns at most 8 files).
 set -uo pipefail
 bin=$(cd "${1:?BIN_DIR}" && pwd)
@@ -76,6 +78,20 @@ while (( $(date +%s) - begin + 2 * est < deadline )); do
   est=$(( ($(date +%s) - t0 + 1) / 2 ))
   log "pair $i: alone $(grep -o '"duration_s":[0-9.]*' "$out/obs-alone-$i.jsonl") under $(grep -o '"duration_s":[0-9.]*' "$out/obs-under-$i.jsonl")"
 done
+fi
+if [[ " ${STEPS:-truth scale observer} " == *" idle "* ]]; then
+log "idle: watch of a sleep, ${IDLE_S:-60} s"
+sleep $(( ${IDLE_S:-60} + 5 )) &
+zp=$!
+"$bin/provetop" watch --headless --hz 20 --record "$out/idle.ptop" "$zp" > "$out/idle.log" 2>&1 &
+wp=$!
+python3 "$lab/cpu-of.py" "$wp" "$out/idle-cpu.json" > /dev/null &
+cp=$!
+sleep "${IDLE_S:-60}"
+kill -TERM "$wp" 2>/dev/null
+wait "$wp"; echo "idle watch exit $?"
+wait "$cp"; kill "$zp" 2>/dev/null
+cat "$out/idle-cpu.json"
 fi
 log "done"
 ls -la "$out"

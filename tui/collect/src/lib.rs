@@ -12,11 +12,14 @@
 //!   user's rules) that turn a child's output lines into derived phase events.
 //! * [`alerts`]: threshold rules, the TOML config file, the engine that turns records into
 //!   firing/cleared [`provetop_shared::Alert`]s, and the shell-free alert hook.
+//! * [`channel`]: the records channel from the supervisor to the pipeline, whose sender says
+//!   when to wake the receiver (not for every event).
 //! * [`recorder`]: appends records to a session file, flushing at least once a second and
 //!   surviving a full disk.
 
 pub mod alerts;
 pub mod cgroup;
+pub mod channel;
 pub mod loglines;
 mod procfile;
 pub mod procstatus;

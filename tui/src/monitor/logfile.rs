@@ -14,10 +14,10 @@ use std::io::{Read, Seek, SeekFrom};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use provetop_collect::channel::{self, RecordRx, RecordTx};
 use provetop_collect::supervisor::{LineSink, MAX_OUTPUT_LINE};
 use provetop_shared::clock::mono_ns;
 use provetop_shared::{OutputSource, Record};
-use tokio::sync::mpsc;
 
 pub use crate::cli::LogSource;
 
@@ -50,8 +50,8 @@ pub fn take_requested() -> Option<LogSource> {
 
 /// Start reading `src` on a thread of its own; its records come out of the receiver. A file
 /// that cannot be opened is an error naming it.
-pub fn spawn(src: LogSource) -> anyhow::Result<mpsc::Receiver<Record>> {
-    let (tx, rx) = mpsc::channel(provetop_collect::supervisor::RECORD_CHANNEL);
+pub fn spawn(src: LogSource) -> anyhow::Result<RecordRx> {
+    let (tx, rx) = channel::channel(provetop_collect::supervisor::RECORD_CHANNEL);
     let reader: Box<dyn Read + Send> = match &src {
         LogSource::Stdin => Box::new(std::io::stdin()),
         LogSource::File(p) => {
@@ -71,12 +71,7 @@ pub fn spawn(src: LogSource) -> anyhow::Result<mpsc::Receiver<Record>> {
     Ok(rx)
 }
 
-fn follow(
-    src: LogSource,
-    mut r: Box<dyn Read + Send>,
-    mut skip_first: bool,
-    tx: mpsc::Sender<Record>,
-) {
+fn follow(src: LogSource, mut r: Box<dyn Read + Send>, mut skip_first: bool, tx: RecordTx) {
     let source = match src {
         LogSource::Stdin => OutputSource::Stdin,
         LogSource::File(_) => OutputSource::File,

@@ -6,12 +6,14 @@
 //! * [`target`]: the bundled prover, a command, or a pid.
 //! * [`signals`]: what stops provetop, and exit statuses.
 //! * [`control`]: the session's control socket (attach, ls, scripts).
+//! * [`own_cpu`]: what watching cost provetop, per thread, for the note a session ends with.
 //!
 //! The front ends are thin: [`crate::live`] (the screen) and [`crate::headless`].
 
 pub mod control;
 pub mod logfile;
 pub mod metrics;
+pub mod own_cpu;
 pub mod pipeline;
 pub mod signals;
 pub mod target;
@@ -20,10 +22,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use provetop_collect::sampler;
 use provetop_collect::supervisor::{self, ExitInfo, SupervisorHandle};
+use provetop_collect::{channel, sampler};
 use provetop_shared::session::SessionHeader;
-use tokio::sync::mpsc;
 
 pub use pipeline::Pipeline;
 pub use target::Target;
@@ -35,8 +36,9 @@ use crate::settings::Setup;
 pub const TICK: Duration = Duration::from_millis(50);
 
 /// Longest time a front end without a screen leaves samples in the sampler's ring before it
-/// pumps them (alerts, recorder, metrics, the watched pid's end); records from the child
-/// are pumped on arrival, control requests answered on arrival. Every wake-up costs provetop
+/// pumps them (alerts, recorder, metrics, the watched pid's end), and the child's events
+/// with them (its lifecycle marks and a backlog are pumped on arrival: `channel`); control
+/// requests are answered on arrival. Every wake-up costs provetop
 /// CPU: watching an idle process at 20 Hz on the 2-core VM, its main thread and tokio
 /// workers used 0.49 % of a core pumping on a 50 ms timer and 0.04 % woken this way, and an
 /// event flood no longer waits in memory for a timer (docs/measurements.md).
@@ -68,7 +70,7 @@ impl Monitor {
         match target {
             Target::Command(spec) => {
                 let grace = spec.grace;
-                let (tx, rx) = mpsc::channel(supervisor::RECORD_CHANNEL);
+                let (tx, rx) = channel::channel(supervisor::RECORD_CHANNEL);
                 let sup = supervisor::spawn(spec, tx).await?;
                 // Only now: a command that cannot start leaves no empty session behind. The
                 // child's first records wait in the channel.
@@ -191,7 +193,7 @@ impl Monitor {
         tokio::time::sleep(Duration::from_millis(100)).await;
         self.pipeline.pump(model);
         self.pipeline.stop_hooks(model);
-        self.pipeline.note_resets(model);
+        self.pipeline.note_costs(model);
         self.pipeline.finish()
     }
 }

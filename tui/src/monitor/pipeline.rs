@@ -8,16 +8,21 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use provetop_collect::alerts::{AlertEngine, HookLimits, HookRunner, Rule};
+use provetop_collect::channel::RecordRx;
 use provetop_collect::recorder::Recorder;
 use provetop_collect::sampler::SamplerHandle;
 use provetop_shared::clock::mono_ns;
 use provetop_shared::session::SessionHeader;
 use provetop_shared::{Mark, Record, RecordBody};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc::error::TryRecvError;
+use tokio::sync::watch;
 
 use crate::model::Model;
 use crate::text::alert_line;
 
+/// Longest a routine record (an event, an output line) waits in the channel while the
+/// sampler wakes nothing (its process gone, between two runs): twice the sampler's pace.
+pub const RECORDS_WITHIN: Duration = Duration::from_millis(500);
 /// Least time between two warnings that say how many hook runs were suppressed.
 pub const SUPPRESSED_WARNING_EVERY: Duration = Duration::from_secs(10);
 /// How long hooks still running at the end are waited for before their groups are killed.
@@ -29,7 +34,7 @@ pub type SharedRecorder = Arc<Mutex<Option<Recorder>>>;
 /// Where the records come from and go to.
 pub struct Pipeline {
     sampler: Option<SamplerHandle>,
-    rx: Option<mpsc::Receiver<Record>>,
+    rx: Option<RecordRx>,
     pid_watch: Option<watch::Receiver<Option<u32>>>,
     engine: AlertEngine,
     hooks: Option<HookRunner>,
@@ -38,10 +43,10 @@ pub struct Pipeline {
     suppressed_said: Option<Instant>,
     recorder: SharedRecorder,
     buf: Vec<Record>,
-    /// A record [`Self::wait`] took from the channel, for the next pump.
-    arrived: Option<Record>,
-    /// The channel is closed (its sender is gone): no more waiting on it.
+    /// The channel is closed (its sender is gone) and drained: no more waiting on it.
     rx_closed: bool,
+    /// When the sampler last woke [`Self::wait`].
+    sampler_woke: Instant,
     reported_drops: u64,
     watched: Option<u32>,
     watched_gone: bool,
@@ -75,8 +80,8 @@ impl Pipeline {
             suppressed_said: None,
             recorder: Arc::new(Mutex::new(recorder)),
             buf: Vec::with_capacity(256),
-            arrived: None,
             rx_closed: false,
+            sampler_woke: Instant::now(),
             reported_drops: 0,
             watched: None,
             watched_gone: false,
@@ -88,13 +93,13 @@ impl Pipeline {
     }
 
     /// Take records from the supervisor, and follow its child's pid for the sampler.
-    pub fn supervised(&mut self, rx: mpsc::Receiver<Record>, pid: watch::Receiver<Option<u32>>) {
+    pub fn supervised(&mut self, rx: RecordRx, pid: watch::Receiver<Option<u32>>) {
         self.rx = Some(rx);
         self.pid_watch = Some(pid);
     }
 
     /// Records from a followed log (`watch --log`): the records channel of a watch.
-    pub fn followed(&mut self, rx: mpsc::Receiver<Record>) {
+    pub fn followed(&mut self, rx: RecordRx) {
         self.rx = Some(rx);
     }
 
@@ -242,10 +247,12 @@ impl Pipeline {
         self.with_recorder(|r| r.as_ref().is_some_and(|r| r.is_failing()))
     }
 
-    /// Resolves when there is something to pump: a record from the supervisor (or the
-    /// followed log), the sampler's wake-up (at most once per [`Self::pump_every`]), or the
-    /// sampler's end. A front end without a screen sleeps here instead of polling: nothing
-    /// wakes it between samples, and a flood of events is pumped as fast as it arrives.
+    /// Resolves when there is something to pump: the sampler's wake-up (at most once per
+    /// [`Self::pump_every`]) or its end, or the records channel's nudge (a lifecycle mark, a
+    /// backlog, its end: see [`provetop_collect::channel`]). Events wait for the next of these,
+    /// and for [`RECORDS_WITHIN`] at most while the sampler is quiet. A front end without a
+    /// screen sleeps here instead of polling: nothing wakes it between samples, not even the
+    /// prover's events, and a flood of events is pumped in batches as fast as it arrives.
     pub async fn wait(&mut self) {
         let sampler = async {
             match &self.sampler {
@@ -253,24 +260,22 @@ impl Pipeline {
                 None => std::future::pending().await,
             }
         };
-        let listen = self.arrived.is_none() && !self.rx_closed;
-        let channel = async {
-            match (&mut self.rx, listen) {
-                (Some(rx), true) => rx.recv().await,
+        // While the sampler wakes this often, its wake-ups bound an event's wait.
+        let quiet = self.sampler_woke.elapsed() >= RECORDS_WITHIN;
+        let records = async {
+            match (&self.rx, self.rx_closed) {
+                (Some(rx), false) => rx.ready(quiet.then_some(RECORDS_WITHIN)).await,
                 _ => std::future::pending().await,
             }
         };
         tokio::select! {
-            _ = sampler => {}
-            r = channel => match r {
-                Some(r) => self.arrived = Some(r),
-                None => self.rx_closed = true,
-            },
+            _ = sampler => self.sampler_woke = Instant::now(),
+            _ = records => {}
         }
     }
 
-    /// Let the sampler wake [`Self::wait`] at most once per `every`: its samples are pumped
-    /// in batches (records from the supervisor still wake it on arrival).
+    /// Let the sampler wake [`Self::wait`] at most once per `every`: its samples, and the
+    /// events that came meanwhile, are pumped in batches.
     pub fn pump_every(&self, every: Duration) {
         if let Some(s) = &self.sampler {
             s.wake_every(every);
@@ -281,7 +286,6 @@ impl Pipeline {
     pub fn pump(&mut self, model: &mut Model) -> usize {
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
-        buf.extend(self.arrived.take());
         if let Some(s) = &mut self.sampler {
             s.drain(&mut buf);
             let dropped = s.dropped();
@@ -301,8 +305,15 @@ impl Pipeline {
             self.sampler_ended(model, why);
         }
         if let Some(rx) = &mut self.rx {
-            while let Ok(r) = rx.try_recv() {
-                buf.push(r);
+            loop {
+                match rx.try_recv() {
+                    Ok(r) => buf.push(r),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        self.rx_closed = true;
+                        break;
+                    }
+                }
             }
         }
         if let (Some(w), Some(s)) = (&mut self.pid_watch, &self.sampler) {
@@ -362,12 +373,20 @@ impl Pipeline {
         self.watched_gone
     }
 
-    /// Note what the sampler's peak resets cost the target (one line, see
-    /// [`SamplerHandle::reset_report`]), before [`Self::finish`].
-    pub fn note_resets(&mut self, model: &mut Model) {
-        // Recorded, not said: a number for whoever measures, not news for the operator.
-        if let Some(r) = self.sampler.as_ref().and_then(|s| s.reset_report()) {
-            self.note(model, r.to_string());
+    /// Note what watching cost, before [`Self::finish`]: the sampler's peak resets (what they
+    /// cost the target, [`SamplerHandle::reset_report`]), its ticks
+    /// ([`SamplerHandle::tick_report`]) and provetop's own CPU per thread
+    /// ([`OwnCpu`](super::own_cpu::OwnCpu)), a line each.
+    pub fn note_costs(&mut self, model: &mut Model) {
+        // Recorded, not said: numbers for whoever measures, not news for the operator.
+        let mut lines = Vec::new();
+        if let Some(s) = &self.sampler {
+            lines.extend(s.reset_report().map(|r| r.to_string()));
+            lines.extend(s.tick_report().map(|r| r.to_string()));
+        }
+        lines.extend(super::own_cpu::OwnCpu::read().map(|c| c.to_string()));
+        for l in lines {
+            self.note(model, l);
         }
     }
 

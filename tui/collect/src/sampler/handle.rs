@@ -17,7 +17,7 @@ use ringbuf::traits::{Consumer, Split};
 use ringbuf::{HeapCons, HeapProd, HeapRb};
 
 use super::peak::ResetReport;
-use super::tick::Sampler;
+use super::tick::{Sampler, TickReport};
 use super::{gpu, peak, pinned, SamplerConfig, Shared, RING_CAPACITY, THREAD_NAME};
 
 /// The app's end of a running sampler.
@@ -194,6 +194,23 @@ impl SamplerHandle {
             max: self.max_reset_delay(),
             slow: p.slow.load(Ordering::Relaxed),
             late: self.late_resets(),
+        })
+    }
+
+    /// What the sampler's ticks cost so far (None before the first).
+    pub fn tick_report(&self) -> Option<TickReport> {
+        let sh = &self.shared;
+        let ticks = sh.ticks.load(Ordering::Relaxed);
+        if ticks == 0 {
+            return None;
+        }
+        let (usage_reads, usage_mean, _) = self.usage_cost();
+        Some(TickReport {
+            ticks,
+            mean: Duration::from_nanos(sh.tick_ns.load(Ordering::Relaxed) / ticks),
+            max: Duration::from_nanos(sh.tick_max_ns.load(Ordering::Relaxed)),
+            usage_reads,
+            usage_mean,
         })
     }
 

@@ -10,8 +10,8 @@
 //! * `provetop-peak` resets VmHWM after each sample (`clear_refs` may block on the target's
 //!   mmap lock), so each sample's `peak` is the true maximum of its interval.
 //! * `provetop-maps` follows CUDA pinned host memory in the mapping table (`maps.rs`): woken
-//!   when a process's VmSize moved, and once a second; its cost follows the number of
-//!   mappings, not the RSS (`pinned.rs`).
+//!   when a process's file or shmem pages moved, and every few seconds; its cost follows the
+//!   number of mappings, not the RSS (`pinned.rs`).
 //! * `provetop-smaps` cross-checks it with full smaps passes, resting after each pass so it
 //!   uses at most `smaps_duty` of a core.
 //! * `provetop-gpu` reads NVML at `gpu_hz` (utilisation and memory for every sample; the
@@ -25,7 +25,7 @@
 //!
 //! A sample's `pinned` is the tree's CUDA pinned host memory plus its VmLck (less what smaps
 //! found locked inside CUDA's mappings): `None` while any process's reading is unknown
-//! (unreadable table, unclassified mapping, not read yet) or older than [`PINNED_STALE`].
+//! (unreadable table, unclassified mapping, not read yet) or stale (`readings.rs`).
 //!
 //! The tree itself is re-discovered at a rate bounded by the walk's measured cost.
 //!
@@ -59,6 +59,7 @@ pub use handle::{spawn, SamplerHandle};
 pub use peak::{ResetReport, SamplingClaim};
 pub use pinned::{cross_check, read_pinned, smaps_pinned, Check, MAPS_DUTY, MAPS_FLOOR};
 use shared::{GpuState, Shared};
+pub use tick::TickReport;
 
 /// The sampler's own thread (the front ends let its panic reach the pipeline, which stops
 /// the session in order).

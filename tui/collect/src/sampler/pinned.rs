@@ -1,11 +1,15 @@
 //! Pinned host memory: the two threads that follow it.
 //!
 //! * `provetop-maps` reads the mapping table ([`maps`](super::maps)) of every process of the
-//!   tree whose address space changed (the sampler sees VmSize move and wakes it), and of every
-//!   process once a second whatever happened: the pinned series at the sample rate while
-//!   mappings come and go, at a cost that grows with the number of mappings and not with the
-//!   RSS. Its reads are spaced so they use at most [`MAPS_DUTY`] of a core, the once-a-second
-//!   floor excepted.
+//!   tree whose file or shmem pages moved (the sampler sees RssFile + RssShmem change in the
+//!   status it reads every sample, and wakes it), after an smaps pass that taught it new
+//!   estimates, and of
+//!   every process every [`MAPS_FLOOR`] whatever happened. CUDA pinned host memory is always
+//!   resident file or shmem pages, so between two reads the status file vouches for the last
+//!   one: the pinned series stands at the sample rate, at a cost that grows with the number of
+//!   mappings and not with the RSS, and anonymous memory coming and going (a prover's
+//!   synthesis) costs no read at all. Its reads are spaced so they use at most [`MAPS_DUTY`] of
+//!   a core, the floor excepted.
 //! * `provetop-smaps` is the cross-check: a full smaps pass (it walks the page tables, about
 //!   15 ms per GiB of RSS) measures every candidate mapping's Rss, which the mapping table's
 //!   estimate learns from ([`Learned`](super::maps::Learned)), and compares the two on the
@@ -38,8 +42,10 @@ use crate::procfile::leading_u64;
 
 /// Share of one core the mapping-table reads may use (the once-a-second floor excepted).
 pub const MAPS_DUTY: f64 = 0.002;
-/// Every process's table is read at least this often.
-pub const MAPS_FLOOR: Duration = Duration::from_secs(1);
+/// Every process's table is read at least this often, whatever its status shows: the one
+/// change the status cannot vouch against is pinned pages replaced by as many other file or
+/// shmem pages between two samples.
+pub const MAPS_FLOOR: Duration = Duration::from_secs(5);
 /// A disagreement between the table and smaps is said beyond this share of the truth…
 const CHECK_TOLERANCE: f64 = 0.02;
 /// …and beyond this many bytes.
@@ -202,6 +208,7 @@ pub(super) fn smaps_loop(s: &Shared, duty: f64) {
         }
         tables.retain(|p, _| pids.contains(p));
         learned.retain(|p, _| pids.contains(p));
+        let mut taught: Vec<u32> = Vec::new();
         let t0 = Instant::now();
         for &pid in &pids {
             if let Err(e) = read_smaps(pid, &mut buf) {
@@ -229,7 +236,11 @@ pub(super) fn smaps_loop(s: &Shared, duty: f64) {
                 Err(MapsError::Gone) => continue,
                 Err(_) => Check::Void,
             };
+            let before = l.clone();
             l.update(&found);
+            if *l != before {
+                taught.push(pid);
+            }
             let v = voids.entry(pid).or_default();
             if check == Check::Void {
                 *v += 1;
@@ -267,6 +278,10 @@ pub(super) fn smaps_loop(s: &Shared, duty: f64) {
             }
             ls.pids.insert(pid, Arc::new(l.clone()));
         }
+        // The table's estimates learned from this pass: read them again with it.
+        if !taught.is_empty() {
+            s.mark_maps(&taught);
+        }
         let cost = t0.elapsed();
         // A big read buffer is only needed while the target is big.
         if buf.capacity() > 64 << 20 {
@@ -294,8 +309,9 @@ fn gone(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(nix::errno::Errno::ESRCH as i32)
 }
 
-/// The `provetop-maps` thread: read the table of every process the sampler marked (its
-/// VmSize moved) and of all of them once a second; publish each process's reading.
+/// The `provetop-maps` thread: read the table of every process the sampler marked (its file
+/// or shmem pages moved) or the smaps pass taught, and of all of them every [`MAPS_FLOOR`];
+/// publish each process's reading, timed from when it began.
 pub(super) fn maps_loop(s: &Shared, hz: f64) {
     let min_gap = Duration::from_secs_f64(1.0 / hz);
     let mut tables: HashMap<u32, PidMaps> = HashMap::new();
@@ -304,7 +320,7 @@ pub(super) fn maps_loop(s: &Shared, hz: f64) {
     let mut last_full: Option<Instant> = None;
     let mut next_allowed = Instant::now();
     let mut todo: Vec<u32> = Vec::new();
-    let mut results: Vec<(u32, Option<Reading>)> = Vec::new();
+    let mut results: Vec<(u32, Option<Reading>, Instant)> = Vec::new();
     loop {
         // Wait for a marked process or the floor, never sooner than the duty allows.
         loop {
@@ -360,6 +376,8 @@ pub(super) fn maps_loop(s: &Shared, hz: f64) {
         results.clear();
         let mut gone_pids: Vec<u32> = Vec::new();
         for (&pid, l) in todo.iter().zip(&learned) {
+            // A reading answers what was asked before it began.
+            let began = Instant::now();
             let table = match tables.entry(pid) {
                 std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
                 std::collections::hash_map::Entry::Vacant(v) => match PidMaps::open(pid) {
@@ -370,7 +388,7 @@ pub(super) fn maps_loop(s: &Shared, hz: f64) {
                     }
                     Err(e) => {
                         unknown(s, &mut noted, pid, &format!("/proc/{pid}/maps: {e}"));
-                        results.push((pid, None));
+                        results.push((pid, None, began));
                         continue;
                     }
                 },
@@ -378,7 +396,7 @@ pub(super) fn maps_loop(s: &Shared, hz: f64) {
             match table.read(l.as_deref()) {
                 Ok(r) => {
                     noted.remove(&pid);
-                    results.push((pid, Some(r)));
+                    results.push((pid, Some(r), began));
                 }
                 Err(MapsError::Gone) => {
                     tables.remove(&pid);
@@ -393,19 +411,18 @@ pub(super) fn maps_loop(s: &Shared, hz: f64) {
                         }
                     }
                     unknown(s, &mut noted, pid, &e.to_string());
-                    results.push((pid, None));
+                    results.push((pid, None, began));
                 }
             }
         }
         {
-            let now = Instant::now();
             let mut st = s.pinned.lock().unwrap_or_else(|e| e.into_inner());
             if st.gen != gen {
                 st.gen = gen;
                 st.pids.clear();
             }
-            for &(pid, reading) in &results {
-                st.pids.insert(pid, PidPinned { reading, at: now });
+            for &(pid, reading, at) in &results {
+                st.pids.insert(pid, PidPinned { reading, at });
             }
             for pid in &gone_pids {
                 st.pids.remove(pid);

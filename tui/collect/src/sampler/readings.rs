@@ -2,7 +2,8 @@
 //! usage reading.
 //!
 //! Both read the pinned state `provetop-maps` keeps and take a process's reading only when it
-//! is of the current tree and no older than [`PINNED_STALE`]. The sample's pinned is `None`
+//! is of the current tree and still stands (`stale`: no table read asked for and left
+//! unanswered for [`PINNED_STALE`], none missing for that long past [`MAPS_FLOOR`]). The sample's pinned is `None`
 //! (with a note, once, when a reading went stale) while any process's reading is unknown,
 //! missing or stale. A usage reading is due at `usage_hz`; one that falls behind is next due a
 //! period from now, and each reading's cost is counted for the handle.
@@ -13,8 +14,9 @@ use std::time::Instant;
 use provetop_shared::clock::mono_ns;
 use provetop_shared::{Mark, Record, RecordBody};
 
+use super::pinned::PidPinned;
 use super::tick::Sampler;
-use super::PINNED_STALE;
+use super::{MAPS_FLOOR, PINNED_STALE};
 
 impl Sampler {
     /// Take a usage reading of this tick's processes and push it; schedule the next.
@@ -33,15 +35,12 @@ impl Sampler {
             // Behind (a stall, or usage_hz above hz): the next one period from now.
             self.next_usage = now + self.usage_period;
         }
-        {
-            let st = self.shared.pinned.lock().unwrap_or_else(|e| e.into_inner());
-            for p in &mut self.tick_procs {
-                let r = (st.gen == self.gen).then(|| st.pids.get(&p.pid)).flatten();
-                p.pinned = r
-                    .filter(|r| r.at.elapsed() <= PINNED_STALE)
-                    .and_then(|r| r.reading)
-                    .map(|r| r.pinned + p.status.locked.saturating_sub(r.locked_overlap));
-            }
+        for p in &mut self.tick_procs {
+            p.pinned = self
+                .pid_pinned
+                .iter()
+                .find(|(pid, _)| *pid == p.pid)
+                .and_then(|&(_, v)| v);
         }
         let (details, gpu_mem) = {
             let g = self.shared.gpu.lock().unwrap_or_else(|e| e.into_inner());
@@ -60,31 +59,45 @@ impl Sampler {
     }
 
     /// The tree's pinned memory from the latest table readings plus VmLck: `None` (and a note,
-    /// once) while a process's reading is unknown, missing or stale.
+    /// once) while a process's reading is unknown, missing or stale. Each process's own
+    /// value is kept for the usage reading.
     pub(super) fn pinned(&mut self) -> Option<u64> {
         let mut sum = 0u64;
         let mut why: Option<String> = None;
+        let now = Instant::now();
+        self.pid_pinned.clear();
         {
             let st = self.shared.pinned.lock().unwrap_or_else(|e| e.into_inner());
-            for &(pid, locked) in &self.locked {
-                let r = (st.gen == self.gen).then(|| st.pids.get(&pid)).flatten();
+            for c in &self.counted {
+                let r = (st.gen == self.gen).then(|| st.pids.get(&c.pid)).flatten();
+                let mut value = None;
                 match r {
-                    Some(p) if p.at.elapsed() > PINNED_STALE => {
-                        why.get_or_insert_with(|| {
-                            format!(
-                                "pinned memory unknown: the mapping table of pid {pid} was last read {:.1} s ago (its mmap lock is held?)",
-                                p.at.elapsed().as_secs_f64()
-                            )
-                        });
-                    }
-                    Some(p) => match p.reading {
-                        Some(r) => sum += r.pinned + locked.saturating_sub(r.locked_overlap),
-                        // Said by the maps thread.
-                        None => why = why.or(Some(String::new())),
+                    Some(p) => match stale(c.pid, p, c.marked, now) {
+                        Some(text) => {
+                            why.get_or_insert_with(|| format!("pinned memory unknown: {text}"));
+                        }
+                        None => {
+                            if c.marked.is_some_and(|m| p.at >= m) {
+                                // Answered: the table was read after it was asked for.
+                                if let Some(proc) = self.procs.get_mut(&c.pid) {
+                                    proc.marked = None;
+                                }
+                            }
+                            match p.reading {
+                                Some(r) => {
+                                    let v = r.pinned + c.locked.saturating_sub(r.locked_overlap);
+                                    sum += v;
+                                    value = Some(v);
+                                }
+                                // Said by the maps thread.
+                                None => why = why.or(Some(String::new())),
+                            }
+                        }
                     },
                     // Not read yet (a new process): known within one tick.
                     None => why = why.or(Some(String::new())),
                 }
+                self.pid_pinned.push((c.pid, value));
             }
         }
         match why {
@@ -104,4 +117,21 @@ impl Sampler {
             }
         }
     }
+}
+
+/// Why a process's latest table reading no longer stands for its pinned memory, if it does
+/// not: a read asked for `marked` (its file and shmem pages moved) still unanswered after
+/// [`PINNED_STALE`] (the table read is stuck behind the target's mmap lock), or no read at all
+/// for [`PINNED_STALE`] past the floor. Otherwise the reading stands: the pages it counts are
+/// among the file and shmem pages the status file shows unchanged since.
+fn stale(pid: u32, p: &PidPinned, marked: Option<Instant>, now: Instant) -> Option<String> {
+    let age = now.saturating_duration_since(p.at);
+    let stuck = marked.is_some_and(|m| p.at < m && now.saturating_duration_since(m) > PINNED_STALE);
+    (stuck || age > MAPS_FLOOR + PINNED_STALE).then(|| {
+        format!(
+            "the mapping table of pid {} was last read {:.1} s ago (its mmap lock is held?)",
+            pid,
+            age.as_secs_f64()
+        )
+    })
 }

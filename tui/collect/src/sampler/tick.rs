@@ -3,7 +3,8 @@
 //! [`Sampler::run`] ticks on absolute deadlines (tick k at start + k·period; missed ticks after
 //! a stall are skipped, never burst) and wakes early for stop and `set_root`. Each tick adopts
 //! a new root when asked, forwards the helpers' notes, re-walks the tree when due (at a rate
-//! bounded by the walk's measured cost), reads every process's status, asks for the peak
+//! bounded by the walk's measured cost, and only when a pid was created on the host since
+//! the last walk or a while has passed), reads every process's status, asks for the peak
 //! resets and the table reads that reading calls for, and pushes one [`Sample`] (or, once, a
 //! note that the root is gone). A full ring drops records and says how many, once there is
 //! room again.
@@ -23,15 +24,30 @@ use super::{
     TREE_MIN_INTERVAL,
 };
 use crate::cgroup::{MemCgroup, UsageReader};
+use crate::procfile::KeptOpen;
 use crate::procstatus::{MemStatus, StatusReader};
 
 /// One process being followed.
-struct Proc {
+pub(super) struct Proc {
     status: StatusReader,
     /// First reading not taken yet: its VmHWM is a lifetime peak, not this interval's.
     fresh: bool,
-    /// VmSize when its mapping table was last asked for (0: never).
-    vm_size: u64,
+    /// RssFile + RssShmem when its mapping table was last asked for (`u64::MAX`: never).
+    /// CUDA pinned host memory is resident file or shmem pages, so the table needs reading
+    /// only when these move: anonymous memory coming and going does not call for it.
+    mapped: u64,
+    /// When the oldest table read asked for and not yet answered was asked for.
+    pub(super) marked: Option<Instant>,
+}
+
+/// One process counted in this tick, for its pinned memory.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Counted {
+    pub pid: u32,
+    /// Its VmLck.
+    pub locked: u64,
+    /// A table read asked for and not yet answered: since when.
+    pub marked: Option<Instant>,
 }
 
 /// The sampler thread's state between ticks.
@@ -40,7 +56,7 @@ pub(super) struct Sampler {
     pub(super) shared: Arc<Shared>,
     prod: HeapProd<Record>,
     resets: peak::PeakResets,
-    procs: HashMap<u32, Proc>,
+    pub(super) procs: HashMap<u32, Proc>,
     order: Vec<u32>,
     pub(super) gen: u64,
     root: u32,
@@ -49,13 +65,20 @@ pub(super) struct Sampler {
     /// Parents read once per process, for walks without `children` files.
     parents: tree::ParentCache,
     next_walk: Instant,
+    /// The last walk, and the newest pid on the host then (`/proc/loadavg`): while no
+    /// process or thread was created since, no descendant can be new.
+    last_walk: Instant,
+    walked_at_pid: Option<u64>,
+    loadavg: Option<KeptOpen>,
     meminfo: Option<system::MemInfo>,
     cgroup: Option<UsageReader>,
     no_reset: Vec<u32>,
     pending_drops: u64,
     reset_pids: Vec<u32>,
-    /// (pid, VmLck) of the processes counted in this tick.
-    pub(super) locked: Vec<(u32, u64)>,
+    /// The processes counted in this tick.
+    pub(super) counted: Vec<Counted>,
+    /// Each counted process's pinned memory this tick (`None`: unknown or stale).
+    pub(super) pid_pinned: Vec<(u32, Option<u64>)>,
     maps_marks: Vec<u32>,
     /// A stale or missing pinned reading was said (cleared once readings are whole again).
     pub(super) pinned_stale_said: bool,
@@ -94,12 +117,16 @@ impl Sampler {
             children_files: tree::has_children_files(),
             parents: tree::ParentCache::default(),
             next_walk: Instant::now(),
+            last_walk: Instant::now(),
+            walked_at_pid: None,
+            loadavg: KeptOpen::open("/proc/loadavg", 128).ok(),
             meminfo,
             cgroup: None,
             no_reset: Vec::new(),
             pending_drops: 0,
             reset_pids: Vec::new(),
-            locked: Vec::new(),
+            counted: Vec::new(),
+            pid_pinned: Vec::new(),
             maps_marks: Vec::new(),
             pinned_stale_said: false,
             usage,
@@ -115,8 +142,13 @@ impl Sampler {
         let mut k: u32 = 0;
         let mut woke = Instant::now();
         while !self.shared.stop.load(Ordering::Acquire) {
+            let began = thread_cpu_ns();
             self.tick();
             self.wake_consumer(&mut woke);
+            let work = thread_cpu_ns().saturating_sub(began);
+            self.shared.ticks.fetch_add(1, Ordering::Relaxed);
+            self.shared.tick_ns.fetch_add(work, Ordering::Relaxed);
+            self.shared.tick_max_ns.fetch_max(work, Ordering::Relaxed);
             // Absolute deadlines: tick k is due at start + k·period. After a stall (the VM
             // was descheduled), skip the missed ticks instead of bursting to catch up.
             let elapsed = start.elapsed();
@@ -217,6 +249,37 @@ impl Sampler {
         }
     }
 
+    /// The newest pid on the host (`/proc/loadavg`'s last field), if it can be read.
+    fn newest_pid(&mut self) -> Option<u64> {
+        let text = self.loadavg.as_mut()?.read().ok()?;
+        let last = text
+            .split(|b| b.is_ascii_whitespace())
+            .rfind(|f| !f.is_empty())?;
+        std::str::from_utf8(last).ok()?.parse().ok()
+    }
+
+    /// Walk the tree when due, unless nothing was created on the host since the last walk
+    /// (then only every [`TREE_MAX_INTERVAL`]: a member reparented out of the tree).
+    fn walk_if_due(&mut self) {
+        let now = Instant::now();
+        let known = self.procs.contains_key(&self.root);
+        if known && now < self.next_walk {
+            return;
+        }
+        let newest = self.newest_pid();
+        if known
+            && newest.is_some()
+            && newest == self.walked_at_pid
+            && now < self.last_walk + TREE_MAX_INTERVAL
+        {
+            self.next_walk = now + TREE_MIN_INTERVAL;
+            return;
+        }
+        self.walked_at_pid = newest;
+        self.last_walk = now;
+        self.walk_tree();
+    }
+
     fn walk_tree(&mut self) {
         let t0 = Instant::now();
         let pids = if self.children_files {
@@ -231,7 +294,8 @@ impl Sampler {
                     v.insert(Proc {
                         status,
                         fresh: true,
-                        vm_size: 0,
+                        mapped: u64::MAX,
+                        marked: None,
                     });
                 }
             }
@@ -256,9 +320,7 @@ impl Sampler {
         if self.root_gone {
             return;
         }
-        if Instant::now() >= self.next_walk || !self.procs.contains_key(&self.root) {
-            self.walk_tree();
-        }
+        self.walk_if_due();
         if self.cfg.reset_peak && !self.resets.caught_up() {
             self.shared.late_resets.fetch_add(1, Ordering::Relaxed);
         }
@@ -268,7 +330,7 @@ impl Sampler {
         let mut procs = 0u32;
         let mut gone = Vec::new();
         self.reset_pids.clear();
-        self.locked.clear();
+        self.counted.clear();
         self.maps_marks.clear();
         self.tick_procs.clear();
         let usage_due = self.usage.is_some() && Instant::now() >= self.next_usage;
@@ -291,11 +353,17 @@ impl Sampler {
                         m.hwm.max(m.rss)
                     };
                     p.fresh = false;
-                    if m.size != p.vm_size {
-                        p.vm_size = m.size;
+                    let mapped = m.file + m.shmem;
+                    if mapped != p.mapped {
+                        p.mapped = mapped;
+                        p.marked.get_or_insert_with(Instant::now);
                         self.maps_marks.push(pid);
                     }
-                    self.locked.push((pid, m.locked));
+                    self.counted.push(Counted {
+                        pid,
+                        locked: m.locked,
+                        marked: p.marked,
+                    });
                     if usage_due {
                         self.tick_procs.push(usage::TickProc {
                             pid,
@@ -313,12 +381,6 @@ impl Sampler {
                 Ok(_) => gone.push(pid),
                 Err(_) => gone.push(pid),
             }
-        }
-        if self.cfg.reset_peak && !self.reset_pids.is_empty() {
-            self.resets.request(&self.reset_pids);
-        }
-        if !self.maps_marks.is_empty() {
-            self.shared.mark_maps(&self.maps_marks);
         }
         if !gone.is_empty() {
             for pid in &gone {
@@ -367,8 +429,50 @@ impl Sampler {
             (s.cgroup_current, s.cgroup_max) = cg.read();
         }
         self.push(Record::new(t, RecordBody::Sample(s)));
+        // The helpers are woken only now, the sample pushed: a woken helper may take this
+        // core at once, and the tick's own work is done by then. The reset still follows
+        // the status read by microseconds.
+        if self.cfg.reset_peak && !self.reset_pids.is_empty() {
+            self.resets.request(&self.reset_pids);
+        }
+        if !self.maps_marks.is_empty() {
+            self.shared.mark_maps(&self.maps_marks);
+        }
         if usage_due {
             self.usage_reading();
         }
+    }
+}
+
+/// This thread's CPU time so far, ns (0 where the clock cannot be read).
+fn thread_cpu_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+        .unwrap_or(0)
+}
+
+/// What the sampler thread's ticks cost so far: the CPU of their work, from waking to
+/// parking (what the thread uses beyond it is the wake-up itself), and the usage readings
+/// inside them (wall time: a reading preempted by the target counts its wait).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TickReport {
+    pub ticks: u64,
+    pub mean: Duration,
+    pub max: Duration,
+    pub usage_reads: u64,
+    pub usage_mean: Duration,
+}
+
+impl std::fmt::Display for TickReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "sampler ticks: {}, {:.0} µs of CPU each on average and {:.1} ms at most; usage readings: {}, {:.0} µs each",
+            self.ticks,
+            self.mean.as_secs_f64() * 1e6,
+            self.max.as_secs_f64() * 1e3,
+            self.usage_reads,
+            self.usage_mean.as_secs_f64() * 1e6
+        )
     }
 }

@@ -1,5 +1,6 @@
-//! The child's events pipe: read it, parse each line, forward events and bad lines as
-//! records, and count and report what was dropped. What is recorded is bounded by a rate with
+//! The child's events pipe: read it (on a thread of its own, resting [`PACE`] after each
+//! read that emptied it), parse each line, forward events and bad lines as records, and
+//! count and report what was dropped. What is recorded is bounded by a rate with
 //! a burst allowance ([`EVENT_RATE`], [`EVENT_BURST`], and the same in bytes): a proof's burst
 //! of events is read in full, a flood beyond it is only counted, at memory speed, so the child
 //! is never slowed to the speed at which we parse. Records the app has no room for yet wait
@@ -12,6 +13,9 @@
 //! it is read as protocol.
 
 use std::collections::VecDeque;
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,13 +23,12 @@ use std::time::{Duration, Instant};
 use provetop_shared::clock::mono_ns;
 use provetop_shared::protocol::{parse_event, ProtocolError};
 use provetop_shared::{Mark, Record, RecordBody};
-use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc::error::TrySendError;
 
 use super::{lines, Inner};
 
-/// Records the supervisor's channel to the monitor holds: the monitor drains it every tick
-/// (50 ms), so a 10^5-partition burst (~300k events/s) finds room without the reader, and so
+/// Records the supervisor's channel to the monitor holds: the monitor drains it at least
+/// four times a second and whenever it holds a backlog (`channel`), so a 10^5-partition burst (~300k events/s) finds room without the reader, and so
 /// the child, waiting on it (65,536 records of ~272 bytes: at most ~17 MiB in flight).
 pub const RECORD_CHANNEL: usize = 65_536;
 
@@ -210,7 +213,7 @@ impl Stream {
 
     /// While the waiting room is full, wait for the app to take records, as long as it
     /// takes some every [`STALLED`].
-    async fn wait_for_room(&mut self, inner: &Inner) {
+    fn wait_for_room(&mut self, inner: &Inner) {
         if self.stalled {
             // Until the app takes records again, do not wait for it again.
             let before = self.pending.len();
@@ -225,7 +228,7 @@ impl Stream {
                 return;
             }
             let before = self.pending.len();
-            tokio::time::sleep(PENDING_RETRY).await;
+            std::thread::sleep(PENDING_RETRY);
             self.flush(inner);
             if self.pending.len() < before {
                 progress = Instant::now();
@@ -235,7 +238,7 @@ impl Stream {
 
     /// End of the stream: hand every waiting record to the app, waiting for room (the app
     /// drains its channel every tick; a stalled one is given a few seconds).
-    async fn drain(&mut self, inner: &Inner) {
+    fn drain(&mut self, inner: &Inner) {
         let end = Instant::now() + Duration::from_secs(5);
         self.flush(inner);
         while !self.pending.is_empty() && !inner.tx.is_closed() {
@@ -245,7 +248,7 @@ impl Stream {
                 self.pending.clear();
                 return;
             }
-            tokio::time::sleep(PENDING_RETRY).await;
+            std::thread::sleep(PENDING_RETRY);
             self.flush(inner);
         }
     }
@@ -303,85 +306,30 @@ fn secs(ns: u64) -> String {
     format!("{:.1} s", ns as f64 / 1e9)
 }
 
-/// Read the events pipe to its end, forwarding events and bad lines without ever waiting.
+/// Read the events pipe to its end, forwarding events and bad lines without ever waiting:
+/// on a thread of its own (`provetop-events`, a plain thread like the output's readers),
+/// then, once it has ended, say whether the child closed the pipe while still running.
 pub(super) async fn read_events(
     inner: Arc<Inner>,
     fd: std::os::fd::OwnedFd,
     pgid: i32,
     run_start: u64,
 ) {
-    let mut pipe = match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
-        Ok(p) => p,
-        Err(e) => {
-            inner.forward(mark(Mark::Warning {
-                text: format!("cannot read the child's events pipe: {e}"),
-            }));
-            return;
-        }
-    };
-    let mut splitter = lines::Splitter::new(lines::MAX_LINE);
-    let mut buf = vec![0u8; 64 << 10];
-    let mut last_dropped = inner.counters.dropped.load(Ordering::Relaxed);
-    let mut last_report = Instant::now();
-    let mut stream = Stream::new(pgid, run_start);
-    stream.reserve = CHANNEL_RESERVE.min(inner.tx.max_capacity() / 4);
-    loop {
-        // Records wait only while the app is behind: offer them again every few ms, and
-        // go on reading the pipe meanwhile (the child never waits for the app).
-        // The waiting room is full: the app is behind by a whole burst. Wait for it (the
-        // child waits meanwhile, on its pipe) as long as it makes progress, so events within
-        // the allowed rate are not lost to a slow moment; an app that takes none for
-        // [`STALLED`] is stalled, and what comes next is dropped, counted.
-        stream.wait_for_room(&inner).await;
-        let read = if stream.pending.is_empty() {
-            pipe.read(&mut buf).await
-        } else {
-            tokio::select! {
-                r = pipe.read(&mut buf) => r,
-                _ = tokio::time::sleep(PENDING_RETRY) => {
-                    stream.flush(&inner);
-                    continue;
-                }
-            }
-        };
-        let n = match read {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        stream.arrival = mono_ns();
-        // A flooding child must not be slowed to the speed at which we parse: beyond the
-        // rate (and burst) allowed, or when nothing has room for them, lines are only
-        // counted, at memory speed.
-        splitter.feed(&buf[..n], |p| {
-            if blank(&p) {
-                return;
-            }
-            if stream.foreign.is_some() {
-                stream.ignored += 1;
-                return;
-            }
-            let len = p.len();
-            let now = stream.arrival;
-            if stream.full(&inner, len)
-                || !stream.events.take(1, now)
-                || !stream.bytes.take(len as u64, now)
-            {
-                inner.counters.dropped.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            handle_piece(&inner, &mut stream, p)
+    let (done_tx, done) = tokio::sync::oneshot::channel();
+    let reader = inner.clone();
+    let spawned = std::thread::Builder::new()
+        .name("provetop-events".into())
+        .spawn(move || {
+            read_pipe(&reader, File::from(fd), pgid, run_start);
+            let _ = done_tx.send(());
         });
-        stream.flush(&inner);
-        if last_report.elapsed() >= DROP_REPORT {
-            report_drops(&inner, &mut last_dropped);
-            last_report = Instant::now();
-        }
+    if let Err(e) = spawned {
+        inner.forward(mark(Mark::Warning {
+            text: format!("cannot read the child's events pipe: {e}"),
+        }));
+        return;
     }
-    stream.arrival = mono_ns();
-    splitter.finish(|p| handle_piece(&inner, &mut stream, p));
-    stream.finish(&inner);
-    stream.drain(&inner).await;
-    report_drops(&inner, &mut last_dropped);
+    let _ = done.await;
     // End of the stream is normally the child exiting. If it is still running a second
     // later, it closed its events pipe: say so (monitoring goes on without events).
     let reaped = inner.reaped.notified();
@@ -399,6 +347,106 @@ pub(super) async fn read_events(
             text: format!("child {pgid} closed its events pipe; it is still monitored"),
         }));
     }
+}
+
+/// The events pipe's own size, asked for (the kernel's default is 64 KiB): room for what a
+/// prover says during one [`PACE`].
+const PIPE_SIZE: i32 = 1 << 20;
+
+/// After a read that emptied the pipe, the reader rests this long before the next one, so a
+/// prover that writes each event on its own costs one wake-up per rest, not one per event
+/// (tens a second at scale). A full read is followed by the next at once, so a burst or a
+/// flood is read at memory speed; events keep the child's own time (`stamp`), and what the
+/// rest delays is pumped on the pipeline's next wake-up anyway.
+pub const PACE: Duration = Duration::from_millis(100);
+
+/// The reading itself, blocking: see [`read_events`].
+fn read_pipe(inner: &Inner, mut pipe: File, pgid: i32, run_start: u64) {
+    blocking(&pipe);
+    let _ = nix::fcntl::fcntl(
+        pipe.as_raw_fd(),
+        nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_SIZE),
+    );
+    let mut splitter = lines::Splitter::new(lines::MAX_LINE);
+    let mut buf = vec![0u8; 64 << 10];
+    let mut last_dropped = inner.counters.dropped.load(Ordering::Relaxed);
+    let mut last_report = Instant::now();
+    let mut stream = Stream::new(pgid, run_start);
+    stream.reserve = CHANNEL_RESERVE.min(inner.tx.max_capacity() / 4);
+    loop {
+        // The waiting room is full: the app is behind by a whole burst. Wait for it (the
+        // child waits meanwhile, on its pipe) as long as it makes progress, so events within
+        // the allowed rate are not lost to a slow moment; an app that takes none for
+        // [`STALLED`] is stalled, and what comes next is dropped, counted.
+        stream.wait_for_room(inner);
+        // Records wait only while the app is behind: offer them again every few ms, and
+        // go on reading the pipe meanwhile (the child never waits for the app).
+        if !stream.pending.is_empty() && !readable(&pipe, PENDING_RETRY) {
+            stream.flush(inner);
+            continue;
+        }
+        let n = match pipe.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        stream.arrival = mono_ns();
+        // A flooding child must not be slowed to the speed at which we parse: beyond the
+        // rate (and burst) allowed, or when nothing has room for them, lines are only
+        // counted, at memory speed.
+        splitter.feed(&buf[..n], |p| {
+            if blank(&p) {
+                return;
+            }
+            if stream.foreign.is_some() {
+                stream.ignored += 1;
+                return;
+            }
+            let len = p.len();
+            let now = stream.arrival;
+            if stream.full(inner, len)
+                || !stream.events.take(1, now)
+                || !stream.bytes.take(len as u64, now)
+            {
+                inner.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            handle_piece(inner, &mut stream, p)
+        });
+        stream.flush(inner);
+        if last_report.elapsed() >= DROP_REPORT {
+            report_drops(inner, &mut last_dropped);
+            last_report = Instant::now();
+        }
+        if n < buf.len() && stream.pending.is_empty() {
+            std::thread::sleep(PACE);
+        }
+    }
+    stream.arrival = mono_ns();
+    splitter.finish(|p| handle_piece(inner, &mut stream, p));
+    stream.finish(inner);
+    stream.drain(inner);
+    report_drops(inner, &mut last_dropped);
+}
+
+/// Make `f`'s reads block (the pipe may have been made for an async reader).
+fn blocking(f: &File) {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    if let Ok(flags) = fcntl(f.as_raw_fd(), FcntlArg::F_GETFL) {
+        let flags = OFlag::from_bits_truncate(flags) - OFlag::O_NONBLOCK;
+        let _ = fcntl(f.as_raw_fd(), FcntlArg::F_SETFL(flags));
+    }
+}
+
+/// Whether `f` has something to read (or its end) within `wait`.
+fn readable(f: &File, wait: Duration) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let mut fds = [PollFd::new(f.as_fd(), PollFlags::POLLIN)];
+    let ms = PollTimeout::try_from(wait.as_millis().min(i32::MAX as u128) as i32)
+        .unwrap_or(PollTimeout::MAX);
+    poll(&mut fds, ms).is_ok_and(|n| n > 0)
 }
 
 fn report_drops(inner: &Inner, last: &mut u64) {

@@ -41,7 +41,10 @@ use nix::unistd::Pid;
 use provetop_shared::clock::mono_ns;
 use provetop_shared::protocol::{Control, ControlMsg};
 use provetop_shared::{Mark, Record, RecordBody};
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{watch, Notify};
+
+use crate::channel::RecordTx;
 
 use crate::cgroup::MemCgroup;
 use events::read_events;
@@ -137,7 +140,7 @@ struct Inner {
     /// than a pipe's atomic write size).
     stdin: Mutex<Option<tokio::process::ChildStdin>>,
     counters: Counters,
-    tx: mpsc::Sender<Record>,
+    tx: RecordTx,
     grace: Duration,
     /// Every process seen in the running child's tree.
     tree: Mutex<registry::Tree>,
@@ -167,11 +170,11 @@ impl Inner {
     fn forward(&self, rec: Record) -> bool {
         match self.tx.try_send(rec) {
             Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(_)) => {
+            Err(TrySendError::Full(_)) => {
                 self.counters.dropped.fetch_add(1, Ordering::Relaxed);
                 false
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
+            Err(TrySendError::Closed(_)) => false,
         }
     }
 
@@ -179,8 +182,8 @@ impl Inner {
     fn try_forward(&self, rec: Record) -> Offered {
         match self.tx.try_send(rec) {
             Ok(()) => Offered::Sent,
-            Err(mpsc::error::TrySendError::Full(r)) => Offered::Full(Box::new(r)),
-            Err(mpsc::error::TrySendError::Closed(_)) => Offered::Gone,
+            Err(TrySendError::Full(r)) => Offered::Full(Box::new(r)),
+            Err(TrySendError::Closed(_)) => Offered::Gone,
         }
     }
 
@@ -239,7 +242,8 @@ pub struct SupervisorHandle {
 /// Start supervising `spec`. Fails when the first start fails (command not found, …).
 /// Records go to `tx`: Mark::ChildStarted, events, bad lines, drops, Mark::ChildExited,
 /// Mark::Restart.
-pub async fn spawn(spec: ChildSpec, tx: mpsc::Sender<Record>) -> anyhow::Result<SupervisorHandle> {
+pub async fn spawn(spec: ChildSpec, tx: impl Into<RecordTx>) -> anyhow::Result<SupervisorHandle> {
+    let tx = tx.into();
     if spec.argv.is_empty() {
         anyhow::bail!("empty command: nothing to run");
     }
@@ -391,6 +395,8 @@ struct Running {
     output: Option<output::Copier>,
     started: Instant,
     cgroups: Vec<(MemCgroup, Option<u64>)>,
+    /// Its `/proc/PID/cgroup` when the cgroups were last looked at.
+    cgroup_text: Option<String>,
 }
 
 fn start_run(
@@ -438,6 +444,7 @@ fn start_run(
         output,
         started: Instant::now(),
         cgroups,
+        cgroup_text: None,
     }
 }
 
@@ -531,12 +538,25 @@ async fn supervise(
 async fn wait_run(inner: &Arc<Inner>, run: &mut Running) -> ExitInfo {
     let mut poll = tokio::time::interval(Duration::from_secs(1));
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // A child that stops or continues sends SIGCHLD: looked at then, not polled. Where the
+    // signal cannot be had, it is polled.
+    let mut sigchld = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).ok();
     let mut stops = tokio::time::interval(STOP_POLL);
     stops.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let status = loop {
+        let stop_seen = async {
+            match sigchld.as_mut() {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => {
+                    stops.tick().await;
+                }
+            }
+        };
         tokio::select! {
             st = run.child.wait() => break st,
-            _ = stops.tick() => {
+            _ = stop_seen => {
                 if let Some(m) = stop_change(run.pid) {
                     inner.forward_wait(Record::new(mono_ns(), RecordBody::Mark(m))).await;
                 }
@@ -582,7 +602,8 @@ async fn wait_run(inner: &Arc<Inner>, run: &mut Running) -> ExitInfo {
     }
 }
 
-/// How often the child is checked for being stopped (SIGSTOP, SIGTSTP, …) or continued.
+/// How often the child is checked for being stopped (SIGSTOP, SIGTSTP, …) or continued
+/// when SIGCHLD cannot be listened to.
 const STOP_POLL: Duration = Duration::from_millis(500);
 
 /// Whether the child `pid` was stopped or continued since the last look: waitid with
@@ -604,6 +625,14 @@ fn stop_change(pid: u32) -> Option<Mark> {
 /// A child may move itself into another cgroup (e.g. a job's memory cgroup); remember every
 /// one it was seen in, with its oom_kill counter at that time.
 fn track_cgroup(run: &mut Running) {
+    // Resolving a cgroup reads the mount table: only when the child's cgroup file changed.
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{}/cgroup", run.pid)) else {
+        return;
+    };
+    if run.cgroup_text.as_deref() == Some(text.as_str()) {
+        return;
+    }
+    run.cgroup_text = Some(text);
     if let Some(c) = MemCgroup::of_pid(run.pid) {
         if !run.cgroups.iter().any(|(k, _)| *k == c) {
             let n = c.oom_kills();

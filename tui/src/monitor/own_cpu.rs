@@ -1,0 +1,157 @@
+//! provetop's own CPU, for the note a session ends with: what watching cost, per thread.
+//!
+//! The process's total is its `utime + stime` (`/proc/self/stat`, which keeps what ended
+//! threads used) over its lifetime; the parts are each live thread's run time from
+//! `/proc/self/task/TID/schedstat` (nanoseconds), summed by thread name. Where schedstat is
+//! missing (a kernel without `CONFIG_SCHED_INFO`) the parts come from each thread's `stat`,
+//! in clock ticks. Nothing is read before the session ends, so it costs the session nothing.
+
+use std::fmt;
+use std::fs;
+use std::time::Duration;
+
+/// provetop's CPU since it started.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OwnCpu {
+    /// Since the process started.
+    pub wall: Duration,
+    /// CPU time of the whole process, ended threads included.
+    pub total: Duration,
+    /// Per thread name (the tokio workers summed), largest first.
+    pub threads: Vec<(String, Duration)>,
+}
+
+/// Fields 14 and 15 (utime, stime) and 22 (starttime) of a `stat` text, in clock ticks.
+fn stat_ticks(text: &str) -> Option<(u64, u64)> {
+    // The command may hold spaces and parentheses: the fields start after the last ')'.
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let num = |i: usize| f.get(i)?.parse::<u64>().ok();
+    // `rest` starts at field 3 (state): field n is f[n - 3].
+    Some((num(11)? + num(12)?, num(19)?))
+}
+
+fn clk_tck() -> f64 {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .filter(|&t| t > 0)
+        .unwrap_or(100) as f64
+}
+
+impl OwnCpu {
+    /// Read it now; `None` where `/proc/self` cannot be read.
+    pub fn read() -> Option<OwnCpu> {
+        let tck = clk_tck();
+        let (cpu, start) = stat_ticks(&fs::read_to_string("/proc/self/stat").ok()?)?;
+        let boot = nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME).ok()?;
+        let now = Duration::new(boot.tv_sec() as u64, boot.tv_nsec() as u32);
+        let wall = now.saturating_sub(Duration::from_secs_f64(start as f64 / tck));
+        let mut threads: Vec<(String, Duration)> = Vec::new();
+        for e in fs::read_dir("/proc/self/task").ok()?.flatten() {
+            let dir = e.path();
+            let Ok(name) = fs::read_to_string(dir.join("comm")) else {
+                continue;
+            };
+            let used = match fs::read_to_string(dir.join("schedstat")) {
+                Ok(s) => s
+                    .split_whitespace()
+                    .next()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .map(Duration::from_nanos),
+                Err(_) => fs::read_to_string(dir.join("stat"))
+                    .ok()
+                    .and_then(|s| stat_ticks(&s))
+                    .map(|(t, _)| Duration::from_secs_f64(t as f64 / tck)),
+            };
+            let Some(used) = used else { continue };
+            let name = name.trim().to_string();
+            match threads.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, d)) => *d += used,
+                None => threads.push((name, used)),
+            }
+        }
+        threads.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        Some(OwnCpu {
+            wall,
+            total: Duration::from_secs_f64(cpu as f64 / tck),
+            threads,
+        })
+    }
+
+    /// A duration's share of one core over the lifetime, in percent.
+    fn pct(&self, d: Duration) -> f64 {
+        if self.wall.is_zero() {
+            return 0.0;
+        }
+        100.0 * d.as_secs_f64() / self.wall.as_secs_f64()
+    }
+}
+
+impl fmt::Display for OwnCpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "provetop's own CPU: {:.2} % of one core over {:.1} s",
+            self.pct(self.total),
+            self.wall.as_secs_f64()
+        )?;
+        // Threads that used nothing worth a hundredth of a percent are left out.
+        let shown: Vec<String> = self
+            .threads
+            .iter()
+            .filter(|(_, d)| self.pct(*d) >= 0.005)
+            .map(|(n, d)| format!("{n} {:.2} %", self.pct(*d)))
+            .collect();
+        if !shown.is_empty() {
+            write!(f, " ({})", shown.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fields_are_found_after_a_command_with_spaces_and_parentheses() {
+        let text = "42 (a (b) c) S 1 42 42 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 3 0 9999 0 0";
+        assert_eq!(stat_ticks(text), Some((300, 9999)));
+        assert_eq!(stat_ticks("42 (x) S 1"), None);
+    }
+
+    #[test]
+    fn this_process_reads_its_own_cpu_per_thread_and_a_busy_thread_shows_what_it_used() {
+        let busy = std::thread::Builder::new()
+            .name("own-cpu-busy".into())
+            .spawn(|| {
+                let end = std::time::Instant::now() + Duration::from_millis(300);
+                while std::time::Instant::now() < end {
+                    std::hint::black_box(0u64);
+                }
+                // Stay alive until read.
+                std::thread::sleep(Duration::from_millis(500));
+            })
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(400));
+        let own = OwnCpu::read().expect("/proc/self is readable");
+        busy.join().unwrap();
+        let used = own
+            .threads
+            .iter()
+            .find(|(n, _)| n == "own-cpu-busy")
+            .map(|(_, d)| *d)
+            .expect("the busy thread is listed");
+        assert!(used >= Duration::from_millis(250), "{used:?}");
+        assert!(
+            own.threads.windows(2).all(|w| w[0].1 >= w[1].1),
+            "largest first: {own:?}"
+        );
+        assert!(own.total >= used, "{own:?}");
+        assert!(own.wall >= Duration::from_millis(400), "{own:?}");
+        let line = own.to_string();
+        assert!(line.starts_with("provetop's own CPU: "), "{line}");
+        assert!(line.contains("own-cpu-busy "), "{line}");
+    }
+}
