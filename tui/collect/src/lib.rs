@@ -21,7 +21,7 @@ pub mod alerts;
 pub mod cgroup;
 pub mod channel;
 pub mod loglines;
-mod procfile;
+pub mod procfile;
 pub mod procstatus;
 pub mod recorder;
 pub mod sampler;

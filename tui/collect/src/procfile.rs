@@ -38,6 +38,16 @@ impl<'a> StatFields<'a> {
     }
 }
 
+/// The kernel's clock tick (`SC_CLK_TCK`), the unit of `stat`'s CPU times.
+pub fn clk_tck() -> f64 {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .filter(|&t| t > 0)
+        // Linux has reported 100 to user space on every architecture since 2.6.
+        .unwrap_or(100) as f64
+}
+
 /// `/proc/PID/stat` read once (for the callers that look at a process once, not every tick).
 pub fn read_stat(pid: u32) -> Option<String> {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()

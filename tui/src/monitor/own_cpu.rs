@@ -10,6 +10,8 @@ use std::fmt;
 use std::fs;
 use std::time::Duration;
 
+use provetop_collect::procfile::{clk_tck, StatFields};
+
 /// provetop's CPU since it started.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OwnCpu {
@@ -21,22 +23,11 @@ pub struct OwnCpu {
     pub threads: Vec<(String, Duration)>,
 }
 
-/// Fields 14 and 15 (utime, stime) and 22 (starttime) of a `stat` text, in clock ticks.
+/// Fields 14 and 15 (utime, stime) summed, and 22 (starttime), of a `stat` text, in clock
+/// ticks.
 fn stat_ticks(text: &str) -> Option<(u64, u64)> {
-    // The command may hold spaces and parentheses: the fields start after the last ')'.
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let num = |i: usize| f.get(i)?.parse::<u64>().ok();
-    // `rest` starts at field 3 (state): field n is f[n - 3].
-    Some((num(11)? + num(12)?, num(19)?))
-}
-
-fn clk_tck() -> f64 {
-    nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-        .ok()
-        .flatten()
-        .filter(|&t| t > 0)
-        .unwrap_or(100) as f64
+    let f = StatFields::parse(text.as_bytes())?;
+    Some((f.num::<u64>(14)? + f.num::<u64>(15)?, f.num(22)?))
 }
 
 impl OwnCpu {

@@ -72,12 +72,12 @@ impl Sampler {
                 let r = (st.gen == self.gen).then(|| st.pids.get(&c.pid)).flatten();
                 let mut value = None;
                 match r {
-                    Some(p) => match stale(c.pid, p, c.marked, now) {
+                    Some(p) => match stale(c.pid, p, marked(&self.procs, c.pid), now) {
                         Some(text) => {
                             why.get_or_insert_with(|| format!("pinned memory unknown: {text}"));
                         }
                         None => {
-                            if c.marked.is_some_and(|m| p.at >= m) {
+                            if marked(&self.procs, c.pid).is_some_and(|m| p.at >= m) {
                                 // Answered: the table was read after it was asked for.
                                 if let Some(proc) = self.procs.get_mut(&c.pid) {
                                     proc.marked = None;
@@ -134,4 +134,9 @@ fn stale(pid: u32, p: &PidPinned, marked: Option<Instant>, now: Instant) -> Opti
             age.as_secs_f64()
         )
     })
+}
+
+/// Since when a table read asked for `pid` waits for its answer.
+fn marked(procs: &std::collections::HashMap<u32, super::tick::Proc>, pid: u32) -> Option<Instant> {
+    procs.get(&pid).and_then(|p| p.marked)
 }

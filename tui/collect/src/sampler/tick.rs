@@ -46,8 +46,6 @@ pub(super) struct Counted {
     pub pid: u32,
     /// Its VmLck.
     pub locked: u64,
-    /// A table read asked for and not yet answered: since when.
-    pub marked: Option<Instant>,
 }
 
 /// The sampler thread's state between ticks.
@@ -362,7 +360,6 @@ impl Sampler {
                     self.counted.push(Counted {
                         pid,
                         locked: m.locked,
-                        marked: p.marked,
                     });
                     if usage_due {
                         self.tick_procs.push(usage::TickProc {

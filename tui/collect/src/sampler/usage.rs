@@ -86,14 +86,8 @@ impl Default for UsageReader {
 
 impl UsageReader {
     pub fn new() -> Self {
-        let clk_tck = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-            .ok()
-            .flatten()
-            .filter(|&t| t > 0)
-            // Linux has reported 100 to user space on every architecture since 2.6.
-            .unwrap_or(100) as f64;
         UsageReader {
-            clk_tck,
+            clk_tck: crate::procfile::clk_tck(),
             host: HostStat::open().ok(),
             procs: HashMap::new(),
             last_t: None,
