@@ -12,8 +12,8 @@
 //! * `provetop-maps` follows CUDA pinned host memory in the mapping table (`maps.rs`): woken
 //!   when a process's file or shmem pages moved, and every few seconds; its cost follows the
 //!   number of mappings, not the RSS (`pinned.rs`).
-//! * `provetop-smaps` cross-checks it with full smaps passes, resting after each pass so it
-//!   uses at most `smaps_duty` of a core.
+//! * `provetop-smaps` cross-checks it with full smaps passes, each started once the budget has
+//!   earned its predicted cost, so it uses at most `smaps_duty` of a core.
 //! * `provetop-gpu` reads NVML at `gpu_hz` (utilisation and memory for every sample; the
 //!   details and each process's GPU memory for the usage readings).
 //!

@@ -14,10 +14,12 @@
 //!   15 ms per GiB of RSS) measures every candidate mapping's Rss, which the mapping table's
 //!   estimate learns from ([`Learned`](super::maps::Learned)), and compares the two on the
 //!   same mappings: a disagreement beyond 2 % (and 1 MiB) is said in a note, and so is the
-//!   agreement that ends it. It rests after each pass so it uses at most `smaps_duty` of a
-//!   core, and never runs on a thread that keeps a schedule. When the table meets a device
-//!   mapping it cannot classify (pagemap unreadable), the next pass comes at four times the
-//!   duty instead: the one pass that classifies it. A mapping that appears or
+//!   agreement that ends it. A pass starts only once its [`SmapsBudget`] has earned what the
+//!   pass will cost (the tree's RSS at the last pass's rate), so from the session's start it
+//!   uses at most `smaps_duty` of a core, the first pass at a large RSS included; it never
+//!   runs on a thread that keeps a schedule. When the table meets a device mapping it cannot
+//!   classify (pagemap unreadable), one pass may borrow three quarters of its cost, so it
+//!   comes four times sooner: the one pass that classifies it. A mapping that appears or
 //!   vanishes between the smaps pass and the table read that follows it, or a process that
 //!   exits meanwhile, makes that pass's comparison void (not a disagreement).
 //!
@@ -50,6 +52,10 @@ pub const MAPS_FLOOR: Duration = Duration::from_secs(5);
 const CHECK_TOLERANCE: f64 = 0.02;
 /// …and beyond this many bytes.
 const CHECK_SLACK: u64 = 1 << 20;
+/// While the smaps pass waits for its budget, it looks at the tree's RSS again this often.
+const SMAPS_RECHECK: Duration = Duration::from_secs(10);
+/// Before the first sample, it looks for the tree's RSS this often.
+const SMAPS_UNSIZED_WAIT: Duration = Duration::from_millis(100);
 /// Void comparisons in a row after which the missing cross-check is said.
 const VOID_SAID: u32 = 3;
 
@@ -138,12 +144,66 @@ fn read_smaps(pid: u32, buf: &mut Vec<u8>) -> io::Result<()> {
     Ok(())
 }
 
-/// How long to rest after a pass that took `cost`, so passes use at most `duty` of a core,
-/// and never more often than once per `min_interval`.
-pub fn rest_after(cost: Duration, duty: f64, min_interval: Duration) -> Duration {
-    let busy = cost.as_secs_f64();
-    let period = (busy / duty.max(1e-6)).max(min_interval.as_secs_f64());
-    Duration::from_secs_f64((period - busy).max(0.0))
+/// What an smaps pass costs before anything was measured: about 15 ms per GiB of RSS.
+const SMAPS_NS_PER_BYTE: f64 = 15e6 / (1u64 << 30) as f64;
+
+/// The smaps passes' budget. Credit is earned at `duty` of wall time and spent by each pass's
+/// measured cost, and a pass starts only once the credit covers what it will cost (the RSS it
+/// will walk at the last pass's rate per byte): from the session's start, passes never use
+/// more than `duty` of a core, one long pass at a large RSS included. Resting *after* a pass
+/// would let the first pass at 60 GiB (about a second) come at once. Credit is kept no larger
+/// than the next pass needs, so a long quiet stretch never buys a burst of passes.
+#[derive(Debug, Clone)]
+pub struct SmapsBudget {
+    duty: f64,
+    /// Seconds of pass time earned and not spent (negative after a borrowed pass).
+    credit: f64,
+    earned_to: Instant,
+    ns_per_byte: f64,
+    last_end: Option<Instant>,
+}
+
+impl SmapsBudget {
+    pub fn new(duty: f64, now: Instant) -> Self {
+        SmapsBudget {
+            duty: duty.max(1e-6),
+            credit: 0.0,
+            earned_to: now,
+            ns_per_byte: SMAPS_NS_PER_BYTE,
+            last_end: None,
+        }
+    }
+
+    /// What a pass over `rss` bytes is expected to cost.
+    pub fn predict(&self, rss: u64) -> Duration {
+        Duration::from_secs_f64(rss as f64 * self.ns_per_byte / 1e9)
+    }
+
+    /// How long until a pass over `rss` bytes may start (zero: now). `urgent` (a mapping
+    /// waits to be classified) lets one pass borrow three quarters of its cost: that pass
+    /// comes at four times the duty's pace, and the debt is paid before the next.
+    pub fn wait(&mut self, now: Instant, rss: u64, urgent: bool) -> Duration {
+        self.credit += self.duty * now.saturating_duration_since(self.earned_to).as_secs_f64();
+        self.earned_to = self.earned_to.max(now);
+        let need = self.predict(rss).as_secs_f64();
+        self.credit = self.credit.min(need);
+        let need = if urgent { need / 4.0 } else { need };
+        let earn = Duration::from_secs_f64(((need - self.credit) / self.duty).max(0.0));
+        let gap = self.last_end.map_or(Duration::ZERO, |t| {
+            (t + SMAPS_MIN_INTERVAL).saturating_duration_since(now)
+        });
+        earn.max(gap)
+    }
+
+    /// A pass over `rss` bytes took `cost` and ended at `end`.
+    pub fn spent(&mut self, cost: Duration, rss: u64, end: Instant) {
+        self.credit -= cost.as_secs_f64();
+        // The rate is learned from passes large enough to be dominated by the page walk.
+        if rss >= 256 << 20 {
+            self.ns_per_byte = cost.as_nanos() as f64 / rss as f64;
+        }
+        self.last_end = Some(end);
+    }
 }
 
 /// The outcome of one cross-check of a process.
@@ -184,9 +244,10 @@ pub fn cross_check(
     }
 }
 
-/// The `provetop-smaps` thread: a full smaps pass over the tree, each process's estimate
-/// checked against it, then a rest so that it uses at most `duty` of a core.
+/// The `provetop-smaps` thread: once its [`SmapsBudget`] covers a pass over the tree's RSS,
+/// a full smaps pass over the tree, each process's estimate checked against it.
 pub(super) fn smaps_loop(s: &Shared, duty: f64) {
+    let mut budget = SmapsBudget::new(duty, Instant::now());
     let mut buf = Vec::with_capacity(1 << 20);
     let mut found = Vec::new();
     let mut gen = 0;
@@ -196,7 +257,10 @@ pub(super) fn smaps_loop(s: &Shared, duty: f64) {
     let mut unreadable: Vec<u32> = Vec::new();
     // Passes in a row whose comparison was void, per process (said once at VOID_SAID).
     let mut voids: HashMap<u32, u32> = HashMap::new();
-    while !s.stop.load(Ordering::Acquire) {
+    loop {
+        let Some(rss) = wait_for_budget(s, &mut budget) else {
+            return;
+        };
         let (g, pids) = s.tree_snapshot();
         if g != gen {
             gen = g;
@@ -282,26 +346,36 @@ pub(super) fn smaps_loop(s: &Shared, duty: f64) {
         if !taught.is_empty() {
             s.mark_maps(&taught);
         }
-        let cost = t0.elapsed();
+        let end = Instant::now();
+        budget.spent(end - t0, rss, end);
         // A big read buffer is only needed while the target is big.
         if buf.capacity() > 64 << 20 {
             buf = Vec::with_capacity(1 << 20);
         }
-        // A mapping the table could not classify (no pagemap) is waited for at four times
-        // the duty, not at the duty's pace: the one smaps pass that classifies it.
-        let end = Instant::now();
-        let deadline = end + rest_after(cost, duty, SMAPS_MIN_INTERVAL);
-        let urgent_at = end + rest_after(cost, duty * 4.0, SMAPS_MIN_INTERVAL);
-        while Instant::now() < deadline && !s.stop.load(Ordering::Acquire) {
-            if Instant::now() >= urgent_at && s.smaps_urgent.swap(false, Ordering::AcqRel) {
-                break;
-            }
-            park_until(if s.smaps_urgent.load(Ordering::Acquire) {
-                urgent_at.max(Instant::now()).min(deadline)
-            } else {
-                deadline
-            });
+    }
+}
+
+/// Wait until `budget` covers a pass over the tree's RSS, looking again as the RSS moves and
+/// when a mapping waits to be classified; returns that RSS (`None`: stop).
+fn wait_for_budget(s: &Shared, budget: &mut SmapsBudget) -> Option<u64> {
+    loop {
+        if s.stop.load(Ordering::Acquire) {
+            return None;
         }
+        let now = Instant::now();
+        let rss = s.tree_rss.load(Ordering::Acquire);
+        if rss == u64::MAX {
+            // No sample yet: the size of the first pass is not known.
+            park_until(now + SMAPS_UNSIZED_WAIT);
+            continue;
+        }
+        let urgent = s.smaps_urgent.load(Ordering::Acquire);
+        let wait = budget.wait(now, rss, urgent);
+        if wait.is_zero() {
+            s.smaps_urgent.store(false, Ordering::Release);
+            return Some(rss);
+        }
+        park_until(now + wait.min(SMAPS_RECHECK));
     }
 }
 
@@ -521,11 +595,90 @@ Rss:                1024 kB
         assert!(!buf.is_empty());
     }
 
+    const GIB: u64 = 1 << 30;
+
     #[test]
-    fn rest_respects_duty() {
-        let r = rest_after(Duration::from_millis(30), 0.01, Duration::from_secs(1));
-        assert_eq!(r, Duration::from_millis(2970));
-        let r = rest_after(Duration::from_micros(100), 0.01, Duration::from_secs(1));
-        assert_eq!(r, Duration::from_micros(999_900));
+    fn the_first_pass_waits_until_its_predicted_cost_is_earned() {
+        let t0 = Instant::now();
+        let mut b = SmapsBudget::new(0.01, t0);
+        // 1 GiB at 15 ms/GiB is 15 ms of pass: 1.5 s of wall time at 1 %.
+        let w = b.wait(t0, GIB, false);
+        assert!((w.as_secs_f64() - 1.5).abs() < 1e-6, "{w:?}");
+        assert_eq!(b.wait(t0 + w, GIB, false), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_one_second_pass_at_61_gib_is_paid_for_before_the_next_starts() {
+        let t0 = Instant::now();
+        let mut b = SmapsBudget::new(0.001, t0);
+        let rss = 61 * GIB;
+        let first = b.wait(t0, rss, false);
+        // 61 GiB × 15 ms/GiB = 0.915 s of pass, at 0.1 %: 915 s before it may start.
+        assert!((first.as_secs_f64() - 915.0).abs() < 1e-3, "{first:?}");
+        let start = t0 + first;
+        assert_eq!(b.wait(start, rss, false), Duration::ZERO);
+        // It took a full second: the rate is learned, and the next waits until the overrun
+        // (85 ms) and its own second are earned (the pass's own second earned 1 ms).
+        let end = start + Duration::from_secs(1);
+        b.spent(Duration::from_secs(1), rss, end);
+        assert_eq!(b.predict(rss), Duration::from_secs(1));
+        let next = b.wait(end, rss, false);
+        assert!((next.as_secs_f64() - 1084.0).abs() < 1e-3, "{next:?}");
+    }
+
+    #[test]
+    fn a_long_quiet_stretch_buys_no_burst_of_passes() {
+        let t0 = Instant::now();
+        let mut b = SmapsBudget::new(0.01, t0);
+        // An hour at a small RSS earns 36 s of credit, but the credit is capped at one pass.
+        let later = t0 + Duration::from_secs(3600);
+        assert_eq!(b.wait(later, GIB, false), Duration::ZERO);
+        let cost = b.predict(GIB);
+        b.spent(cost, GIB, later + cost);
+        // The next waits for its whole cost to be earned from the first's start: 1.5 s at 1 %.
+        let w = b.wait(later + cost + SMAPS_MIN_INTERVAL, GIB, false);
+        let gap = (cost + SMAPS_MIN_INTERVAL + w).as_secs_f64();
+        assert!((gap - 1.5).abs() < 1e-6, "next {gap} s after the first");
+    }
+
+    #[test]
+    fn an_urgent_pass_borrows_and_the_debt_is_repaid_before_the_next() {
+        let t0 = Instant::now();
+        let mut b = SmapsBudget::new(0.01, t0);
+        let urgent = b.wait(t0, 4 * GIB, true);
+        let calm = SmapsBudget::new(0.01, t0).wait(t0, 4 * GIB, false);
+        assert!((urgent.as_secs_f64() * 4.0 - calm.as_secs_f64()).abs() < 1e-6);
+        let start = t0 + urgent;
+        assert_eq!(b.wait(start, 4 * GIB, true), Duration::ZERO);
+        let cost = b.predict(4 * GIB);
+        b.spent(cost, 4 * GIB, start + cost);
+        // The next pass, calm, waits for the whole debt plus its own cost: in all, both passes
+        // keep to the duty from the start.
+        let next = b.wait(start + cost, 4 * GIB, false);
+        let total = (start + cost + next).duration_since(t0).as_secs_f64();
+        assert!(
+            total * 0.01 >= 2.0 * cost.as_secs_f64() - 1e-6,
+            "{total} s for two passes"
+        );
+    }
+
+    #[test]
+    fn passes_never_come_closer_than_the_minimum_interval() {
+        let t0 = Instant::now();
+        let mut b = SmapsBudget::new(1.0, t0);
+        let start = t0 + b.wait(t0, 1 << 20, false);
+        assert_eq!(b.wait(start, 1 << 20, false), Duration::ZERO);
+        b.spent(Duration::from_micros(50), 1 << 20, start);
+        // At full duty the credit is there long before the interval is over.
+        assert_eq!(b.wait(start, 1 << 20, false), SMAPS_MIN_INTERVAL);
+    }
+
+    #[test]
+    fn small_passes_do_not_teach_the_rate() {
+        let t0 = Instant::now();
+        let mut b = SmapsBudget::new(0.01, t0);
+        // A 5 ms pass over 1 MiB is the read's fixed cost, not 5 s/GiB.
+        b.spent(Duration::from_millis(5), 1 << 20, t0);
+        assert_eq!(b.predict(GIB), SmapsBudget::new(0.01, t0).predict(GIB));
     }
 }

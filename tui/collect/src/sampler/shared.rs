@@ -53,6 +53,9 @@ pub(super) struct Shared {
     /// A mapping could not be classified from pagemap: smaps should look soon.
     pub(super) smaps_urgent: AtomicBool,
     pub(super) smaps_thread: Mutex<Option<Thread>>,
+    /// The tree's RSS at the latest sample (`u64::MAX` before the first): what the next
+    /// smaps pass will walk.
+    pub(super) tree_rss: AtomicU64,
     pub(super) gpu: Mutex<GpuState>,
     pub(super) notes: Mutex<Vec<Mark>>,
     pub(super) tids: Mutex<Vec<(String, u32)>>,
@@ -84,6 +87,7 @@ impl Shared {
             maps_thread: Mutex::new(None),
             smaps_urgent: AtomicBool::new(false),
             smaps_thread: Mutex::new(None),
+            tree_rss: AtomicU64::new(u64::MAX),
             gpu: Mutex::new(GpuState::default()),
             notes: Mutex::new(Vec::new()),
             tids: Mutex::new(Vec::new()),

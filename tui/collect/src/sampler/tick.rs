@@ -409,6 +409,7 @@ impl Sampler {
             ..Sample::default()
         };
         s.pinned = self.pinned();
+        self.shared.tree_rss.store(sum.rss, Ordering::Release);
         {
             let g = self.shared.gpu.lock().unwrap_or_else(|e| e.into_inner());
             if g.gen == self.gen {
