@@ -264,7 +264,7 @@ fn main() {
     }
     println!(
         "\n`/proc/PID/smaps` (pinned memory) costs {:.1} ms per pass on this target, so at a \
-         {:.0} % duty it runs every {:.1} s (never more often than 1 Hz).\n",
+         {:.1} % duty it runs every {:.1} s (never more often than 1 Hz).\n",
         sm.0 / 1e3,
         cfg.smaps_duty * 100.0,
         (sm.0 / 1e6 / cfg.smaps_duty).max(1.0)
