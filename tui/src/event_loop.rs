@@ -60,8 +60,10 @@ pub enum Exit {
     Detach,
 }
 
-/// Shortest time between two frames (the screen never redraws faster than this).
-pub const FRAME: Duration = Duration::from_millis(100);
+/// Shortest time between two frames (the screen never redraws faster than this): 5 Hz, so
+/// drawing stays a small share of a core under a busy prover. The sample rate, not the frame
+/// rate, is what catches a spike; a key is answered at once, not at the next frame.
+pub const FRAME: Duration = Duration::from_millis(200);
 /// Longest time between two frames (the clock moves even when nothing arrives).
 pub const IDLE_FRAME: Duration = Duration::from_millis(500);
 

@@ -7,8 +7,9 @@
 //! into a lock-free SPSC ring that the app drains. Slow or blocking work runs on helper
 //! threads so the schedule holds:
 //!
-//! * `provetop-peak` resets VmHWM after each sample (`clear_refs` may block on the target's
-//!   mmap lock), so each sample's `peak` is the true maximum of its interval.
+//! * `provetop-peak` resets VmHWM after each sample that shows it above the RSS (`clear_refs`
+//!   may block on the target's mmap lock; where the two are equal a reset changes nothing),
+//!   so each sample's `peak` is the true maximum of its interval.
 //! * `provetop-maps` follows CUDA pinned host memory in the mapping table (`maps.rs`): woken
 //!   when a process's file or shmem pages moved, and every few seconds; its cost follows the
 //!   number of mappings, not the RSS (`pinned.rs`).

@@ -1,4 +1,6 @@
-//! The helper thread that resets VmHWM (`clear_refs` ← 5) after each sample.
+//! The helper thread that resets VmHWM (`clear_refs` ← 5) after each sample whose VmHWM is
+//! above its RSS (the kernel shows max(high-water mark, RSS), so where they are equal the
+//! reset would set the mark to what it already reads: the sampler does not ask).
 //!
 //! The write takes the target's mmap lock for writing and was seen to wait 1.8 s while the
 //! target mapped or freed large regions. The sampling thread therefore only posts "reset
