@@ -21,7 +21,8 @@
 //! * A process that exits between the status read and these reads drops out of the reading.
 //! * Threads that exit between two readings take their last interval's context switches
 //!   with them; threads born in the interval count all of theirs. Context switches are read
-//!   per thread only at this reading's rate, so their cost follows the thread count.
+//!   per thread only at this reading's rate, so their cost follows the thread count; `task/`
+//!   is listed again only when the thread count moved or a followed thread stopped answering.
 
 use std::collections::HashMap;
 use std::fs;
@@ -261,6 +262,19 @@ fn ctx_delta(pid: u32, main: Option<u64>, threads: u32, st: &mut CtxState) -> Op
         st.tasks.clear();
         return delta;
     }
+    // The same number of threads as followed, and each still answers: the same threads (a
+    // thread that replaced one that exited would leave the exited one's file unreadable), so
+    // `task/` is not listed again (on a 70-thread prover the listing costs more than the
+    // reads).
+    if st.tasks.len() + 1 == threads as usize && !first {
+        let (sum, whole) = reread_tasks(&mut st.tasks);
+        if let Some(d) = &mut delta {
+            *d = d.saturating_add(sum);
+        }
+        if whole {
+            return delta;
+        }
+    }
     let Ok(dir) = fs::read_dir(format!("/proc/{pid}/task")) else {
         return None;
     };
@@ -318,6 +332,31 @@ fn ctx_delta(pid: u32, main: Option<u64>, threads: u32, st: &mut CtxState) -> Op
     }
     st.tasks.retain(|_, t| t.seen);
     delta
+}
+
+/// Re-read every followed thread: their summed switches since the last reading, and whether
+/// every one answered (if not, the caller lists `task/` again; the counts read here are the
+/// new baselines, so nothing is counted twice).
+fn reread_tasks(tasks: &mut HashMap<u32, Task>) -> (u64, bool) {
+    let mut sum = 0u64;
+    let mut whole = true;
+    for task in tasks.values_mut() {
+        let Ok(text) = task.file.read() else {
+            whole = false;
+            continue;
+        };
+        let now = if task.status {
+            parse_status(text).ctx_switches
+        } else {
+            schedstat_switches(text)
+        };
+        match (now, task.ctx) {
+            (Some(n), Some(b)) => sum = sum.saturating_add(n.saturating_sub(b)),
+            _ => whole = false,
+        }
+        task.ctx = now;
+    }
+    (sum, whole)
 }
 
 /// A thread's context switches from its `schedstat` ("run ns, wait ns, timeslices"): each
@@ -414,6 +453,40 @@ mod tests {
         let secs = u.interval_ns as f64 / 1e9;
         let switches = u.ctx_switches.expect("known") * secs;
         assert!(switches >= 300.0, "{switches} switches in {secs} s");
+    }
+
+    #[test]
+    fn followed_threads_are_reread_until_one_stops_answering() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop, wait) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            tx.send(nix::unistd::gettid().as_raw() as u32).unwrap();
+            for _ in 0..50 {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            let _ = wait.recv();
+        });
+        let tid = rx.recv().unwrap();
+        let me = std::process::id();
+        let mut file = KeptOpen::open(format!("/proc/{me}/task/{tid}/schedstat"), 128).unwrap();
+        let base = schedstat_switches(file.read().unwrap());
+        let mut tasks = HashMap::from([(
+            tid,
+            Task {
+                file,
+                status: false,
+                ctx: base,
+                seen: true,
+            },
+        )]);
+        std::thread::sleep(Duration::from_millis(100));
+        let (sum, whole) = reread_tasks(&mut tasks);
+        assert!(whole && sum >= 40, "{sum} switches, whole {whole}");
+        drop(stop);
+        t.join().unwrap();
+        // Exited: its kept-open file no longer answers, so the caller lists `task/` again.
+        let (sum, whole) = reread_tasks(&mut tasks);
+        assert_eq!((sum, whole), (0, false));
     }
 
     #[test]
