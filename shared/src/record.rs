@@ -127,11 +127,13 @@ pub struct Sample {
     pub gpu_used: Option<u64>,
     /// Per-GPU device readings.
     pub gpus: Vec<GpuReading>,
-    /// MemAvailable of the system.
+    /// MemAvailable of the system: read every sample while an eighth of memory or less is
+    /// available, else the latest reading (at most 200 ms old).
     pub mem_available: Option<u64>,
     /// MemTotal of the system.
     pub mem_total: Option<u64>,
-    /// cgroup memory.current.
+    /// cgroup memory.current: every sample while the cgroup has a limit; without one, once a
+    /// second (with the limit's re-read) and `None` in between.
     pub cgroup_current: Option<u64>,
     /// cgroup memory.max (None when unlimited or absent).
     pub cgroup_max: Option<u64>,

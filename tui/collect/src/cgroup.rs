@@ -67,8 +67,10 @@ impl MemCgroup {
 }
 
 /// `memory.current`/`memory.max` (or their v1 names) kept open for cheap re-reads. The limit
-/// is a setting, not a reading: it is read again once a second ([`MAX_EVERY`]), the usage every
-/// time.
+/// is a setting, not a reading: it is read again once a second ([`MAX_EVERY`]). The usage is
+/// read every time while there is a limit (the room to it is what time-to-OOM needs); without
+/// one it bounds nothing and is read with the limit, once a second: each file a sample reads
+/// costs the sampler about 0.05 % of a core at 20 Hz (a cold read after the thread's sleep).
 #[derive(Debug)]
 pub struct UsageReader {
     current: Option<KeptOpen>,
@@ -96,18 +98,23 @@ impl UsageReader {
         }
     }
 
-    /// (usage, limit) in bytes; the limit is `None` when unlimited.
+    /// (usage, limit) in bytes; the limit is `None` when unlimited, and then the usage is
+    /// `None` except at the once-a-second read of the limit.
     pub fn read(&mut self) -> (Option<u64>, Option<u64>) {
-        let cur = read_number(&mut self.current);
         let now = std::time::Instant::now();
-        let max = match self.max_read {
-            Some((at, max)) if now.duration_since(at) < MAX_EVERY => max,
+        let (max, fresh) = match self.max_read {
+            Some((at, max)) if now.duration_since(at) < MAX_EVERY => (max, false),
             _ => {
                 let max = read_number(&mut self.max)
                     .filter(|&v| self.version == Version::V2 || v < V1_UNLIMITED);
                 self.max_read = Some((now, max));
-                max
+                (max, true)
             }
+        };
+        let cur = if max.is_some() || fresh {
+            read_number(&mut self.current)
+        } else {
+            None
         };
         (cur, max)
     }
@@ -223,9 +230,12 @@ mod tests {
         assert_eq!(r.read(), (Some(123), None));
         fs::write(sub.join("memory.max"), "4096\n").unwrap();
         fs::write(sub.join("memory.current"), "456\n").unwrap();
-        // The usage every read, the limit once a second.
-        assert_eq!(r.read(), (Some(456), None));
+        // Unlimited: the usage only with the limit, once a second.
+        assert_eq!(r.read(), (None, None));
         std::thread::sleep(MAX_EVERY);
         assert_eq!(r.read(), (Some(456), Some(4096)));
+        // Limited: the usage every read.
+        fs::write(sub.join("memory.current"), "789\n").unwrap();
+        assert_eq!(r.read(), (Some(789), Some(4096)));
     }
 }

@@ -420,11 +420,13 @@ impl Sampler {
                 s.gpus = g.gpus.clone();
             }
         }
-        if let Some(mi) = &mut self.meminfo {
-            if let Ok((total, avail)) = mi.read() {
-                s.mem_total = Some(total);
-                s.mem_available = Some(avail);
-            }
+        if let Some((total, avail)) = self
+            .meminfo
+            .as_mut()
+            .and_then(|m| m.reading(Instant::now()))
+        {
+            s.mem_total = Some(total);
+            s.mem_available = Some(avail);
         }
         if let Some(cg) = &mut self.cgroup {
             (s.cgroup_current, s.cgroup_max) = cg.read();

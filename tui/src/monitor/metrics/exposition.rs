@@ -14,6 +14,7 @@ use provetop_shared::classify::ThresholdPhase;
 
 use super::labels::{gpu_labels, phase_name, LEVELS, PHASES, PROVER_STATES, RESULTS};
 use super::out::{Counter, Gauge, Out};
+use super::state::CGROUP_HELD_NS;
 use super::usage::usage_gauges;
 use super::{Metrics, MAX_GPUS};
 
@@ -120,11 +121,15 @@ impl Collector for Scrape {
                 s.mem_available,
             )?;
             o.opt_gauge("mem_total", "MemTotal of the system", b(), s.mem_total)?;
+            let cgroup_current = st
+                .cgroup_current
+                .filter(|&(t, _)| st.now.saturating_sub(t) <= CGROUP_HELD_NS)
+                .map(|(_, c)| c);
             o.opt_gauge(
                 "cgroup_memory_current",
                 "memory.current of the tree's cgroup",
                 b(),
-                s.cgroup_current,
+                cgroup_current,
             )?;
             o.opt_gauge(
                 "cgroup_memory_max",

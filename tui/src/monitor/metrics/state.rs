@@ -39,10 +39,17 @@ pub(super) struct ProverInfo {
     pub(super) circuit: String,
 }
 
+/// How long a cgroup usage reading stands in the gauge: twice the sampler's once-a-second
+/// read of an unlimited cgroup.
+pub(super) const CGROUP_HELD_NS: u64 = 2_000_000_000;
+
 /// Everything a scrape shows, folded from the records.
 #[derive(Debug, Default)]
 pub(super) struct State {
     pub(super) sample: Option<Sample>,
+    /// The latest cgroup memory.current read (when, bytes): without a limit the sampler reads
+    /// it once a second, not every sample, and the gauge holds it for [`CGROUP_HELD_NS`].
+    pub(super) cgroup_current: Option<(u64, u64)>,
     /// The latest usage record of the current child.
     pub(super) usage: Option<Usage>,
     pub(super) samples: u64,
@@ -119,6 +126,9 @@ impl State {
                 st.pinned_reported = s.pinned_reported.or(model.prover.report.map(|r| r.pinned));
                 st.predicted_free = model.predicted_free();
                 st.time_to_oom = model.time_to_oom();
+                if let Some(c) = s.cgroup_current {
+                    st.cgroup_current = Some((rec.t, c));
+                }
                 match &mut st.sample {
                     // Reuse the per-GPU vector: a sample at 20 Hz allocates nothing here.
                     Some(old) => old.clone_from(s),

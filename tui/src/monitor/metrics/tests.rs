@@ -1,6 +1,7 @@
 //! The metric set, fed a record stream through the real reducer: what a scrape says.
 
 use super::labels::PHASES;
+use super::state::CGROUP_HELD_NS;
 use super::*;
 use provetop_collect::alerts::default_rules;
 use provetop_shared::record::GpuReading;
@@ -110,6 +111,41 @@ fn the_interval_peak_is_the_highest_rss_since_the_previous_scrape_and_starts_ane
     assert_eq!(
         value(&t, "provetop_mem_available_bytes"),
         Some((100 * GIB) as f64)
+    );
+}
+
+#[test]
+fn an_unlimited_cgroups_usage_read_once_a_second_stands_in_the_gauge_between_its_reads() {
+    let mut f = Feed::new(&[]);
+    let cg = |t: u64, current: Option<u64>| {
+        (
+            t,
+            RecordBody::Sample(Sample {
+                rss: GIB,
+                cgroup_current: current,
+                ..Sample::default()
+            }),
+        )
+    };
+    let (t, b) = cg(S, Some(3 * GIB));
+    f.push(t, b);
+    // The samples between two reads carry no usage; the gauge keeps the latest read…
+    let (t, b) = cg(S + S / 2, None);
+    f.push(t, b);
+    let text = f.scrape();
+    assert_eq!(
+        value(&text, "provetop_cgroup_memory_current_bytes"),
+        Some((3 * GIB) as f64),
+        "{text}"
+    );
+    // …but not once it is older than two of its periods (the cgroup went unreadable).
+    let (t, b) = cg(S + CGROUP_HELD_NS + 1, None);
+    f.push(t, b);
+    let text = f.scrape();
+    assert_eq!(
+        value(&text, "provetop_cgroup_memory_current_bytes"),
+        None,
+        "{text}"
     );
 }
 
