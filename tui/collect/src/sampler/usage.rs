@@ -63,6 +63,19 @@ struct Task {
     seen: bool,
 }
 
+impl Task {
+    /// Its context switches now (`Err`: the thread is gone).
+    fn switches(&mut self) -> std::io::Result<Option<u64>> {
+        let status = self.status;
+        let text = self.file.read()?;
+        Ok(if status {
+            parse_status(text).ctx_switches
+        } else {
+            schedstat_switches(text)
+        })
+    }
+}
+
 #[derive(Debug)]
 struct Tracked {
     files: ProcFiles,
@@ -315,16 +328,10 @@ fn ctx_delta(pid: u32, main: Option<u64>, threads: u32, st: &mut CtxState) -> Op
                 }
             }
         };
-        let is_status = task.status;
-        let Ok(text) = task.file.read() else {
+        let Ok(now) = task.switches() else {
             continue;
         };
         task.seen = true;
-        let now = if is_status {
-            parse_status(text).ctx_switches
-        } else {
-            schedstat_switches(text)
-        };
         if let (Some(d), Some(n), Some(b)) = (&mut delta, now, task.ctx) {
             *d = d.saturating_add(n.saturating_sub(b));
         }
@@ -341,14 +348,9 @@ fn reread_tasks(tasks: &mut HashMap<u32, Task>) -> (u64, bool) {
     let mut sum = 0u64;
     let mut whole = true;
     for task in tasks.values_mut() {
-        let Ok(text) = task.file.read() else {
+        let Ok(now) = task.switches() else {
             whole = false;
             continue;
-        };
-        let now = if task.status {
-            parse_status(text).ctx_switches
-        } else {
-            schedstat_switches(text)
         };
         match (now, task.ctx) {
             (Some(n), Some(b)) => sum = sum.saturating_add(n.saturating_sub(b)),
