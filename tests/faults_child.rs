@@ -354,11 +354,15 @@ fn child_flooding_a_million_events_per_second_is_survived() {
         hwm < 64 * 1024,
         "provetop's VmHWM {hwm} kB during the flood"
     );
+    // Reading a line and dropping it costs far less than parsing and recording it, so a
+    // reader that drops keeps up with the child and drops most lines; one that throttled the
+    // child would drop none. (A lines-per-second bound read 0.94 M/s on a loaded CI VM: the
+    // share dropped does not depend on the machine's speed.)
     assert!(
-        rate >= 1e6,
-        "provetop read only {rate:.0} lines/s: it throttles the child instead of dropping"
+        dropped > events,
+        "provetop recorded {events} and dropped only {dropped} at {rate:.0} lines/s: it \
+         throttles the child instead of dropping"
     );
-    assert!(dropped > 0, "nothing dropped at {rate:.0} lines/s");
     assert!(
         err.contains(&format!("{dropped} events dropped")),
         "the number dropped is not shown: {err}"
