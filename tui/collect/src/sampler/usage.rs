@@ -64,15 +64,19 @@ struct Task {
 }
 
 impl Task {
-    /// Its context switches now (`Err`: the thread is gone).
-    fn switches(&mut self) -> std::io::Result<Option<u64>> {
+    /// Read its count again: the switches since the last read (`None` when either count is
+    /// unknown), the new count becoming the baseline. `Err`: the thread is gone.
+    fn advance(&mut self) -> std::io::Result<Option<u64>> {
         let status = self.status;
         let text = self.file.read()?;
-        Ok(if status {
+        let now = if status {
             parse_status(text).ctx_switches
         } else {
             schedstat_switches(text)
-        })
+        };
+        let since = now.zip(self.ctx).map(|(n, b)| n.saturating_sub(b));
+        self.ctx = now;
+        Ok(since)
     }
 }
 
@@ -328,14 +332,13 @@ fn ctx_delta(pid: u32, main: Option<u64>, threads: u32, st: &mut CtxState) -> Op
                 }
             }
         };
-        let Ok(now) = task.switches() else {
+        let Ok(since) = task.advance() else {
             continue;
         };
         task.seen = true;
-        if let (Some(d), Some(n), Some(b)) = (&mut delta, now, task.ctx) {
-            *d = d.saturating_add(n.saturating_sub(b));
+        if let (Some(d), Some(i)) = (&mut delta, since) {
+            *d = d.saturating_add(i);
         }
-        task.ctx = now;
     }
     st.tasks.retain(|_, t| t.seen);
     delta
@@ -348,15 +351,10 @@ fn reread_tasks(tasks: &mut HashMap<u32, Task>) -> (u64, bool) {
     let mut sum = 0u64;
     let mut whole = true;
     for task in tasks.values_mut() {
-        let Ok(now) = task.switches() else {
-            whole = false;
-            continue;
-        };
-        match (now, task.ctx) {
-            (Some(n), Some(b)) => sum = sum.saturating_add(n.saturating_sub(b)),
+        match task.advance() {
+            Ok(Some(i)) => sum = sum.saturating_add(i),
             _ => whole = false,
         }
-        task.ctx = now;
     }
     (sum, whole)
 }
