@@ -6,10 +6,12 @@
 # Each BIN (a provetop binary) runs `watch PID --headless --hz 20` of its own `sleep`, all at
 # the same time, recording into /tmp/cpu; after 3 s of start-up, every thread's run time is
 # read from /proc/PID/task/*/schedstat, again SECS later, and printed as a share of one core.
+# TARGET='CMD' watches CMD instead of the `sleep` (e.g. a many-threaded process:
+# TARGET="python3 -c 'import threading,time; [threading.Thread(target=lambda: [time.sleep(0.05) for _ in iter(int, 1)]).start() for _ in range(60)]'").
 mkdir -p /tmp/cpu
 secs=$1; shift
 pids=(); sl=()
-for b in "$@"; do sleep 10000 & s=$!; sl+=($s); $b watch $s --headless --hz 20 --record /tmp/cpu/t$s.ptop 2>/dev/null & pids+=($!); done
+for b in "$@"; do if [ -n "$TARGET" ]; then bash -c "exec $TARGET" & else sleep 10000 & fi; s=$!; sl+=($s); $b watch $s --headless --hz 20 --record /tmp/cpu/t$s.ptop 2>/dev/null & pids+=($!); done
 sleep 3
 snap(){ for t in /proc/$1/task/*; do echo "$(cat $t/comm | tr ' ' _) $(cut -d' ' -f1 $t/schedstat)"; done; }
 for j in "${!pids[@]}"; do snap ${pids[$j]} > /tmp/cpu/a$j; done

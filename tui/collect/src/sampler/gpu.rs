@@ -3,6 +3,12 @@
 //! NVML reports host pids. A prover's CUDA context may live in any process of the tree, so the
 //! per-process memory is summed over the tree's pids; entries with pid 0 or `u32::MAX` (no
 //! pid visible, e.g. from inside a container) are never attributed to the tree.
+//!
+//! Cost: each device's handle is got once and kept (again only after the device stopped
+//! answering), and a round reads what every sample carries (memory, utilisation, the tree's
+//! processes); the details (temperature, power, SM clock, throttle reasons), which change
+//! slowly and are shown only with the usage readings, are read every [`DETAIL_PERIOD`] and
+//! carried until the next.
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -11,15 +17,20 @@ use std::time::{Duration, Instant};
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use nvml_wrapper::enums::device::UsedGpuMemory;
-use nvml_wrapper::Nvml;
+use nvml_wrapper::{Device, Nvml};
 use provetop_shared::record::{GpuDetail, GpuReading};
 
 use super::{park_until, GpuState, Shared};
 
-/// An initialized NVML with its device count.
-pub struct Gpus {
-    nvml: Nvml,
+/// How often the devices' details are read (a round between carries the last ones).
+pub const DETAIL_PERIOD: Duration = Duration::from_secs(2);
+
+/// The devices of an initialized NVML, their handles kept between rounds.
+pub struct Gpus<'n> {
+    nvml: &'n Nvml,
     count: u32,
+    /// Each device's handle, got once (`None`: not got yet, or dropped when it failed).
+    handles: Vec<Option<Device<'n>>>,
     /// (UUID, name) per index, read once while the device answers.
     names: Vec<Option<(String, String)>>,
     health: Health,
@@ -32,7 +43,8 @@ pub struct Round {
     pub readings: Vec<GpuReading>,
     /// The tree's GPU memory summed over devices.
     pub used: u64,
-    /// Per GPU (those that answered), for the usage readings.
+    /// Per GPU (those that answered), for the usage readings; empty in a round that did
+    /// not read them.
     pub details: Vec<GpuDetail>,
     /// (pid, GPU index, bytes) of the tree's processes whose amount NVML knows.
     pub procs: Vec<(u32, u32, u64)>,
@@ -40,10 +52,14 @@ pub struct Round {
     pub notes: Vec<String>,
 }
 
-impl Gpus {
-    /// Load NVML. The error text says why there is no GPU reading.
-    pub fn open() -> Result<Gpus, String> {
-        let nvml = Nvml::init().map_err(|e| e.to_string())?;
+/// Load NVML. The error text says why there is no GPU reading.
+pub fn init() -> Result<Nvml, String> {
+    Nvml::init().map_err(|e| e.to_string())
+}
+
+impl<'n> Gpus<'n> {
+    /// The devices of `nvml`. The error text says why there is no GPU reading.
+    pub fn open(nvml: &'n Nvml) -> Result<Gpus<'n>, String> {
         let count = nvml.device_count().map_err(|e| e.to_string())?;
         if count == 0 {
             return Err("NVML found no devices".into());
@@ -51,27 +67,39 @@ impl Gpus {
         Ok(Gpus {
             nvml,
             count,
+            handles: (0..count).map(|_| None).collect(),
             names: vec![None; count as usize],
             health: Health::default(),
         })
     }
 
-    /// Read every device. `tree` holds the pids of the watched tree. A device that fails to
-    /// answer is absent from this round (and said once); a detail a device does not give is
-    /// `None` (and said once when it answered before).
-    pub fn read(&mut self, tree: &[u32]) -> Round {
+    /// Read every device, and its details when `details`. `tree` holds the pids of the
+    /// watched tree. A device that fails to answer is absent from this round (and said once);
+    /// a detail a device does not give is `None` (and said once when it answered before).
+    pub fn read(&mut self, tree: &[u32], details: bool) -> Round {
         let mut r = Round {
             readings: Vec::with_capacity(self.count as usize),
             ..Round::default()
         };
         for index in 0..self.count {
-            let answer = self
-                .nvml
-                .device_by_index(index)
-                .and_then(|d| d.memory_info().map(|m| (d, m)));
-            let (dev, mem) = match answer {
-                Ok(a) => a,
+            let handle = &mut self.handles[index as usize];
+            if handle.is_none() {
+                match self.nvml.device_by_index(index) {
+                    Ok(d) => *handle = Some(d),
+                    Err(e) => {
+                        self.names[index as usize] = None;
+                        r.notes
+                            .extend(self.health.device(index, Some(&e.to_string())));
+                        continue;
+                    }
+                }
+            }
+            let dev = handle.as_ref().expect("got above");
+            let mem = match dev.memory_info() {
+                Ok(m) => m,
                 Err(e) => {
+                    // A device that fell off the bus may come back with a new handle.
+                    *handle = None;
                     self.names[index as usize] = None;
                     r.notes
                         .extend(self.health.device(index, Some(&e.to_string())));
@@ -118,6 +146,9 @@ impl Gpus {
                 if let (Ok(u), Ok(n)) = (dev.uuid(), dev.name()) {
                     *names = Some((u, n));
                 }
+            }
+            if !details {
+                continue;
             }
             let (uuid, name) = names.clone().unwrap_or_default();
             let h = &mut self.health;
@@ -255,31 +286,47 @@ pub fn tree_usage(procs: impl Iterator<Item = (u32, u64)>, tree: &[u32]) -> u64 
     sum
 }
 
-/// The `provetop-gpu` thread: read NVML every `period` (absolute deadlines).
+/// The `provetop-gpu` thread: read NVML every `period` (absolute deadlines), the details
+/// every [`DETAIL_PERIOD`].
 pub(super) fn gpu_loop(s: &Shared, period: Duration) {
-    let gpus = match Gpus::open() {
+    let unavailable = |e: String| s.note(format!("no GPU (NVML unavailable: {e})"));
+    let nvml = match init() {
+        Ok(n) => n,
+        Err(e) => return unavailable(e),
+    };
+    let mut gpus = match Gpus::open(&nvml) {
         Ok(g) => g,
-        Err(e) => {
-            s.note(format!("no GPU (NVML unavailable: {e})"));
-            return;
-        }
+        Err(e) => return unavailable(e),
     };
     let start = Instant::now();
     let mut k = 0u32;
-    let mut gpus = gpus;
+    let mut details_due = start;
     while !s.stop.load(Ordering::Acquire) {
         let (gen, pids) = s.tree_snapshot();
-        let r = gpus.read(&pids);
+        let now = Instant::now();
+        let details = now >= details_due;
+        if details {
+            details_due = now + DETAIL_PERIOD;
+        }
+        let r = gpus.read(&pids, details);
         for n in r.notes {
             s.note(n);
         }
         {
             let mut g = s.gpu.lock().unwrap_or_else(|e| e.into_inner());
+            let kept = if details || g.gen != gen {
+                r.details
+            } else {
+                // The last details of the devices that answered this round.
+                let mut d = std::mem::take(&mut g.details);
+                d.retain(|d| r.readings.iter().any(|x| x.index == d.index));
+                d
+            };
             *g = GpuState {
                 gen,
                 gpus: r.readings,
                 used: Some(r.used),
-                details: r.details,
+                details: kept,
                 procs: r.procs,
             };
         }

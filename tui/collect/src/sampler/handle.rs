@@ -204,10 +204,11 @@ impl SamplerHandle {
         if ticks == 0 {
             return None;
         }
+        let measured = sh.measured_ticks.load(Ordering::Relaxed).max(1);
         let (usage_reads, usage_mean, _) = self.usage_cost();
         Some(TickReport {
             ticks,
-            mean: Duration::from_nanos(sh.tick_ns.load(Ordering::Relaxed) / ticks),
+            mean: Duration::from_nanos(sh.tick_ns.load(Ordering::Relaxed) / measured),
             max: Duration::from_nanos(sh.tick_max_ns.load(Ordering::Relaxed)),
             usage_reads,
             usage_mean,

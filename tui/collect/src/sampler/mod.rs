@@ -15,8 +15,8 @@
 //!   number of mappings, not the RSS (`pinned.rs`).
 //! * `provetop-smaps` cross-checks it with full smaps passes, each started once the budget has
 //!   earned its predicted cost, so it uses at most `smaps_duty` of a core.
-//! * `provetop-gpu` reads NVML at `gpu_hz` (utilisation and memory for every sample; the
-//!   details and each process's GPU memory for the usage readings).
+//! * `provetop-gpu` reads NVML at `gpu_hz` (utilisation and memory for every sample, each
+//!   process's GPU memory for the usage readings; the slow-moving details every 2 s).
 //!
 //! At `usage_hz` (default 2 Hz) the tick also takes a usage reading (`usage.rs`): CPU time,
 //! threads, faults, context switches and storage I/O per process of the tree, the host's

@@ -40,8 +40,10 @@ pub(super) struct Shared {
     pub(super) usage_reads: AtomicU64,
     pub(super) usage_ns: AtomicU64,
     pub(super) usage_max_ns: AtomicU64,
-    /// Ticks taken, and their summed and largest CPU time (ns, from waking to parking).
+    /// Ticks taken; those measured, and their summed and largest CPU time (ns, from waking
+    /// to parking).
     pub(super) ticks: AtomicU64,
+    pub(super) measured_ticks: AtomicU64,
     pub(super) tick_ns: AtomicU64,
     pub(super) tick_max_ns: AtomicU64,
     pub(super) tree: Mutex<(u64, Vec<u32>)>,
@@ -78,6 +80,7 @@ impl Shared {
             usage_ns: AtomicU64::new(0),
             usage_max_ns: AtomicU64::new(0),
             ticks: AtomicU64::new(0),
+            measured_ticks: AtomicU64::new(0),
             tick_ns: AtomicU64::new(0),
             tick_max_ns: AtomicU64::new(0),
             tree: Mutex::new((1, vec![root_pid])),

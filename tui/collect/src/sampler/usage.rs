@@ -20,9 +20,11 @@
 //!   makes the tree's `None`: an unknown is never shown as zero.
 //! * A process that exits between the status read and these reads drops out of the reading.
 //! * Threads that exit between two readings take their last interval's context switches
-//!   with them; threads born in the interval count all of theirs. Context switches are read
-//!   per thread only at this reading's rate, so their cost follows the thread count; `task/`
-//!   is listed again only when the thread count moved or a followed thread stopped answering.
+//!   with them; threads born in the interval count all of theirs. A process of several
+//!   threads has its threads' switches read at most every [`CTX_PERIOD`] (their cost follows
+//!   the thread count: on a 70-thread prover they were most of a reading), its rate over
+//!   that longer interval carried by the readings between; `task/` is listed again only when
+//!   the thread count moved or a followed thread stopped answering.
 
 use std::collections::HashMap;
 use std::fs;
@@ -33,6 +35,10 @@ use super::hoststat::HostStat;
 use super::procstat::{Io, ProcFiles};
 use crate::procfile::KeptOpen;
 use crate::procstatus::{parse_status, MemStatus};
+
+/// Longest a multi-threaded process's context-switch rate is carried before its threads are
+/// read again.
+pub const CTX_PERIOD: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What the tick already knows of one process of the tree.
 #[derive(Debug, Clone, Copy)]
@@ -163,7 +169,7 @@ impl UsageReader {
                 self.procs.remove(&tp.pid);
                 continue;
             };
-            let ctx = ctx_delta(tp.pid, tp.status.ctx_switches, stat.threads, &mut tr.ctx);
+            let ctx = ctx_rate(tp.pid, tp.status.ctx_switches, stat.threads, t, &mut tr.ctx);
             let now = Counters {
                 cpu_ticks: stat.cpu_ticks,
                 majflt: stat.majflt,
@@ -197,7 +203,6 @@ impl UsageReader {
                     ))
                 });
                 (row.read_bps, row.write_bps) = io_rates.unzip();
-                let ctx = ctx.and_then(|d| rate(d, 0));
                 sums.add(&row, ctx);
             }
             sums.io_unknown |= now.io.is_none();
@@ -262,12 +267,34 @@ impl Sums {
 /// Context switches of a process's threads, as the kernel counts them (per thread).
 #[derive(Debug, Default)]
 struct CtxState {
-    /// The main thread's count at the previous reading.
+    /// The main thread's count when the threads were last read.
     main: Option<u64>,
     tasks: HashMap<u32, Task>,
+    /// When the threads were last read (CLOCK_MONOTONIC ns), and the switches per second
+    /// over the interval that ended then.
+    read_t: Option<u64>,
+    rate: Option<f64>,
 }
 
-/// The process's context switches since the previous reading: its main thread's (`main`,
+/// The process's context switches per second: over the interval since its threads were last
+/// read, or, while that was less than [`CTX_PERIOD`] ago and gave a rate, that rate again
+/// (a single-threaded process is read every time: its count is the tick's status read).
+fn ctx_rate(pid: u32, main: Option<u64>, threads: u32, t: u64, st: &mut CtxState) -> Option<f64> {
+    if let (Some(at), Some(r)) = (st.read_t, st.rate) {
+        if threads > 1 && t.saturating_sub(at) < CTX_PERIOD.as_nanos() as u64 {
+            return Some(r);
+        }
+    }
+    let interval = st.read_t.map(|at| t.saturating_sub(at));
+    let delta = ctx_delta(pid, main, threads, st);
+    st.read_t = Some(t);
+    st.rate = delta
+        .zip(interval.filter(|&ns| ns > 0))
+        .map(|(d, ns)| d as f64 * 1e9 / ns as f64);
+    st.rate
+}
+
+/// The process's context switches since its threads were last read: its main thread's (`main`,
 /// from the tick's status read) plus, per other thread, the change since the reading before
 /// (all of a thread's count when it was born since). `None` on the first reading and while
 /// the main thread's count is unknown.
@@ -453,6 +480,46 @@ mod tests {
         let secs = u.interval_ns as f64 / 1e9;
         let switches = u.ctx_switches.expect("known") * secs;
         assert!(switches >= 300.0, "{switches} switches in {secs} s");
+    }
+
+    #[test]
+    fn a_many_threaded_processs_switch_rate_is_carried_until_its_threads_are_due_again() {
+        let me = std::process::id();
+        // Another thread of this process, so it counts as many-threaded.
+        let (stop, wait) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            let _ = wait.recv();
+        });
+        let threads = 2;
+        let main = || read_status(me).unwrap().ctx_switches;
+        let mut st = CtxState::default();
+        let t0 = mono_ns();
+        assert_eq!(
+            ctx_rate(me, main(), threads, t0, &mut st),
+            None,
+            "a baseline"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+        let t1 = mono_ns();
+        let r1 = ctx_rate(me, main(), threads, t1, &mut st).expect("a rate after the baseline");
+        for _ in 0..50 {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let soon = t1 + CTX_PERIOD.as_nanos() as u64 / 2;
+        assert_eq!(
+            ctx_rate(me, main(), threads, soon, &mut st),
+            Some(r1),
+            "within the period: the last rate, the threads not read"
+        );
+        let later = t1 + CTX_PERIOD.as_nanos() as u64;
+        let r2 = ctx_rate(me, main(), threads, later, &mut st).expect("read again");
+        let switches = r2 * CTX_PERIOD.as_secs_f64();
+        assert!(
+            switches >= 50.0,
+            "the 50 sleeps since the last read are counted: {switches}"
+        );
+        drop(stop);
+        t.join().unwrap();
     }
 
     #[test]
