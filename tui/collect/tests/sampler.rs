@@ -245,6 +245,60 @@ fn grandchild_memory_is_summed() {
 }
 
 #[test]
+fn a_member_reparented_out_of_the_tree_leaves_it_within_a_walk() {
+    // sh (root) -> sh (middle, exits when told) -> sleep: once the middle is gone, the
+    // sleep's parent is a reaper outside the tree, and the root becomes `sleep` by exec (no
+    // new pid that would make a walk due anyway: the sleep's new parent has to).
+    let mut root = Command::new("sh")
+        .args([
+            "-c",
+            // fd 3: a background job's stdin is /dev/null.
+            "exec 3<&0; sh -c 'sleep 30 & echo $!; read x <&3' & wait; exec sleep 30",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(root.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let grandchild: u32 = line.trim().parse().unwrap();
+    let mut h = sampler::spawn(SamplerConfig::default(), root.id()).unwrap();
+    let mut all = Vec::new();
+    let count = |h: &mut SamplerHandle, all: &mut Vec<Record>, want: u32| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let s = sample_after(h, mono_ns(), all);
+            if s.procs == want {
+                return Instant::now();
+            }
+            assert!(Instant::now() < deadline, "never {want} processes: {s:?}");
+        }
+    };
+    count(&mut h, &mut all, 3);
+    // The middle's `read` ends: it exits and the sleep is reparented.
+    drop(root.stdin.take());
+    let t0 = Instant::now();
+    let left = count(&mut h, &mut all, 1);
+    assert!(
+        left - t0 < Duration::from_secs(3),
+        "the reparented sleep stayed in the tree for {:?}",
+        left - t0
+    );
+    h.stop();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(grandchild as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(root.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = root.wait();
+}
+
+#[test]
 fn missing_process_and_set_root() {
     let mut gone = Command::new("true").spawn().unwrap();
     let dead = gone.id();

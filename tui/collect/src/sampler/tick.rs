@@ -4,7 +4,8 @@
 //! a stall are skipped, never burst) and wakes early for stop and `set_root`. Each tick adopts
 //! a new root when asked, forwards the helpers' notes, re-walks the tree when due (at a rate
 //! bounded by the walk's measured cost, and only when a pid was created on the host since
-//! the last walk or a while has passed), reads every process's status, asks for the peak
+//! the last walk, a member's parent changed, or 30 s passed), reads every process's status,
+//! asks for the peak
 //! resets and the table reads that reading calls for, and pushes one [`Sample`] (or, once, a
 //! note that the root is gone). A full ring drops records and says how many, once there is
 //! room again.
@@ -20,11 +21,10 @@ use ringbuf::traits::{Observer, Producer};
 use ringbuf::HeapProd;
 
 use super::{
-    park_until, peak, system, tree, usage, SamplerConfig, Shared, TREE_DUTY, TREE_MAX_INTERVAL,
-    TREE_MIN_INTERVAL,
+    park_until, peak, system, tree, usage, SamplerConfig, Shared, TREE_BACKSTOP, TREE_DUTY,
+    TREE_MAX_INTERVAL, TREE_MIN_INTERVAL,
 };
 use crate::cgroup::{MemCgroup, UsageReader};
-use crate::procfile::KeptOpen;
 use crate::procstatus::{MemStatus, StatusReader};
 
 /// One process being followed.
@@ -38,6 +38,8 @@ pub(super) struct Proc {
     mapped: u64,
     /// When the oldest table read asked for and not yet answered was asked for.
     pub(super) marked: Option<Instant>,
+    /// Its parent at the last reading (0: not read yet).
+    ppid: u32,
 }
 
 /// One process counted in this tick, for its pinned memory.
@@ -67,7 +69,9 @@ pub(super) struct Sampler {
     /// process or thread was created since, no descendant can be new.
     last_walk: Instant,
     walked_at_pid: Option<u64>,
-    loadavg: Option<KeptOpen>,
+    /// A member's parent changed since the last walk: it may have left the tree.
+    reparented: bool,
+    loadavg: tree::NewestPid,
     meminfo: Option<system::MemInfo>,
     cgroup: Option<UsageReader>,
     no_reset: Vec<u32>,
@@ -117,7 +121,8 @@ impl Sampler {
             next_walk: Instant::now(),
             last_walk: Instant::now(),
             walked_at_pid: None,
-            loadavg: KeptOpen::open("/proc/loadavg", 128).ok(),
+            reparented: false,
+            loadavg: tree::NewestPid::open(),
             meminfo,
             cgroup: None,
             no_reset: Vec::new(),
@@ -255,34 +260,27 @@ impl Sampler {
         }
     }
 
-    /// The newest pid on the host (`/proc/loadavg`'s last field), if it can be read.
-    fn newest_pid(&mut self) -> Option<u64> {
-        let text = self.loadavg.as_mut()?.read().ok()?;
-        let last = text
-            .split(|b| b.is_ascii_whitespace())
-            .rfind(|f| !f.is_empty())?;
-        std::str::from_utf8(last).ok()?.parse().ok()
-    }
-
     /// Walk the tree when due, unless nothing was created on the host since the last walk
-    /// (then only every [`TREE_MAX_INTERVAL`]: a member reparented out of the tree).
+    /// and no member's parent changed (then only every [`TREE_BACKSTOP`]).
     fn walk_if_due(&mut self) {
         let now = Instant::now();
         let known = self.procs.contains_key(&self.root);
         if known && now < self.next_walk {
             return;
         }
-        let newest = self.newest_pid();
+        let newest = self.loadavg.read();
         if known
             && newest.is_some()
             && newest == self.walked_at_pid
-            && now < self.last_walk + TREE_MAX_INTERVAL
+            && !self.reparented
+            && now < self.last_walk + TREE_BACKSTOP
         {
             self.next_walk = now + TREE_MIN_INTERVAL;
             return;
         }
         self.walked_at_pid = newest;
         self.last_walk = now;
+        self.reparented = false;
         self.walk_tree();
     }
 
@@ -302,6 +300,7 @@ impl Sampler {
                         fresh: true,
                         mapped: u64::MAX,
                         marked: None,
+                        ppid: 0,
                     });
                 }
             }
@@ -359,6 +358,10 @@ impl Sampler {
                         m.hwm.max(m.rss)
                     };
                     p.fresh = false;
+                    if p.ppid != 0 && p.ppid != m.ppid {
+                        self.reparented = true;
+                    }
+                    p.ppid = m.ppid;
                     let mapped = m.file + m.shmem;
                     if mapped != p.mapped {
                         p.mapped = mapped;

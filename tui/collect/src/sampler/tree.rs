@@ -12,6 +12,26 @@
 use std::collections::HashMap;
 use std::fs;
 
+/// The newest pid on the host, `/proc/loadavg`'s last field (the file kept open): while it
+/// holds, no process or thread was created anywhere since, so no tree has a new member.
+#[derive(Debug)]
+pub struct NewestPid(Option<crate::procfile::KeptOpen>);
+
+impl NewestPid {
+    pub fn open() -> Self {
+        NewestPid(crate::procfile::KeptOpen::open("/proc/loadavg", 128).ok())
+    }
+
+    /// `None` where it cannot be read (then every walk is due).
+    pub fn read(&mut self) -> Option<u64> {
+        let text = self.0.as_mut()?.read().ok()?;
+        let last = text
+            .split(|b| b.is_ascii_whitespace())
+            .rfind(|f| !f.is_empty())?;
+        std::str::from_utf8(last).ok()?.parse().ok()
+    }
+}
+
 /// Whether this kernel provides `/proc/PID/task/TID/children`.
 pub fn has_children_files() -> bool {
     let me = std::process::id();

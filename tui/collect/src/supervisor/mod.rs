@@ -564,7 +564,7 @@ async fn wait_run(inner: &Arc<Inner>, run: &mut Running) -> ExitInfo {
             _ = poll.tick() => {
                 track_cgroup(run);
                 let mut tree = inner.tree();
-                tree.note(run.pid);
+                tree.note_if_new(run.pid);
                 tree.reap();
             }
         }
