@@ -358,7 +358,7 @@ const PIPE_SIZE: i32 = 1 << 20;
 /// (tens a second at scale). A full read is followed by the next at once, so a burst or a
 /// flood is read at memory speed; events keep the child's own time (`stamp`), and what the
 /// rest delays is pumped on the pipeline's next wake-up anyway.
-pub const PACE: Duration = Duration::from_millis(100);
+pub const PACE: Duration = Duration::from_millis(200);
 
 /// The reading itself, blocking: see [`read_events`].
 fn read_pipe(inner: &Inner, mut pipe: File, pgid: i32, run_start: u64) {
