@@ -251,8 +251,9 @@ fn main() {
         walk,
     );
     println!(
-        "\nOne usage reading (`stat`, `io`, `comm` per process kept open, `status` per extra \
-         thread, `/proc/stat`; the tick's status readings reused), µs:\n"
+        "\nOne usage reading (`stat`, `io`, `comm` per process kept open, `schedstat` per extra \
+         thread every 2 s: one reading in four at 2 Hz, `/proc/stat`; the tick's status readings \
+         reused), µs:\n"
     );
     println!("| tree | mean | p50 | p99 | per process |");
     println!("|---|---:|---:|---:|---:|");
