@@ -66,7 +66,7 @@ fn the_61_gib_session_replays_at_20_hz_with_its_gpu_pinned_usage_and_its_verifie
     assert!(finished[0].0, "verified");
     // The pinned series from the mapping table, at the sample rate from the SRS load on: the
     // prover's pinned SRS and the driver's buffers (163.7 MiB, as an independent smaps
-    // reading gave on the same build: docs/measurements.md).
+    // reading gave on an earlier build: docs/measurements.md).
     let reported = recs
         .iter()
         .filter_map(|r| match &r.body {
@@ -99,6 +99,18 @@ fn the_61_gib_session_replays_at_20_hz_with_its_gpu_pinned_usage_and_its_verifie
     assert!(cores > 12.0, "{cores}");
     assert!(recs.iter().any(|r| matches!(&r.body,
         RecordBody::Mark(provetop_shared::Mark::Note { text }) if text.starts_with("VmHWM resets: "))));
+    // The run that met issue 20's goal: the session's own note of provetop's CPU (schedstat of
+    // its threads over the run) reads at most 0.5 % of one core.
+    let own: f64 = recs
+        .iter()
+        .find_map(|r| match &r.body {
+            RecordBody::Mark(provetop_shared::Mark::Note { text }) => text
+                .strip_prefix("provetop's own CPU: ")
+                .and_then(|t| t.split(" %").next()?.parse().ok()),
+            _ => None,
+        })
+        .expect("the session notes provetop's own CPU");
+    assert!(own <= 0.5, "{own} % of one core");
     // Climbing 64 GiB in about 30 s with 60 GiB left, it never reads under the horizon.
     let rule: Rule = format!("time_to_oom < {DEFAULT_OOM_HORIZON_S}")
         .parse()
