@@ -5,10 +5,9 @@
 //! a new root when asked, forwards the helpers' notes, re-walks the tree when due (at a rate
 //! bounded by the walk's measured cost, and only when a pid was created on the host since
 //! the last walk, a member's parent changed, or 30 s passed), reads every process's status,
-//! asks for the peak
-//! resets and the table reads that reading calls for, and pushes one [`Sample`] (or, once, a
-//! note that the root is gone). A full ring drops records and says how many, once there is
-//! room again.
+//! asks for the peak resets and the table reads that reading calls for, and pushes one
+//! [`Sample`] (or, once, a note that the root is gone). A full ring drops records and says how
+//! many, once there is room again.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -65,13 +64,10 @@ pub(super) struct Sampler {
     /// Parents read once per process, for walks without `children` files.
     parents: tree::ParentCache,
     next_walk: Instant,
-    /// The last walk, and the newest pid on the host then (`/proc/loadavg`): while no
-    /// process or thread was created since, no descendant can be new.
-    last_walk: Instant,
-    walked_at_pid: Option<u64>,
+    /// Whether a pid was created on the host since the last walk.
+    walks: tree::WalkGate,
     /// A member's parent changed since the last walk: it may have left the tree.
     reparented: bool,
-    loadavg: tree::NewestPid,
     meminfo: Option<system::MemInfo>,
     cgroup: Option<UsageReader>,
     no_reset: Vec<u32>,
@@ -119,10 +115,8 @@ impl Sampler {
             children_files: tree::has_children_files(),
             parents: tree::ParentCache::default(),
             next_walk: Instant::now(),
-            last_walk: Instant::now(),
-            walked_at_pid: None,
+            walks: tree::WalkGate::default(),
             reparented: false,
-            loadavg: tree::NewestPid::open(),
             meminfo,
             cgroup: None,
             no_reset: Vec::new(),
@@ -268,18 +262,10 @@ impl Sampler {
         if known && now < self.next_walk {
             return;
         }
-        let newest = self.loadavg.read();
-        if known
-            && newest.is_some()
-            && newest == self.walked_at_pid
-            && !self.reparented
-            && now < self.last_walk + TREE_BACKSTOP
-        {
+        if !self.walks.due(TREE_BACKSTOP, !known || self.reparented) {
             self.next_walk = now + TREE_MIN_INTERVAL;
             return;
         }
-        self.walked_at_pid = newest;
-        self.last_walk = now;
         self.reparented = false;
         self.walk_tree();
     }

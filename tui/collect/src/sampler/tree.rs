@@ -11,20 +11,40 @@
 
 use std::collections::HashMap;
 use std::fs;
+use std::time::{Duration, Instant};
 
-/// The newest pid on the host, `/proc/loadavg`'s last field (the file kept open): while it
-/// holds, no process or thread was created anywhere since, so no tree has a new member.
-#[derive(Debug)]
-pub struct NewestPid(Option<crate::procfile::KeptOpen>);
+/// Whether a tree walk is due: the newest pid on the host (`/proc/loadavg`'s last field, the
+/// file kept open) moved since the last walk it allowed, or a backstop passed. While that pid
+/// holds, no process or thread was created anywhere, so no tree has a new member. Used by the
+/// sampler's walks and the supervisor's tree notes alike.
+#[derive(Debug, Default)]
+pub struct WalkGate {
+    /// Opened at the first question (`Some(None)`: it cannot be, then every walk is due).
+    loadavg: Option<Option<crate::procfile::KeptOpen>>,
+    /// The newest pid at the last walk allowed, and when that was.
+    walked: Option<(Option<u64>, Instant)>,
+}
 
-impl NewestPid {
-    pub fn open() -> Self {
-        NewestPid(crate::procfile::KeptOpen::open("/proc/loadavg", 128).ok())
+impl WalkGate {
+    /// Whether to walk now: when `force`, when the newest pid moved or cannot be read, or
+    /// when the last walk was `backstop` ago or longer. A yes counts as a walk from now on.
+    pub fn due(&mut self, backstop: Duration, force: bool) -> bool {
+        let now = Instant::now();
+        let newest = self.newest_pid();
+        let quiet = matches!(self.walked, Some((before, at))
+            if newest.is_some() && newest == before && now < at + backstop);
+        if quiet && !force {
+            return false;
+        }
+        self.walked = Some((newest, now));
+        true
     }
 
-    /// `None` where it cannot be read (then every walk is due).
-    pub fn read(&mut self) -> Option<u64> {
-        let text = self.0.as_mut()?.read().ok()?;
+    fn newest_pid(&mut self) -> Option<u64> {
+        let file = self
+            .loadavg
+            .get_or_insert_with(|| crate::procfile::KeptOpen::open("/proc/loadavg", 128).ok());
+        let text = file.as_mut()?.read().ok()?;
         let last = text
             .split(|b| b.is_ascii_whitespace())
             .rfind(|f| !f.is_empty())?;

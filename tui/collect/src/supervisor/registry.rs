@@ -124,9 +124,8 @@ fn stat_of(pid: u32) -> Option<(u32, u64, char)> {
 #[derive(Debug, Default)]
 pub struct Tree {
     seen: std::collections::HashMap<u32, u64>,
-    /// The host's newest pid at the last walk, and when it was (for [`Self::note_if_new`]).
-    newest: Option<crate::sampler::tree::NewestPid>,
-    walked: Option<(Option<u64>, std::time::Instant)>,
+    /// Whether a pid was created on the host since the last walk of [`Self::note_if_new`].
+    walks: crate::sampler::tree::WalkGate,
 }
 
 /// Longest [`Tree::note_if_new`] goes without walking.
@@ -138,17 +137,9 @@ impl Tree {
     /// The walk lists every thread's children of the tree: on a 70-thread prover, once a
     /// second, it was most of what the supervisor's threads did.
     pub fn note_if_new(&mut self, root: u32) {
-        let newest = self
-            .newest
-            .get_or_insert_with(crate::sampler::tree::NewestPid::open)
-            .read();
-        if let Some((before, at)) = self.walked {
-            if newest.is_some() && newest == before && at.elapsed() < NOTE_MAX_INTERVAL {
-                return;
-            }
+        if self.walks.due(NOTE_MAX_INTERVAL, false) {
+            self.note(root);
         }
-        self.walked = Some((newest, std::time::Instant::now()));
-        self.note(root);
     }
 
     /// Remember `root`'s descendants now, and those of every remembered one still alive
