@@ -287,7 +287,7 @@ pub fn tree_usage(procs: impl Iterator<Item = (u32, u64)>, tree: &[u32]) -> u64 
 }
 
 /// The `provetop-gpu` thread: read NVML every `period` (absolute deadlines), the details
-/// every [`DETAIL_PERIOD`].
+/// every [`DETAIL_PERIOD`] and at once for a new tree.
 pub(super) fn gpu_loop(s: &Shared, period: Duration) {
     let unavailable = |e: String| s.note(format!("no GPU (NVML unavailable: {e})"));
     let nvml = match init() {
@@ -301,10 +301,14 @@ pub(super) fn gpu_loop(s: &Shared, period: Duration) {
     let start = Instant::now();
     let mut k = 0u32;
     let mut details_due = start;
+    let mut last_gen = None;
     while !s.stop.load(Ordering::Acquire) {
         let (gen, pids) = s.tree_snapshot();
         let now = Instant::now();
-        let details = now >= details_due;
+        // A new tree (a new root) drops the last one's details: read them for it at once,
+        // not up to a period later.
+        let details = now >= details_due || last_gen != Some(gen);
+        last_gen = Some(gen);
         if details {
             details_due = now + DETAIL_PERIOD;
         }

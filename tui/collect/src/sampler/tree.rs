@@ -1,13 +1,13 @@
 //! Finding the descendants of a process.
 //!
 //! Where the kernel has `CONFIG_PROC_CHILDREN`, `/proc/PID/task/TID/children` lists each
-//! thread's children and the walk touches only the tree itself. Elsewhere (the CI VMs lack
-//! it) the walk reads the parent pid of every process in `/proc`; the sampler's own walks use a
-//! [`ParentCache`] instead, which reads the parent of a process once, when it first appears in
-//! `/proc`, and again only for the processes of the tree (a tree member's parent can change
-//! when its parent exits; an outsider's only to a reaper outside the tree). Either way the
-//! sampler runs it at a rate bounded by its measured cost, and samples the known tree every
-//! tick.
+//! thread's children and the walk touches only the tree itself (the development and CI VMs
+//! and the lent H200 machines have it). Elsewhere the walk reads the parent pid of every
+//! process in `/proc`; the sampler's own walks use a [`ParentCache`] instead, which reads
+//! the parent of a process once, when it first appears in `/proc`, and again only for the
+//! processes of the tree (a tree member's parent can change when its parent exits; an
+//! outsider's only to a reaper outside the tree). Either way the sampler runs it at a rate
+//! bounded by its measured cost, and samples the known tree every tick.
 
 use std::collections::HashMap;
 use std::fs;

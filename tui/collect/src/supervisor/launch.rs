@@ -32,6 +32,8 @@ pub struct Launched {
     pub stderr: OwnedFd,
     /// The side log the output is also copied into (with a cap: `output.rs`), if any.
     pub log: Option<std::fs::File>,
+    /// The child's process group, registered from the moment it started.
+    pub registered: super::registry::Registered,
 }
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -154,7 +156,7 @@ fn launch_here(spec: &ChildSpec) -> anyhow::Result<Launched> {
             Ok(())
         });
     }
-    let child = match cmd.spawn() {
+    let (child, registered) = match super::registry::spawn_child(|| cmd.spawn(), Child::id) {
         Ok(c) => c,
         Err(e) => {
             // A command that cannot start leaves no empty log behind.
@@ -180,5 +182,6 @@ fn launch_here(spec: &ChildSpec) -> anyhow::Result<Launched> {
         stdout: out_r,
         stderr: err_r,
         log,
+        registered,
     })
 }

@@ -411,10 +411,12 @@ fn start_run(
         stdout,
         stderr,
         log,
+        registered,
     } = l;
     let pid = child.id().unwrap_or(0);
     inner.pgid.store(pid as i32, Ordering::Release);
-    registry::register(pid as i32);
+    // Unregistered once the child is reaped (`unregister` below).
+    registered.keep();
     inner.counters.starts.fetch_add(1, Ordering::Relaxed);
     *inner.stdin.lock().unwrap_or_else(|e| e.into_inner()) = child.stdin.take();
     let reader = tokio::spawn(read_events(inner.clone(), events, pid as i32, t_start));

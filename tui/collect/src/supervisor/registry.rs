@@ -60,6 +60,43 @@ pub fn spawn_helper(
     Ok(c)
 }
 
+/// Start a supervised child with `spawn` and register its process group (`pid` of the
+/// child, which leads its own group) before the tree walk's lock is let go. A child that a
+/// walk of another supervisor in this process could see unregistered, between its start
+/// and its registration, was taken for an orphan of that tree and killed with it on stop:
+/// one in about twenty runs of the supervisor tests, while two supervisors started and
+/// stopped side by side.
+pub fn spawn_child<C>(
+    spawn: impl FnOnce() -> std::io::Result<C>,
+    pid: impl FnOnce(&C) -> Option<u32>,
+) -> std::io::Result<(C, Registered)> {
+    let _walks = helpers();
+    let c = spawn()?;
+    let pgid = pid(&c).map_or(0, |p| p as i32);
+    let registered = if pgid > 0 && register(pgid) { pgid } else { 0 };
+    Ok((c, Registered(registered)))
+}
+
+/// A process group registered by [`spawn_child`]: unregistered when this is dropped (a
+/// child launched but never run), unless [`Registered::keep`] hands it to the run, which
+/// unregisters it once the child is reaped.
+#[derive(Debug)]
+pub struct Registered(i32);
+
+impl Registered {
+    pub fn keep(mut self) -> i32 {
+        std::mem::replace(&mut self.0, 0)
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        if self.0 > 0 {
+            unregister(self.0);
+        }
+    }
+}
+
 /// A helper was reaped.
 pub fn helper_ended(pid: u32) {
     helpers().retain(|&p| p != pid);
@@ -85,8 +122,7 @@ fn orphans(root: u32) -> Vec<u32> {
 }
 
 /// Whether `pid` belongs to another supervised child than `root`: it is one, or is in
-/// one's process group (a child started by another supervisor in this process, seen in the
-/// moment between its start and its registration).
+/// one's process group (a child started by another supervisor in this process).
 fn foreign(pid: u32, root: u32) -> bool {
     let other = |g: i32| g != root as i32 && PGIDS.iter().any(|s| s.load(Ordering::Acquire) == g);
     other(pid as i32) || pgid_of(pid).is_some_and(other)
@@ -261,5 +297,54 @@ mod tests {
         child.wait().unwrap();
         tree.note(me);
         assert!(!tree.seen.contains_key(&pid), "{:?}", tree.seen);
+    }
+
+    fn sleeper() -> std::io::Result<std::process::Child> {
+        use std::os::unix::process::CommandExt;
+        std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+    }
+
+    #[test]
+    fn a_child_being_started_is_never_taken_for_another_trees_orphan() {
+        become_subreaper();
+        let (mut other, other_reg) = spawn_child(sleeper, |c| Some(c.id())).unwrap();
+        let other_pid = other.id();
+        let mut walk = None;
+        let (mut child, reg) = spawn_child(
+            || {
+                let c = sleeper()?;
+                // Another supervisor's walk, while this child runs in its own group and is
+                // not registered yet: it must wait for the registration.
+                let w = std::thread::spawn(move || {
+                    let mut t = Tree::default();
+                    t.note(other_pid);
+                    t.seen
+                });
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                walk = Some((w.is_finished(), w));
+                Ok(c)
+            },
+            |c| Some(c.id()),
+        )
+        .unwrap();
+        let (finished_early, w) = walk.unwrap();
+        let seen = w.join().unwrap();
+        for c in [&mut child, &mut other] {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+        assert!(!finished_early, "the walk ran before the registration");
+        assert!(
+            !seen.contains_key(&child.id()),
+            "child {} was noted in {other_pid}'s tree: {seen:?}",
+            child.id()
+        );
+        drop((reg, other_reg));
+        assert!(!PGIDS
+            .iter()
+            .any(|s| [child.id(), other_pid].contains(&(s.load(Ordering::Acquire) as u32))));
     }
 }
