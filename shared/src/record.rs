@@ -152,7 +152,9 @@ pub struct GpuReading {
     pub used: u64,
     /// Device memory total.
     pub total: u64,
-    /// Utilization percent; [`GpuReading::UTIL_UNKNOWN`] when NVML gave none (the layout is
+    /// Utilisation percent: the share of time a kernel ran, the mean of NVML's sample
+    /// periods read since the reading before (sessions recorded before 2026-12-04: NVML's
+    /// last period alone); [`GpuReading::UTIL_UNKNOWN`] when NVML gave none (the layout is
     /// fixed in session files, so unknown is this value, never 0: read it with
     /// [`GpuReading::utilization`]).
     pub util: u8,

@@ -4,18 +4,29 @@
 //! per-process memory is summed over the tree's pids; entries with pid 0 or `u32::MAX` (no
 //! pid visible, e.g. from inside a container) are never attributed to the tree.
 //!
+//! Utilisation is NVML's share of its last sample period (200 ms on the H200, driver 580)
+//! in which a kernel ran: read once per round, it is one period in several, and a prover
+//! whose GPU work comes in a rhythm is caught or missed by the reader's phase for a whole
+//! window (a 2 Hz reader read 0 % of a GPU busy 100 ms in every 500, and 17.9 % where
+//! nvidia-smi at 10 Hz read 29.0 %). So the utilisation is read twice per NVML sample period
+//! (learned from the device's sample buffer at the start, [`sample_period`]), evenly within
+//! each round ([`reads_per_round`]), and a round's `util` is the mean of its reads: every
+//! period counts, and counts as much as the next. A read costs 1.6 µs of CPU
+//! (`kernels/lab/nvml-costs.py` on the H200); the sample buffer, read once to learn the
+//! period, costs 1.5 ms, too much to read at the rounds' rate.
+//!
 //! Cost: each device's handle is got once and kept (again only after the device stopped
-//! answering), and a round reads what every sample carries (memory, utilisation, the tree's
-//! processes); the details (temperature, power, SM clock, throttle reasons), which change
-//! slowly and are shown only with the usage readings, are read every [`DETAIL_PERIOD`] and
-//! carried until the next.
+//! answering), and a round reads what every sample carries (memory, the tree's processes);
+//! the details (temperature, power, SM clock, throttle reasons), which change slowly and are
+//! shown only with the usage readings, are read every [`DETAIL_PERIOD`] and carried until the
+//! next.
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
-use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
+use nvml_wrapper::enum_wrappers::device::{Clock, Sampling, TemperatureSensor};
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::{Device, Nvml};
 use provetop_shared::record::{GpuDetail, GpuReading};
@@ -24,6 +35,12 @@ use super::{park_until, GpuState, Shared};
 
 /// How often the devices' details are read (a round between carries the last ones).
 pub const DETAIL_PERIOD: Duration = Duration::from_secs(2);
+/// NVML's utilisation sample period where the sample buffer does not tell (the H200's).
+pub const UTIL_PERIOD_DEFAULT: Duration = Duration::from_millis(200);
+/// A learned sample period is held within these (a buffer with a gap in it must not make the
+/// reads slow, nor a burst of samples make them busy).
+pub const UTIL_PERIOD_BOUNDS: (Duration, Duration) =
+    (Duration::from_millis(100), Duration::from_secs(1));
 
 /// The devices of an initialized NVML, their handles kept between rounds.
 pub struct Gpus<'n> {
@@ -33,7 +50,46 @@ pub struct Gpus<'n> {
     handles: Vec<Option<Device<'n>>>,
     /// (UUID, name) per index, read once while the device answers.
     names: Vec<Option<(String, String)>>,
+    /// Utilisation reads since the last round, per index.
+    util: Vec<UtilMean>,
     health: Health,
+}
+
+/// Utilisation reads of one device, summed until a round takes their mean.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct UtilMean {
+    sum: u32,
+    n: u32,
+}
+
+impl UtilMean {
+    pub fn add(&mut self, pct: u32) {
+        self.sum += pct.min(100);
+        self.n += 1;
+    }
+
+    /// The mean of the reads since the last take, rounded; `None` without any.
+    pub fn take(&mut self) -> Option<u8> {
+        let m = std::mem::take(self);
+        (m.n > 0).then(|| ((m.sum + m.n / 2) / m.n) as u8)
+    }
+}
+
+/// The sample period of a device's buffer: the median spacing of its samples' timestamps
+/// (µs), held within [`UTIL_PERIOD_BOUNDS`]; `None` with fewer than three samples.
+pub fn sample_period(stamps_us: &mut [u64]) -> Option<Duration> {
+    stamps_us.sort_unstable();
+    let mut gaps: Vec<u64> = stamps_us
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|&g| g > 0)
+        .collect();
+    if gaps.len() < 2 {
+        return None;
+    }
+    gaps.sort_unstable();
+    let median = Duration::from_micros(gaps[gaps.len() / 2]);
+    Some(median.clamp(UTIL_PERIOD_BOUNDS.0, UTIL_PERIOD_BOUNDS.1))
 }
 
 /// One round of NVML readings.
@@ -69,8 +125,39 @@ impl<'n> Gpus<'n> {
             count,
             handles: (0..count).map(|_| None).collect(),
             names: vec![None; count as usize],
+            util: vec![UtilMean::default(); count as usize],
             health: Health::default(),
         })
+    }
+
+    /// NVML's utilisation sample period: the shortest over the devices whose handle is got
+    /// (a round got them), from one read of each sample buffer; [`UTIL_PERIOD_DEFAULT`] where
+    /// no buffer tells.
+    pub fn util_period(&self) -> Duration {
+        self.handles
+            .iter()
+            .flatten()
+            .filter_map(|d| {
+                let mut stamps: Vec<u64> = d
+                    .samples(Sampling::GpuUtilization, None)
+                    .ok()?
+                    .iter()
+                    .map(|s| s.timestamp)
+                    .collect();
+                sample_period(&mut stamps)
+            })
+            .min()
+            .unwrap_or(UTIL_PERIOD_DEFAULT)
+    }
+
+    /// Read each device's utilisation (NVML's last sample period) into its round's mean. A
+    /// device that does not answer adds nothing: its round finds it out.
+    pub fn read_util(&mut self) {
+        for (dev, acc) in self.handles.iter().zip(&mut self.util) {
+            if let Some(Ok(u)) = dev.as_ref().map(|d| d.utilization_rates()) {
+                acc.add(u.gpu);
+            }
+        }
     }
 
     /// Read every device, and its details when `details`. `tree` holds the pids of the
@@ -101,16 +188,20 @@ impl<'n> Gpus<'n> {
                     // A device that fell off the bus may come back with a new handle.
                     *handle = None;
                     self.names[index as usize] = None;
+                    self.util[index as usize] = UtilMean::default();
                     r.notes
                         .extend(self.health.device(index, Some(&e.to_string())));
                     continue;
                 }
             };
             r.notes.extend(self.health.device(index, None));
-            let util = dev
-                .utilization_rates()
-                .map(|u| u.gpu.min(100) as u8)
-                .unwrap_or(GpuReading::UTIL_UNKNOWN);
+            // The mean of the reads since the last round; a round with none (the first, or
+            // rounds closer than NVML's period) reads the last period itself.
+            let util = self.util[index as usize].take().unwrap_or_else(|| {
+                dev.utilization_rates()
+                    .map(|u| u.gpu.min(100) as u8)
+                    .unwrap_or(GpuReading::UTIL_UNKNOWN)
+            });
             // Compute processes only: a prover's CUDA context is one, and each process query
             // is one of NVML's slowest calls (graphics contexts are not provers').
             let procs = dev.running_compute_processes().unwrap_or_default();
@@ -286,8 +377,21 @@ pub fn tree_usage(procs: impl Iterator<Item = (u32, u64)>, tree: &[u32]) -> u64 
     sum
 }
 
-/// The `provetop-gpu` thread: read NVML every `period` (absolute deadlines), the details
-/// every [`DETAIL_PERIOD`] and at once for a new tree.
+/// Utilisation reads per round: at least two per NVML sample period, evenly spaced so that
+/// a round of `round` holds the same number of reads every time. Reads uniform in time sample
+/// NVML's step of values evenly, so their mean over a round is the round's; two per period
+/// keep every period read as often as the next whatever the two clocks' phase (read once per
+/// period, a 500 ms round held two reads or three in turn: on the H200, 400 ms of GPU work
+/// every second read 28.5 % against nvidia-smi's 34.4 %).
+pub fn reads_per_round(round: Duration, nvml_period: Duration) -> u32 {
+    let n = (2.0 * round.as_secs_f64() / nvml_period.as_secs_f64()).ceil();
+    n.clamp(1.0, f64::from(u32::MAX)) as u32
+}
+
+/// The `provetop-gpu` thread: a round every `period` (absolute deadlines), the details every
+/// [`DETAIL_PERIOD`] and at once for a new tree; the utilisation [`reads_per_round`] times a
+/// round on the same grid (the NVML period learned after the first round), the last of them
+/// by the round itself.
 pub(super) fn gpu_loop(s: &Shared, period: Duration) {
     let unavailable = |e: String| s.note(format!("no GPU (NVML unavailable: {e})"));
     let nvml = match init() {
@@ -299,47 +403,63 @@ pub(super) fn gpu_loop(s: &Shared, period: Duration) {
         Err(e) => return unavailable(e),
     };
     let start = Instant::now();
-    let mut k = 0u32;
     let mut details_due = start;
     let mut last_gen = None;
+    let mut n = 1u32;
+    let mut j = 0u64;
     while !s.stop.load(Ordering::Acquire) {
-        let (gen, pids) = s.tree_snapshot();
-        let now = Instant::now();
-        // A new tree (a new root) drops the last one's details: read them for it at once,
-        // not up to a period later.
-        let details = now >= details_due || last_gen != Some(gen);
-        last_gen = Some(gen);
-        if details {
-            details_due = now + DETAIL_PERIOD;
+        if j % u64::from(n) == 0 {
+            gpus.read_util();
+            round(s, &mut gpus, &mut details_due, &mut last_gen);
+            if j == 0 {
+                n = reads_per_round(period, gpus.util_period());
+            }
+        } else {
+            gpus.read_util();
         }
-        let r = gpus.read(&pids, details);
-        for n in r.notes {
-            s.note(n);
-        }
-        {
-            let mut g = s.gpu.lock().unwrap_or_else(|e| e.into_inner());
-            let kept = if details || g.gen != gen {
-                r.details
-            } else {
-                // The last details of the devices that answered this round.
-                let mut d = std::mem::take(&mut g.details);
-                d.retain(|d| r.readings.iter().any(|x| x.index == d.index));
-                d
-            };
-            *g = GpuState {
-                gen,
-                gpus: r.readings,
-                used: Some(r.used),
-                details: kept,
-                procs: r.procs,
-            };
-        }
-        k += 1;
-        let deadline = start + period * k;
+        // The next read on the grid after now: one missed (a slow round) is skipped, not
+        // made up in a burst.
+        let step = period / n;
+        let passed = (Instant::now() - start).as_nanos() / step.as_nanos().max(1);
+        j = (j + 1).max(u64::try_from(passed).unwrap_or(u64::MAX - 1) + 1);
+        let deadline = start + step * u32::try_from(j).unwrap_or(u32::MAX);
         while Instant::now() < deadline && !s.stop.load(Ordering::Acquire) {
             park_until(deadline);
         }
     }
+}
+
+/// One round: read every device and publish it for the sampler's ticks.
+fn round(s: &Shared, gpus: &mut Gpus<'_>, details_due: &mut Instant, last_gen: &mut Option<u64>) {
+    let (gen, pids) = s.tree_snapshot();
+    let now = Instant::now();
+    // A new tree (a new root) drops the last one's details: read them for it at once,
+    // not up to a period later.
+    let details = now >= *details_due || *last_gen != Some(gen);
+    *last_gen = Some(gen);
+    if details {
+        *details_due = now + DETAIL_PERIOD;
+    }
+    let r = gpus.read(&pids, details);
+    for n in r.notes {
+        s.note(n);
+    }
+    let mut g = s.gpu.lock().unwrap_or_else(|e| e.into_inner());
+    let kept = if details || g.gen != gen {
+        r.details
+    } else {
+        // The last details of the devices that answered this round.
+        let mut d = std::mem::take(&mut g.details);
+        d.retain(|d| r.readings.iter().any(|x| x.index == d.index));
+        d
+    };
+    *g = GpuState {
+        gen,
+        gpus: r.readings,
+        used: Some(r.used),
+        details: kept,
+        procs: r.procs,
+    };
 }
 
 #[cfg(test)]
@@ -395,6 +515,52 @@ mod tests {
             2,
             "a new failure after a recovery is said again"
         );
+    }
+
+    #[test]
+    fn a_rounds_utilisation_is_the_rounded_mean_of_its_reads_and_unknown_without_any() {
+        let mut m = UtilMean::default();
+        assert_eq!(m.take(), None, "no read: unknown, never 0");
+        for pct in [100, 0, 0, 100, 0] {
+            m.add(pct);
+        }
+        assert_eq!(m.take(), Some(40));
+        assert_eq!(m.take(), None, "a take starts the next round empty");
+        m.add(33);
+        m.add(34);
+        assert_eq!(m.take(), Some(34), "33.5 rounds up");
+        m.add(250);
+        assert_eq!(m.take(), Some(100), "NVML's odd answers are held to 100");
+    }
+
+    #[test]
+    fn a_round_holds_two_reads_per_nvml_period_evenly() {
+        let ms = Duration::from_millis;
+        assert_eq!(reads_per_round(ms(500), ms(200)), 5, "100 ms apart");
+        assert_eq!(
+            reads_per_round(ms(500), Duration::from_micros(166_667)),
+            6,
+            "NVML at 6 Hz: 83 ms apart"
+        );
+        assert_eq!(
+            reads_per_round(ms(500), ms(1000)),
+            1,
+            "the round's own read"
+        );
+        assert_eq!(reads_per_round(ms(100), ms(200)), 1);
+    }
+
+    #[test]
+    fn the_sample_period_is_the_median_spacing_of_the_buffer_held_within_bounds() {
+        // The H200's buffer: a sample every 200 ms, out of order, one missing.
+        let mut stamps: Vec<u64> = vec![1_000_000, 1_200_000, 1_600_000, 1_400_000, 2_000_000];
+        assert_eq!(sample_period(&mut stamps), Some(Duration::from_millis(200)));
+        let mut fast: Vec<u64> = (0..10).map(|i| i * 1_000).collect();
+        assert_eq!(sample_period(&mut fast), Some(UTIL_PERIOD_BOUNDS.0));
+        let mut slow: Vec<u64> = (0..10).map(|i| i * 5_000_000).collect();
+        assert_eq!(sample_period(&mut slow), Some(UTIL_PERIOD_BOUNDS.1));
+        assert_eq!(sample_period(&mut [5, 5, 7]), None, "one gap tells nothing");
+        assert_eq!(sample_period(&mut []), None);
     }
 
     #[test]

@@ -15,8 +15,10 @@
 //!   number of mappings, not the RSS (`pinned.rs`).
 //! * `provetop-smaps` cross-checks it with full smaps passes, each started once the budget has
 //!   earned its predicted cost, so it uses at most `smaps_duty` of a core.
-//! * `provetop-gpu` reads NVML at `gpu_hz` (utilisation and memory for every sample, each
-//!   process's GPU memory for the usage readings; the slow-moving details every 2 s).
+//! * `provetop-gpu` reads NVML at `gpu_hz` (memory and utilisation for every sample, each
+//!   process's GPU memory for the usage readings; the slow-moving details every 2 s), and the
+//!   utilisation once per NVML sample period between, so a reading's is the mean of every
+//!   period since the last (`gpu.rs`).
 //!
 //! At `usage_hz` (default 2 Hz) the tick also takes a usage reading (`usage.rs`): CPU time,
 //! threads, faults, context switches and storage I/O per process of the tree, the host's
