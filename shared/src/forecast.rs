@@ -10,11 +10,13 @@
 //!
 //! The trend forecast works from the first proof and for any process (watched, foreign or the
 //! bundled prover, protocol or not): the tree's RSS growth rate over the last seconds against
-//! the same room. The rate is the smaller of two least-squares slopes, over the last
-//! [`TREND_WINDOW_S`] and the last [`TREND_SHORT_S`] seconds: growth must be sustained to
-//! raise an alarm, and a rise that levels off (a synthesis that fits) clears it within a few
-//! seconds instead of the long window's ten. Growth under [`TREND_MIN_RATE`] is no trend;
-//! `time_to_oom` is then not measured (an alert on it clears).
+//! the same room. The rate is the smallest of three least-squares slopes, over the last
+//! [`TREND_WINDOW_S`], [`TREND_SHORT_S`] and [`TREND_NOW_S`] seconds: growth must be
+//! sustained to raise an alarm, and still going on: a rise that levels off (a synthesis that
+//! fits) clears it within half a second. (With the two longer slopes alone, the H200's 61 GiB
+//! prover, whose last 10 GiB came in 0.8 s, read 19 s for two seconds after its RSS had
+//! stopped.) Growth under [`TREND_MIN_RATE`] is no trend; `time_to_oom` is then not measured
+//! (an alert on it clears).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -28,6 +30,9 @@ pub const KEPT: usize = 3;
 pub const TREND_WINDOW_S: f64 = 10.0;
 /// Seconds of RSS history the trend's short slope reads.
 pub const TREND_SHORT_S: f64 = 3.0;
+/// Seconds of RSS history the trend's newest slope reads (at 2 Hz or slower: the last two
+/// samples).
+pub const TREND_NOW_S: f64 = 0.5;
 /// Growth slower than this (bytes per second) is no trend.
 pub const TREND_MIN_RATE: f64 = 1024.0 * 1024.0;
 /// The header shows `time_to_oom` in red under this many seconds. A minute would flag every
@@ -109,8 +114,8 @@ impl Trend {
 }
 
 /// The RSS growth rate of `points` ((t ns, rss bytes), oldest first), bytes per second: the
-/// smaller of the least-squares slopes over the last [`TREND_WINDOW_S`] and the last
-/// [`TREND_SHORT_S`] seconds. `None` with less than the short window's span of history.
+/// smallest of the least-squares slopes over the last [`TREND_WINDOW_S`], [`TREND_SHORT_S`]
+/// and [`TREND_NOW_S`] seconds. `None` with less than the short window's span of history.
 pub fn growth_rate(points: impl Iterator<Item = (u64, u64)> + Clone) -> Option<f64> {
     let last = points.clone().last()?.0;
     let first = points.clone().next()?.0;
@@ -120,8 +125,14 @@ pub fn growth_rate(points: impl Iterator<Item = (u64, u64)> + Clone) -> Option<f
         return None;
     }
     let long = slope(points.clone(), last, (TREND_WINDOW_S * 1e9) as u64)?;
-    let short = slope(points, last, short_ns)?;
-    Some(long.min(short))
+    let short = slope(points.clone(), last, short_ns)?;
+    // Sampled slower than 2 Hz, the newest slope is that of the last two samples.
+    let (before, _) = points
+        .clone()
+        .fold((first, first), |(_, newest), (t, _)| (newest, t));
+    let now_ns = ((TREND_NOW_S * 1e9) as u64).max(last - before) + TREND_STEP_NS;
+    let now = slope(points, last, now_ns)?;
+    Some(long.min(short).min(now))
 }
 
 /// Least-squares slope (bytes/s) of the points within `span` ns of `last`.
@@ -266,5 +277,51 @@ impl Forecast {
             fmt_bytes(room)
         );
         Some((free, what))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: f64 = (1u64 << 30) as f64;
+
+    /// (t ns, rss) at `hz` over `secs`: flat at 10 GiB, then 13 GiB/s for 0.8 s from 5 s,
+    /// then flat (the H200 prover's last allocation).
+    fn step_wave(hz: f64, secs: f64) -> Vec<(u64, u64)> {
+        let n = (secs * hz) as u64;
+        (0..=n)
+            .map(|i| {
+                let t = i as f64 / hz;
+                let rise = (t - 5.0).clamp(0.0, 0.8) * 13.0 * GIB;
+                ((t * 1e9) as u64, (10.0 * GIB + rise) as u64)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_rise_that_stops_is_no_trend_half_a_second_later_though_the_longer_slopes_still_climb() {
+        let w = step_wave(20.0, 7.0);
+        let upto = |t: f64| w.iter().copied().filter(move |p| p.0 <= (t * 1e9) as u64);
+        let rising = growth_rate(upto(5.7)).unwrap();
+        assert!(rising > TREND_MIN_RATE, "{rising}: still rising");
+        let stopped = growth_rate(upto(5.8 + TREND_NOW_S + 0.1)).unwrap();
+        assert!(stopped < TREND_MIN_RATE, "{stopped}: stopped");
+        let short = slope(upto(6.4), (6.4 * 1e9) as u64, (TREND_SHORT_S * 1e9) as u64).unwrap();
+        assert!(short > GIB, "the 3 s slope alone would still read {short}");
+    }
+
+    #[test]
+    fn sampled_at_one_hertz_the_newest_slope_is_the_last_two_samples() {
+        let w = step_wave(1.0, 9.0);
+        let upto = |t: u64| w.iter().copied().filter(move |p| p.0 <= t * 1_000_000_000);
+        assert!(
+            growth_rate(upto(6)).unwrap() > TREND_MIN_RATE,
+            "rising from 5 to 6 s"
+        );
+        assert!(
+            growth_rate(upto(7)).unwrap() < TREND_MIN_RATE,
+            "flat from 6 to 7 s"
+        );
     }
 }
