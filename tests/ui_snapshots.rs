@@ -750,6 +750,38 @@ fn per_partition_timeline_rows_appear_when_there_is_room() {
     }
 }
 
+/// Twenty-four partitions do not fit one row each even at 200×60: the rows fold to one per
+/// phase, and the lines set aside for the partitions go back to the memory chart instead of
+/// standing empty under the phases.
+#[test]
+fn a_timeline_that_folds_its_partitions_leaves_no_empty_lines() {
+    let cfg = SynthConfig {
+        seconds: 30.0,
+        partitions: 24,
+        ..SynthConfig::default()
+    };
+    let t0 = cfg.t0;
+    let mut app = App::new(Screen::Run, Default::default(), Theme::mono(), t0);
+    for r in records(cfg) {
+        app.clock = app.clock.max(r.t);
+        app.model.apply(&r);
+    }
+    for (w, h) in [(200, 60), (120, 40), (80, 24)] {
+        let screen = screen_text(&app, w, h);
+        let rows = timeline_rows(&screen);
+        assert!(rows.len() > 1, "{w}x{h}:\n{screen}");
+        for r in &rows[1..] {
+            let label = r.split('│').next().unwrap_or("");
+            assert!(
+                r.contains('│') && !label.trim().is_empty(),
+                "{w}x{h}: an empty line under the phases:\n{}",
+                rows.join("\n")
+            );
+        }
+        assert!(!rows.iter().any(|r| r.contains(" p23│")), "{w}x{h}: folded");
+    }
+}
+
 #[test]
 fn the_timeline_legend_names_every_letter_it_draws() {
     let app = eight_partition_app();

@@ -168,7 +168,14 @@ pub fn draw(f: &mut Frame, app: &App) -> Drawn {
     let replay = matches!(app.screen, Screen::Replay(_));
     let (t0, t1) = app.window();
     let rows = timeline::rows(app, t0, t1, 64);
-    let l = layout(area, replay, rows.len() as u16, usage::heights(app));
+    let heights = usage::heights(app);
+    let mut l = layout(area, replay, rows.len() as u16, heights);
+    // The rows may fold to fewer lines than were set aside for them: the chart takes the rest.
+    let lines = l.timeline.height.saturating_sub(1) as usize;
+    let used = timeline::lines_used(app, &rows, lines);
+    if used < lines {
+        l = layout(area, replay, used as u16, heights);
+    }
     let mut drawn = Drawn {
         plot_cols: l.chart.width.saturating_sub(l.gutter),
         help_scroll_max: 0,

@@ -36,6 +36,14 @@ use marks::{cursor_column, mode_marks, warning_marks};
 use rows::{fit, prover_phases, Fit};
 pub use rows::{rows, short_phase, Group, RowKey};
 
+/// The Gantt lines `wanted` fills when given `h`: fewer than `h` when it falls back to a
+/// coarser form (ten partitions that do not fit one row each fold to one row per phase), so
+/// the layout can give the lines left over back to the chart.
+pub fn lines_used(app: &App, wanted: &[RowKey], h: usize) -> usize {
+    let f = fit(wanted, h, prover_phases(&app.model));
+    f.rows.len() + f.base_rows.len()
+}
+
 /// Draw the title row and the Gantt rows into `area`.
 pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowKey]) {
     if area.height == 0 || area.width <= gutter + 1 {
