@@ -677,11 +677,11 @@ fn modes_overlay_compares_what_each_mode_did() {
 
 /// The live app of an 8-partition prover (the bundled prover's default) whose newest proof
 /// also ran the phases the synthetic one leaves out (SRS load, prove, GPU setup): 17 rows.
-fn eight_partition_app() -> App {
-    use provetop_shared::Phase;
+/// A live screen over 30 s of a synthetic prover of `partitions` partitions.
+fn partitioned_app(partitions: u32) -> App {
     let cfg = SynthConfig {
         seconds: 30.0,
-        partitions: 8,
+        partitions,
         ..SynthConfig::default()
     };
     let t0 = cfg.t0;
@@ -690,6 +690,12 @@ fn eight_partition_app() -> App {
         app.clock = app.clock.max(r.t);
         app.model.apply(&r);
     }
+    app
+}
+
+fn eight_partition_app() -> App {
+    use provetop_shared::Phase;
+    let mut app = partitioned_app(8);
     finish_running(&mut app);
     for (phase, part) in [
         (Phase::SrsGenerate, None),
@@ -755,17 +761,7 @@ fn per_partition_timeline_rows_appear_when_there_is_room() {
 /// standing empty under the phases.
 #[test]
 fn a_timeline_that_folds_its_partitions_leaves_no_empty_lines() {
-    let cfg = SynthConfig {
-        seconds: 30.0,
-        partitions: 24,
-        ..SynthConfig::default()
-    };
-    let t0 = cfg.t0;
-    let mut app = App::new(Screen::Run, Default::default(), Theme::mono(), t0);
-    for r in records(cfg) {
-        app.clock = app.clock.max(r.t);
-        app.model.apply(&r);
-    }
+    let app = partitioned_app(24);
     for (w, h) in [(200, 60), (120, 40), (80, 24)] {
         let screen = screen_text(&app, w, h);
         let rows = timeline_rows(&screen);
