@@ -5,7 +5,7 @@
 //! read-write, so the kernel cannot merge them) and touched anonymous memory.
 //!
 //! `cargo bench -p provetop-collect --bench pinned`. `PINNED_BENCH_GIB` (default "1,2,4") sets
-//! the RSS steps.
+//! the RSS steps. `cargo test` (CI) runs each routine once, criterion's test mode, at 1 GiB.
 
 use std::ffi::c_void;
 use std::num::NonZeroUsize;
@@ -86,7 +86,10 @@ fn bench(c: &mut Criterion) {
     g.finish();
 
     let steps: Vec<usize> = std::env::var("PINNED_BENCH_GIB")
-        .unwrap_or_else(|_| "1,2,4".into())
+        .unwrap_or_else(|_| {
+            let bench = std::env::args().any(|a| a == "--bench");
+            if bench { "1,2,4" } else { "1" }.into()
+        })
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
