@@ -383,10 +383,16 @@ pub fn tree_usage(procs: impl Iterator<Item = (u32, u64)>, tree: &[u32]) -> u64 
 /// keep every period read as often as the next whatever the two clocks' phase (read once per
 /// period, a 500 ms round held two reads or three in turn: on the H200, 400 ms of GPU work
 /// every second read 28.5 % against nvidia-smi's 34.4 %).
+///
+/// At most [`MAX_READS_PER_ROUND`]: a user who slows the rounds (`gpu_hz`) to save CPU gets
+/// fewer wake-ups too, at the price of some periods unread.
 pub fn reads_per_round(round: Duration, nvml_period: Duration) -> u32 {
     let n = (2.0 * round.as_secs_f64() / nvml_period.as_secs_f64()).ceil();
-    n.clamp(1.0, f64::from(u32::MAX)) as u32
+    n.clamp(1.0, f64::from(MAX_READS_PER_ROUND)) as u32
 }
+
+/// Most utilisation reads in one round (at the default 2 Hz rounds: 5).
+pub const MAX_READS_PER_ROUND: u32 = 20;
 
 /// The `provetop-gpu` thread: a round every `period` (absolute deadlines), the details every
 /// [`DETAIL_PERIOD`] and at once for a new tree; the utilisation [`reads_per_round`] times a
@@ -548,6 +554,11 @@ mod tests {
             "the round's own read"
         );
         assert_eq!(reads_per_round(ms(100), ms(200)), 1);
+        assert_eq!(
+            reads_per_round(Duration::from_secs(100), ms(200)),
+            MAX_READS_PER_ROUND,
+            "gpu_hz 0.01: a read every 5 s, not 10 a second"
+        );
     }
 
     #[test]
