@@ -12,6 +12,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use provetop_collect::procfile::{clk_tck, StatFields};
 use provetop_collect::procstatus::{PeakResetter, StatusReader};
 use provetop_collect::sampler::usage::{TickProc, UsageReader};
 use provetop_collect::sampler::{self, hoststat, read_pinned, tree, SamplerConfig};
@@ -49,21 +50,12 @@ fn thread_cpu(tid: u32) -> (u64, u64) {
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse().ok())
         .unwrap_or(0);
-    let stat = std::fs::read_to_string(format!("/proc/{me}/task/{tid}/stat")).unwrap_or_default();
-    let ticks: u64 = stat
-        .rsplit_once(')')
-        .map(|(_, r)| {
-            let f: Vec<&str> = r.split_whitespace().collect();
-            // After the command: state is field 3, utime 14, stime 15 (1-based overall).
-            f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
-                + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
-        })
+    let stat = std::fs::read(format!("/proc/{me}/task/{tid}/stat")).unwrap_or_default();
+    let ticks: u64 = StatFields::parse(&stat)
+        .map(|f| f.num::<u64>(14).unwrap_or(0) + f.num::<u64>(15).unwrap_or(0))
         .unwrap_or(0);
-    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-        .ok()
-        .flatten()
-        .expect("sysconf(_SC_CLK_TCK)") as u64;
-    (sched, ticks * 1_000_000_000 / hz)
+    let ns = ticks as f64 * 1e9 / clk_tck();
+    (sched, ns as u64)
 }
 
 /// A single-threaded process that only sleeps.
