@@ -675,8 +675,6 @@ fn modes_overlay_compares_what_each_mode_did() {
     assert!(!screen_text(&app, 120, 40).contains("batch modes"));
 }
 
-/// The live app of an 8-partition prover (the bundled prover's default) whose newest proof
-/// also ran the phases the synthetic one leaves out (SRS load, prove, GPU setup): 17 rows.
 /// A live screen over 30 s of a synthetic prover of `partitions` partitions.
 fn partitioned_app(partitions: u32) -> App {
     let cfg = SynthConfig {
@@ -693,6 +691,8 @@ fn partitioned_app(partitions: u32) -> App {
     app
 }
 
+/// The live app of an 8-partition prover (the bundled prover's default) whose newest proof
+/// also ran the phases the synthetic one leaves out (SRS load, prove, GPU setup): 17 rows.
 fn eight_partition_app() -> App {
     use provetop_shared::Phase;
     let mut app = partitioned_app(8);

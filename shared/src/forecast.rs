@@ -117,7 +117,11 @@ impl Trend {
 /// smallest of the least-squares slopes over the last [`TREND_WINDOW_S`], [`TREND_SHORT_S`]
 /// and [`TREND_NOW_S`] seconds. `None` with less than the short window's span of history.
 pub fn growth_rate(points: impl Iterator<Item = (u64, u64)> + Clone) -> Option<f64> {
-    let last = points.clone().last()?.0;
+    // The newest point and the one before it (the newest slope's span at low rates).
+    let (before, last) = points
+        .clone()
+        .fold((None, None), |(_, newest), (t, _)| (newest, Some(t)));
+    let last = last?;
     let first = points.clone().next()?.0;
     let short_ns = (TREND_SHORT_S * 1e9) as u64;
     // Sampled at 1 Hz a 3 s window holds 3 or 4 points: allow one step of slack.
@@ -126,11 +130,8 @@ pub fn growth_rate(points: impl Iterator<Item = (u64, u64)> + Clone) -> Option<f
     }
     let long = slope(points.clone(), last, (TREND_WINDOW_S * 1e9) as u64)?;
     let short = slope(points.clone(), last, short_ns)?;
-    // Sampled slower than 2 Hz, the newest slope is that of the last two samples.
-    let (before, _) = points
-        .clone()
-        .fold((first, first), |(_, newest), (t, _)| (newest, t));
-    let now_ns = ((TREND_NOW_S * 1e9) as u64).max(last - before) + TREND_STEP_NS;
+    // At 2 Hz or slower, the newest slope is that of the last two samples.
+    let now_ns = ((TREND_NOW_S * 1e9) as u64).max(last - before.unwrap_or(last)) + TREND_STEP_NS;
     let now = slope(points, last, now_ns)?;
     Some(long.min(short).min(now))
 }

@@ -195,8 +195,8 @@ impl<'n> Gpus<'n> {
                 }
             };
             r.notes.extend(self.health.device(index, None));
-            // The mean of the reads since the last round; a round with none (the first, or
-            // rounds closer than NVML's period) reads the last period itself.
+            // The mean of the reads since the last round; a device with none (its handle got
+            // in this round: the first, or after it stopped answering) reads its last period.
             let util = self.util[index as usize].take().unwrap_or_else(|| {
                 dev.utilization_rates()
                     .map(|u| u.gpu.min(100) as u8)
@@ -414,14 +414,12 @@ pub(super) fn gpu_loop(s: &Shared, period: Duration) {
     let mut n = 1u32;
     let mut j = 0u64;
     while !s.stop.load(Ordering::Acquire) {
+        gpus.read_util();
         if j % u64::from(n) == 0 {
-            gpus.read_util();
             round(s, &mut gpus, &mut details_due, &mut last_gen);
             if j == 0 {
                 n = reads_per_round(period, gpus.util_period());
             }
-        } else {
-            gpus.read_util();
         }
         // The next read on the grid after now: one missed (a slow round) is skipped, not
         // made up in a burst.

@@ -17,7 +17,7 @@
 //!   earned its predicted cost, so it uses at most `smaps_duty` of a core.
 //! * `provetop-gpu` reads NVML at `gpu_hz` (memory and utilisation for every sample, each
 //!   process's GPU memory for the usage readings; the slow-moving details every 2 s), and the
-//!   utilisation once per NVML sample period between, so a reading's is the mean of every
+//!   utilisation twice per NVML sample period between, so a reading's is the mean of every
 //!   period since the last (`gpu.rs`).
 //!
 //! At `usage_hz` (default 2 Hz) the tick also takes a usage reading (`usage.rs`): CPU time,
