@@ -129,6 +129,7 @@ fn live_keys_reach_the_view_and_the_driver_and_q_stops_the_child() {
         thresholds: Thresholds::default(),
         record: None,
         metrics: None,
+        log_rules: Vec::new(),
     };
     let target = Target::Command(ChildSpec {
         argv: vec!["sleep".into(), "30".into()],
@@ -136,6 +137,7 @@ fn live_keys_reach_the_view_and_the_driver_and_q_stops_the_child() {
         log_path: None,
         restart: Restart::Never,
         grace: Duration::from_secs(2),
+        log_rules: Vec::new(),
     });
     let rt = runtime();
     let mut term = Terminal::new(Frames {

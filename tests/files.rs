@@ -101,7 +101,7 @@ fn the_session_writer_itself_never_follows_a_link_or_reuses_a_file() {
     std::os::unix::fs::symlink(&victim.path, &link).unwrap();
     let header = provetop_shared::session::SessionHeader::now(vec![], 20.0);
     for p in [&link, &victim.path] {
-        let e = provetop_collect::recorder::Recorder::create(p, &header)
+        let e = provetop::monitor::recorder::Recorder::create(p, &header)
             .err()
             .unwrap_or_else(|| panic!("{} was written", p.display()));
         let e = format!("{e:#}");

@@ -6,6 +6,8 @@
 //!   replay, classify and export consume.
 //! * [`session`]: the on-disk session file (writer and a reader tolerant of a cut-off tail),
 //!   and the plain `timestamp,rss_kb` CSV of ad-hoc samplers.
+//! * [`alerts`]: threshold rules and the engine that folds records into firing/cleared
+//!   alerts, like [`forecast`] a pure fold (the screen and the supervisor both run it).
 //! * [`classify`]: the threshold phase classifier operators used to run with awk.
 //! * [`forecast`]: the memory forecast (`predicted_free`), a fold over records that the alert
 //!   engine and the screen's model both keep.
@@ -14,6 +16,7 @@
 //!
 //! No I/O policy and no UI live here.
 
+pub mod alerts;
 pub mod classify;
 pub mod clock;
 pub mod forecast;

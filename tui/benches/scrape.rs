@@ -15,8 +15,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use nix::time::{clock_gettime, ClockId};
 use provetop::model::Model;
 use provetop::monitor::metrics::{Endpoint, Format, Metrics};
-use provetop_collect::alerts::default_rules;
 use provetop_collect::sampler::{self, SamplerConfig};
+use provetop_shared::alerts::default_rules;
 use provetop_shared::Record;
 use provetop_testkit::synth::{Synth, SynthConfig};
 

@@ -52,6 +52,7 @@ fn main() -> anyhow::Result<()> {
         thresholds: Thresholds::default(),
         record: Some(PathBuf::from(record)),
         metrics: None,
+        log_rules: Vec::new(),
     };
     let target = Target::Command(ChildSpec {
         argv: argv.to_vec(),
@@ -59,6 +60,7 @@ fn main() -> anyhow::Result<()> {
         log_path: None,
         restart: Restart::Never,
         grace: Duration::from_secs(2),
+        log_rules: Vec::new(),
     });
     let at = Instant::now() + Duration::from_millis(ms.parse()?);
     monitor::runtime()?.block_on(async {
@@ -70,7 +72,7 @@ fn main() -> anyhow::Result<()> {
             live: LiveDriver::new(monitor),
             at,
         };
-        event_loop::run_on_terminal(&mut app, &mut driver, stop).await?;
+        event_loop::run_on_terminal(&mut app, &mut driver, stop, false).await?;
         Ok(())
     })
 }

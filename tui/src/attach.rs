@@ -396,7 +396,7 @@ fn run(
     let rt = crate::monitor::runtime()?;
     let exit = rt.block_on(async {
         let stop = crate::monitor::signals::stop_signal();
-        event_loop::run_on_terminal(&mut app, &mut driver, stop).await
+        event_loop::run_on_terminal(&mut app, &mut driver, stop, false).await
     });
     crate::terminal::restore();
     Ok((exit, driver.warnings, driver.stopped))

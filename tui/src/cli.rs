@@ -82,7 +82,7 @@ fn metrics_arg(s: &str) -> Result<MetricsAt, String> {
     if s.trim() == "off" {
         return Ok(MetricsAt(None));
     }
-    provetop_collect::alerts::parse_listen_addr(s)
+    crate::settings::file::parse_listen_addr(s)
         .map(|a| MetricsAt(Some(a)))
         .map_err(|e| format!("{e}, or off"))
 }

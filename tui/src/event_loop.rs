@@ -152,12 +152,14 @@ where
 /// [`run`] on the real terminal (raw mode and the alternate screen for as long as it runs),
 /// with crossterm's keys and `stop`, the signals that stop provetop
 /// ([`crate::monitor::signals::stop_signal`], made before the session started).
+/// `stdin_taken`: standard input is data, not keys ([`crate::terminal::Tui::enter`]).
 pub async fn run_on_terminal<D: Driver>(
     app: &mut App,
     driver: &mut D,
     stop: impl std::future::Future<Output = i32>,
+    stdin_taken: bool,
 ) -> anyhow::Result<Exit> {
-    let mut tui = crate::terminal::Tui::enter()?;
+    let mut tui = crate::terminal::Tui::enter(stdin_taken)?;
     let input = crossterm::event::EventStream::new();
     run(&mut tui.terminal, app, driver, input, stop).await
 }

@@ -72,7 +72,7 @@ impl Served {
     /// Before `target` is handed to the monitor.
     pub fn new(target: &Target) -> Served {
         let (watched, restartable) = match target {
-            Target::Pid(pid) => (Some(*pid), false),
+            Target::Pid { pid, .. } => (Some(*pid), false),
             Target::Command(spec) => (
                 None,
                 matches!(
@@ -194,7 +194,7 @@ const CHILD_TAIL_BYTES: u64 = 16 * 1024;
 pub fn child_log(target: &Target) -> Option<std::path::PathBuf> {
     match target {
         Target::Command(spec) => spec.log_path.clone(),
-        Target::Pid(_) => None,
+        Target::Pid { .. } => None,
     }
 }
 

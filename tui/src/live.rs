@@ -149,7 +149,7 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
         Some(p) => Some(crate::compare::overlay::Baseline::open(p, s.thresholds)?),
         None => None,
     };
-    let target = Target::run(args, s.record.as_deref())?;
+    let target = Target::run(args, s.record.as_deref(), &s.log_rules)?;
     if args.monitor.headless {
         return crate::headless::main(s, target);
     }
@@ -182,7 +182,7 @@ fn supervised_by(pid: u32) -> Option<String> {
 
 /// `provetop watch PID`.
 pub fn main_watch(args: &WatchArgs) -> anyhow::Result<i32> {
-    let target = Target::pid(args.pid())?;
+    let target = Target::pid(args.pid(), args.log.clone())?;
     if let Some(id) = supervised_by(args.pid()) {
         crate::say!(
             "provetop: pid {} is supervised by provetop session {id}: `provetop attach {id}` \
@@ -191,9 +191,6 @@ pub fn main_watch(args: &WatchArgs) -> anyhow::Result<i32> {
         );
     }
     let mut s = setup(&args.monitor)?;
-    if let Some(src) = &args.log {
-        crate::monitor::logfile::request(src.clone());
-    }
     // Not ours to reset unless asked (`--reset-peak`'s help says why).
     s.sampler.reset_peak = args.reset_peak;
     if args.monitor.headless {
@@ -222,6 +219,7 @@ fn screen(
 ) -> anyhow::Result<i32> {
     let rt = monitor::runtime()?;
     let child_log = crate::headless::child_log(&target);
+    let stdin_taken = target.reads_stdin();
     let served = crate::headless::Served::new(&target);
     // The child's last lines, taken from the screen's model for a failure said after it.
     let mut tail: Vec<String> = Vec::new();
@@ -241,7 +239,7 @@ fn screen(
         let mut driver = LiveDriver::new(monitor);
         driver.control = control;
         driver.host = host;
-        let exit = event_loop::run_on_terminal(&mut app, &mut driver, stop).await;
+        let exit = event_loop::run_on_terminal(&mut app, &mut driver, stop, stdin_taken).await;
         // A hangup: the terminal closed (SIGHUP, or its input ended or failed).
         let hung_up = matches!(
             exit,

@@ -283,7 +283,7 @@ pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
     let rt = crate::monitor::runtime()?;
     let result = rt.block_on(async {
         let stop = crate::monitor::signals::stop_signal();
-        event_loop::run_on_terminal(&mut app, &mut driver, stop).await
+        event_loop::run_on_terminal(&mut app, &mut driver, stop, false).await
     });
     crate::terminal::restore();
     for w in &warnings {

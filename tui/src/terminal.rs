@@ -91,13 +91,14 @@ pub struct Tui {
 
 impl Tui {
     /// Enter raw mode and the alternate screen. Fails with a clear message when stdout is
-    /// not a terminal.
-    pub fn enter() -> anyhow::Result<Tui> {
+    /// not a terminal. `stdin_taken`: standard input is data (`watch --log -`), so the keys
+    /// come from the terminal (`/dev/tty`).
+    pub fn enter(stdin_taken: bool) -> anyhow::Result<Tui> {
         use std::io::IsTerminal;
         // With `watch --log -` standard input is the log; keys come from /dev/tty (crossterm
         // opens it when standard input is not a terminal).
-        let keys = io::stdin().is_terminal()
-            || (crate::monitor::logfile::reads_stdin() && std::fs::File::open("/dev/tty").is_ok());
+        let keys =
+            io::stdin().is_terminal() || (stdin_taken && std::fs::File::open("/dev/tty").is_ok());
         if !io::stdout().is_terminal() || !keys {
             anyhow::bail!("standard input/output is not a terminal (use `provetop run --headless` without one)");
         }

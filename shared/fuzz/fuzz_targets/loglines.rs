@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use provetop_collect::loglines::{
-    ark, bellperson, cuzk, envelope, filproofs, rules, tracing, Action, Engine, Hit, Rule, MAX_OPEN,
+    ark, bellperson, cuzk, envelope, filproofs, tracing, Action, Engine, Hit, Rule, MAX_OPEN,
 };
 use provetop_collect::supervisor::{LineSink, MAX_OUTPUT_LINE};
 use provetop_shared::{Event, OutputSource, Record, RecordBody};
@@ -147,12 +147,9 @@ impl Run {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let user = RULES.get_or_init(|| {
-        rules::install(user_rules());
-        user_rules()
-    });
+    let user = RULES.get_or_init(user_rules);
     let mut run = Run {
-        sink: LineSink::new(),
+        sink: LineSink::with_rules(user_rules()),
         plain: Engine::new(Vec::new()),
         rules: user,
         derived: Vec::new(),

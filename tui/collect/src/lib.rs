@@ -1,5 +1,6 @@
 //! provetop's collection layer: everything that produces [`provetop_shared::Record`]s in live
-//! mode, and the recorder that writes them.
+//! mode, and nothing that consumes them (alerts, the config file and the recorder live on the
+//! consumers' side): a record flows from here to `provetop` and never comes back.
 //!
 //! * [`sampler`]: a dedicated OS thread that samples memory of a process tree (procfs,
 //!   `clear_refs` interval peaks, smaps pinned memory, NVML) and hands samples to the app
@@ -10,20 +11,17 @@
 //! * [`loglines`]: phases from what provers print: the line grammars (env_logger,
 //!   fil_logger, GOLOG, journald, bellperson, rust-fil-proofs, cuzk, tracing, ark-std, the
 //!   user's rules) that turn a child's output lines into derived phase events.
-//! * [`alerts`]: threshold rules, the TOML config file, the engine that turns records into
-//!   firing/cleared [`provetop_shared::Alert`]s, and the shell-free alert hook.
+//! * [`hook`]: the shell-free alert hook (`--on-alert`): the alerts themselves are judged by
+//!   [`provetop_shared::alerts`], a fold over the records produced here.
 //! * [`channel`]: the records channel from the supervisor to the pipeline, whose sender says
 //!   when to wake the receiver (not for every event).
-//! * [`recorder`]: appends records to a session file, flushing at least once a second and
-//!   surviving a full disk.
 
-pub mod alerts;
 pub mod cgroup;
 pub mod channel;
+pub mod hook;
 pub mod loglines;
 pub mod procfile;
 pub mod procstatus;
-pub mod recorder;
 pub mod sampler;
 pub mod supervisor;
 pub mod xdg;

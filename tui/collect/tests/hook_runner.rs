@@ -5,7 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use provetop_collect::alerts::{HookLimits, HookRunner};
+use provetop_collect::hook::{HookLimits, HookRunner};
 use provetop_shared::{Alert, AlertLevel, AlertState};
 
 fn alert(rule: &str, state: AlertState) -> Alert {

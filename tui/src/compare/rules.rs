@@ -21,7 +21,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use provetop_collect::alerts::Op;
+use provetop_shared::alerts::Op;
 use provetop_shared::metric::Metric;
 use provetop_shared::units::{parse_bytes, parse_duration_s};
 use provetop_shared::BatchMode;

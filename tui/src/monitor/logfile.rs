@@ -11,10 +11,10 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use provetop_collect::channel::{self, RecordRx, RecordTx};
+use provetop_collect::loglines::Rule;
 use provetop_collect::supervisor::{LineSink, MAX_OUTPUT_LINE};
 use provetop_shared::clock::mono_ns;
 use provetop_shared::{OutputSource, Record};
@@ -26,31 +26,10 @@ pub const POLL: Duration = Duration::from_millis(100);
 /// Most of an existing file read at start.
 pub const BACKLOG: u64 = 16 << 20;
 
-static REQUESTED: Mutex<Option<LogSource>> = Mutex::new(None);
-static FROM_STDIN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Ask the next watch session to follow `src` (`watch --log`).
-pub fn request(src: LogSource) {
-    if src == LogSource::Stdin {
-        FROM_STDIN.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-    *REQUESTED.lock().unwrap_or_else(|e| e.into_inner()) = Some(src);
-}
-
-/// Whether this process reads a log on its standard input (`--log -`): the screen then
-/// takes its keys from the terminal (`/dev/tty`), not from standard input.
-pub fn reads_stdin() -> bool {
-    FROM_STDIN.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// The follow asked for, once.
-pub fn take_requested() -> Option<LogSource> {
-    REQUESTED.lock().unwrap_or_else(|e| e.into_inner()).take()
-}
-
-/// Start reading `src` on a thread of its own; its records come out of the receiver. A file
-/// that cannot be opened is an error naming it.
-pub fn spawn(src: LogSource) -> anyhow::Result<RecordRx> {
+/// Start reading `src` on a thread of its own, its lines read by the built-in grammars and
+/// `rules` (the config file's); its records come out of the receiver. A file that cannot be
+/// opened is an error naming it.
+pub fn spawn(src: LogSource, rules: Vec<Rule>) -> anyhow::Result<RecordRx> {
     let (tx, rx) = channel::channel(provetop_collect::supervisor::RECORD_CHANNEL);
     let reader: Box<dyn Read + Send> = match &src {
         LogSource::Stdin => Box::new(std::io::stdin()),
@@ -67,16 +46,22 @@ pub fn spawn(src: LogSource) -> anyhow::Result<RecordRx> {
     let skip_first = matches!(&src, LogSource::File(p) if std::fs::metadata(p).map(|m| m.len() > BACKLOG).unwrap_or(false));
     std::thread::Builder::new()
         .name("provetop-log".into())
-        .spawn(move || follow(src, reader, skip_first, tx))?;
+        .spawn(move || follow(src, reader, skip_first, rules, tx))?;
     Ok(rx)
 }
 
-fn follow(src: LogSource, mut r: Box<dyn Read + Send>, mut skip_first: bool, tx: RecordTx) {
+fn follow(
+    src: LogSource,
+    mut r: Box<dyn Read + Send>,
+    mut skip_first: bool,
+    rules: Vec<Rule>,
+    tx: RecordTx,
+) {
     let source = match src {
         LogSource::Stdin => OutputSource::Stdin,
         LogSource::File(_) => OutputSource::File,
     };
-    let mut sink = LineSink::new();
+    let mut sink = LineSink::with_rules(rules);
     let mut buf = vec![0u8; 64 << 10];
     let mut head: Vec<u8> = Vec::new();
     let mut len = 0u64;

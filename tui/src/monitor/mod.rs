@@ -3,6 +3,8 @@
 //! start leaves no empty session file behind), pump its records into a model, stop it.
 //!
 //! * [`pipeline`]: the records' way from sampler and supervisor to alerts, model, recorder.
+//! * [`recorder`]: appends the records to the session file, flushing at least once a second
+//!   and surviving a full disk.
 //! * [`target`]: the bundled prover, a command, or a pid.
 //! * [`signals`]: what stops provetop, and exit statuses.
 //! * [`control`]: the session's control socket (attach, ls, scripts).
@@ -15,6 +17,7 @@ pub mod logfile;
 pub mod metrics;
 pub mod own_cpu;
 pub mod pipeline;
+pub mod recorder;
 pub mod signals;
 pub mod target;
 
@@ -89,15 +92,15 @@ impl Monitor {
                     _claim: claim,
                 })
             }
-            Target::Pid(pid) => {
+            Target::Pid { pid, log } => {
                 let mut pipeline = Pipeline::new(setup.rules.clone(), setup.hook.clone(), record)?;
                 pipeline.serve_metrics(endpoint, model);
                 let s = sampler::spawn(setup.sampler.clone(), pid)
                     .context("cannot start the sampler")?;
                 pipeline.sampled(s);
                 pipeline.watch_pid(pid);
-                if let Some(src) = logfile::take_requested() {
-                    pipeline.followed(logfile::spawn(src)?);
+                if let Some(src) = log {
+                    pipeline.followed(logfile::spawn(src, setup.log_rules.clone())?);
                 }
                 let text = format!("watching pid {pid} ({})", target::cmdline(pid));
                 pipeline.note(model, text);

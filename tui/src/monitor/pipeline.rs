@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use provetop_collect::alerts::{AlertEngine, HookLimits, HookRunner, Rule};
+use crate::monitor::recorder::Recorder;
 use provetop_collect::channel::RecordRx;
-use provetop_collect::recorder::Recorder;
+use provetop_collect::hook::{HookLimits, HookRunner};
 use provetop_collect::sampler::SamplerHandle;
+use provetop_shared::alerts::{AlertEngine, Rule};
 use provetop_shared::clock::mono_ns;
 use provetop_shared::session::SessionHeader;
 use provetop_shared::{Mark, Record, RecordBody};

@@ -4,20 +4,26 @@ use std::path::PathBuf;
 
 use provetop_collect::supervisor::{self, ChildSpec, Restart};
 
-use crate::cli::{RestartPolicy, RunArgs};
+use crate::cli::{LogSource, RestartPolicy, RunArgs};
 
 /// The process tree a session watches.
 pub enum Target {
     /// A command provetop starts and supervises.
     Command(ChildSpec),
-    /// A process provetop did not start.
-    Pid(u32),
+    /// A process provetop did not start, and the log it writes when one is followed
+    /// (`watch --log`).
+    Pid { pid: u32, log: Option<LogSource> },
 }
 
 impl Target {
     /// `provetop run`'s target: the bundled prover or the command after `--`, with the
     /// restart policy and grace period of the flags; its output goes next to the recording.
-    pub fn run(args: &RunArgs, record: Option<&std::path::Path>) -> anyhow::Result<Target> {
+    /// `log_rules`: the config file's line rules, for the phases in the child's output.
+    pub fn run(
+        args: &RunArgs,
+        record: Option<&std::path::Path>,
+        log_rules: &[provetop_collect::loglines::Rule],
+    ) -> anyhow::Result<Target> {
         let restart = match args.restart {
             RestartPolicy::Never => Restart::Never,
             RestartPolicy::OnFailure => Restart::OnFailure {
@@ -34,20 +40,33 @@ impl Target {
             }),
             restart,
             grace: crate::settings::grace(args.grace)?,
+            log_rules: log_rules.to_vec(),
         }))
     }
 
-    /// `provetop watch PID`'s target, checked.
-    pub fn pid(pid: u32) -> anyhow::Result<Target> {
+    /// `provetop watch PID`'s target, checked, following `log` when given.
+    pub fn pid(pid: u32, log: Option<LogSource>) -> anyhow::Result<Target> {
         check_watch_pid(pid)?;
-        Ok(Target::Pid(pid))
+        Ok(Target::Pid { pid, log })
+    }
+
+    /// Whether the session reads a log on standard input (`watch --log -`): the screen then
+    /// takes its keys from the terminal.
+    pub fn reads_stdin(&self) -> bool {
+        matches!(
+            self,
+            Target::Pid {
+                log: Some(LogSource::Stdin),
+                ..
+            }
+        )
     }
 
     /// The command line the session header names.
     pub fn command(&self) -> Vec<String> {
         match self {
             Target::Command(spec) => spec.argv.clone(),
-            Target::Pid(pid) => vec!["watch".to_string(), pid.to_string()],
+            Target::Pid { pid, .. } => vec!["watch".to_string(), pid.to_string()],
         }
     }
 }

@@ -121,11 +121,6 @@ impl Engine {
         }
     }
 
-    /// An engine with the rules of the config file ([`rules::install`]).
-    pub fn configured() -> Engine {
-        Engine::new(rules::installed())
-    }
-
     /// Read one line (without its line ending) that arrived at `arrival` (monotonic ns);
     /// the events it implies are appended to `out`, stamped with their times.
     pub fn line(&mut self, line: &str, arrival: u64, out: &mut Vec<Record>) {

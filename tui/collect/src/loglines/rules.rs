@@ -131,17 +131,3 @@ impl Rule {
         true
     }
 }
-
-/// The rules of this process's config file, for every engine it makes (the supervisor's,
-/// `watch --log`'s). Installed once at start, before any child runs.
-static INSTALLED: std::sync::RwLock<Vec<Rule>> = std::sync::RwLock::new(Vec::new());
-
-/// Use `rules` in every engine made from now on ([`super::Engine::configured`]).
-pub fn install(rules: Vec<Rule>) {
-    *INSTALLED.write().unwrap_or_else(|e| e.into_inner()) = rules;
-}
-
-/// The rules installed with [`install`].
-pub fn installed() -> Vec<Rule> {
-    INSTALLED.read().unwrap_or_else(|e| e.into_inner()).clone()
-}

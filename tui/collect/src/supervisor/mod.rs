@@ -73,6 +73,9 @@ pub struct ChildSpec {
     pub restart: Restart,
     /// Time between SIGTERM and SIGKILL on stop.
     pub grace: Duration,
+    /// The user's log-line rules (the config file's), read before the built-in grammars
+    /// on every line the child prints.
+    pub log_rules: Vec<crate::loglines::Rule>,
 }
 
 impl Default for ChildSpec {
@@ -83,6 +86,7 @@ impl Default for ChildSpec {
             log_path: None,
             restart: Restart::Never,
             grace: Duration::from_secs(5),
+            log_rules: Vec::new(),
         }
     }
 }
@@ -264,7 +268,7 @@ pub async fn spawn(spec: ChildSpec, tx: impl Into<RecordTx>) -> anyhow::Result<S
     let (pid_tx, pid_rx) = watch::channel(None);
     let (exit_tx, exit_rx) = watch::channel(None);
     // Register and publish before returning so pid() is valid at once.
-    let started = start_run(&inner, first, &pid_tx, t_start);
+    let started = start_run(&inner, first, &pid_tx, t_start, &spec.log_rules);
     inner.announce_start(t_start, started.pid, &spec.argv).await;
     tokio::spawn(supervise(inner.clone(), spec, started, pid_tx, exit_tx));
     Ok(SupervisorHandle {
@@ -404,6 +408,7 @@ fn start_run(
     l: launch::Launched,
     pid_tx: &watch::Sender<Option<u32>>,
     t_start: u64,
+    log_rules: &[crate::loglines::Rule],
 ) -> Running {
     let launch::Launched {
         mut child,
@@ -420,7 +425,15 @@ fn start_run(
     inner.counters.starts.fetch_add(1, Ordering::Relaxed);
     *inner.stdin.lock().unwrap_or_else(|e| e.into_inner()) = child.stdin.take();
     let reader = tokio::spawn(read_events(inner.clone(), events, pid as i32, t_start));
-    let output = match output::spawn(inner.clone(), stdout, stderr, log, pid, LOG_CAP) {
+    let output = match output::spawn(
+        inner.clone(),
+        stdout,
+        stderr,
+        log,
+        pid,
+        LOG_CAP,
+        log_rules.to_vec(),
+    ) {
         Ok(c) => Some(c),
         Err(e) => {
             inner.forward(Record::new(
@@ -516,7 +529,7 @@ async fn supervise(
         let t_start = mono_ns();
         match launch::launch(&spec).await {
             Ok(l) => {
-                run = start_run(&inner, l, &pid_tx, t_start);
+                run = start_run(&inner, l, &pid_tx, t_start, &spec.log_rules);
                 inner.announce_start(t_start, run.pid, &spec.argv).await;
             }
             Err(e) => {

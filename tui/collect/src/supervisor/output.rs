@@ -32,7 +32,7 @@ use provetop_shared::clock::mono_ns;
 use provetop_shared::{Mark, OutputLine, OutputSource, Record, RecordBody};
 
 use super::{Inner, Offered};
-use crate::loglines::Engine;
+use crate::loglines::{Engine, Rule};
 
 /// Most bytes of the child's output the side log holds (restarts append to it; the cap is
 /// on the whole file).
@@ -74,14 +74,20 @@ impl Default for LineSink {
 }
 
 impl LineSink {
-    /// A sink with the configured line rules ([`crate::loglines::rules::install`]).
+    /// A sink that reads lines with the built-in grammars only.
     pub fn new() -> LineSink {
+        LineSink::with_rules(Vec::new())
+    }
+
+    /// A sink that reads lines with the user's `rules` (the config file's), then the built-in
+    /// grammars.
+    pub fn with_rules(rules: Vec<Rule>) -> LineSink {
         LineSink {
             bucket: OUTPUT_BURST,
             byte_bucket: OUTPUT_BYTE_BURST,
             refilled: Instant::now(),
             over: 0,
-            engine: Engine::configured(),
+            engine: Engine::new(rules),
             derived: Vec::new(),
         }
     }
@@ -207,6 +213,7 @@ pub(super) fn spawn(
     log: Option<File>,
     pid: u32,
     cap: u64,
+    rules: Vec<Rule>,
 ) -> std::io::Result<Copier> {
     let log = log.map(|file| SideLog {
         held: file.metadata().map(|m| m.len()).unwrap_or(0),
@@ -217,7 +224,7 @@ pub(super) fn spawn(
     });
     let shared = Arc::new(Mutex::new(Shared {
         log,
-        sink: LineSink::new(),
+        sink: LineSink::with_rules(rules),
     }));
     let mut done = Vec::new();
     for (fd, source) in [

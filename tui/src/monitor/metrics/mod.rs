@@ -44,7 +44,7 @@ mod usage;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use prometheus_client::registry::Registry;
-use provetop_collect::alerts::Rule;
+use provetop_shared::alerts::Rule;
 use provetop_shared::Record;
 
 pub use endpoint::Endpoint;

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use provetop_collect::alerts::Rule;
+use provetop_shared::alerts::Rule;
 use provetop_shared::classify::ThresholdPhase;
 use provetop_shared::protocol::ProverState;
 use provetop_shared::{

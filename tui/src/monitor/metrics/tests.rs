@@ -3,7 +3,7 @@
 use super::labels::PHASES;
 use super::state::CGROUP_HELD_NS;
 use super::*;
-use provetop_collect::alerts::default_rules;
+use provetop_shared::alerts::default_rules;
 use provetop_shared::record::GpuReading;
 use provetop_shared::units::GIB;
 use provetop_shared::{

@@ -2,7 +2,7 @@
 //! waves: the seed's 202.9 GiB wave (1 Hz) on a machine where it fits and on one where it does
 //! not, and the H200's 20 Hz SupraSeal wave at 33 GiB, through the real alert engine.
 
-use provetop_collect::alerts::{AlertEngine, Rule};
+use provetop_shared::alerts::{AlertEngine, Rule};
 use provetop_shared::forecast::{growth_rate, time_to_oom, Forecast, DEFAULT_OOM_HORIZON_S};
 use provetop_shared::session;
 use provetop_shared::units::GIB;

@@ -1,8 +1,9 @@
 //! The engine over hand-made records: holds, forecasts, the watchdog, limits, usage and GPU
 //! rules, and unknown readings.
 
-use super::*;
-use provetop_shared::{AlertLevel, Sample, Usage};
+use provetop_shared::alerts::AlertEngine;
+use provetop_shared::protocol::{Event, ProverState};
+use provetop_shared::{Alert, AlertLevel, AlertState, Record, RecordBody, Sample, Usage};
 use provetop_testkit::fixtures::child_exited_ok;
 
 const S: u64 = 1_000_000_000;
@@ -36,11 +37,11 @@ fn fires_after_duration_and_clears() {
     assert_eq!(a[0].level, AlertLevel::Warn);
     // Stays firing without repeating.
     assert!(e.observe(&sample(6 * S, 170)).is_empty());
-    assert!(e.state[0].firing);
+    assert!(e.is_firing(0));
     let a = e.observe(&sample(7 * S, 10));
     assert_eq!(a.len(), 1);
     assert_eq!(a[0].state, AlertState::Cleared);
-    assert!(!e.state[0].firing);
+    assert!(!e.is_firing(0));
 }
 
 /// The default forecast rule over a proof that would not fit: it fires while the second

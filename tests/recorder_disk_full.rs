@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use provetop_collect::recorder::Recorder;
+use provetop::monitor::recorder::Recorder;
 use provetop_shared::session::{load, SessionHeader};
 use provetop_shared::{Mark, Record, RecordBody, Sample};
 

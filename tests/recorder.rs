@@ -3,7 +3,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use provetop_collect::recorder::Recorder;
+use provetop::monitor::recorder::Recorder;
 use provetop_shared::session::{load, SessionHeader};
 use provetop_shared::{Record, RecordBody, Sample};
 

@@ -8,7 +8,7 @@
 //! `state` said `proving`, or a proof it started has not finished. An idle or paused prover
 //! is silent by design and never counts as hung.
 //!
-//! Each rule is judged on the records its metric is read from ([`Read`](provetop_shared::metric::Read)): memory and per-GPU
+//! Each rule is judged on the records its metric is read from ([`Read`](crate::metric::Read)): memory and per-GPU
 //! sample readings on samples, the usage metrics (`cpu`, `major_faults`, `gpu_temp`, …) on
 //! usage records, phase and event durations on every record. A reading a record does not
 //! have (the first usage reading has no rates, NVML is absent, a GPU index that is not
@@ -22,14 +22,12 @@
 
 mod judge;
 mod message;
-#[cfg(test)]
-mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use provetop_shared::forecast::Forecast;
-use provetop_shared::protocol::{Event, Phase, ProverState};
-use provetop_shared::{Alert, AlertState, Mark, Record, RecordBody};
+use crate::forecast::Forecast;
+use crate::protocol::{Event, Phase, ProverState};
+use crate::{Alert, AlertState, Mark, Record, RecordBody};
 
 use super::rule::Rule;
 use judge::Input;
@@ -78,6 +76,11 @@ impl AlertEngine {
             in_flight: BTreeSet::new(),
             forecast: Forecast::default(),
         }
+    }
+
+    /// Whether the `i`th rule (in the order given to [`AlertEngine::new`]) is firing now.
+    pub fn is_firing(&self, i: usize) -> bool {
+        self.state.get(i).is_some_and(|s| s.firing)
     }
 
     /// Feed one record; returns the alerts that changed state because of it.

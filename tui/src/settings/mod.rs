@@ -1,5 +1,5 @@
 //! One settings path for `run` and `watch`: the flags of [`MonitorOpts`], the TOML config
-//! file ([`provetop_collect::alerts::load_config`]) and the defaults become one [`Setup`].
+//! file ([`file::load_config`]) and the defaults become one [`Setup`].
 //!
 //! The rule, for every value both can set ([`layer`]): a flag given on the command line wins,
 //! else the file's value, else the default. A flag is an `Option` (`None` = not given), so
@@ -12,11 +12,15 @@
 //! Alert rules add up instead: the file's, then `--alert`'s, then the built-in ones unless
 //! the file says `default_rule = false`.
 
+pub mod file;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use provetop_collect::alerts::{self, FileConfig, Rule, Threshold};
+use provetop_shared::alerts::{self, Rule, Threshold};
+
+use file::FileConfig;
 use provetop_collect::sampler::system::MemInfo;
 use provetop_collect::sampler::{
     SamplerConfig, DEFAULT_GPU_HZ, DEFAULT_HZ, DEFAULT_SMAPS_DUTY, DEFAULT_USAGE_HZ,
@@ -41,6 +45,9 @@ pub struct Setup {
     pub record: Option<PathBuf>,
     /// Where to serve `/metrics` (`--metrics`, else the file's `metrics`; off by default).
     pub metrics: Option<std::net::SocketAddr>,
+    /// The file's log-line rules, for every line engine of the session (the child's output,
+    /// `watch --log`).
+    pub log_rules: Vec<provetop_collect::loglines::Rule>,
 }
 
 /// The precedence rule: the flag when given, else the config file's value, else the default.
@@ -51,10 +58,8 @@ pub fn layer<T>(flag: Option<T>, file: Option<T>, default: T) -> T {
 /// Read the config file (`--config`, else the XDG default when present) and the flags into
 /// a [`Setup`]. A bad file is an error naming the file, the line and the key.
 pub fn setup(opts: &MonitorOpts) -> anyhow::Result<Setup> {
-    let file = alerts::load_config(opts.config.as_deref())?;
+    let file = file::load_config(opts.config.as_deref())?;
     let setup = resolve(opts, &file)?;
-    // The file's line rules serve every line engine of this process (child output, --log).
-    provetop_collect::loglines::rules::install(file.log_rules.clone());
     if let Some(argv) = &setup.hook {
         let whence = if opts.on_alert.is_some() {
             "--on-alert"
@@ -161,6 +166,7 @@ pub fn resolve(opts: &MonitorOpts, file: &FileConfig) -> anyhow::Result<Setup> {
         thresholds,
         record,
         metrics: layer(opts.metrics.map(|m| m.0), file.metrics.map(Some), None),
+        log_rules: file.log_rules.clone(),
     })
 }
 
@@ -271,7 +277,7 @@ pub fn utc_stamp(secs: u64) -> String {
 /// Lines for the chart from rules on memory metrics with absolute thresholds (not on what is
 /// free: MemAvailable and `predicted_free` are no level of the tree's memory).
 pub fn rule_lines(rules: &[Rule]) -> Vec<(String, u64)> {
-    use provetop_collect::alerts::Metric;
+    use provetop_shared::alerts::Metric;
     rules
         .iter()
         .filter(|r| {
@@ -306,8 +312,8 @@ pub fn watchdog_rule(text: &str) -> anyhow::Result<Rule> {
 mod tests {
     use std::path::Path;
 
+    use super::file::parse_config;
     use clap::Parser;
-    use provetop_collect::alerts::parse_config;
 
     use super::*;
     use crate::cli::{Cli, Command};

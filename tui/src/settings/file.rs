@@ -13,7 +13,7 @@
 //! metrics = "127.0.0.1:9464"   # serve /metrics there (a bare port: loopback); off when unset
 //! ```
 //! Unknown keys are errors (a typo must not silently disable an alert), and so is a value out
-//! of its range ([`crate::sampler::HZ_BOUNDS`] and its neighbours, the same bounds as the
+//! of its range ([`provetop_collect::sampler::HZ_BOUNDS`] and its neighbours, the same bounds as the
 //! flags') or a thresholds list that is not four ascending sizes: one line naming the line,
 //! the key and the value. A flag given on the command line wins over the file.
 
@@ -25,8 +25,10 @@ use provetop_shared::units::parse_bytes;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::rule::Rule;
-use crate::sampler::{Bounds, GPU_HZ_BOUNDS, HZ_BOUNDS, SMAPS_DUTY_BOUNDS, USAGE_HZ_BOUNDS};
+use provetop_collect::sampler::{
+    Bounds, GPU_HZ_BOUNDS, HZ_BOUNDS, SMAPS_DUTY_BOUNDS, USAGE_HZ_BOUNDS,
+};
+use provetop_shared::alerts::Rule;
 
 /// Everything the config file can set; `None`/empty means "not set, use the default".
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -50,8 +52,8 @@ pub struct FileConfig {
     /// Where to serve `/metrics` ([`parse_listen_addr`]).
     pub metrics: Option<SocketAddr>,
     /// Line rules for provers provetop has no grammar for (`[[log_rule]]` tables, see
-    /// [`crate::loglines::rules`]).
-    pub log_rules: Vec<crate::loglines::Rule>,
+    /// [`provetop_collect::loglines::rules`]).
+    pub log_rules: Vec<provetop_collect::loglines::Rule>,
     /// The file it was read from (None when no file was found).
     pub source: Option<PathBuf>,
 }
@@ -99,7 +101,7 @@ enum SizeValue {
 
 /// `$XDG_CONFIG_HOME/provetop/config.toml`, else `$HOME/.config/provetop/config.toml`.
 fn default_config_path() -> Option<PathBuf> {
-    let base = crate::xdg::base_dir("XDG_CONFIG_HOME", ".config")?;
+    let base = provetop_collect::xdg::base_dir("XDG_CONFIG_HOME", ".config")?;
     Some(base.join("provetop").join("config.toml"))
 }
 
@@ -229,7 +231,7 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
         let key = format!("log_rule {:?}", r.name);
         let action = r.action.parse().map_err(|e: String| at.error(&key, &e))?;
         log_rules.push(
-            crate::loglines::Rule::new(&r.name, &r.regex, action, r.phase.as_deref())
+            provetop_collect::loglines::Rule::new(&r.name, &r.regex, action, r.phase.as_deref())
                 .map_err(|e| at.error(&key, &e))?,
         );
     }

@@ -2,7 +2,7 @@
 //! "unknown"), which GPU or proof it was of, and the one-line message (a cleared alert whose
 //! reading is gone says "no longer measured", never a value of 0).
 
-use provetop_shared::{Alert, AlertState};
+use crate::{Alert, AlertState};
 
 use super::super::rule::Rule;
 
@@ -34,10 +34,7 @@ pub(super) fn alert(
                 fmt(threshold)
             );
             if rule.hold_s > 0.0 {
-                s.push_str(&format!(
-                    " for {}",
-                    provetop_shared::units::fmt_secs(rule.hold_s)
-                ));
+                s.push_str(&format!(" for {}", crate::units::fmt_secs(rule.hold_s)));
             }
             s
         }

@@ -4,7 +4,7 @@
 //! pinned check against an independent smaps reading (how each was made: docs/measurements.md,
 //! "At the field's scale", and docs/usage.md, "On the H200").
 
-use provetop_collect::alerts::{AlertEngine, Rule};
+use provetop_shared::alerts::{AlertEngine, Rule};
 use provetop_shared::forecast::DEFAULT_OOM_HORIZON_S;
 use provetop_shared::protocol::Event;
 use provetop_shared::session;

@@ -9,9 +9,9 @@
 //! names or the one nearest its threshold. Anything the record does not have is `None`,
 //! never 0.
 
-use provetop_shared::metric::{Limit, Read};
-use provetop_shared::protocol::ProverState;
-use provetop_shared::{Sample, Usage};
+use crate::metric::{Limit, Read};
+use crate::protocol::ProverState;
+use crate::{Sample, Usage};
 
 use super::super::rule::{Metric, Rule};
 use super::AlertEngine;

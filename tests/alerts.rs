@@ -2,9 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use provetop_collect::alerts::{
-    default_rules, load_config, parse_config, spawn_hook, AlertEngine, Rule,
-};
+use provetop::settings::file::{load_config, parse_config};
+use provetop_collect::hook::spawn_hook;
+use provetop_shared::alerts::{default_rules, AlertEngine, Rule};
 use provetop_shared::protocol::{Event, Phase};
 use provetop_shared::units::GIB;
 use provetop_shared::{Alert, AlertLevel, AlertState, Mark, Record, RecordBody, Sample};

@@ -35,11 +35,11 @@
 use std::fmt;
 use std::str::FromStr;
 
-use provetop_shared::metric::{Limit, Unit};
-use provetop_shared::units::{fmt_bytes, parse_duration_s};
-use provetop_shared::AlertLevel;
+use crate::metric::{Limit, Unit};
+use crate::units::{fmt_bytes, parse_duration_s};
+use crate::AlertLevel;
 
-pub use provetop_shared::metric::{Metric, TABLE as METRICS};
+pub use crate::metric::{Metric, TABLE as METRICS};
 
 /// Comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -355,7 +355,7 @@ fn rss_rule(mem_total: u64, cgroup_max: Option<u64>) -> Option<Rule> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use provetop_shared::units::GIB;
+    use crate::units::GIB;
 
     #[test]
     fn parses_examples() {
