@@ -1,11 +1,9 @@
 //! The real `provetop-prover` binary on tiny circuits: event order, SRS residency and cache,
 //! every bad-input case of the brief.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use provetop_shared::protocol::{Event, Phase, SrsSource};
 
 fn is_srs(e: &Event) -> bool {

@@ -1,10 +1,8 @@
 //! Batch modes switched live through the control protocol (the daemon's stdin).
 
-mod common;
-
 use std::collections::HashMap;
 
-use common::*;
+use crate::common::*;
 use provetop_shared::protocol::{BatchMode, Event, EventMsg, Phase};
 
 fn set_mode(d: &mut Daemon, m: &str) {
