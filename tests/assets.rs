@@ -400,7 +400,7 @@ fn classify_compares_the_modes_of_the_all_modes_session() {
 /// screen draws, pipelined:2 keeps the cores and the GPU busy together for a larger share of
 /// its busy time than single, and its GPU is busier (single leaves it idle while it
 /// synthesizes). SupraSeal's own host threads keep 7 of the 16 cores busy while it proves, so
-/// single's overlap is not small (docs/usage.md).
+/// single's overlap is not small (docs/usage.md#against-nvidia-smi-by-batch-mode).
 #[test]
 fn h200_usage_session_shows_pipelined_overlapping_cpu_and_gpu_more_than_single() {
     use provetop::model::Model;

@@ -356,8 +356,8 @@ fn child_flooding_a_million_events_per_second_is_survived() {
     );
     // Reading a line and dropping it costs far less than parsing and recording it, so a
     // reader that drops keeps up with the child and drops most lines; one that throttled the
-    // child would drop none. (A lines-per-second bound read 0.94 M/s on a loaded CI VM: the
-    // share dropped does not depend on the machine's speed.)
+    // child would drop none. (A bound in lines per second would depend on the machine's speed
+    // and load; the share dropped does not.)
     assert!(
         dropped > events,
         "provetop recorded {events} and dropped only {dropped} at {rate:.0} lines/s: it \

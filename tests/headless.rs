@@ -242,7 +242,7 @@ fn watch_errors_are_one_line() {
 fn a_sigterm_the_instant_the_child_starts_still_stops_the_session_cleanly() {
     // The child signals provetop before its first instruction of real work: the stop
     // signals must already be caught then, or SIGTERM's default action ends provetop
-    // unrecorded (a race the process-tree test once lost under CI's load).
+    // unrecorded (a race a loaded machine makes likely).
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("early.ptop");
     let out = headless(

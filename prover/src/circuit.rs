@@ -776,8 +776,8 @@ mod tests {
     /// A real bellperson proof of a partition with several challenges: the prover synthesizes
     /// them in parallel parts, the parameters come from the sequential shape, and the proof
     /// verifies only if both built the same system. (With `supraseal`, bellperson's proving
-    /// API takes SupraSeal's pinned parameters and needs a GPU; its proofs on the H200 are
-    /// verified by the daemon.)
+    /// API takes SupraSeal's pinned parameters and needs a GPU; its proofs are verified by the
+    /// daemon on a GPU machine.)
     #[cfg(not(feature = "supraseal"))]
     #[test]
     fn parallel_synthesis_proves_what_the_shape_describes() {

@@ -4,9 +4,9 @@
 //! SRS) without reading `VmHWM`: a monitor resets `VmHWM` through `clear_refs` at its own pace,
 //! so the prover cannot rely on it. Each thread batches its net change and adds it to the
 //! shared counters once it passes [`BATCH`] bytes: with a shared atomic touched on every
-//! allocation, ten partitions synthesizing at once (millions of small allocations each)
-//! spent most of their time fighting over that cache line — on the H200, ten 2^18-constraint
-//! partitions in parallel took as long as the same ten one after another. Readings are thus
+//! allocation, partitions synthesizing at once (millions of small allocations each) spend
+//! most of their time fighting over that cache line, and run no faster in parallel than one
+//! after another (docs/gpu.md#the-monitor-synthesis-page-locking). Readings are thus
 //! exact to within `BATCH` per thread. A binary opts in with
 //! `#[global_allocator] static A: provetop_prover::heap::CountingAlloc = CountingAlloc;`.
 //! Without it every query returns 0 and [`counting`] is false.

@@ -13,9 +13,10 @@
 //! the same room. The rate is the smallest of three least-squares slopes, over the last
 //! [`TREND_WINDOW_S`], [`TREND_SHORT_S`] and [`TREND_NOW_S`] seconds: growth must be
 //! sustained to raise an alarm, and still going on: a rise that levels off (a synthesis that
-//! fits) clears it within half a second. (With the two longer slopes alone, the H200's 61 GiB
-//! prover, whose last 10 GiB came in 0.8 s, read 19 s for two seconds after its RSS had
-//! stopped.) Growth under [`TREND_MIN_RATE`] is no trend; `time_to_oom` is then not measured
+//! fits) clears it within half a second. (With the two longer slopes alone, a prover whose
+//! last allocation comes in under a second reads a steep rate for seconds after its RSS has
+//! stopped: docs/measurements.md#time_to_oom-on-recorded-waves.) Growth under
+//! [`TREND_MIN_RATE`] is no trend; `time_to_oom` is then not measured
 //! (an alert on it clears).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -35,10 +36,10 @@ pub const TREND_SHORT_S: f64 = 3.0;
 pub const TREND_NOW_S: f64 = 0.5;
 /// Growth slower than this (bytes per second) is no trend.
 pub const TREND_MIN_RATE: f64 = 1024.0 * 1024.0;
-/// The header shows `time_to_oom` in red under this many seconds. A minute would flag every
-/// climb of the H200's 33 GiB SupraSeal wave on its 128 GiB host (1.5 GiB/s with 90 GiB left
-/// reads under 45 s for seconds), which fits; 20 s flags none of it and still warns of the
-/// seed's 202.9 GiB wave on a 192 GiB machine seconds before it runs out.
+/// The header shows `time_to_oom` in red under this many seconds: short enough not to flag
+/// the climbs of a wave that fits (a minute would), long enough to warn seconds before a
+/// wave that does not fit runs out (the recorded waves:
+/// docs/measurements.md#time_to_oom-on-recorded-waves).
 pub const DEFAULT_OOM_HORIZON_S: f64 = 20.0;
 /// The trend keeps at most one point per this many ns (20 Hz).
 const TREND_STEP_NS: u64 = 50_000_000;
@@ -288,7 +289,7 @@ mod tests {
     const GIB: f64 = (1u64 << 30) as f64;
 
     /// (t ns, rss) at `hz` over `secs`: flat at 10 GiB, then 13 GiB/s for 0.8 s from 5 s,
-    /// then flat (the H200 prover's last allocation).
+    /// then flat (a large prover's last allocation).
     fn step_wave(hz: f64, secs: f64) -> Vec<(u64, u64)> {
         let n = (secs * hz) as u64;
         (0..=n)

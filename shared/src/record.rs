@@ -153,9 +153,9 @@ pub struct GpuReading {
     /// Device memory total.
     pub total: u64,
     /// Utilisation percent: the share of time a kernel ran, the mean of NVML's sample
-    /// periods read since the reading before (sessions recorded before 2026-12-04: NVML's
-    /// last period alone); [`GpuReading::UTIL_UNKNOWN`] when NVML gave none (the layout is
-    /// fixed in session files, so unknown is this value, never 0: read it with
+    /// periods read since the reading before (sessions of older builds: NVML's last period
+    /// alone, docs/usage.md#history); [`GpuReading::UTIL_UNKNOWN`] when NVML gave none (the
+    /// layout is fixed in session files, so unknown is this value, never 0: read it with
     /// [`GpuReading::utilization`]).
     pub util: u8,
 }

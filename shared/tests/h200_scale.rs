@@ -1,8 +1,8 @@
 //! The H200 recordings of issues 19 and 20, read back on a machine without a GPU: the bundled
 //! prover at 61 GiB under `provetop run --headless --hz 20`, the ground-truth helpers under
 //! `provetop watch` with their logs (memory in steps; a GPU busy in known bursts), and the
-//! pinned check against an independent smaps reading (how each was made: docs/measurements.md,
-//! "At the field's scale", and docs/usage.md, "On the H200").
+//! pinned check against an independent smaps reading (how each was made:
+//! docs/measurements.md#at-the-fields-scale and docs/usage.md#on-the-h200).
 
 use provetop_shared::alerts::{AlertEngine, Rule};
 use provetop_shared::forecast::DEFAULT_OOM_HORIZON_S;
@@ -67,7 +67,7 @@ fn the_61_gib_session_replays_at_20_hz_with_its_gpu_pinned_usage_and_its_verifie
     assert!(finished[0].0, "verified");
     // The pinned series from the mapping table, at the sample rate from the SRS load on: the
     // prover's pinned SRS and the driver's buffers (163.7 MiB, as an independent smaps
-    // reading gave on an earlier build: docs/measurements.md).
+    // reading gave: docs/measurements.md#the-h200-ground-truth).
     let reported = recs
         .iter()
         .filter_map(|r| match &r.body {
@@ -260,7 +260,8 @@ fn duty_windows(session: &str) -> Vec<(String, f64, f64)> {
 }
 
 /// NVML itself reads such bursts 2 to 4 points low (nvidia-smi at 10 Hz beside it read 17.8,
-/// 17.5 and 35.9 %: docs/usage.md), so within 5 points is NVML's own error, not aliasing.
+/// 17.5 and 35.9 %: docs/usage.md#against-ground-truth), so within 5 points is NVML's own
+/// error, not aliasing.
 #[test]
 fn a_gpu_busy_in_known_bursts_reads_within_five_points_of_its_true_busy_share() {
     let w = duty_windows("ground-truth/h200-gpu-duty.ptop");

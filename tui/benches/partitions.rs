@@ -1,5 +1,5 @@
-//! A session with 10^5 partitions open at once (issue 15: export took 1 s at 1,000 open
-//! partitions, 5 s at 2,000, over 2 min at 10,000): `cargo bench -p provetop --bench
+//! A session with 10^5 partitions open at once (export once grew faster than linearly with
+//! them: docs/measurements.md#history): `cargo bench -p provetop --bench
 //! partitions`. Goal: linear, each of replay-open (`Store::open`), `export` and `classify`
 //! ≤ 2 s on the 2-core VM.
 //!

@@ -1,8 +1,9 @@
 //! The events pipe under a burst of open partitions: a real child (`cat` of a prepared file)
 //! writes a proof of 10^5 partitions — `proof_started`, then `phase_started` and
 //! `phase_ended` for each partition, 200,001 events, ~19 MB — to fd 3 as fast as the pipe
-//! takes it, through the real supervisor into a channel drained as the monitor drains it (a
-//! pump every 50 ms). Reports the time to read it all, and checks nothing was dropped.
+//! takes it, through the real supervisor into a channel drained every 50 ms (the monitor's
+//! `TICK`; live, a backlog also wakes the monitor at once). Reports the time to read it all,
+//! and checks nothing was dropped.
 //!
 //! `cargo bench -p provetop-collect --bench events`. Then, once, a python3 child (when there
 //! is one) that times each of its writes says the longest time it was blocked on the pipe.

@@ -2,7 +2,7 @@
 //!
 //! cgroup v2 (`memory.current`, `memory.max`, `memory.events: oom_kill`) is the target; the
 //! v1 memory controller (`memory.usage_in_bytes`, `memory.limit_in_bytes`,
-//! `memory.oom_control: oom_kill`) is read where a host still runs it (the CI VMs do), so
+//! `memory.oom_control: oom_kill`) is read where a host still runs it, so
 //! limits and OOM kills are seen on both.
 
 use std::fs;
@@ -70,7 +70,8 @@ impl MemCgroup {
 /// is a setting, not a reading: it is read again once a second ([`MAX_EVERY`]). The usage is
 /// read every time while there is a limit (the room to it is what time-to-OOM needs); without
 /// one it bounds nothing and is read with the limit, once a second: each file a sample reads
-/// costs the sampler 0.03–0.06 % of a core at 20 Hz (a cold read after the thread's sleep).
+/// is a cold read after the thread's sleep, a visible share of the sampler's cost
+/// (docs/measurements.md#what-a-sample-costs).
 #[derive(Debug)]
 pub struct UsageReader {
     current: Option<KeptOpen>,

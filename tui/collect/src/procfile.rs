@@ -1,9 +1,9 @@
 //! Kernel-generated text files (`/proc`, cgroup) read whole through a file kept open, and the
 //! numbers in them.
 //!
-//! Re-reading an open file from offset 0 costs about half of open+read+close (DESIGN: 8-12 µs
-//! vs 15-20 µs for `/proc/PID/status` on the 2-core VM), and the sampler does it 20 times a
-//! second for every process of the tree.
+//! Re-reading an open file from offset 0 skips the open and the close, about half the cost of
+//! a read (docs/measurements.md#the-sampler), and the sampler reads a status file at every
+//! tick for every process of the tree.
 
 use std::fs::File;
 use std::io;

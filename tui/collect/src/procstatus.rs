@@ -28,8 +28,8 @@ pub struct MemStatus {
     pub locked: u64,
     /// VmPin.
     pub pin: u64,
-    /// VmSize: the address space's size. Any mmap, munmap or mremap changes it, so the sampler
-    /// reads the mapping table again only when it moved (or once a second).
+    /// VmSize: the address space's size (any mmap, munmap or mremap changes it). The sampler
+    /// reads the mapping table again when RssFile + RssShmem move, not VmSize.
     pub size: u64,
     pub ppid: u32,
     pub threads: u32,

@@ -41,10 +41,9 @@ pub const TICK: Duration = Duration::from_millis(50);
 /// Longest time a front end without a screen leaves samples in the sampler's ring before it
 /// pumps them (alerts, recorder, metrics, the watched pid's end), and the child's events
 /// with them (its lifecycle marks and a backlog are pumped on arrival: `channel`); control
-/// requests are answered on arrival. Every wake-up costs provetop
-/// CPU: watching an idle process at 20 Hz on the 2-core VM, its main thread and tokio
-/// workers used 0.49 % of a core pumping on a 50 ms timer and 0.04 % woken this way, and an
-/// event flood no longer waits in memory for a timer (docs/measurements.md).
+/// requests are answered on arrival. Why no timer: a timer wakes the pipeline whether or not
+/// anything waits, and what a flood brings waits in memory for it
+/// (docs/measurements.md#what-keeps-it-there).
 pub const PUMP_EVERY: Duration = Duration::from_millis(250);
 
 /// A running session.

@@ -6,8 +6,9 @@ use std::io;
 /// Samples per second unless the flag or the config file says otherwise.
 pub const DEFAULT_HZ: f64 = 20.0;
 /// Share of one core the smaps cross-check of pinned memory may use by default: the pinned
-/// series itself comes from the mapping table; smaps only checks it (at 64 GiB of RSS a pass
-/// costs about 1 s, so this is one pass every quarter of an hour; at 2 GiB every 30 s).
+/// series itself comes from the mapping table; smaps only checks it (a pass costs about a
+/// second at 64 GiB of RSS, so this is one pass every quarter of an hour there:
+/// docs/measurements.md#pinned-memory-from-the-mapping-table).
 pub const DEFAULT_SMAPS_DUTY: f64 = 0.001;
 /// NVML readings per second by default.
 pub const DEFAULT_GPU_HZ: f64 = 2.0;

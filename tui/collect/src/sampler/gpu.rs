@@ -4,16 +4,14 @@
 //! per-process memory is summed over the tree's pids; entries with pid 0 or `u32::MAX` (no
 //! pid visible, e.g. from inside a container) are never attributed to the tree.
 //!
-//! Utilisation is NVML's share of its last sample period (200 ms on the H200, driver 580)
-//! in which a kernel ran: read once per round, it is one period in several, and a prover
-//! whose GPU work comes in a rhythm is caught or missed by the reader's phase for a whole
-//! window (a 2 Hz reader read 0 % of a GPU busy 100 ms in every 500, and 17.9 % where
-//! nvidia-smi at 10 Hz read 29.0 %). So the utilisation is read twice per NVML sample period
-//! (learned from the device's sample buffer at the start, [`sample_period`]), evenly within
-//! each round ([`reads_per_round`]), and a round's `util` is the mean of its reads: every
-//! period counts, and counts as much as the next. A read costs 1.6 µs of CPU
-//! (`kernels/lab/nvml-costs.py` on the H200); the sample buffer, read once to learn the
-//! period, costs 1.5 ms, too much to read at the rounds' rate.
+//! Utilisation is NVML's share of its last sample period in which a kernel ran: read once per
+//! round, it is one period in several, and a prover whose GPU work comes in a rhythm is
+//! caught or missed by the reader's phase for a whole window. So the utilisation is read
+//! twice per NVML sample period (learned from the device's sample buffer at the start,
+//! [`sample_period`]), evenly within each round ([`reads_per_round`]), and a round's `util`
+//! is the mean of its reads: every period counts, and counts as much as the next. A read
+//! costs microseconds of CPU; the sample buffer costs a thousand times more, so it is read
+//! once, to learn the period, never at the rounds' rate (docs/usage.md#on-the-h200).
 //!
 //! Cost: each device's handle is got once and kept (again only after the device stopped
 //! answering), and a round reads what every sample carries (memory, the tree's processes);
@@ -35,7 +33,8 @@ use super::{park_until, GpuState, Shared};
 
 /// How often the devices' details are read (a round between carries the last ones).
 pub const DETAIL_PERIOD: Duration = Duration::from_secs(2);
-/// NVML's utilisation sample period where the sample buffer does not tell (the H200's).
+/// NVML's utilisation sample period where the sample buffer does not tell (the period
+/// measured: docs/usage.md#why-utilisation-is-read-twice-per-nvml-period).
 pub const UTIL_PERIOD_DEFAULT: Duration = Duration::from_millis(200);
 /// A learned sample period is held within these (a buffer with a gap in it must not make the
 /// reads slow, nor a burst of samples make them busy).
@@ -381,8 +380,8 @@ pub fn tree_usage(procs: impl Iterator<Item = (u32, u64)>, tree: &[u32]) -> u64 
 /// a round of `round` holds the same number of reads every time. Reads uniform in time sample
 /// NVML's step of values evenly, so their mean over a round is the round's; two per period
 /// keep every period read as often as the next whatever the two clocks' phase (read once per
-/// period, a 500 ms round held two reads or three in turn: on the H200, 400 ms of GPU work
-/// every second read 28.5 % against nvidia-smi's 34.4 %).
+/// period, a round holds a varying count of reads and some periods weigh more than others:
+/// docs/usage.md#why-utilisation-is-read-twice-per-nvml-period).
 ///
 /// At most [`MAX_READS_PER_ROUND`]: a user who slows the rounds (`gpu_hz`) to save CPU gets
 /// fewer wake-ups too, at the price of some periods unread.

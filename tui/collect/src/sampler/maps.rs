@@ -7,7 +7,8 @@
 //! are. The mappings that can hold it:
 //!
 //! * shared mappings of `/dev/zero` (`rw-s … /dev/zero`): what `cudaHostAlloc` creates for a
-//!   large allocation on driver 580 (the H200's SupraSeal SRS), counted only in a process
+//!   large allocation on driver 580 (SupraSeal's SRS: docs/gpu.md#supraseal-srs-residency),
+//!   counted only in a process
 //!   that has NVIDIA mappings at all (elsewhere shared anonymous memory is not CUDA's);
 //! * mappings of `/dev/nvidiactl` and `/dev/nvidiaN`: small pinned allocations and the
 //!   driver's own host buffers, but also device memory and MMIO (registers, BAR windows) that

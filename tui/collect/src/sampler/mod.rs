@@ -77,8 +77,9 @@ const TREE_MIN_INTERVAL: Duration = Duration::from_millis(250);
 const TREE_MAX_INTERVAL: Duration = Duration::from_secs(2);
 /// Longest time without a walk while no pid was created on the host and no member's parent
 /// changed (the status read each tick shows it): nothing can have joined or left the tree
-/// then, so this is only a backstop. (Walking every 2 s listed every thread's `children` of
-/// a 70-thread prover: about 0.04 % of a core.)
+/// then, so this is only a backstop. (A walk opens every thread's `children` file, so on a
+/// many-threaded prover a frequent walk is most of the sampler's system calls:
+/// docs/measurements.md#history.)
 const TREE_BACKSTOP: Duration = Duration::from_secs(30);
 /// Smaps passes never run more often than this.
 const SMAPS_MIN_INTERVAL: Duration = Duration::from_secs(1);

@@ -2,8 +2,9 @@
 //! above its RSS (the kernel shows max(high-water mark, RSS), so where they are equal the
 //! reset would set the mark to what it already reads: the sampler does not ask).
 //!
-//! The write takes the target's mmap lock for writing and was seen to wait 1.8 s while the
-//! target mapped or freed large regions. The sampling thread therefore only posts "reset
+//! The write takes the target's mmap lock for writing and waits, up to seconds, while the
+//! target maps or frees large regions (docs/measurements.md#the-vmhwm-resets-wait). The
+//! sampling thread therefore only posts "reset
 //! these pids" and goes on; requests coalesce (the latest wins) while a write is stuck, and a
 //! late reset only widens the next interval, so no peak is ever missed.
 

@@ -144,14 +144,15 @@ fn read_smaps(pid: u32, buf: &mut Vec<u8>) -> io::Result<()> {
     Ok(())
 }
 
-/// What an smaps pass costs before anything was measured: about 15 ms per GiB of RSS.
+/// What an smaps pass costs before anything was measured: about 15 ms per GiB of RSS (passes
+/// at tens of GiB: docs/measurements.md#pinned-memory-from-the-mapping-table).
 const SMAPS_NS_PER_BYTE: f64 = 15e6 / (1u64 << 30) as f64;
 
 /// The smaps passes' budget. Credit is earned at `duty` of wall time and spent by each pass's
 /// measured cost, and a pass starts only once the credit covers what it will cost (the RSS it
 /// will walk at the last pass's rate per byte): from the session's start, passes never use
 /// more than `duty` of a core, one long pass at a large RSS included. Resting *after* a pass
-/// would let the first pass at 60 GiB (about a second) come at once. Credit is kept no larger
+/// would let the first pass at a large RSS (the longest) come at once. Credit is kept no larger
 /// than the next pass needs, so a long quiet stretch never buys a burst of passes.
 #[derive(Debug, Clone)]
 pub struct SmapsBudget {

@@ -2,8 +2,9 @@
 //!
 //! While more than an eighth of memory is available, the file is re-read at most every
 //! [`RELAXED_EVERY`] and the latest reading stands in between; at an eighth or less, every
-//! sample. The cold read after the sampler's sleep costs about 0.06 % of a core at 20 Hz,
-//! and MemAvailable matters by the sample only when it runs short.
+//! sample. A cold read after the sampler's sleep is a visible share of its cost
+//! (docs/measurements.md#what-a-sample-costs), and MemAvailable matters by the sample only
+//! when it runs short.
 
 use std::io;
 use std::path::Path;

@@ -154,7 +154,7 @@ impl Sampler {
                 self.shared.tick_ns.fetch_add(work, Ordering::Relaxed);
                 self.shared.tick_max_ns.fetch_max(work, Ordering::Relaxed);
             }
-            // Absolute deadlines: tick k is due at start + k·period. After a stall (the VM
+            // Absolute deadlines: tick k is due at start + k·period. After a stall (the thread
             // was descheduled), skip the missed ticks instead of bursting to catch up.
             let elapsed = start.elapsed();
             let next = (elapsed.as_secs_f64() / period.as_secs_f64()).floor() as u64 + 1;
@@ -368,8 +368,8 @@ impl Sampler {
                     peak += interval_peak;
                     procs += 1;
                     // VmHWM shows max(high-water mark, RSS): where they are equal, a reset
-                    // would set the mark to the RSS it already is (the common case: on the
-                    // H200's 61 GiB run 98 % of samples), so the reset thread is not woken.
+                    // would set the mark to the RSS it already is (the common case:
+                    // docs/measurements.md#what-keeps-it-there), so the reset thread is not woken.
                     if m.hwm > m.rss && !self.no_reset.contains(&pid) {
                         self.reset_pids.push(pid);
                     }

@@ -1,8 +1,8 @@
 //! Finding the descendants of a process.
 //!
 //! Where the kernel has `CONFIG_PROC_CHILDREN`, `/proc/PID/task/TID/children` lists each
-//! thread's children and the walk touches only the tree itself (the development and CI VMs
-//! and the lent H200 machines have it). Elsewhere the walk reads the parent pid of every
+//! thread's children and the walk touches only the tree itself (the machines of
+//! docs/measurements.md#machines have it). Elsewhere the walk reads the parent pid of every
 //! process in `/proc`; the sampler's own walks use a [`ParentCache`] instead, which reads
 //! the parent of a process once, when it first appears in `/proc`, and again only for the
 //! processes of the tree (a tree member's parent can change when its parent exits; an

@@ -28,8 +28,10 @@ use tokio::sync::mpsc::error::TrySendError;
 use super::{lines, Inner};
 
 /// Records the supervisor's channel to the monitor holds: the monitor drains it at least
-/// four times a second and whenever it holds a backlog (`channel`), so a 10^5-partition burst (~300k events/s) finds room without the reader, and so
-/// the child, waiting on it (65,536 records of ~272 bytes: at most ~17 MiB in flight).
+/// four times a second and whenever it holds a backlog (`channel`), so a burst of 10^5
+/// partitions read at the reader's full rate finds room without the reader, and so the
+/// child, waiting on it (65,536 records of ~272 bytes: at most ~17 MiB in flight;
+/// docs/measurements.md#the-events-pipe-a-burst-of-105-partitions).
 pub const RECORD_CHANNEL: usize = 65_536;
 
 /// Records the supervisor may lose before it notes so, at most this often.

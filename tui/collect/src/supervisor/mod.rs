@@ -17,7 +17,8 @@
 //! A descendant can leave the group (`setsid`, `setpgid`). Provetop is a child subreaper
 //! (`PR_SET_CHILD_SUBREAPER`), so an orphaned descendant is reparented to it rather than to
 //! init, and the supervisor remembers every process it has seen in the child's tree (walked
-//! every second and before each stop): stop signals that whole tree with the group, and
+//! at most once a second when a process was created on the host, at least every 10 s, and
+//! before each stop): stop signals that whole tree with the group, and
 //! when the child ends, what is left of its tree is killed and reaped with it. Not covered:
 //! a SIGKILL of provetop itself. The child gets SIGKILL then (`PR_SET_PDEATHSIG`), but its
 //! descendants do not; only a cgroup per child would take them along, and none is made

@@ -170,8 +170,9 @@ const NOTE_MAX_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10
 impl Tree {
     /// [`Self::note`], unless no process or thread was created on the host since the last
     /// walk (then no descendant can be new) and it was less than [`NOTE_MAX_INTERVAL`] ago.
-    /// The walk lists every thread's children of the tree: on a 70-thread prover, once a
-    /// second, it was most of what the supervisor's threads did.
+    /// The walk lists every thread's children of the tree: walked every second regardless, it
+    /// is most of what the supervisor's threads do on a many-threaded prover
+    /// (docs/measurements.md#history).
     pub fn note_if_new(&mut self, root: u32) {
         if self.walks.due(NOTE_MAX_INTERVAL, false) {
             self.note(root);
