@@ -28,7 +28,8 @@ use provetop_shared::session::{SessionHeader, SessionWriter, Whereabouts};
 use provetop_shared::{Mark, Record, RecordBody};
 
 /// Longest time records stay in the buffer. Half a second: a kill -9 loses this, plus up to
-/// one tick of the caller (50 ms) and one sampling interval, which must stay under a second.
+/// one pump of the caller ([`super::PUMP_EVERY`] at most) and one sampling interval, which
+/// together must stay under a second.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(500);
 /// How often writing is retried while it fails.
 pub const RETRY_EVERY: Duration = Duration::from_secs(1);
