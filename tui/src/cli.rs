@@ -82,9 +82,36 @@ fn metrics_arg(s: &str) -> Result<MetricsAt, String> {
     if s.trim() == "off" {
         return Ok(MetricsAt(None));
     }
-    crate::settings::file::parse_listen_addr(s)
+    parse_listen_addr(s)
         .map(|a| MetricsAt(Some(a)))
         .map_err(|e| format!("{e}, or off"))
+}
+
+/// A listening address for the metrics endpoint, as `--metrics` and the file's `metrics`
+/// write it: `HOST:PORT` with an IP address (`127.0.0.1:9464`, `[::1]:9464`, `0.0.0.0:9464`
+/// for every interface), `localhost:PORT`, or a bare `PORT`/`:PORT`, which is loopback.
+pub fn parse_listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    let t = s.trim();
+    let port = |p: &str| {
+        p.parse::<u16>()
+            .map_err(|_| format!("bad port {p:?} (want 0 to 65535)"))
+    };
+    let bare = t.strip_prefix(':').unwrap_or(t);
+    if !bare.is_empty() && bare.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(std::net::SocketAddr::from((
+            std::net::Ipv4Addr::LOCALHOST,
+            port(bare)?,
+        )));
+    }
+    if let Some(p) = t.strip_prefix("localhost:") {
+        return Ok(std::net::SocketAddr::from((
+            std::net::Ipv4Addr::LOCALHOST,
+            port(p)?,
+        )));
+    }
+    t.parse::<std::net::SocketAddr>().map_err(|_| {
+        format!("bad address {t:?} (want IP:PORT such as 127.0.0.1:9464, localhost:PORT or a bare PORT)")
+    })
 }
 
 fn grace_arg(s: &str) -> Result<f64, String> {

@@ -17,7 +17,7 @@
 //! flags') or a thresholds list that is not four ascending sizes: one line naming the line,
 //! the key and the value. A flag given on the command line wins over the file.
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -29,6 +29,8 @@ use provetop_collect::sampler::{
     Bounds, GPU_HZ_BOUNDS, HZ_BOUNDS, SMAPS_DUTY_BOUNDS, USAGE_HZ_BOUNDS,
 };
 use provetop_shared::alerts::Rule;
+
+use crate::cli::parse_listen_addr;
 
 /// Everything the config file can set; `None`/empty means "not set, use the default".
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -247,27 +249,6 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
         default_rule: raw.default_rule,
         metrics,
         source: None,
-    })
-}
-
-/// A listening address for the metrics endpoint, as `--metrics` and the file's `metrics`
-/// write it: `HOST:PORT` with an IP address (`127.0.0.1:9464`, `[::1]:9464`, `0.0.0.0:9464`
-/// for every interface), `localhost:PORT`, or a bare `PORT`/`:PORT`, which is loopback.
-pub fn parse_listen_addr(s: &str) -> Result<SocketAddr, String> {
-    let t = s.trim();
-    let port = |p: &str| {
-        p.parse::<u16>()
-            .map_err(|_| format!("bad port {p:?} (want 0 to 65535)"))
-    };
-    let bare = t.strip_prefix(':').unwrap_or(t);
-    if !bare.is_empty() && bare.bytes().all(|b| b.is_ascii_digit()) {
-        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port(bare)?)));
-    }
-    if let Some(p) = t.strip_prefix("localhost:") {
-        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port(p)?)));
-    }
-    t.parse::<SocketAddr>().map_err(|_| {
-        format!("bad address {t:?} (want IP:PORT such as 127.0.0.1:9464, localhost:PORT or a bare PORT)")
     })
 }
 
