@@ -5,7 +5,7 @@
 //! neighbour, so a spike of one sample stays visible at any zoom. RSS is the main stroke, the
 //! interval peak (VmHWM, reset every sample) its upper envelope; anon, file, shmem, pinned
 //! and GPU memory are thinner layers under it; threshold lines are dashed. A baseline
-//! (`--baseline`, [`crate::compare::overlay`]) is a dim dotted line of its RSS top with its
+//! (`--baseline`, [`crate::baseline`]) is a dim dotted line of its RSS top with its
 //! peak envelope, under everything else, on the same scale; the cursor box gives its value
 //! and the difference.
 
@@ -17,6 +17,7 @@ use ratatui::text::Span;
 use provetop_shared::units::{fmt_bytes, GIB, KIB, MIB};
 
 use crate::app::{App, Screen, NS};
+use crate::delta::{delta, fmt_pct, fmt_signed};
 use crate::series::{Bucket, Metric, Reading};
 use crate::ui::{fmt_clock, short_bytes, title_line, Item};
 
@@ -220,16 +221,43 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
         return;
     }
     let t = &app.theme;
-    let m = &app.model;
     let (t0, t1) = app.window();
-    let cursor = app.cursor();
     let plot = Rect::new(
         area.x + gutter,
         area.y + 1,
         area.width - gutter,
         area.height - 2,
     );
+    title(buf, Rect::new(area.x, area.y, area.width, 1), app);
 
+    let mut grid = Braille::new(plot.width, plot.height);
+    let ncols = grid.dots_w() as usize;
+    let cols: Vec<Bucket> = app.model.columns(t0, t1, ncols);
+    let layers = drawn_layers(app, &cols);
+    let base_cols: Option<Vec<Bucket>> = app
+        .baseline
+        .as_ref()
+        .map(|b| b.columns(&app.model, t0, t1, ncols));
+    let (scale, hlines) = scale(app, plot, &grid, &cols, &layers, base_cols.as_deref());
+
+    threshold_lines(&mut grid, &hlines, &scale, app);
+    if let Some(bc) = &base_cols {
+        baseline_line(&mut grid, bc, &scale, t.dim());
+    }
+    series(&mut grid, &cols, &layers, &scale, app);
+    grid.render(buf, plot);
+    threshold_labels(buf, plot, &hlines, &scale, app);
+    y_axis(buf, area, plot, gutter, &scale, app);
+    x_axis(buf, area, plot, gutter, app);
+    cursor(buf, plot, app);
+}
+
+/// The title row: the legend's values at the cursor (else the newest), and the baseline's
+/// RSS there.
+fn title(buf: &mut Buffer, row: Rect, app: &App) {
+    let t = &app.theme;
+    let m = &app.model;
+    let cursor = app.cursor();
     let latest = m.last_point().map(|p| Reading::Exact(*p));
     let shown = match cursor {
         Some(c) => m.value_at(c),
@@ -250,33 +278,51 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
             ],
         ));
     }
-    title_line(
-        buf,
-        Rect::new(area.x, area.y, area.width, 1),
-        app,
-        "memory",
-        items,
-    );
+    title_line(buf, row, app, "memory", items);
+}
 
-    let mut grid = Braille::new(plot.width, plot.height);
-    let ncols = grid.dots_w() as usize;
-    let cols: Vec<Bucket> = m.columns(t0, t1, ncols);
-    // A series that is zero across the window (no pinned memory, no GPU) would only draw
-    // a line over the axis: leave it out (the legend still gives its value).
-    let layers: Vec<Metric> = layers(app)
+/// The layers drawn over `cols`: a series that is zero across the window (no pinned memory,
+/// no GPU) would only draw a line over the axis, so it is left out (the legend still gives
+/// its value); RSS always stays.
+fn drawn_layers(app: &App, cols: &[Bucket]) -> Vec<Metric> {
+    layers(app)
         .iter()
         .copied()
         .filter(|l| *l == Metric::Rss || cols.iter().any(|c| c.max(*l).unwrap_or(0) > 0))
-        .collect();
+        .collect()
+}
 
-    let base_cols: Option<Vec<Bucket>> = app.baseline.as_ref().map(|b| b.columns(m, t0, t1, ncols));
-    // Scale: the largest drawn value (the baseline's too), and thresholds within reach of it.
+/// The vertical scale: values from 0 to `top` over the plot's dots, bottom up.
+struct Scale {
+    top: u64,
+    dots_h: u32,
+}
+
+impl Scale {
+    /// The dot row of value `v` (clamped to the plot).
+    fn ydot(&self, v: u64) -> u32 {
+        ((v as f64 / self.top as f64) * (self.dots_h - 1) as f64)
+            .round()
+            .clamp(0.0, (self.dots_h - 1) as f64) as u32
+    }
+}
+
+/// The scale over the largest drawn value (the baseline's too), and the threshold lines
+/// within reach of it, which the scale takes in.
+fn scale(
+    app: &App,
+    plot: Rect,
+    grid: &Braille,
+    cols: &[Bucket],
+    layers: &[Metric],
+    base_cols: Option<&[Bucket]>,
+) -> (Scale, Vec<(String, u64)>) {
     let data_max = cols
         .iter()
         .flat_map(|c| layers.iter().filter_map(|l| c.max(*l)))
         .chain(
             base_cols
-                .iter()
+                .into_iter()
                 .flatten()
                 .flat_map(|c| [c.max(Metric::Rss), c.max(Metric::Peak)])
                 .flatten(),
@@ -295,34 +341,55 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
             .max()
             .unwrap_or(MIB),
     );
-    let dots_h = grid.dots_h();
-    let ydot = |v: u64| -> u32 {
-        ((v as f64 / top as f64) * (dots_h - 1) as f64)
-            .round()
-            .clamp(0.0, (dots_h - 1) as f64) as u32
+    let scale = Scale {
+        top,
+        dots_h: grid.dots_h(),
     };
+    (scale, hlines)
+}
 
-    for (_, b) in &hlines {
-        let y = ydot(*b);
+/// Threshold lines, dashed across the plot.
+fn threshold_lines(grid: &mut Braille, hlines: &[(String, u64)], scale: &Scale, app: &App) {
+    for (_, b) in hlines {
+        let y = scale.ydot(*b);
         for x in (0..grid.dots_w()).step_by(4) {
-            grid.set(x, y, t.threshold());
+            grid.set(x, y, app.theme.threshold());
         }
     }
-    if let Some(bc) = &base_cols {
-        baseline_line(&mut grid, bc, &ydot, t.dim());
+}
+
+/// Threshold labels at the right end of their line.
+fn threshold_labels(
+    buf: &mut Buffer,
+    plot: Rect,
+    hlines: &[(String, u64)],
+    scale: &Scale,
+    app: &App,
+) {
+    for (label, b) in hlines {
+        let row = plot.y + plot.height - 1 - (scale.ydot(*b) / 4) as u16;
+        let w = label.chars().count() as u16;
+        let x = plot.x + plot.width.saturating_sub(w);
+        buf.set_stringn(x, row, label, w as usize, app.theme.threshold());
     }
-    for &layer in &layers {
-        let style = t.metric(layer);
+}
+
+/// Every layer's strokes, bottom layer first: per column a vertical stroke from its lowest
+/// to its highest value, joined to the neighbour; the interval peak only where it rises above
+/// the RSS stroke.
+fn series(grid: &mut Braille, cols: &[Bucket], layers: &[Metric], scale: &Scale, app: &App) {
+    for &layer in layers {
+        let style = app.theme.metric(layer);
         let mut prev: Option<(u32, u32)> = None;
         for (x, c) in cols.iter().enumerate() {
             let Some((lo, hi)) = c.range(layer) else {
                 prev = None;
                 continue;
             };
-            let (mut a, mut b) = (ydot(lo), ydot(hi));
+            let (mut a, mut b) = (scale.ydot(lo), scale.ydot(hi));
             if layer == Metric::Peak {
                 // The envelope: only where the interval peak rises above the RSS stroke.
-                let rss_hi = c.max(Metric::Rss).map(&ydot).unwrap_or(0);
+                let rss_hi = c.max(Metric::Rss).map(|v| scale.ydot(v)).unwrap_or(0);
                 if b > rss_hi {
                     grid.set(x as u32, b, style);
                 }
@@ -338,21 +405,15 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
                 }
             }
             grid.vline(x as u32, a, b, style);
-            prev = Some((ydot(lo), ydot(hi)));
+            prev = Some((scale.ydot(lo), scale.ydot(hi)));
         }
     }
-    grid.render(buf, plot);
+}
 
-    // Threshold labels at the right end of their line.
-    for (label, b) in &hlines {
-        let row = plot.y + plot.height - 1 - (ydot(*b) / 4) as u16;
-        let w = label.chars().count() as u16;
-        let x = plot.x + plot.width.saturating_sub(w);
-        buf.set_stringn(x, row, label, w as usize, t.threshold());
-    }
-
-    // Y axis.
-    let dim = t.dim();
+/// The Y axis: its line, and labels at the top, the bottom and the halves (quarters on a
+/// tall chart).
+fn y_axis(buf: &mut Buffer, area: Rect, plot: Rect, gutter: u16, scale: &Scale, app: &App) {
+    let dim = app.theme.dim();
     for r in 0..plot.height {
         buf.set_string(area.x + gutter - 1, plot.y + r, "│", dim);
     }
@@ -371,7 +432,6 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
             dim,
         );
     };
-    // Top, bottom, and halves (quarters on a tall chart).
     let parts: u64 = if plot.height >= 16 {
         4
     } else if plot.height >= 5 {
@@ -379,13 +439,18 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
     } else {
         1
     };
+    let top = scale.top;
     for k in 0..=parts {
         let v = top / parts * k;
-        let row = plot.height - 1 - (ydot(v) / 4) as u16;
+        let row = plot.height - 1 - (scale.ydot(v) / 4) as u16;
         label_at(buf, row, if k == parts { top } else { v });
     }
+}
 
-    // X axis: time labels.
+/// The X axis: time labels on round times.
+fn x_axis(buf: &mut Buffer, area: Rect, plot: Rect, gutter: u16, app: &App) {
+    let dim = app.theme.dim();
+    let (t0, t1) = app.window();
     let axis_y = area.y + area.height - 1;
     buf.set_stringn(area.x + gutter - 1, axis_y, "└", 1, dim);
     let span = t1.saturating_sub(t0).max(1);
@@ -398,34 +463,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
     let col = |tt: u64| -> u16 {
         (tt.saturating_sub(t0) as u128 * (plot.width as u128 - 1) / span as u128) as u16
     };
-    // Bounded however the times lie: every step saturates and there are at most
-    // `max_ticks` + 1 of them (the step is chosen so).
-    let most = max_ticks as usize + 2;
-    let mut ticks: Vec<u64> = Vec::new();
-    if live {
-        let mut tt = t1;
-        while ticks.len() < most {
-            ticks.push(tt);
-            if tt < t0.saturating_add(step) {
-                break;
-            }
-            tt -= step;
-        }
-    } else {
-        let first = t0
-            .saturating_sub(origin)
-            .div_ceil(step)
-            .saturating_mul(step)
-            .checked_add(origin);
-        let mut tt = first;
-        while let Some(x) = tt.filter(|x| *x <= t1 && ticks.len() < most) {
-            ticks.push(x);
-            tt = x.checked_add(step);
-        }
-    }
     let mut taken_until: i32 = -1;
-    ticks.sort_unstable();
-    for tt in ticks {
+    for tt in ticks(live, t0, t1, origin, step, max_ticks) {
         let label = if live {
             let back = t1.saturating_sub(tt);
             if back == 0 {
@@ -449,26 +488,62 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
         buf.set_stringn(x as u16, axis_y, &label, label.len(), dim);
         taken_until = x + w;
     }
+}
 
-    // Cursor: a reversed column and a box with exact values.
-    if let Some(c) = cursor {
-        let cx = plot.x
-            + (c.saturating_sub(t0) as u128 * (plot.width as u128 - 1) / span as u128) as u16;
-        for r in 0..plot.height {
-            if let Some(cell) = buf.cell_mut((cx, plot.y + r)) {
-                cell.set_style(t.cursor());
+/// The tick times over `[t0, t1]`, ascending: every `step` back from `t1` (live), or from
+/// `origin` on (replay). Bounded however the times lie: every step saturates and there are
+/// at most `max_ticks` + 2 of them (the step is chosen so).
+fn ticks(live: bool, t0: u64, t1: u64, origin: u64, step: u64, max_ticks: u64) -> Vec<u64> {
+    let most = max_ticks as usize + 2;
+    let mut ticks: Vec<u64> = Vec::new();
+    if live {
+        let mut tt = t1;
+        while ticks.len() < most {
+            ticks.push(tt);
+            if tt < t0.saturating_add(step) {
+                break;
             }
+            tt -= step;
         }
-        cursor_box(buf, plot, cx, c, app);
+    } else {
+        let first = t0
+            .saturating_sub(origin)
+            .div_ceil(step)
+            .saturating_mul(step)
+            .checked_add(origin);
+        let mut tt = first;
+        while let Some(x) = tt.filter(|x| *x <= t1 && ticks.len() < most) {
+            ticks.push(x);
+            tt = x.checked_add(step);
+        }
     }
+    ticks.sort_unstable();
+    ticks
+}
+
+/// The cursor: a reversed column and a box with exact values.
+fn cursor(buf: &mut Buffer, plot: Rect, app: &App) {
+    let Some(c) = app.cursor() else {
+        return;
+    };
+    let (t0, t1) = app.window();
+    let span = t1.saturating_sub(t0).max(1);
+    let cx =
+        plot.x + (c.saturating_sub(t0) as u128 * (plot.width as u128 - 1) / span as u128) as u16;
+    for r in 0..plot.height {
+        if let Some(cell) = buf.cell_mut((cx, plot.y + r)) {
+            cell.set_style(app.theme.cursor());
+        }
+    }
+    cursor_box(buf, plot, cx, c, app);
 }
 
 /// The baseline: its RSS top as one dot per column (two where it jumps, so it reads as a
 /// line without covering the data's strokes) and its interval peak where it rises above.
-fn baseline_line(grid: &mut Braille, cols: &[Bucket], ydot: &dyn Fn(u64) -> u32, style: Style) {
+fn baseline_line(grid: &mut Braille, cols: &[Bucket], scale: &Scale, style: Style) {
     let mut prev: Option<u32> = None;
     for (x, c) in cols.iter().enumerate() {
-        let Some(hi) = c.max(Metric::Rss).map(ydot) else {
+        let Some(hi) = c.max(Metric::Rss).map(|v| scale.ydot(v)) else {
             prev = None;
             continue;
         };
@@ -480,7 +555,11 @@ fn baseline_line(grid: &mut Braille, cols: &[Bucket], ydot: &dyn Fn(u64) -> u32,
                 grid.set(x as u32, y, style);
             }
         }
-        if let Some(pk) = c.max(Metric::Peak).map(ydot).filter(|pk| *pk > hi + 1) {
+        if let Some(pk) = c
+            .max(Metric::Peak)
+            .map(|v| scale.ydot(v))
+            .filter(|pk| *pk > hi + 1)
+        {
             grid.set(x as u32, pk, style);
         }
         prev = Some(hi);
@@ -592,15 +671,15 @@ fn baseline_lines(app: &App, c: u64, rss: u64) -> Vec<(String, Style)> {
     } else {
         format!("{}–{}", short_bytes(lo), short_bytes(hi))
     };
-    let d = crate::compare::table::delta(hi as f64, rss as f64);
+    let d = delta(hi as f64, rss as f64);
     vec![
         (format!("{:<10} {v:>10}", "base rss"), dim),
         (
             format!(
                 "{:<10} {:>10} ({})",
                 "Δ rss",
-                crate::compare::table::fmt_diff(crate::compare::summary::Unit::Bytes, d.diff),
-                crate::compare::table::fmt_pct(&d)
+                fmt_signed(d.diff, |mag| fmt_bytes(mag as u64)),
+                fmt_pct(&d)
             ),
             app.theme.bold(),
         ),
