@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use provetop::app::{Action, App, NS};
-use provetop::compare::overlay::{Align, Baseline};
+use provetop::baseline::{Align, Baseline};
 use provetop::replay::ReplayDriver;
 use provetop::store::Store;
 use provetop::theme::Theme;

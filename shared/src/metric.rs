@@ -2,8 +2,9 @@
 //! the chart's cursor box and the metrics documentation spell it), its unit, where its value
 //! comes from ([`Read`]: every [`Sample`], the latest [`Usage`] record, each GPU of either, or
 //! the alert engine's own folds), what a percent of it is measured against ([`Limit`]),
-//! whether the chart's series keeps it, and its column in the exported CSV. The series, the
-//! alert rules, the export and the legend all read this table.
+//! whether the chart's series keeps it, its column in the exported CSV and its Prometheus
+//! family ([`Prom`]). The series, the alert rules, the export, the metrics endpoint and the
+//! legend all read this table.
 //!
 //! Per-GPU metrics (`gpu_util`, `gpu_mem`, `gpu_temp`) have one value per GPU; as one number
 //! (a rule without `[N]`, the cursor box) they are the maximum over the GPUs. A reading the
@@ -170,6 +171,27 @@ pub struct Def {
     /// What `N%` in a rule is a percent of; None: a percent makes no sense (a `Percent`
     /// metric takes `10%` as its own unit).
     pub limit: Option<Limit>,
+    /// Its family on the metrics endpoint; None: not exported as a gauge of its own.
+    pub prom: Option<Prom>,
+}
+
+/// A metric's Prometheus family: `provetop_` + its name + `_` + its unit's Prometheus name
+/// ([`Unit::prometheus`]: `provetop_rss_bytes`, `provetop_gpu_utilization_ratio`). A per-GPU
+/// metric's family has one series per GPU.
+#[derive(Debug, Clone, Copy)]
+pub struct Prom {
+    /// The family's name, without the prefix and the unit.
+    pub name: &'static str,
+    /// Its help text where it differs from the row's (a scrape has one GPU a series and no
+    /// rule syntax to explain); None: the row's.
+    pub help: Option<&'static str>,
+}
+
+impl Def {
+    /// The help text of its Prometheus family (the row's unless the family has its own).
+    pub fn prom_help(&self) -> &'static str {
+        self.prom.and_then(|p| p.help).unwrap_or(self.help)
+    }
 }
 
 /// The exported CSV's memory columns, in column order (the seed's two first); the phase
@@ -306,6 +328,27 @@ mod tests {
             .all(|m| m.def().csv.is_some()));
         assert!(GPU_CSV_COLUMNS.iter().all(|m| m.per_gpu()));
         assert_eq!(Metric::parse("mem_avail"), None);
+    }
+
+    #[test]
+    fn prometheus_families_are_unique_and_named_for_their_unit() {
+        let families: Vec<&str> = TABLE
+            .iter()
+            .filter_map(|d| d.prom)
+            .map(|p| p.name)
+            .collect();
+        let mut unique = families.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), families.len(), "{families:?}");
+        // The exported name is the family's and its unit's; a percent is exported as a ratio.
+        let util = Metric::GpuUtil.def();
+        assert_eq!(util.prom.map(|p| p.name), Some("gpu_utilization"));
+        assert_eq!(util.unit.prometheus(), (Some("ratio"), 100.0));
+        assert_eq!(Metric::Threads.unit().prometheus().0, None);
+        // Without a help of its own, the family's is the row's.
+        assert_eq!(Metric::Rss.def().prom_help(), Metric::Rss.def().help);
+        assert_ne!(util.prom_help(), util.help);
     }
 
     #[test]

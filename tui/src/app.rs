@@ -255,7 +255,7 @@ pub struct App {
     /// Extra horizontal lines on the chart (alert rule thresholds): label, bytes.
     pub rule_lines: Vec<(String, u64)>,
     /// A baseline recording drawn in dim beside the data (`--baseline`).
-    pub baseline: Option<crate::compare::overlay::Baseline>,
+    pub baseline: Option<crate::baseline::Baseline>,
     /// Footer message.
     pub flash: Option<Flash>,
     /// Set when the loop should end.

@@ -6,9 +6,11 @@
 
 pub mod app;
 pub mod attach;
+pub mod baseline;
 pub mod classify;
 pub mod cli;
 pub mod compare;
+pub mod delta;
 pub mod detach;
 pub mod event_loop;
 pub mod export;

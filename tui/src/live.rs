@@ -146,7 +146,7 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
         Some(_) if args.monitor.headless => {
             anyhow::bail!("--baseline draws on the live screen; --headless has none")
         }
-        Some(p) => Some(crate::compare::overlay::Baseline::open(p, s.thresholds)?),
+        Some(p) => Some(crate::baseline::Baseline::open(p, s.thresholds)?),
         None => None,
     };
     let target = Target::run(args, s.record.as_deref(), &s.log_rules)?;
@@ -215,7 +215,7 @@ fn screen(
     target: Target,
     kind: Screen,
     host: Option<Host>,
-    baseline: Option<crate::compare::overlay::Baseline>,
+    baseline: Option<crate::baseline::Baseline>,
 ) -> anyhow::Result<i32> {
     let rt = monitor::runtime()?;
     let child_log = crate::headless::child_log(&target);

@@ -255,8 +255,8 @@ pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
     let mut driver = ReplayDriver::new(store);
     let mut app = driver.app(args.speed, Theme::from_env());
     if let Some(b) = &args.baseline {
-        let b = crate::compare::overlay::Baseline::open(b, args.thresholds)?;
-        app.baseline = Some(b.for_replay(driver.store(), crate::compare::overlay::Align::Start));
+        let b = crate::baseline::Baseline::open(b, args.thresholds)?;
+        app.baseline = Some(b.for_replay(driver.store(), crate::baseline::Align::Start));
     }
     if let Some(off) = start {
         let t = driver.store().start().saturating_add(off);

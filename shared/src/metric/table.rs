@@ -1,9 +1,23 @@
 //! The metric table itself: one row per [`Metric`], in its order (a test holds them to it),
-//! saying its name, unit, help text, reader, CSV column, legend label and percent limit.
+//! saying its name, unit, help text, reader, CSV column, legend label, percent limit and
+//! Prometheus family.
 
-use super::{Def, Limit, Metric, Read, Unit};
+use super::{Def, Limit, Metric, Prom, Read, Unit};
 
 const MEM: Option<Limit> = Some(Limit::Memory);
+
+/// A Prometheus family with the row's help.
+const fn prom(name: &'static str) -> Option<Prom> {
+    Some(Prom { name, help: None })
+}
+
+/// A Prometheus family with a help of its own.
+const fn prom_with(name: &'static str, help: &'static str) -> Option<Prom> {
+    Some(Prom {
+        name,
+        help: Some(help),
+    })
+}
 
 /// Every metric, in [`Metric`] order.
 pub const TABLE: [Def; 24] = [
@@ -16,6 +30,7 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("rss_kb", Read::Sample(|s| Some(s.rss)))),
         legend: Some(("rss", 0)),
         limit: MEM,
+        prom: prom("rss"),
     },
     Def {
         metric: Metric::Peak,
@@ -26,6 +41,7 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("peak_kb", Read::Sample(|s| s.peak))),
         legend: Some(("▲", 1)),
         limit: MEM,
+        prom: None,
     },
     Def {
         metric: Metric::Anon,
@@ -36,6 +52,7 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("anon_kb", Read::Sample(|s| s.anon))),
         legend: Some(("anon", 4)),
         limit: MEM,
+        prom: prom("rss_anon"),
     },
     Def {
         metric: Metric::File,
@@ -46,6 +63,7 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("file_kb", Read::Sample(|s| s.file))),
         legend: Some(("file", 7)),
         limit: MEM,
+        prom: prom("rss_file"),
     },
     Def {
         metric: Metric::Shmem,
@@ -56,6 +74,7 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("shmem_kb", Read::Sample(|s| s.shmem))),
         legend: Some(("shm", 6)),
         limit: MEM,
+        prom: prom("rss_shmem"),
     },
     Def {
         metric: Metric::Pinned,
@@ -67,6 +86,7 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("pinned_kb", Read::Sample(|s| s.pinned.or(s.pinned_reported)))),
         legend: Some(("pin", 3)),
         limit: MEM,
+        prom: None,
     },
     Def {
         metric: Metric::PinnedReported,
@@ -77,6 +97,7 @@ pub const TABLE: [Def; 24] = [
         csv: None,
         legend: Some(("pin*", 5)),
         limit: MEM,
+        prom: None,
     },
     Def {
         metric: Metric::Gpu,
@@ -87,6 +108,7 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("gpu_kb", Read::Sample(|s| s.gpu_used))),
         legend: Some(("gpu", 2)),
         limit: MEM,
+        prom: None,
     },
     Def {
         metric: Metric::MemAvailable,
@@ -97,6 +119,7 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("mem_available_kb", Read::Sample(|s| s.mem_available))),
         legend: None,
         limit: MEM,
+        prom: prom("mem_available"),
     },
     Def {
         metric: Metric::Swap,
@@ -107,6 +130,7 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("swap_kb", Read::Sample(|s| s.swap))),
         legend: None,
         limit: MEM,
+        prom: prom("swap"),
     },
     Def {
         metric: Metric::Locked,
@@ -117,6 +141,7 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("locked_kb", Read::Sample(|s| s.locked))),
         legend: None,
         limit: MEM,
+        prom: prom("locked"),
     },
     Def {
         metric: Metric::PhaseDuration,
@@ -127,6 +152,7 @@ pub const TABLE: [Def; 24] = [
         csv: None,
         legend: None,
         limit: None,
+        prom: None,
     },
     Def {
         metric: Metric::EventAge,
@@ -137,6 +163,7 @@ pub const TABLE: [Def; 24] = [
         csv: None,
         legend: None,
         limit: None,
+        prom: None,
     },
     Def {
         metric: Metric::PredictedFree,
@@ -147,6 +174,10 @@ pub const TABLE: [Def; 24] = [
         csv: None,
         legend: None,
         limit: MEM,
+        prom: prom_with(
+            "predicted_free",
+            "memory predicted to be left when the running proof peaks (negative: short by that much)",
+        ),
     },
     Def {
         metric: Metric::TimeToOom,
@@ -157,6 +188,10 @@ pub const TABLE: [Def; 24] = [
         csv: None,
         legend: None,
         limit: None,
+        prom: prom_with(
+            "time_to_oom",
+            "seconds until memory runs out at the process tree's recent RSS growth (absent while it is not growing)",
+        ),
     },
     Def {
         metric: Metric::Cpu,
@@ -167,6 +202,10 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("cores", Read::Usage(|u| u.cores))),
         legend: None,
         limit: Some(Limit::HostCores),
+        prom: prom_with(
+            "cpu",
+            "cores busy in the process tree (user + system CPU seconds per second, over the last usage interval)",
+        ),
     },
     Def {
         metric: Metric::HostCpu,
@@ -177,6 +216,7 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("host_cores", Read::Usage(|u| u.host_cores))),
         legend: None,
         limit: Some(Limit::HostCores),
+        prom: prom_with("host_cpu", "cores busy on the whole host (/proc/stat)"),
     },
     Def {
         metric: Metric::Threads,
@@ -188,6 +228,7 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("threads", Read::Usage(|u| Some(f64::from(u.threads))))),
         legend: None,
         limit: None,
+        prom: prom("threads"),
     },
     Def {
         metric: Metric::ReadBps,
@@ -198,6 +239,10 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("read_bps", Read::Usage(|u| u.read_bps))),
         legend: None,
         limit: None,
+        prom: prom_with(
+            "read",
+            "bytes the process tree read from storage per second (absent when a process's /proc/PID/io is unreadable)",
+        ),
     },
     Def {
         metric: Metric::WriteBps,
@@ -208,6 +253,10 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("write_bps", Read::Usage(|u| u.write_bps))),
         legend: None,
         limit: None,
+        prom: prom_with(
+            "write",
+            "bytes the process tree wrote to storage per second",
+        ),
     },
     Def {
         metric: Metric::MajorFaults,
@@ -218,6 +267,10 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("major_faults", Read::Usage(|u| u.major_faults))),
         legend: None,
         limit: None,
+        prom: prom_with(
+            "major_faults",
+            "major page faults per second in the process tree (the first sign of swapping)",
+        ),
     },
     Def {
         metric: Metric::GpuUtil,
@@ -228,6 +281,7 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("util", Read::GpuSample(|g| g.utilization().map(f64::from)))),
         legend: None,
         limit: None,
+        prom: prom_with("gpu_utilization", "GPU utilization of the device (0 to 1)"),
     },
     Def {
         metric: Metric::GpuMem,
@@ -238,6 +292,10 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("mem_kb", Read::GpuSample(|g| Some(g.used as f64)))),
         legend: None,
         limit: Some(Limit::GpuTotal),
+        prom: prom_with(
+            "gpu_device_memory_used",
+            "GPU memory used on the device by every process",
+        ),
     },
     Def {
         metric: Metric::GpuTemp,
@@ -248,5 +306,6 @@ pub const TABLE: [Def; 24] = [
         csv: Some(("temp_c", Read::GpuUsage(|g| g.temp_c.map(f64::from)))),
         legend: None,
         limit: None,
+        prom: prom_with("gpu_temperature", "temperature of the GPU (NVML)"),
     },
 ];

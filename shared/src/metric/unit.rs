@@ -1,5 +1,6 @@
 //! The units metrics are in: how a value is written ("1.2 GiB", "1m30s", "11.3 cores"), how a
-//! rule's value is read ("180GiB", "30s", "85C"), and an example for a rule's error.
+//! rule's value is read ("180GiB", "30s", "85C"), an example for a rule's error, and the unit
+//! of a Prometheus family.
 
 use crate::units::{
     fmt_bytes, fmt_bytes_rate, fmt_celsius, fmt_cores, fmt_percent, fmt_rate, fmt_secs,
@@ -53,6 +54,22 @@ impl Unit {
             Unit::PerSecond => parse_rate(s),
             Unit::BytesPerSecond => parse_bytes_rate(s),
             Unit::Count => parse_count(s),
+        }
+    }
+
+    /// The unit's name in a Prometheus family's name and `# UNIT` line, and what a reading is
+    /// divided by to be in it (a percent is exported as a ratio, 0 to 1); no name for a plain
+    /// count.
+    pub fn prometheus(self) -> (Option<&'static str>, f64) {
+        match self {
+            Unit::Bytes => (Some("bytes"), 1.0),
+            Unit::Seconds => (Some("seconds"), 1.0),
+            Unit::Cores => (Some("cores"), 1.0),
+            Unit::Percent => (Some("ratio"), 100.0),
+            Unit::Celsius => (Some("celsius"), 1.0),
+            Unit::PerSecond => (Some("per_second"), 1.0),
+            Unit::BytesPerSecond => (Some("bytes_per_second"), 1.0),
+            Unit::Count => (None, 1.0),
         }
     }
 

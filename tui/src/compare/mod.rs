@@ -1,16 +1,15 @@
-//! `provetop compare BASELINE OTHER [OTHER...]`: sessions side by side, and the baseline
-//! overlay of the replay and live screens.
+//! `provetop compare BASELINE OTHER [OTHER...]`: sessions side by side.
 //!
 //! Each file (session or `timestamp,rss_kb` CSV, mixed) is opened by the [`Store`] (the one
 //! reader and the one reducer pass that `classify` and `export` use) and summarized over the
 //! proofs selected for it ([`summary`]); the [`table`] puts the figures side by side and
-//! renders them; [`rules`] is the `--fail-if` gate; [`overlay`] draws a baseline into the
-//! screens. Nothing here reads a file or folds a record another way than the store does.
+//! renders them; [`rules`] is the `--fail-if` gate (the baseline the replay and live screens
+//! draw is [`crate::baseline`]). Nothing here reads a file or folds a record another way
+//! than the store does.
 //!
 //! Exit status: 0; [`REGRESSION_EXIT`] when a `--fail-if` rule fails; 1 on an error (a file
 //! that cannot be read, a bad rule: before anything is loaded).
 
-pub mod overlay;
 pub mod rules;
 pub mod summary;
 pub mod table;

@@ -27,7 +27,8 @@ use provetop_shared::units::{parse_bytes, parse_duration_s};
 use provetop_shared::BatchMode;
 
 use super::summary::Unit;
-use super::table::{delta, fmt_diff, fmt_pct, fmt_value, Cell, Comparison};
+use super::table::{fmt_diff, fmt_value, Cell, Comparison};
+use crate::delta::{delta, fmt_pct};
 
 /// What a metric's qualifier names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use provetop_shared::units::{fmt_bytes, fmt_secs};
 
 use super::summary::{Figure, Section, Summary, Unit};
+use crate::delta::{delta, fmt_pct, fmt_ratio, fmt_signed};
 
 /// One side's cell of a row.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,37 +41,6 @@ pub struct Row {
     pub baseline: Cell,
     /// One per other session, in order.
     pub others: Vec<Cell>,
-}
-
-/// The difference of one other session against the baseline in one row.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Delta {
-    /// other − baseline.
-    pub diff: f64,
-    /// other / baseline (None when the baseline is 0 and the other is not).
-    pub ratio: Option<f64>,
-}
-
-impl Delta {
-    /// The change in percent of the baseline (None where the ratio is).
-    pub fn pct(&self) -> Option<f64> {
-        self.ratio.map(|r| (r - 1.0) * 100.0)
-    }
-}
-
-/// The difference of two values; equal values are 0 % (and 1×) even when both are 0.
-pub fn delta(base: f64, other: f64) -> Delta {
-    let ratio = if base == other {
-        Some(1.0)
-    } else if base != 0.0 {
-        Some(other / base)
-    } else {
-        None
-    };
-    Delta {
-        diff: other - base,
-        ratio,
-    }
 }
 
 /// Every session's rows, and the notes.
@@ -180,33 +150,13 @@ pub fn fmt_value(unit: Unit, v: f64) -> String {
 
 /// A signed difference in its unit: "+1.2 GiB", "-300ms", "+0 B".
 pub fn fmt_diff(unit: Unit, d: f64) -> String {
-    let sign = if d < 0.0 { "-" } else { "+" };
-    let mag = d.abs();
-    let body = match unit {
+    fmt_signed(d, |mag| match unit {
         Unit::Count => format!("{mag:.0}"),
         Unit::PerHour => format!("{mag:.0}/h"),
         Unit::Bytes => fmt_bytes(mag as u64),
         Unit::Seconds if mag == 0.0 => "0s".into(),
         Unit::Seconds => fmt_secs(mag),
-    };
-    format!("{sign}{body}")
-}
-
-/// "+5.0%", "-50.0%", "+0.0%"; "new" when the baseline is 0.
-pub fn fmt_pct(d: &Delta) -> String {
-    match d.pct() {
-        Some(p) => format!("{:+.1}%", if p == 0.0 { 0.0 } else { p }),
-        None => "new".into(),
-    }
-}
-
-/// "1.00×", "0.06×"; "-" when the baseline is 0.
-pub fn fmt_ratio(d: &Delta) -> String {
-    match d.ratio {
-        Some(r) if r != 0.0 && r.abs() < 0.01 => format!("{r:.4}×"),
-        Some(r) => format!("{r:.2}×"),
-        None => "-".into(),
-    }
+    })
 }
 
 /// The cells of one other session in one row: value, change, ratio.

@@ -9,8 +9,10 @@
 //! * one CPU series: lanes [`CPU_TREE`] (the tree's cores busy, in thousandths of a core),
 //!   [`CPU_HOST`] (the host's, same unit), [`CPU_NCPU`] (cores online), [`CPU_THREADS`],
 //!   [`CPU_INTERVAL`] (the time before the reading its rates cover);
-//! * one series per GPU index seen (at most [`MAX_GPUS`]): lanes [`GPU_UTIL`] (percent),
-//!   [`GPU_USED`], [`GPU_TOTAL`], [`GPU_PROC`] (bytes; the last is the tree's own).
+//! * one series per GPU index seen (at most [`MAX_GPUS`]): a lane per metric of
+//!   [`GPU_METRICS`] as the metric table reads it ([`gpu_lane`]: utilisation, percent; device
+//!   memory used, bytes), then [`GPU_TOTAL`] and [`GPU_PROC`] (bytes; the last is the tree's
+//!   own).
 //!
 //! The newest reading is kept for the header and the process table, and readings at up to
 //! [`MAX_READINGS`] times for a cursor ([`UsageState::reading_at`]): beyond that the older
@@ -39,6 +41,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use provetop_shared::metric::{Metric, Read};
 use provetop_shared::record::GpuReading;
 use provetop_shared::{BatchMode, Sample, Usage};
 
@@ -58,16 +61,20 @@ pub const CPU_THREADS: usize = 3;
 pub const CPU_INTERVAL: usize = 4;
 /// Lanes of the CPU series.
 pub const CPU_LANES: usize = 5;
-/// GPU lane: utilisation, percent.
-pub const GPU_UTIL: usize = 0;
-/// GPU lane: device memory used (all processes), bytes.
-pub const GPU_USED: usize = 1;
+/// The per-GPU metrics of the table a GPU's series keeps from every sample, in lane order:
+/// utilisation (percent) and device memory used by every process (bytes).
+pub const GPU_METRICS: [Metric; 2] = [Metric::GpuUtil, Metric::GpuMem];
 /// GPU lane: device memory total, bytes.
-pub const GPU_TOTAL: usize = 2;
+pub const GPU_TOTAL: usize = GPU_METRICS.len();
 /// GPU lane: device memory used by the tree, bytes.
-pub const GPU_PROC: usize = 3;
+pub const GPU_PROC: usize = GPU_METRICS.len() + 1;
 /// Lanes of a GPU's series.
-pub const GPU_LANES: usize = 4;
+pub const GPU_LANES: usize = GPU_METRICS.len() + 2;
+
+/// The lane of a GPU's series that keeps `m` (`None` unless `m` is one of [`GPU_METRICS`]).
+pub fn gpu_lane(m: Metric) -> Option<usize> {
+    GPU_METRICS.iter().position(|g| *g == m)
+}
 
 /// Most GPUs followed (indexes beyond the first this many seen are counted, not drawn).
 pub const MAX_GPUS: usize = 64;
@@ -269,8 +276,11 @@ impl UsageState {
                 }
             };
             let mut p = Point::empty(t);
-            p.set_lane(GPU_UTIL, g.utilization().map(u64::from));
-            p.set_lane(GPU_USED, Some(g.used));
+            for (lane, m) in GPU_METRICS.iter().enumerate() {
+                if let Read::GpuSample(read) = m.def().read {
+                    p.set_lane(lane, read(g).map(|v| v as u64));
+                }
+            }
             p.set_lane(GPU_TOTAL, (g.total > 0).then_some(g.total));
             p.set_lane(GPU_PROC, Some(g.proc_used));
             self.gpus[at].series.push(p);
@@ -478,7 +488,8 @@ mod tests {
         assert_eq!(g.total(), m.series.total(), "one GPU point per sample");
         assert_eq!(g.last_t(), m.series.last_t());
         let col = &g.columns(10 * S, end + 1, 1)[0];
-        assert_eq!(col.lane_range(GPU_UTIL), Some((86, 86)));
+        let util = gpu_lane(Metric::GpuUtil).expect("a lane");
+        assert_eq!(col.lane_range(util), Some((86, 86)));
         assert_eq!(col.lane_range(GPU_TOTAL), Some((80 * GIB, 80 * GIB)));
         assert_eq!(
             m.usage.latest().map(|(t, u)| (t, u.threads)),

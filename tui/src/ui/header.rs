@@ -13,8 +13,50 @@ use crate::app::{App, Screen, NS};
 use crate::model::ChildStatus;
 use crate::ui::{fit, short_bytes, Item};
 
+/// How soon each item gives way on a narrow screen (see [`Item`]): the higher, the sooner;
+/// among equals, the later item. `KEPT` items never give way.
+mod rank {
+    /// provetop's own name.
+    pub const NAME: u8 = 9;
+    /// The rate in its long form ("500 sectors/h"), the average seconds per proof.
+    pub const RATE: u8 = 8;
+    pub const AVERAGE: u8 = 8;
+    /// The rate's short form ("500/h"), MemAvailable.
+    pub const RATE_SHORT: u8 = 7;
+    pub const AVAILABLE: u8 = 7;
+    /// The process count, a drop count of zero.
+    pub const PROCESSES: u8 = 6;
+    pub const NO_DROPS: u8 = 6;
+    /// The proof count's notes with the cancellations, each GPU's utilisation, the uptime,
+    /// an alert with its explanation.
+    pub const CANCELLED: u8 = 5;
+    pub const GPU_EACH: u8 = 5;
+    pub const UPTIME: u8 = 5;
+    pub const ALERT_EXPLAINED: u8 = 5;
+    /// The backend, the SRS, the cores busy, the busiest GPU.
+    pub const BACKEND: u8 = 4;
+    pub const SRS: u8 = 4;
+    pub const CPU: u8 = 4;
+    pub const GPU_BUSIEST: u8 = 4;
+    /// The proof count's sectors, the memory free at the running proof's peak, the
+    /// recording dot.
+    pub const SECTORS: u8 = 3;
+    pub const FREE_AT_PEAK: u8 = 3;
+    pub const RECORDING: u8 = 3;
+    /// The failures, seconds per proof, dropped samples or events, bad lines.
+    pub const FAILED: u8 = 2;
+    pub const PER_PROOF: u8 = 2;
+    pub const DROPS: u8 = 2;
+    /// The batch mode, the phase.
+    pub const MODE: u8 = 1;
+    pub const PHASE: u8 = 1;
+    /// Never left out: the state, the proof count, an alert's rule, a predicted shortage, a
+    /// time to OOM under the horizon, a failing recording.
+    pub const KEPT: u8 = 0;
+}
+
 /// Draw the header into `area` (two rows). Every item is shown whole or left out whole; on a
-/// narrow screen the least needed give way first (see [`Item`]). Line 1: the name, the rate
+/// narrow screen the least needed give way first (see [`Item`]; `rank` names the ranks). Line 1: the name, the rate
 /// (its short form first) and the average, the process count, the cancellations and then the
 /// sectors of the proof count, the backend, seconds per proof, the failures, the mode. Line 2:
 /// MemAvailable, a zero drop count, an alert's explanation, the uptime, each GPU's
@@ -22,16 +64,72 @@ use crate::ui::{fit, short_bytes, Item};
 /// predicted free at the running proof's peak, then dropped samples or events, then the phase. Never the state, the proof count, an alert's rule, a predicted
 /// shortage, a time to OOM under the horizon or a failing recording.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
+    let room = area.width as usize;
+    // The name only on wide screens: narrower ones keep their room for the figures.
+    let l1 = line1(app, area.width >= 100);
+    buf.set_line(area.x, area.y, &Line::from(fit(l1, room)), area.width);
+    if area.height > 1 {
+        let l2 = line2(app);
+        buf.set_line(area.x, area.y + 1, &Line::from(fit(l2, room)), area.width);
+    }
+}
+
+/// Line 1: who is running and what it has done, in order.
+fn line1(app: &App, named: bool) -> Vec<Item<'static>> {
+    let mut l1: Vec<Item> = Vec::new();
+    if named {
+        l1.push(name(app));
+    }
+    l1.push(state(app));
+    l1.extend(processes(app));
+    l1.extend(backend(app));
+    l1.extend(mode(app));
+    if app.model.has_events() {
+        l1.push(proof_count(app));
+        l1.extend(proof_notes(app));
+        l1.extend(per_proof(app));
+        l1.extend(average(app));
+        l1.extend(rate(app));
+    }
+    l1
+}
+
+/// Line 2: how it is doing, in order.
+fn line2(app: &App) -> Vec<Item<'static>> {
+    let mut l2: Vec<Item> = vec![phase(app)];
+    if app.model.has_events() {
+        l2.push(srs(app));
+    }
+    l2.extend(cpu(app));
+    l2.extend(gpus(app));
+    l2.extend(free_at_peak(app));
+    l2.extend(time_to_oom(app));
+    l2.extend(uptime(app));
+    l2.push(drops(app));
+    l2.extend(events_dropped(app));
+    l2.extend(bad_lines(app));
+    l2.extend(recording_failing(app));
+    l2.extend(alert(app).or_else(|| recording(app)));
+    l2.extend(available(app));
+    l2
+}
+
+/// The separator before an item.
+fn sep(app: &App) -> Span<'static> {
+    Span::styled(" │ ", app.theme.dim())
+}
+
+fn name(app: &App) -> Item<'static> {
+    Item::new(
+        rank::NAME,
+        vec![Span::styled("provetop ", app.theme.bold())],
+    )
+}
+
+/// The child's state and pid.
+fn state(app: &App) -> Item<'static> {
     let t = &app.theme;
     let m = &app.model;
-    let sep = || Span::styled(" │ ", t.dim());
-    let mut l1: Vec<Item> = Vec::new();
-    // The name only on wide screens: narrower ones keep their room for the figures.
-    if area.width >= 100 {
-        l1.push(Item::new(9, vec![Span::styled("provetop ", t.bold())]));
-    }
-
-    // Child state and pid.
     let state = match (&app.screen, &m.child) {
         (Screen::Replay(p), _) if p.abrupt_end && app.clock >= p.end => {
             Span::styled(format!("■ {}", crate::text::ABRUPT_END), t.bad())
@@ -70,322 +168,410 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             Span::styled(format!("↻ restart #{attempt} in {backoff_s:.0}s"), t.warn())
         }
     };
-    l1.push(Item::new(0, vec![state]));
-    if let Some(s) = &m.last_sample {
-        if s.procs > 1 {
-            l1.push(Item::new(
-                6,
-                vec![Span::styled(format!(" ({} procs)", s.procs), t.dim())],
-            ));
-        }
-    }
+    Item::new(rank::KEPT, vec![state])
+}
 
+/// The processes in the tree, when more than one.
+fn processes(app: &App) -> Option<Item<'static>> {
+    let procs = app.model.last_sample.as_ref()?.procs;
+    (procs > 1).then(|| {
+        Item::new(
+            rank::PROCESSES,
+            vec![Span::styled(format!(" ({procs} procs)"), app.theme.dim())],
+        )
+    })
+}
+
+/// The prover's backend and GPU count, or what stands in for its events.
+fn backend(app: &App) -> Option<Item<'static>> {
+    let t = &app.theme;
+    let m = &app.model;
     if let Some(h) = &m.prover.hello {
         let backend = crate::text::inert(&h.backend.to_string()).into_owned();
-        let mut spans = vec![sep(), Span::raw(backend)];
+        let mut spans = vec![sep(app), Span::raw(backend)];
         if !h.gpus.is_empty() {
             spans.push(Span::styled(format!("×{}", h.gpus.len()), t.dim()));
         }
-        l1.push(Item::new(4, spans));
+        Some(Item::new(rank::BACKEND, spans))
     } else if !m.has_events() && !matches!(m.child, ChildStatus::None) {
         let what = if m.has_derived() {
             "phases from its log lines"
         } else {
             "no events"
         };
-        l1.push(Item::new(4, vec![sep(), Span::styled(what, t.dim())]));
+        Some(Item::new(
+            rank::BACKEND,
+            vec![sep(app), Span::styled(what, t.dim())],
+        ))
+    } else {
+        None
     }
-    if let Some(mode) = m.prover.mode {
-        l1.push(Item::new(
-            1,
-            vec![
-                sep(),
-                Span::styled("mode ", t.dim()),
-                Span::styled(mode.to_string(), t.bold()),
-            ],
-        ));
-    }
-    if m.has_events() {
-        l1.push(Item::new(
-            0,
-            vec![
-                sep(),
-                Span::styled("proofs ", t.dim()),
-                Span::styled(m.prover.proofs_done.to_string(), t.bold()),
-            ],
-        ));
-        // One parenthesis for what else the count hides: sectors (batch:N), failures,
-        // cancellations; failures outlast the rest on a narrow screen.
-        let p = &m.prover;
-        let sectors = (p.sectors_done != p.proofs_done)
-            .then(|| Span::styled(format!("{} sectors", p.sectors_done), t.dim()));
-        let failed = (p.proofs_failed > 0)
-            .then(|| Span::styled(format!("{} failed", p.proofs_failed), t.bad()));
-        let cancelled = (p.proofs_cancelled > 0)
-            .then(|| Span::styled(format!("{} cancelled", p.proofs_cancelled), t.dim()));
-        let paren = |notes: Vec<Option<Span<'static>>>| -> Option<Vec<Span<'static>>> {
-            let notes: Vec<Span> = notes.into_iter().flatten().collect();
-            if notes.is_empty() {
-                return None;
-            }
-            let mut spans = vec![Span::styled(" (", t.dim())];
-            for (i, n) in notes.into_iter().enumerate() {
-                if i > 0 {
-                    spans.push(Span::styled(", ", t.dim()));
-                }
-                spans.push(n);
-            }
-            spans.push(Span::styled(")", t.dim()));
-            Some(spans)
-        };
-        if let Some(all) = paren(vec![sectors.clone(), failed.clone(), cancelled]) {
-            let mut item = Item::new(5, all);
-            if let Some(fewer) = paren(vec![sectors, failed.clone()]) {
-                // Sectors apart from proofs matter more than the backend's name.
-                item = item.or(3, fewer);
-            }
-            if let Some(only) = paren(vec![failed]) {
-                item = item.or(2, only);
-            }
-            l1.push(item);
-        }
-        if let Some(last) = m.prover.last_s {
-            l1.push(Item::new(
-                2,
-                vec![sep(), Span::raw(format!("{}/proof", fmt_secs(last)))],
-            ));
-            if let Some(avg) = m.prover.avg_s() {
-                l1.push(Item::new(
-                    8,
-                    vec![Span::styled(format!(" avg {}", fmt_secs(avg)), t.dim())],
-                ));
-            }
-        }
-        // Seconds per proof understate a mode that overlaps proofs: the rate says what the
-        // current mode delivers.
-        if let Some(r) = m.prover.mode.and_then(|mode| m.throughput(mode)) {
-            l1.push(
-                Item::new(8, vec![sep(), Span::raw(format!("{r:.0} sectors/h"))])
-                    .or(7, vec![sep(), Span::raw(format!("{r:.0}/h"))]),
-            );
-        }
-    }
+}
 
-    // Line 2: phase, SRS, uptime, drops, alerts.
-    let mut l2: Vec<Item> = vec![Item::new(
-        1,
+fn mode(app: &App) -> Option<Item<'static>> {
+    let t = &app.theme;
+    let mode = app.model.prover.mode?;
+    Some(Item::new(
+        rank::MODE,
+        vec![
+            sep(app),
+            Span::styled("mode ", t.dim()),
+            Span::styled(mode.to_string(), t.bold()),
+        ],
+    ))
+}
+
+fn proof_count(app: &App) -> Item<'static> {
+    let t = &app.theme;
+    Item::new(
+        rank::KEPT,
+        vec![
+            sep(app),
+            Span::styled("proofs ", t.dim()),
+            Span::styled(app.model.prover.proofs_done.to_string(), t.bold()),
+        ],
+    )
+}
+
+/// One parenthesis for what else the proof count hides: sectors (batch:N), failures,
+/// cancellations; failures outlast the rest on a narrow screen.
+fn proof_notes(app: &App) -> Option<Item<'static>> {
+    let t = &app.theme;
+    let p = &app.model.prover;
+    let sectors = (p.sectors_done != p.proofs_done)
+        .then(|| Span::styled(format!("{} sectors", p.sectors_done), t.dim()));
+    let failed =
+        (p.proofs_failed > 0).then(|| Span::styled(format!("{} failed", p.proofs_failed), t.bad()));
+    let cancelled = (p.proofs_cancelled > 0)
+        .then(|| Span::styled(format!("{} cancelled", p.proofs_cancelled), t.dim()));
+    let paren = |notes: Vec<Option<Span<'static>>>| -> Option<Vec<Span<'static>>> {
+        let notes: Vec<Span> = notes.into_iter().flatten().collect();
+        if notes.is_empty() {
+            return None;
+        }
+        let mut spans = vec![Span::styled(" (", t.dim())];
+        for (i, n) in notes.into_iter().enumerate() {
+            if i > 0 {
+                spans.push(Span::styled(", ", t.dim()));
+            }
+            spans.push(n);
+        }
+        spans.push(Span::styled(")", t.dim()));
+        Some(spans)
+    };
+    let all = paren(vec![sectors.clone(), failed.clone(), cancelled])?;
+    let mut item = Item::new(rank::CANCELLED, all);
+    if let Some(fewer) = paren(vec![sectors, failed.clone()]) {
+        // Sectors apart from proofs matter more than the backend's name.
+        item = item.or(rank::SECTORS, fewer);
+    }
+    if let Some(only) = paren(vec![failed]) {
+        item = item.or(rank::FAILED, only);
+    }
+    Some(item)
+}
+
+/// Seconds the last proof took.
+fn per_proof(app: &App) -> Option<Item<'static>> {
+    let last = app.model.prover.last_s?;
+    Some(Item::new(
+        rank::PER_PROOF,
+        vec![sep(app), Span::raw(format!("{}/proof", fmt_secs(last)))],
+    ))
+}
+
+/// The average seconds per proof, beside the last one's.
+fn average(app: &App) -> Option<Item<'static>> {
+    app.model.prover.last_s?;
+    let avg = app.model.prover.avg_s()?;
+    Some(Item::new(
+        rank::AVERAGE,
+        vec![Span::styled(
+            format!(" avg {}", fmt_secs(avg)),
+            app.theme.dim(),
+        )],
+    ))
+}
+
+/// Seconds per proof understate a mode that overlaps proofs: the rate says what the current
+/// mode delivers.
+fn rate(app: &App) -> Option<Item<'static>> {
+    let m = &app.model;
+    let r = m.prover.mode.and_then(|mode| m.throughput(mode))?;
+    Some(
+        Item::new(
+            rank::RATE,
+            vec![sep(app), Span::raw(format!("{r:.0} sectors/h"))],
+        )
+        .or(
+            rank::RATE_SHORT,
+            vec![sep(app), Span::raw(format!("{r:.0}/h"))],
+        ),
+    )
+}
+
+fn phase(app: &App) -> Item<'static> {
+    let t = &app.theme;
+    Item::new(
+        rank::PHASE,
         vec![
             Span::styled("phase ", t.dim()),
-            Span::styled(m.header_phase_text(), t.bold()),
+            Span::styled(app.model.header_phase_text(), t.bold()),
         ],
-    )];
-    if m.has_events() {
-        l2.push(Item::new(
-            4,
+    )
+}
+
+fn srs(app: &App) -> Item<'static> {
+    Item::new(
+        rank::SRS,
+        vec![
+            sep(app),
+            Span::styled("SRS ", app.theme.dim()),
+            Span::raw(crate::text::srs(&app.model.prover.srs)),
+        ],
+    )
+}
+
+/// Where the cores go now: the tree's cores busy of those online. Unknown reads "-", never 0.
+fn cpu(app: &App) -> Option<Item<'static>> {
+    let t = &app.theme;
+    let (_, u) = app.model.usage.latest()?;
+    let cores = u
+        .cores
+        .filter(|c| c.is_finite())
+        .map_or("-".into(), |c| format!("{c:.1}"));
+    let of = if u.host_ncpu > 0 {
+        format!("/{}", u.host_ncpu)
+    } else {
+        String::new()
+    };
+    Some(
+        Item::new(
+            rank::CPU,
             vec![
-                sep(),
-                Span::styled("SRS ", t.dim()),
-                Span::raw(crate::text::srs(&m.prover.srs)),
+                sep(app),
+                Span::styled("cpu ", t.dim()),
+                Span::raw(format!("{cores}{of}")),
             ],
-        ));
-    }
-    // Where the cores and the GPUs go now: the tree's cores busy of those online, each GPU's
-    // utilisation (the busiest alone on a narrow screen). Unknown reads "-", never 0.
-    if let Some((_, u)) = m.usage.latest() {
-        let cores = u
-            .cores
-            .filter(|c| c.is_finite())
-            .map_or("-".into(), |c| format!("{c:.1}"));
-        let of = if u.host_ncpu > 0 {
-            format!("/{}", u.host_ncpu)
-        } else {
-            String::new()
-        };
-        l2.push(
-            Item::new(
-                4,
-                vec![
-                    sep(),
-                    Span::styled("cpu ", t.dim()),
-                    Span::raw(format!("{cores}{of}")),
-                ],
-            )
-            .or(
-                4,
-                vec![sep(), Span::styled("cpu ", t.dim()), Span::raw(cores)],
-            ),
-        );
-    }
-    if let Some(gpus) = m
+        )
+        .or(
+            rank::CPU,
+            vec![sep(app), Span::styled("cpu ", t.dim()), Span::raw(cores)],
+        ),
+    )
+}
+
+/// Where the GPUs go now: each GPU's utilisation (the busiest alone on a narrow screen).
+/// Unknown reads "-", never 0.
+fn gpus(app: &App) -> Option<Item<'static>> {
+    let t = &app.theme;
+    let m = &app.model;
+    let Some(gpus) = m
         .last_sample
         .as_ref()
         .map(|s| &s.gpus)
         .filter(|g| !g.is_empty())
-    {
-        let all: Vec<String> = gpus
-            .iter()
-            .map(|g| g.utilization().map_or("-".to_string(), |u| format!("{u}%")))
-            .collect();
-        let max = gpus.iter().filter_map(|g| g.utilization()).max();
-        let mut item = Item::new(
-            5,
+    else {
+        // GPUs were read before and are not now (NVML failing, a GPU gone): unknown.
+        return m.usage.gpus.iter().any(|g| g.series.total() > 0).then(|| {
+            Item::new(
+                rank::GPU_EACH,
+                vec![sep(app), Span::styled("gpu -", t.dim())],
+            )
+        });
+    };
+    let all: Vec<String> = gpus
+        .iter()
+        .map(|g| g.utilization().map_or("-".to_string(), |u| format!("{u}%")))
+        .collect();
+    let max = gpus.iter().filter_map(|g| g.utilization()).max();
+    let mut item = Item::new(
+        rank::GPU_EACH,
+        vec![
+            sep(app),
+            Span::styled("gpu ", t.dim()),
+            Span::raw(all.join(" ")),
+        ],
+    );
+    if gpus.len() > 1 {
+        item = item.or(
+            rank::GPU_BUSIEST,
             vec![
-                sep(),
+                sep(app),
                 Span::styled("gpu ", t.dim()),
-                Span::raw(all.join(" ")),
+                Span::raw(max.map_or("-".to_string(), |u| format!("{u}%"))),
+                Span::styled(" max", t.dim()),
             ],
         );
-        if gpus.len() > 1 {
-            item = item.or(
-                4,
-                vec![
-                    sep(),
-                    Span::styled("gpu ", t.dim()),
-                    Span::raw(max.map_or("-".to_string(), |u| format!("{u}%"))),
-                    Span::styled(" max", t.dim()),
-                ],
-            );
-        }
-        l2.push(item);
-    } else if m.usage.gpus.iter().any(|g| g.series.total() > 0) {
-        // GPUs were read before and are not now (NVML failing, a GPU gone): unknown.
-        l2.push(Item::new(5, vec![sep(), Span::styled("gpu -", t.dim())]));
     }
-    // Will the proof running fit? What is predicted to be left at its peak, once a proof of
-    // its shape has finished (the `predicted_free` forecast); short of memory, in red and kept.
-    if let Some(free) = m.predicted_free() {
-        let item = if free < 0.0 {
-            Item::new(
-                0,
-                vec![
-                    sep(),
-                    Span::styled(
-                        format!("{} short at peak", short_bytes(-free as u64)),
-                        t.bad(),
-                    ),
-                ],
-            )
-        } else {
-            Item::new(
-                3,
-                vec![
-                    sep(),
-                    Span::raw(short_bytes(free as u64)),
-                    Span::styled(" free at peak", t.dim()),
-                ],
-            )
-        };
-        l2.push(item);
-    }
-    // At this rate, when does memory run out? (the trend forecast, for any process): under
-    // the horizon, in red and kept. A `time_to_oom` rule that fires sets a horizon of its own.
+    Some(item)
+}
+
+/// Will the proof running fit? What is predicted to be left at its peak, once a proof of its
+/// shape has finished (the `predicted_free` forecast); short of memory, in red and kept.
+fn free_at_peak(app: &App) -> Option<Item<'static>> {
+    let t = &app.theme;
+    let free = app.model.predicted_free()?;
+    Some(if free < 0.0 {
+        Item::new(
+            rank::KEPT,
+            vec![
+                sep(app),
+                Span::styled(
+                    format!("{} short at peak", short_bytes(-free as u64)),
+                    t.bad(),
+                ),
+            ],
+        )
+    } else {
+        Item::new(
+            rank::FREE_AT_PEAK,
+            vec![
+                sep(app),
+                Span::raw(short_bytes(free as u64)),
+                Span::styled(" free at peak", t.dim()),
+            ],
+        )
+    })
+}
+
+/// At this rate, when does memory run out? (the trend forecast, for any process): under the
+/// horizon, in red and kept. A `time_to_oom` rule that fires sets a horizon of its own.
+fn time_to_oom(app: &App) -> Option<Item<'static>> {
+    let m = &app.model;
     let rule_fires = m
         .active_alerts
         .iter()
         .any(|a| a.alert.metric == Metric::TimeToOom.name());
-    if let Some(secs) = m
+    let secs = m
         .time_to_oom()
-        .filter(|&s| s < DEFAULT_OOM_HORIZON_S || rule_fires)
-    {
-        l2.push(Item::new(
-            0,
-            vec![
-                sep(),
-                Span::styled(format!("OOM in {}", fmt_secs(secs)), t.bad()),
-            ],
-        ));
-    }
+        .filter(|&s| s < DEFAULT_OOM_HORIZON_S || rule_fires)?;
+    Some(Item::new(
+        rank::KEPT,
+        vec![
+            sep(app),
+            Span::styled(format!("OOM in {}", fmt_secs(secs)), app.theme.bad()),
+        ],
+    ))
+}
+
+/// How long the child has run (the session, once it has not).
+fn uptime(app: &App) -> Option<Item<'static>> {
+    let m = &app.model;
     let up = match &m.child {
         ChildStatus::Running { since, .. } => Some(app.clock.saturating_sub(*since)),
         _ => m.first_t().map(|f| app.clock.saturating_sub(f)),
-    };
-    if let Some(up) = up {
-        l2.push(Item::new(
-            5,
-            vec![
-                sep(),
-                Span::styled("up ", t.dim()),
-                Span::raw(fmt_secs(up as f64 / NS as f64)),
-            ],
-        ));
-    }
-    let drops = m.dropped_samples;
-    l2.push(Item::new(
-        if drops > 0 { 2 } else { 6 },
+    }?;
+    Some(Item::new(
+        rank::UPTIME,
         vec![
-            sep(),
+            sep(app),
+            Span::styled("up ", app.theme.dim()),
+            Span::raw(fmt_secs(up as f64 / NS as f64)),
+        ],
+    ))
+}
+
+/// Samples dropped: always shown, and kept longer once there are some.
+fn drops(app: &App) -> Item<'static> {
+    let t = &app.theme;
+    let drops = app.model.dropped_samples;
+    Item::new(
+        if drops > 0 {
+            rank::DROPS
+        } else {
+            rank::NO_DROPS
+        },
+        vec![
+            sep(app),
             Span::styled(
                 format!("drops {drops}"),
                 if drops > 0 { t.warn() } else { t.dim() },
             ),
         ],
-    ));
-    if m.dropped_events > 0 {
-        l2.push(Item::new(
-            2,
+    )
+}
+
+fn events_dropped(app: &App) -> Option<Item<'static>> {
+    let n = app.model.dropped_events;
+    (n > 0).then(|| {
+        Item::new(
+            rank::DROPS,
             vec![Span::styled(
-                format!(" events dropped {}", m.dropped_events),
-                t.warn(),
+                format!(" events dropped {n}"),
+                app.theme.warn(),
             )],
-        ));
-    }
-    if m.bad_lines > 0 {
-        l2.push(Item::new(
-            2,
-            vec![Span::styled(format!(" bad {}", m.bad_lines), t.warn())],
-        ));
-    }
-    if app.recording_failing {
-        l2.push(Item::new(
-            0,
-            vec![sep(), Span::styled("✖ rec failing", t.bad())],
-        ));
-    }
-    if let Some(a) = m.active_alerts.iter().max_by_key(|a| a.alert.level) {
-        let more = if m.active_alerts.len() > 1 {
-            format!(" +{}", m.active_alerts.len() - 1)
-        } else {
-            String::new()
-        };
-        // The rule as written, or on a narrow screen without its explanation: "⚠ rss >
-        // 90GiB" rather than no alert at all.
-        let rule = crate::text::inert(&a.alert.rule).into_owned();
-        let rule = &rule;
-        let short = rule.split_once(" (").map_or(rule.as_str(), |(r, _)| r);
-        let style = t.alert(a.alert.level);
-        l2.push(
-            Item::new(
-                5,
-                vec![sep(), Span::styled(format!("⚠ {rule}{more}"), style)],
-            )
-            .or(
-                0,
-                vec![sep(), Span::styled(format!("⚠ {short}{more}"), style)],
-            ),
-        );
-    } else if app.recording.is_some() && !app.recording_failing {
-        l2.push(Item::new(
-            3,
+        )
+    })
+}
+
+fn bad_lines(app: &App) -> Option<Item<'static>> {
+    let n = app.model.bad_lines;
+    (n > 0).then(|| {
+        Item::new(
+            rank::DROPS,
+            vec![Span::styled(format!(" bad {n}"), app.theme.warn())],
+        )
+    })
+}
+
+fn recording_failing(app: &App) -> Option<Item<'static>> {
+    app.recording_failing.then(|| {
+        Item::new(
+            rank::KEPT,
+            vec![sep(app), Span::styled("✖ rec failing", app.theme.bad())],
+        )
+    })
+}
+
+/// The gravest alert firing, and how many more.
+fn alert(app: &App) -> Option<Item<'static>> {
+    let m = &app.model;
+    let a = m.active_alerts.iter().max_by_key(|a| a.alert.level)?;
+    let more = if m.active_alerts.len() > 1 {
+        format!(" +{}", m.active_alerts.len() - 1)
+    } else {
+        String::new()
+    };
+    // The rule as written, or on a narrow screen without its explanation: "⚠ rss > 90GiB"
+    // rather than no alert at all.
+    let rule = crate::text::inert(&a.alert.rule).into_owned();
+    let short = rule.split_once(" (").map_or(rule.as_str(), |(r, _)| r);
+    let style = app.theme.alert(a.alert.level);
+    Some(
+        Item::new(
+            rank::ALERT_EXPLAINED,
+            vec![sep(app), Span::styled(format!("⚠ {rule}{more}"), style)],
+        )
+        .or(
+            rank::KEPT,
+            vec![sep(app), Span::styled(format!("⚠ {short}{more}"), style)],
+        ),
+    )
+}
+
+/// The recording dot, while the session file is written (and no alert takes its place).
+fn recording(app: &App) -> Option<Item<'static>> {
+    (app.recording.is_some() && !app.recording_failing).then(|| {
+        Item::new(
+            rank::RECORDING,
             vec![
-                sep(),
-                Span::styled("● rec", t.metric(crate::series::Metric::Peak)),
+                sep(app),
+                Span::styled("● rec", app.theme.metric(crate::series::Metric::Peak)),
             ],
-        ));
-    }
-    if let Some(avail) = m.last_sample.as_ref().and_then(|s| s.mem_available) {
-        l2.push(Item::new(
-            7,
-            vec![
-                sep(),
-                Span::styled(format!("avail {}", short_bytes(avail)), t.dim()),
-            ],
-        ));
-    }
-    let room = area.width as usize;
-    buf.set_line(area.x, area.y, &Line::from(fit(l1, room)), area.width);
-    if area.height > 1 {
-        buf.set_line(area.x, area.y + 1, &Line::from(fit(l2, room)), area.width);
-    }
+        )
+    })
+}
+
+fn available(app: &App) -> Option<Item<'static>> {
+    let avail = app.model.last_sample.as_ref()?.mem_available?;
+    Some(Item::new(
+        rank::AVAILABLE,
+        vec![
+            sep(app),
+            Span::styled(format!("avail {}", short_bytes(avail)), app.theme.dim()),
+        ],
+    ))
 }
 
 #[cfg(test)]

@@ -22,10 +22,11 @@ use ratatui::text::Span;
 
 use crate::app::App;
 use crate::model::usage::{
-    CPU_HOST, CPU_INTERVAL, CPU_LANES, CPU_NCPU, CPU_TREE, GPU_LANES, GPU_TOTAL, GPU_USED, GPU_UTIL,
+    gpu_lane, CPU_HOST, CPU_INTERVAL, CPU_LANES, CPU_NCPU, CPU_TREE, GPU_LANES, GPU_TOTAL,
 };
 use crate::series::{Bucket, Metric, Reading, Series};
 use crate::ui::{short_bytes, title_line, Item};
+use provetop_shared::metric::Limit;
 
 /// How much of the panel is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,14 +46,11 @@ pub enum Rows {
 enum Line {
     TreeCores,
     HostCores,
-    /// The busiest GPU (compact).
-    GpuUtil,
-    /// The fullest GPU memory, as a share of its total (compact).
-    GpuMem,
-    /// One GPU's utilisation, by position in the model's GPU list.
-    Util(usize),
-    /// One GPU's memory.
-    Mem(usize),
+    /// A per-GPU metric over every GPU (compact): the busiest GPU's utilisation, the fullest
+    /// GPU memory as a share of its total.
+    Gpus(Metric),
+    /// A per-GPU metric of one GPU, by position in the model's GPU list.
+    Gpu(Metric, usize),
 }
 
 fn lines(app: &App, rows: Rows) -> Vec<Line> {
@@ -66,7 +64,7 @@ fn lines(app: &App, rows: Rows) -> Vec<Line> {
                 v.push(Line::TreeCores);
             }
             if !u.gpus.is_empty() {
-                v.extend([Line::GpuUtil, Line::GpuMem]);
+                v.extend([Line::Gpus(Metric::GpuUtil), Line::Gpus(Metric::GpuMem)]);
             }
         }
         Rows::Full => {
@@ -74,7 +72,7 @@ fn lines(app: &App, rows: Rows) -> Vec<Line> {
                 v.extend([Line::TreeCores, Line::HostCores]);
             }
             for i in 0..u.gpus.len() {
-                v.extend([Line::Util(i), Line::Mem(i)]);
+                v.extend([Line::Gpu(Metric::GpuUtil, i), Line::Gpu(Metric::GpuMem, i)]);
             }
         }
     }
@@ -151,8 +149,11 @@ fn now(app: &App) -> Now {
                     .filter(|s| s.gpus.iter().any(|x| x.index == g.index))
                     .and_then(|_| g.series.last().map(|p| Reading::Exact(*p))),
             };
-            let v =
-                r.and_then(|r| Some((top(&r, GPU_UTIL)?, top(&r, GPU_USED)?, top(&r, GPU_TOTAL))));
+            let v = r.and_then(|r| {
+                let util = top(&r, gpu_lane(Metric::GpuUtil)?)?;
+                let used = top(&r, gpu_lane(Metric::GpuMem)?)?;
+                Some((util, used, top(&r, GPU_TOTAL)))
+            });
             (g.index, v)
         })
         .collect();
@@ -237,12 +238,6 @@ fn strip(app: &App, rows: Rows, line: Line, n: &Now, cols: usize) -> (String, Ve
     let u = &app.model.usage;
     let (t0, t1) = app.window();
     let cpu_cols = || u.cpu_columns(t0, t1, cols);
-    let level = |v: u64, full: u64| -> u8 {
-        if full == 0 {
-            return 0;
-        }
-        ((v as f64 / full as f64 * 8.0).ceil() as i64).clamp(1, 8) as u8
-    };
     let cpu_strip = |lane: usize| -> Vec<Option<u8>> {
         let cols_v = cpu_cols();
         let mut cells: Vec<Option<u8>> = cols_v
@@ -276,11 +271,6 @@ fn strip(app: &App, rows: Rows, line: Line, n: &Now, cols: usize) -> (String, Ve
         cells
     };
     let gpu_cols = |s: &Series<GPU_LANES>| s.columns(t0, t1, cols);
-    let util_of = |c: &Bucket<GPU_LANES>| c.lane_range(GPU_UTIL).map(|r| r.1);
-    let mem_of = |c: &Bucket<GPU_LANES>| -> Option<(u64, u64)> {
-        let used = c.lane_range(GPU_USED)?.1;
-        Some((used, c.lane_range(GPU_TOTAL).map_or(used, |r| r.1)))
-    };
     let gpu_now = |i: usize| n.gpus.get(i).and_then(|g| g.1);
     match line {
         Line::TreeCores | Line::HostCores => {
@@ -295,65 +285,73 @@ fn strip(app: &App, rows: Rows, line: Line, n: &Now, cols: usize) -> (String, Ve
                 cpu_strip(lane),
             )
         }
-        Line::GpuUtil => {
+        Line::Gpus(m) => {
             let per: Vec<Vec<Bucket<GPU_LANES>>> =
                 u.gpus.iter().map(|g| gpu_cols(&g.series)).collect();
             let cells = (0..cols)
-                .map(|x| {
-                    per.iter()
-                        .filter_map(|c| util_of(&c[x]))
-                        .max()
-                        .map(|v| level(v, 100))
-                })
+                .map(|x| per.iter().filter_map(|c| gpu_level(&c[x], m)).max())
                 .collect();
-            let best = n.gpus.iter().filter_map(|g| g.1.map(|v| v.0)).max();
-            let name = if u.gpus.len() > 1 { "gpus" } else { "gpu" };
-            (
-                format!("{name} {}", best.map_or("-".into(), |v| format!("{v}%"))),
-                cells,
-            )
-        }
-        Line::GpuMem => {
-            let per: Vec<Vec<Bucket<GPU_LANES>>> =
-                u.gpus.iter().map(|g| gpu_cols(&g.series)).collect();
-            let cells = (0..cols)
-                .map(|x| {
-                    per.iter()
-                        .filter_map(|c| mem_of(&c[x]).map(|(used, total)| level(used, total)))
-                        .max()
-                })
-                .collect();
-            let label = if u.gpus.len() == 1 {
-                gpu_now(0).map_or("-".into(), |v| short_bytes(v.1))
-            } else {
-                n.gpus
-                    .iter()
-                    .filter_map(|g| g.1)
-                    .filter_map(|(_, used, total)| Some(used * 100 / total?.max(1)))
-                    .max()
-                    .map_or("-".into(), |p| format!("{p}%"))
+            let label = match m {
+                Metric::GpuUtil => {
+                    let best = n.gpus.iter().filter_map(|g| g.1.map(|v| v.0)).max();
+                    let name = if u.gpus.len() > 1 { "gpus" } else { "gpu" };
+                    format!("{name} {}", best.map_or("-".into(), |v| format!("{v}%")))
+                }
+                _ => {
+                    let v = if u.gpus.len() == 1 {
+                        gpu_now(0).map_or("-".into(), |v| short_bytes(v.1))
+                    } else {
+                        n.gpus
+                            .iter()
+                            .filter_map(|g| g.1)
+                            .filter_map(|(_, used, total)| Some(used * 100 / total?.max(1)))
+                            .max()
+                            .map_or("-".into(), |p| format!("{p}%"))
+                    };
+                    format!("gmem {v}")
+                }
             };
-            (format!("gmem {label}"), cells)
+            (label, cells)
         }
-        Line::Util(i) => {
+        Line::Gpu(m, i) => {
             let g = &u.gpus[i];
             let cells = gpu_cols(&g.series)
                 .iter()
-                .map(|c| util_of(c).map(|v| level(v, 100)))
+                .map(|c| gpu_level(c, m))
                 .collect();
-            let v = gpu_now(i).map_or("-".into(), |v| format!("{}%", v.0));
-            (format!("gpu{} {v}", g.index), cells)
-        }
-        Line::Mem(i) => {
-            let g = &u.gpus[i];
-            let cells = gpu_cols(&g.series)
-                .iter()
-                .map(|c| mem_of(c).map(|(used, total)| level(used, total)))
-                .collect();
-            let v = gpu_now(i).map_or("-".into(), |v| short_bytes(v.1));
-            (format!("mem{} {v}", g.index), cells)
+            let label = match m {
+                Metric::GpuUtil => {
+                    let v = gpu_now(i).map_or("-".into(), |v| format!("{}%", v.0));
+                    format!("gpu{} {v}", g.index)
+                }
+                _ => {
+                    let v = gpu_now(i).map_or("-".into(), |v| short_bytes(v.1));
+                    format!("mem{} {v}", g.index)
+                }
+            };
+            (label, cells)
         }
     }
+}
+
+/// The height (0..=8) of `v` on a line whose scale is `full`.
+fn level(v: u64, full: u64) -> u8 {
+    if full == 0 {
+        return 0;
+    }
+    ((v as f64 / full as f64 * 8.0).ceil() as i64).clamp(1, 8) as u8
+}
+
+/// The height of per-GPU metric `m` in one column of a GPU's series, over its scale: memory
+/// over the GPU's total (the table's limit for it; its own value without a total), a
+/// percent over 100 %.
+fn gpu_level(c: &Bucket<GPU_LANES>, m: Metric) -> Option<u8> {
+    let v = c.lane_range(gpu_lane(m)?)?.1;
+    let full = match m.def().limit {
+        Some(Limit::GpuTotal) => c.lane_range(GPU_TOTAL).map_or(v, |r| r.1),
+        _ => 100,
+    };
+    Some(level(v, full))
 }
 
 const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -396,8 +394,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, rows: Rows) {
         buf.set_stringn(area.x, y, format!("{label:>w$}│"), gutter as usize, dim);
         let style = match line {
             Line::TreeCores | Line::HostCores => t.metric(Metric::Anon),
-            Line::GpuMem | Line::Mem(_) => t.metric(Metric::Gpu),
-            Line::GpuUtil | Line::Util(_) => t.metric(Metric::Pinned),
+            Line::Gpus(Metric::GpuUtil) | Line::Gpu(Metric::GpuUtil, _) => t.metric(Metric::Pinned),
+            Line::Gpus(_) | Line::Gpu(..) => t.metric(Metric::Gpu),
         };
         for (x, c) in cells.iter().enumerate() {
             if let Some(l) = c {

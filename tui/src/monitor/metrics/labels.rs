@@ -64,6 +64,9 @@ pub(super) fn cut(s: &str) -> String {
     s.chars().take(MAX_LABEL_CHARS).collect()
 }
 
+/// The label names of every per-GPU series.
+pub(super) const GPU_KEYS: [&str; 2] = ["gpu", "device"];
+
 /// `gpu` and `device` label values of a GPU index.
 pub(super) fn gpu_labels(index: u32) -> [String; 2] {
     [index.to_string(), format!("nvidia{index}")]

@@ -26,9 +26,9 @@
 //!   the first usage record tells the UUID.
 //!
 //! The parts: [`state`] folds the records, [`exposition`] writes a scrape through the family
-//! writer [`out`] (the usage families in [`usage`]), over the bounded label sets of
-//! [`labels`] and the histograms of [`hist`]; [`format`] picks the text format and
-//! [`endpoint`] serves it.
+//! writer [`out`] (the usage families in [`usage`]; the gauges of the metric table from its
+//! Prometheus column), over the bounded label sets of [`labels`] and the histograms of
+//! [`hist`]; [`format`] picks the text format and [`endpoint`] serves it.
 //!
 //! [`docs/metrics.md`](../../../../docs/metrics.md) lists every metric.
 

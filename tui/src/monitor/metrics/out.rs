@@ -1,16 +1,76 @@
 //! The family writer the exposition uses: each call writes one family's descriptor (name,
 //! help, unit, type), then its series. A family is written whole or not at all; an absent
-//! reading ([`Out::opt_gauge`] of `None`) writes nothing, never a 0.
+//! reading ([`Out::opt_gauge`] of `None`) writes nothing, never a 0. A metric of the metric
+//! table is written from its Prometheus column ([`Out::metric`], [`Out::gpu_metric`]), its
+//! readings as [`Value`]s.
 
 use std::fmt;
 
 use prometheus_client::encoding::{
-    DescriptorEncoder, EncodeCounterValue, EncodeGaugeValue, MetricEncoder, NoLabelSet,
+    DescriptorEncoder, EncodeCounterValue, EncodeGaugeValue, GaugeValueEncoder, MetricEncoder,
+    NoLabelSet,
 };
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Unit;
+use provetop_shared::metric::{self, Metric};
+use provetop_shared::{Sample, Usage};
 
 use super::hist::Hist;
+use super::labels::{gpu_labels, GPU_KEYS};
+use super::MAX_GPUS;
+
+/// A reading of a metric of the table as its family writes it.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Value {
+    /// Whole bytes or a count a record holds, written as an integer.
+    Whole(u64),
+    /// A rate, a share, a temperature, an estimate: written as a decimal.
+    Decimal(f64),
+}
+
+impl Value {
+    /// A record's reading `v` of a metric in `unit`, in its family's unit: bytes and counts
+    /// whole, the rest decimal (a percent as a ratio, 0 to 1).
+    pub(super) fn reading(unit: metric::Unit, v: f64) -> Value {
+        match unit {
+            metric::Unit::Bytes | metric::Unit::Count => Value::Whole(v as u64),
+            _ => Value::Decimal(v / unit.prometheus().1),
+        }
+    }
+}
+
+impl EncodeGaugeValue for Value {
+    fn encode(&self, e: &mut GaugeValueEncoder) -> fmt::Result {
+        match self {
+            Value::Whole(v) => EncodeGaugeValue::encode(v, e),
+            Value::Decimal(v) => EncodeGaugeValue::encode(v, e),
+        }
+    }
+}
+
+/// The series of `m`, a per-GPU metric of the table, from the sample or usage record it
+/// reads: one per GPU with the reading (labels `gpu`, `device`), GPUs beyond [`MAX_GPUS`]
+/// left out.
+pub(super) fn gpu_series(
+    m: Metric,
+    s: Option<&Sample>,
+    u: Option<&Usage>,
+) -> Vec<([String; 2], Value)> {
+    m.def()
+        .read
+        .per_gpu_values(s, u)
+        .into_iter()
+        .filter(|(index, _)| (*index as usize) < MAX_GPUS)
+        .map(|(index, v)| (gpu_labels(index), Value::reading(m.unit(), v)))
+        .collect()
+}
+
+/// The family name, help and unit of `m` from the table; `None` when it has no family.
+fn family_of(m: Metric) -> Option<(&'static str, &'static str, Option<Unit>)> {
+    let def = m.def();
+    let unit = def.unit.prometheus().0.map(|u| Unit::Other(u.into()));
+    Some((def.prom?.name, def.prom_help(), unit))
+}
 
 /// A family's descriptor, then its series.
 pub(super) struct Out<'a, 'e> {
@@ -76,6 +136,27 @@ impl Out<'_, '_> {
             K::put(m.encode_family(&labels)?, &v)?;
         }
         Ok(())
+    }
+
+    /// The family of `m`, a metric of the table, with one series of `v`; nothing when `v` is
+    /// `None` or `m` has no family.
+    pub(super) fn metric(&mut self, m: Metric, v: Option<Value>) -> fmt::Result {
+        match (family_of(m), v) {
+            (Some((name, help, unit)), Some(v)) => self.gauge(name, help, unit, v),
+            _ => Ok(()),
+        }
+    }
+
+    /// The family of `m`, a per-GPU metric of the table: one series per GPU of `series`
+    /// (labels `gpu`, `device`), the family written even when `series` is empty.
+    pub(super) fn gpu_metric(&mut self, m: Metric, series: &[([String; 2], Value)]) -> fmt::Result {
+        let Some((name, help, unit)) = family_of(m) else {
+            return Ok(());
+        };
+        let series = series
+            .iter()
+            .map(|(l, v)| ([l[0].as_str(), l[1].as_str()], *v));
+        self.family(Gauge, name, help, unit, GPU_KEYS, series)
     }
 
     /// A histogram family of durations, seconds: one series per `series` item, labelled

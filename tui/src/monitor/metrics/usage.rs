@@ -1,19 +1,22 @@
 //! The usage record's families: the tree's cores, threads, context switches, faults and
 //! storage rates, the host's cores, and per GPU (labels `gpu`, `device`) an info series naming
 //! the card plus its temperature, power, SM clock and PCIe rates. A reading the record lacks
-//! is left out; a family no GPU has a reading for is left out whole.
+//! is left out; a family no GPU has a reading for is left out whole. The metrics of the
+//! metric table among them are written from its Prometheus column.
 
 use std::fmt;
 
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Unit;
+use provetop_shared::metric::{Metric, Read};
 use provetop_shared::Usage;
 
-use super::labels::{cut, gpu_labels};
-use super::out::{Gauge, Out};
+use super::labels::{cut, gpu_labels, GPU_KEYS};
+use super::out::{gpu_series, Gauge, Out, Value};
 use super::MAX_GPUS;
 
-/// A per-GPU gauge of the usage record: name, help, unit, its reading.
+/// A per-GPU gauge of the usage record the metric table has no metric for: name, help, unit,
+/// its reading.
 type GpuFamily = (
     &'static str,
     &'static str,
@@ -21,61 +24,53 @@ type GpuFamily = (
     fn(&provetop_shared::record::GpuDetail) -> Option<f64>,
 );
 
+/// The family of a metric of the table that the usage record reads, with the record's
+/// reading as it holds it.
+fn usage_metric(o: &mut Out<'_, '_>, m: Metric, u: &Usage) -> fmt::Result {
+    let v = match m.def().read {
+        Read::Usage(f) => f(u),
+        _ => None,
+    };
+    o.metric(m, v.map(|v| Value::reading(m.unit(), v)))
+}
+
 /// The gauges of the latest usage record: the tree's cores, threads, rates, the host's cores,
 /// and each GPU's details. A reading the record lacks is left out.
 pub(super) fn usage_gauges(o: &mut Out<'_, '_>, u: &Usage) -> fmt::Result {
-    let cores = || Some(Unit::Other("cores".into()));
-    let per_s = || Some(Unit::Other("per_second".into()));
-    let bytes_per_s = || Some(Unit::Other("bytes_per_second".into()));
-    o.opt_gauge(
-        "cpu",
-        "cores busy in the process tree (user + system CPU seconds per second, over the last usage interval)",
-        cores(),
-        u.cores,
-    )?;
-    o.gauge("threads", "threads in the process tree", None, u.threads)?;
+    usage_metric(o, Metric::Cpu, u)?;
+    usage_metric(o, Metric::Threads, u)?;
     o.opt_gauge(
         "context_switches",
         "context switches per second in the process tree (voluntary and not)",
-        per_s(),
+        Some(Unit::Other("per_second".into())),
         u.ctx_switches,
     )?;
-    o.opt_gauge(
-        "major_faults",
-        "major page faults per second in the process tree (the first sign of swapping)",
-        per_s(),
-        u.major_faults,
-    )?;
-    o.opt_gauge(
-        "read",
-        "bytes the process tree read from storage per second (absent when a process's /proc/PID/io is unreadable)",
-        bytes_per_s(),
-        u.read_bps,
-    )?;
-    o.opt_gauge(
-        "write",
-        "bytes the process tree wrote to storage per second",
-        bytes_per_s(),
-        u.write_bps,
-    )?;
-    o.opt_gauge(
-        "host_cpu",
-        "cores busy on the whole host (/proc/stat)",
-        cores(),
-        u.host_cores,
-    )?;
+    for m in [
+        Metric::MajorFaults,
+        Metric::ReadBps,
+        Metric::WriteBps,
+        Metric::HostCpu,
+    ] {
+        usage_metric(o, m, u)?;
+    }
     if u.host_ncpu > 0 {
         o.gauge("host_cpus", "cores online on the host", None, u.host_ncpu)?;
     }
+    if u.gpus.iter().any(|g| (g.index as usize) < MAX_GPUS) {
+        gpu_gauges(o, u)?;
+    }
+    Ok(())
+}
+
+/// Each GPU's details: which card it is, its temperature, power, SM clock and PCIe rates. A
+/// family no GPU has a reading for is left out whole.
+fn gpu_gauges(o: &mut Out<'_, '_>, u: &Usage) -> fmt::Result {
     let gpus: Vec<_> = u
         .gpus
         .iter()
         .filter(|g| (g.index as usize) < MAX_GPUS)
         .map(|g| (g, gpu_labels(g.index)))
         .collect();
-    if gpus.is_empty() {
-        return Ok(());
-    }
     {
         let mut m = o.enc.encode_descriptor(
             "gpu",
@@ -93,19 +88,16 @@ pub(super) fn usage_gauges(o: &mut Out<'_, '_>, u: &Usage) -> fmt::Result {
             ])?;
         }
     }
-    let keys = ["gpu", "device"];
+    let temperature = gpu_series(Metric::GpuTemp, None, Some(u));
+    if !temperature.is_empty() {
+        o.gpu_metric(Metric::GpuTemp, &temperature)?;
+    }
     let series = |f: fn(&provetop_shared::record::GpuDetail) -> Option<f64>| {
         gpus.iter()
             .filter_map(move |(g, l)| Some(([l[0].as_str(), l[1].as_str()], f(g)?)))
             .collect::<Vec<_>>()
     };
-    let families: [GpuFamily; 5] = [
-        (
-            "gpu_temperature",
-            "temperature of the GPU (NVML)",
-            Some(Unit::Celsius),
-            |g| g.temp_c.map(f64::from),
-        ),
+    let families: [GpuFamily; 4] = [
         (
             "gpu_power",
             "power the GPU draws (NVML)",
@@ -135,7 +127,7 @@ pub(super) fn usage_gauges(o: &mut Out<'_, '_>, u: &Usage) -> fmt::Result {
         let v = series(f);
         // A family no GPU has a reading for is left out whole.
         if !v.is_empty() {
-            o.family(Gauge, name, help, unit, keys, v)?;
+            o.family(Gauge, name, help, unit, GPU_KEYS, v)?;
         }
     }
     Ok(())
