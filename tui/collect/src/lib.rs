@@ -12,6 +12,8 @@
 //!   user's rules) that turn a child's output lines into derived phase events.
 //! * [`alerts`]: threshold rules, the TOML config file, the engine that turns records into
 //!   firing/cleared [`provetop_shared::Alert`]s, and the shell-free alert hook.
+//! * [`lines`]: the one line splitter, capped, of the event pipe, the child's output and a
+//!   followed log.
 //! * [`channel`]: the records channel from the supervisor to the pipeline, whose sender says
 //!   when to wake the receiver (not for every event).
 //! * [`recorder`]: appends records to a session file, flushing at least once a second and
@@ -20,6 +22,7 @@
 pub mod alerts;
 pub mod cgroup;
 pub mod channel;
+pub mod lines;
 pub mod loglines;
 pub mod procfile;
 pub mod procstatus;
