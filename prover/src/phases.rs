@@ -261,8 +261,7 @@ impl CallTracker {
         let mut open: Vec<(Phase, Option<u32>)> = st.open.keys().cloned().collect();
         open.sort_by_key(|(ph, _)| (*ph == Phase::Prove, ph.clone()));
         for (ph, part) in open {
-            let msm = matches!(ph, Phase::MsmH | Phase::MsmL | Phase::MsmAB1 | Phase::MsmB2);
-            if self.call.steps == SubSteps::Measured && msm {
+            if self.call.steps == SubSteps::Measured && ph.is_multiexp() {
                 log::debug!(target: "provetop_prover::phases", "{ph} still open at the end of the call; closed there");
                 st.forced.push(ph.clone());
             }

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use provetop_shared::session::{
-    decode_payload, SessionHeader, Warning, MAGIC, MAX_FRAME, MAX_HEADER,
+    frame_at, known_kind, FrameError, SessionHeader, Warning, MAGIC, MAX_FRAME, MAX_HEADER,
 };
 use provetop_shared::Record;
 
@@ -167,25 +167,22 @@ impl Follower {
     fn frames(&mut self, out: &mut Vec<Item>) {
         let mut p = 0;
         loop {
-            match frame_at(&self.buf[p..]) {
-                Frame::Ok(rec, len) => {
+            match growing_frame_at(&self.buf[p..]) {
+                Ok((rec, len)) => {
                     if let Some(at) = self.damaged_at.take() {
                         out.push(damage(at, self.base + p as u64));
                     }
                     out.push(Item::Record(rec));
                     p += len;
                 }
-                Frame::Incomplete => break,
-                Frame::Bad(why) => {
+                Err(FrameError::Incomplete) => break,
+                Err(FrameError::Bad(_)) => {
                     let at = self.base + p as u64;
                     self.damaged_at.get_or_insert(at);
                     // The next offset holding a complete valid frame.
-                    match (p + 1..self.buf.len())
-                        .find(|&q| matches!(frame_at(&self.buf[q..]), Frame::Ok(..)))
-                    {
+                    match (p + 1..self.buf.len()).find(|&q| frame_at(&self.buf[q..]).is_ok()) {
                         Some(q) => p = q,
                         None => {
-                            let _ = why;
                             // Wait for the frame after the damage, within bounds.
                             let rest = self.buf.len() - p;
                             if rest > 2 * (MAX_FRAME as usize + 8) {
@@ -219,39 +216,15 @@ fn damage(at: u64, resumed: u64) -> Item {
     })
 }
 
-// Not boxed, as `Item`.
-#[allow(clippy::large_enum_variant)]
-enum Frame {
-    Ok(Record, usize),
-    /// Shorter than its length says: the writer has not finished it yet.
-    Incomplete,
-    Bad(String),
-}
-
-fn frame_at(b: &[u8]) -> Frame {
-    if b.len() < 8 {
-        return Frame::Incomplete;
-    }
-    let len = u32::from_le_bytes(b[0..4].try_into().expect("4 bytes"));
-    let crc = u32::from_le_bytes(b[4..8].try_into().expect("4 bytes"));
-    if !(9..=MAX_FRAME).contains(&len) {
-        return Frame::Bad(format!("impossible record length {len}"));
-    }
-    let end = 8 + len as usize;
-    if b.len() < end {
-        // A kind byte no writer writes is damage already.
-        if b.len() > 8 && !(1..=5).contains(&b[8]) {
-            return Frame::Bad(format!("unknown record kind {}", b[8]));
+/// The frame at the start of `b` ([`frame_at`]), in a file still being written: an unfinished
+/// frame whose kind byte is already one no writer writes is damage, not the writer's
+/// unfinished last frame.
+fn growing_frame_at(b: &[u8]) -> Result<(Record, usize), FrameError> {
+    match frame_at(b) {
+        Err(FrameError::Incomplete) if b.len() > 8 && !known_kind(b[8]) => {
+            Err(FrameError::Bad(format!("unknown record kind {}", b[8])))
         }
-        return Frame::Incomplete;
-    }
-    let payload = &b[8..end];
-    if crc32fast::hash(payload) != crc {
-        return Frame::Bad("checksum mismatch".into());
-    }
-    match decode_payload(payload) {
-        Ok(rec) => Frame::Ok(rec, end),
-        Err(e) => Frame::Bad(e),
+        found => found,
     }
 }
 
@@ -276,7 +249,7 @@ fn watch(path: &Path, changed: Arc<AtomicBool>) -> Option<notify::RecommendedWat
 mod tests {
     use super::*;
     use provetop_shared::session::{encode_payload, SessionWriter};
-    use provetop_shared::{Mark, RecordBody};
+    use provetop_shared::{Mark, OutputLine, OutputSource, RecordBody};
     use std::io::Write;
 
     fn note(t: u64, text: &str) -> Record {
@@ -328,6 +301,32 @@ mod tests {
         let got = f.read().unwrap();
         assert_eq!(records(&got), vec![2]);
         assert!(got.iter().all(|i| matches!(i, Item::Record(_))));
+    }
+
+    #[test]
+    fn an_unfinished_frame_of_a_later_kind_waits_too() {
+        // Kinds 6 to 8 (output lines, derived events, usage) are as much the writer's as a
+        // note: half of one is the writer caught mid-write, not damage.
+        let dir = tempfile::tempdir().unwrap();
+        let (p, _w, mut f) = one_note(dir.path());
+        let _ = f.read().unwrap();
+        let line = Record::new(
+            2,
+            RecordBody::Output(OutputLine {
+                source: OutputSource::Stdout,
+                text: "proving".into(),
+                cut: None,
+            }),
+        );
+        let fr = frame(&line);
+        let mut raw = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        raw.write_all(&fr[..fr.len() / 2]).unwrap();
+        let got = f.read().unwrap();
+        assert!(got.is_empty(), "{got:?}");
+        raw.write_all(&fr[fr.len() / 2..]).unwrap();
+        let got = f.read().unwrap();
+        assert_eq!(records(&got), vec![2]);
+        assert!(got.iter().all(|i| matches!(i, Item::Record(_))), "{got:?}");
     }
 
     #[test]

@@ -1,16 +1,19 @@
-//! A child's output as arbitrary bytes, cut into reads at fuzzed points and into lines the way
-//! the supervisor's copier does (16 KiB heads, a cut line is not derived), through the line
-//! grammars: the line sink (configured user rules, then the built-in grammars), an engine
-//! with the built-in grammars alone, and every grammar on its own on each line's envelope.
+//! A child's output as arbitrary bytes, cut into reads at fuzzed points and into lines by the
+//! product's splitter as the supervisor's copier uses it (`lines::Splitter::keeping_heads`,
+//! 16 KiB heads; a cut line is not derived), through the line grammars: the line sink
+//! (configured user rules, then the built-in grammars), an engine with the built-in grammars
+//! alone, and every grammar on its own on each line's envelope.
 //!
-//! Asserted, for any input: no panic; a line yields a bounded number of records (at most a
-//! couple per `key=value` a line can hold) and of grammar hits; a line is recorded at most
-//! once, with at most one dropped mark; derived records are `Derived`, their durations
-//! finite and not negative; the engine's open phases stay within `MAX_OPEN`.
+//! Asserted, for any input: no panic; a line's head is at most the cap and its length at
+//! least its head; a line yields a bounded number of records (at most a couple per
+//! `key=value` a line can hold) and of grammar hits; a line is recorded at most once, with at
+//! most one dropped mark; derived records are `Derived`, their durations finite and not
+//! negative; the engine's open phases stay within `MAX_OPEN`.
 #![no_main]
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
+use provetop_collect::lines::{Piece, Splitter};
 use provetop_collect::loglines::{
     ark, bellperson, cuzk, envelope, filproofs, tracing, Action, Engine, Hit, Rule, MAX_OPEN,
 };
@@ -88,6 +91,7 @@ fn check_derived(recs: &[Record]) {
 
 impl Run {
     fn line(&mut self, head: &[u8], len: u64, t: u64) {
+        assert!(head.len() <= MAX_OUTPUT_LINE && len >= head.len() as u64);
         self.derived.clear();
         self.recorded.clear();
         let (derived, recorded) = (&mut self.derived, &mut self.recorded);
@@ -157,9 +161,8 @@ fuzz_target!(|data: &[u8]| {
         out: Vec::new(),
         hits: Vec::new(),
     };
-    // The line being read, as the copier holds it: its head and its whole length.
-    let mut head: Vec<u8> = Vec::new();
-    let mut len = 0u64;
+    // Lines cut as the copier cuts them: its splitter, its cap.
+    let mut lines = Splitter::keeping_heads(MAX_OUTPUT_LINE);
     let mut t = 1_000_000_000u64;
     let mut rest = data;
     while !rest.is_empty() {
@@ -168,32 +171,14 @@ fuzz_target!(|data: &[u8]| {
         let (read, after) = rest.split_at(n);
         rest = after;
         t += 1_000_000;
-        let mut chunk = read;
-        while !chunk.is_empty() {
-            let (part, ended) = match memchr_nl(chunk) {
-                Some(i) => {
-                    let p = &chunk[..i];
-                    chunk = &chunk[i + 1..];
-                    (p, true)
-                }
-                None => (std::mem::take(&mut chunk), false),
-            };
-            let room = MAX_OUTPUT_LINE.saturating_sub(head.len());
-            head.extend_from_slice(&part[..part.len().min(room)]);
-            len += part.len() as u64;
-            if ended {
-                run.line(&head, len, t);
-                head.clear();
-                len = 0;
-            }
-        }
+        lines.feed(read, |line: Piece<'_>| {
+            let (head, len) = line.head_and_len();
+            run.line(head, len, t);
+        });
     }
-    if len > 0 {
-        run.line(&head, len, t);
-    }
+    lines.finish(|line| {
+        let (head, len) = line.head_and_len();
+        run.line(head, len, t);
+    });
     assert!(run.plain.open_phases() <= MAX_OPEN);
 });
-
-fn memchr_nl(b: &[u8]) -> Option<usize> {
-    b.iter().position(|&c| c == b'\n')
-}

@@ -25,6 +25,7 @@ pub use event::{Event, EventMsg};
 pub use parse::{check_version, parse_control, parse_event, ProtocolError};
 pub use vocab::{
     Backend, BatchMode, GpuInfo, Phase, PhaseTime, ProverConfig, ProverState, SrsSource,
+    KNOWN_PHASES,
 };
 
 /// Protocol version spoken by this build, `"MAJOR.MINOR"` (1.1 added `cancelled` and

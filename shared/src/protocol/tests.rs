@@ -46,6 +46,32 @@ fn newer_major_refused() {
 }
 
 #[test]
+fn every_variant_is_a_known_phase_read_back_from_its_wire_name() {
+    // Its place in the list, by an exhaustive match: a new variant fails to compile here
+    // until it has one.
+    let place = |p: &Phase| match p {
+        Phase::SrsGenerate => 0,
+        Phase::SrsLoad => 1,
+        Phase::Synthesis => 2,
+        Phase::Prove => 3,
+        Phase::GpuSetup => 4,
+        Phase::FftH => 5,
+        Phase::MsmH => 6,
+        Phase::MsmL => 7,
+        Phase::MsmAB1 => 8,
+        Phase::MsmB2 => 9,
+        Phase::Verify => 10,
+        Phase::Other(_) => usize::MAX,
+    };
+    for (i, p) in KNOWN_PHASES.iter().enumerate() {
+        assert_eq!(place(p), i, "{p}");
+        assert_eq!(&Phase::from(p.as_str().to_string()), p);
+        let wire = serde_json::to_string(p).unwrap();
+        assert_eq!(&serde_json::from_str::<Phase>(&wire).unwrap(), p);
+    }
+}
+
+#[test]
 fn phases_roundtrip_unknown() {
     let p: Phase = serde_json::from_str("\"warp_drive\"").unwrap();
     assert_eq!(p, Phase::Other("warp_drive".into()));

@@ -136,7 +136,32 @@ pub enum Phase {
     Other(String),
 }
 
+/// Every phase this build knows by name, in the order of [`Phase`]'s variants: the one list
+/// that readers of the wire name and consumers that enumerate phases (metric labels, the
+/// timeline's legend) go through. Any other name is [`Phase::Other`].
+pub static KNOWN_PHASES: [Phase; 11] = [
+    Phase::SrsGenerate,
+    Phase::SrsLoad,
+    Phase::Synthesis,
+    Phase::Prove,
+    Phase::GpuSetup,
+    Phase::FftH,
+    Phase::MsmH,
+    Phase::MsmL,
+    Phase::MsmAB1,
+    Phase::MsmB2,
+    Phase::Verify,
+];
+
 impl Phase {
+    /// Whether it is one of the multiexps (`msm_*`), the steps of `prove` after the FFT.
+    pub fn is_multiexp(&self) -> bool {
+        matches!(
+            self,
+            Phase::MsmH | Phase::MsmL | Phase::MsmAB1 | Phase::MsmB2
+        )
+    }
+
     /// The wire name.
     pub fn as_str(&self) -> &str {
         match self {
@@ -157,20 +182,11 @@ impl Phase {
 }
 
 impl From<String> for Phase {
+    /// The known phase of that wire name ([`KNOWN_PHASES`]), else [`Phase::Other`].
     fn from(s: String) -> Phase {
-        match s.as_str() {
-            "srs_generate" => Phase::SrsGenerate,
-            "srs_load" => Phase::SrsLoad,
-            "synthesis" => Phase::Synthesis,
-            "prove" => Phase::Prove,
-            "gpu_setup" => Phase::GpuSetup,
-            "fft_h" => Phase::FftH,
-            "msm_h" => Phase::MsmH,
-            "msm_l" => Phase::MsmL,
-            "msm_a_b1" => Phase::MsmAB1,
-            "msm_b2" => Phase::MsmB2,
-            "verify" => Phase::Verify,
-            _ => Phase::Other(s),
+        match KNOWN_PHASES.iter().find(|k| k.as_str() == s) {
+            Some(known) => known.clone(),
+            None => Phase::Other(s),
         }
     }
 }

@@ -21,10 +21,12 @@
 //! The plain `timestamp,rss_kb` CSV of ad-hoc samplers (header line, unix seconds, KiB) is
 //! accepted everywhere a session file is: [`load`] tells them apart by their first bytes.
 //!
-//! * [`writer`]: appending records; [`reader`]: reading frames back, resynchronizing on damage;
-//!   [`csv`]: the seed's CSV.
+//! * [`writer`]: appending records; [`frame`]: one frame read at an offset, the parser of both
+//!   the whole-file reader and the follower of a growing file; [`reader`]: reading frames back,
+//!   resynchronizing on damage; [`csv`]: the seed's CSV.
 
 pub mod csv;
+mod frame;
 mod reader;
 #[cfg(test)]
 mod tests;
@@ -38,8 +40,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::Record;
 
+pub use frame::{decode_payload, frame_at, known_kind, FrameError};
 use reader::load_session;
-pub use reader::{decode_payload, FrameItem, Frames};
+pub use reader::{FrameItem, Frames};
 pub use writer::{create_private, encode_payload, taken, SessionWriter, Whereabouts};
 
 /// First bytes of every session file.

@@ -3,34 +3,9 @@
 
 use std::path::Path;
 
-use super::{LoadError, Loaded, SessionHeader, SourceKind, Warning, MAGIC, MAX_FRAME, MAX_HEADER};
-use crate::record::{Record, RecordBody, Sample};
-
-/// The highest record kind byte this reader knows (6 output, 7 derived and 8 usage came
-/// after the first files; files without them read as before).
-const MAX_KIND: u8 = 8;
-
-/// Decode a payload written by [`encode_payload`].
-pub fn decode_payload(p: &[u8]) -> Result<Record, String> {
-    if p.len() < 9 {
-        return Err(format!("payload of {} bytes is too short", p.len()));
-    }
-    let t = u64::from_le_bytes(p[1..9].try_into().expect("8 bytes"));
-    let b = &p[9..];
-    let je = |e: serde_json::Error| e.to_string();
-    let body = match p[0] {
-        1 => RecordBody::Sample(postcard::from_bytes::<Sample>(b).map_err(|e| e.to_string())?),
-        2 => RecordBody::Event(serde_json::from_slice(b).map_err(je)?),
-        3 => RecordBody::Alert(serde_json::from_slice(b).map_err(je)?),
-        4 => RecordBody::Control(serde_json::from_slice(b).map_err(je)?),
-        5 => RecordBody::Mark(serde_json::from_slice(b).map_err(je)?),
-        6 => RecordBody::Output(serde_json::from_slice(b).map_err(je)?),
-        7 => RecordBody::Derived(serde_json::from_slice(b).map_err(je)?),
-        8 => RecordBody::Usage(serde_json::from_slice(b).map_err(je)?),
-        k => return Err(format!("unknown record kind {k}")),
-    };
-    Ok(Record { t, body })
-}
+use super::frame::{frame_at, known_kind, possible_len, FrameError};
+use super::{LoadError, Loaded, SessionHeader, SourceKind, Warning, MAGIC, MAX_HEADER};
+use crate::record::Record;
 
 pub(super) fn load_session(path: &Path, data: &[u8]) -> Result<Loaded, LoadError> {
     let fmt_err = |offset: u64, detail: String| LoadError::Format {
@@ -92,20 +67,19 @@ fn decode_intact_run(data: &[u8], start: usize) -> (Vec<Record>, usize) {
     let mut offsets = Vec::new();
     let mut pos = start;
     while pos + 8 <= data.len() {
-        let len = u32::from_le_bytes(data[pos..pos + 4].try_into().expect("4 bytes")) as usize;
-        if !(9..=MAX_FRAME as usize).contains(&len) || pos + 8 + len > data.len() {
+        let len = u32::from_le_bytes(data[pos..pos + 4].try_into().expect("4 bytes"));
+        if !possible_len(len) || pos + 8 + len as usize > data.len() {
             break;
         }
         offsets.push(pos);
-        pos += 8 + len;
+        pos += 8 + len as usize;
     }
     let end = pos;
-    let frames = Frames::new(data, start);
     // Decode a share of the offsets into its slots; returns how many slots were written and
     // the offset of the frame that failed, if one did (decoding stops there).
     let decode = |offs: &[usize], slots: &mut [MaybeUninit<Record>]| -> (usize, Option<usize>) {
         for (n, (&o, slot)) in offs.iter().zip(slots.iter_mut()).enumerate() {
-            match frames.frame_at(o) {
+            match frame_at(&data[o..]) {
                 Ok((rec, _)) => {
                     slot.write(rec);
                 }
@@ -180,9 +154,9 @@ pub enum FrameItem {
 
 /// Iterates the frames of a session file's bytes, surviving damage.
 ///
-/// Resynchronizing checks the CRC of every candidate frame, each up to [`MAX_FRAME`] bytes:
-/// a crafted file whose every offset looks like the start of a long frame would cost that
-/// much per byte. The bytes checked while resynchronizing are bounded by
+/// Resynchronizing checks the CRC of every candidate frame, each up to
+/// [`super::MAX_FRAME`] bytes: a crafted file whose every offset looks like the start of a
+/// long frame would cost that much per byte. The bytes checked while resynchronizing are bounded by
 /// [`RESYNC_BUDGET_PER_BYTE`] times the file's size (plus [`RESYNC_BUDGET_MIN`]); past that,
 /// the rest of the file is reported as damaged and ignored.
 pub struct Frames<'a> {
@@ -207,39 +181,6 @@ impl<'a> Frames<'a> {
         }
     }
 
-    /// A complete, CRC-valid, decodable frame at `pos`?
-    fn frame_at(&self, pos: usize) -> Result<(Record, usize), FrameProblem> {
-        let rest = &self.data[pos..];
-        if rest.len() < 8 {
-            return Err(FrameProblem::Truncated);
-        }
-        let len = u32::from_le_bytes(rest[0..4].try_into().expect("4 bytes"));
-        let crc = u32::from_le_bytes(rest[4..8].try_into().expect("4 bytes"));
-        if !(9..=MAX_FRAME).contains(&len) {
-            return Err(FrameProblem::Bad(format!("impossible record length {len}")));
-        }
-        let end = 8 + len as usize;
-        if rest.len() < end {
-            return Err(FrameProblem::Truncated);
-        }
-        // A kind byte this reader does not know is damage; checking it before the CRC keeps
-        // resynchronization over garbage cheap (most candidate offsets fail here).
-        if !(1..=MAX_KIND).contains(&rest[8]) {
-            return Err(FrameProblem::Bad(format!(
-                "unknown record kind {}",
-                rest[8]
-            )));
-        }
-        let payload = &rest[8..end];
-        if crc32fast::hash(payload) != crc {
-            return Err(FrameProblem::Bad("checksum mismatch".into()));
-        }
-        let rec = decode_payload(payload).map_err(FrameProblem::Bad)?;
-        Ok((rec, end))
-    }
-}
-
-impl Frames<'_> {
     /// The first offset after `at` that holds a complete, valid frame; `Err` when the budget
     /// ran out first (with the offset it stopped at).
     fn resync(&mut self, at: usize) -> Result<Option<usize>, usize> {
@@ -248,10 +189,10 @@ impl Frames<'_> {
             // plausible (the cheap checks of `frame_at`).
             let rest = &self.data[p..];
             let len = u32::from_le_bytes(rest[0..4].try_into().expect("4 bytes"));
-            if !(9..=MAX_FRAME).contains(&len) || rest.len() < 8 + len as usize {
+            if !possible_len(len) || rest.len() < 8 + len as usize {
                 continue;
             }
-            if !(1..=MAX_KIND).contains(&rest[8]) {
+            if !known_kind(rest[8]) {
                 continue;
             }
             if self.budget < u64::from(len) {
@@ -259,7 +200,7 @@ impl Frames<'_> {
                 return Err(p);
             }
             self.budget -= u64::from(len);
-            if self.frame_at(p).is_ok() {
+            if frame_at(&self.data[p..]).is_ok() {
                 return Ok(Some(p));
             }
         }
@@ -280,11 +221,6 @@ impl Frames<'_> {
     }
 }
 
-enum FrameProblem {
-    Truncated,
-    Bad(String),
-}
-
 impl Iterator for Frames<'_> {
     type Item = FrameItem;
     fn next(&mut self) -> Option<FrameItem> {
@@ -292,12 +228,12 @@ impl Iterator for Frames<'_> {
             return None;
         }
         let at = self.pos;
-        match self.frame_at(at) {
+        match frame_at(&self.data[at..]) {
             Ok((rec, len)) => {
                 self.pos += len;
                 Some(FrameItem::Record(at as u64, rec))
             }
-            Err(FrameProblem::Truncated) => {
+            Err(FrameError::Incomplete) => {
                 // A damaged length in the middle also "runs past the end": it is only a cut
                 // tail if no valid frame follows.
                 match self.resync(at) {
@@ -326,7 +262,7 @@ impl Iterator for Frames<'_> {
                     }
                 }
             }
-            Err(FrameProblem::Bad(why)) => {
+            Err(FrameError::Bad(why)) => {
                 // Resynchronize: the next offset holding a complete frame whose CRC checks.
                 let (p, message) = match self.resync(at) {
                     Err(_) => return Some(self.give_up(at, &why)),

@@ -13,12 +13,15 @@
 //!   user's rules) that turn a child's output lines into derived phase events.
 //! * [`hook`]: the shell-free alert hook (`--on-alert`): the alerts themselves are judged by
 //!   [`provetop_shared::alerts`], a fold over the records produced here.
+//! * [`lines`]: the one line splitter, capped, of the event pipe, the child's output and a
+//!   followed log.
 //! * [`channel`]: the records channel from the supervisor to the pipeline, whose sender says
 //!   when to wake the receiver (not for every event).
 
 pub mod cgroup;
 pub mod channel;
 pub mod hook;
+pub mod lines;
 pub mod loglines;
 pub mod procfile;
 pub mod procstatus;

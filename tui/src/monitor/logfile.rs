@@ -14,6 +14,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::time::Duration;
 
 use provetop_collect::channel::{self, RecordRx, RecordTx};
+use provetop_collect::lines::Splitter;
 use provetop_collect::loglines::Rule;
 use provetop_collect::supervisor::{LineSink, MAX_OUTPUT_LINE};
 use provetop_shared::clock::mono_ns;
@@ -63,8 +64,7 @@ fn follow(
     };
     let mut sink = LineSink::with_rules(rules);
     let mut buf = vec![0u8; 64 << 10];
-    let mut head: Vec<u8> = Vec::new();
-    let mut len = 0u64;
+    let mut lines = Splitter::keeping_heads(MAX_OUTPUT_LINE);
     let mut pos = 0u64;
     let send = |rec: Record| {
         // The app's channel is bounded; a line waits for room rather than vanish (the log is
@@ -96,31 +96,17 @@ fn follow(
             Err(_) => break,
         };
         pos += n as u64;
-        let mut rest = &buf[..n];
-        while !rest.is_empty() {
-            let (part, ended) = match rest.iter().position(|b| *b == b'\n') {
-                Some(i) => {
-                    let p = &rest[..i];
-                    rest = &rest[i + 1..];
-                    (p, true)
-                }
-                None => (std::mem::take(&mut rest), false),
-            };
-            let room = MAX_OUTPUT_LINE.saturating_sub(head.len());
-            head.extend_from_slice(&part[..part.len().min(room)]);
-            len += part.len() as u64;
-            if ended {
-                if !std::mem::take(&mut skip_first) {
-                    sink.line(&head, len, source, mono_ns(), true, send, send);
-                }
-                head.clear();
-                len = 0;
+        lines.feed(&buf[..n], |line| {
+            if !std::mem::take(&mut skip_first) {
+                let (head, len) = line.head_and_len();
+                sink.line(head, len, source, mono_ns(), true, send, send);
             }
-        }
+        });
     }
-    if len > 0 {
-        sink.line(&head, len, source, mono_ns(), true, send, send);
-    }
+    lines.finish(|line| {
+        let (head, len) = line.head_and_len();
+        sink.line(head, len, source, mono_ns(), true, send, send);
+    });
     if let Some(d) = sink.take_over() {
         send(d);
     }

@@ -25,7 +25,8 @@ use provetop_shared::protocol::{parse_event, ProtocolError};
 use provetop_shared::{Mark, Record, RecordBody};
 use tokio::sync::mpsc::error::TrySendError;
 
-use super::{lines, Inner};
+use super::Inner;
+use crate::lines;
 
 /// Records the supervisor's channel to the monitor holds: the monitor drains it at least
 /// four times a second and whenever it holds a backlog (`channel`), so a burst of 10^5
@@ -33,6 +34,10 @@ use super::{lines, Inner};
 /// child, waiting on it (65,536 records of ~272 bytes: at most ~17 MiB in flight;
 /// docs/measurements.md#the-events-pipe-a-burst-of-105-partitions).
 pub const RECORD_CHANNEL: usize = 65_536;
+
+/// Longest line of the events pipe read as an event (without its newline); a longer one is a
+/// bad line, reported by its head and skipped.
+const MAX_LINE: usize = 1 << 20;
 
 /// Records the supervisor may lose before it notes so, at most this often.
 const DROP_REPORT: Duration = Duration::from_secs(1);
@@ -369,7 +374,7 @@ fn read_pipe(inner: &Inner, mut pipe: File, pgid: i32, run_start: u64) {
         pipe.as_raw_fd(),
         nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_SIZE),
     );
-    let mut splitter = lines::Splitter::new(lines::MAX_LINE);
+    let mut splitter = lines::Splitter::new(MAX_LINE);
     let mut buf = vec![0u8; 64 << 10];
     let mut last_dropped = inner.counters.dropped.load(Ordering::Relaxed);
     let mut last_report = Instant::now();
@@ -523,14 +528,18 @@ fn handle_piece(inner: &Inner, stream: &mut Stream, p: lines::Piece<'_>) {
                 Err(e) => bad(stream, e.to_string(), l),
             },
         },
-        lines::Piece::TooLong { len, head } => bad(
-            stream,
-            format!(
-                "line of {len}+ bytes exceeds the {} MiB limit (cut)",
-                lines::MAX_LINE >> 20
-            ),
-            &head,
-        ),
+        // A `Cut` is another splitter's (`Overlong::KeepHead`): read as the same bad line.
+        p @ (lines::Piece::TooLong { .. } | lines::Piece::Cut { .. }) => {
+            let (head, len) = p.head_and_len();
+            bad(
+                stream,
+                format!(
+                    "line of {len}+ bytes exceeds the {} MiB limit (cut)",
+                    MAX_LINE >> 20
+                ),
+                head,
+            )
+        }
         lines::Piece::Partial(b) => bad(
             stream,
             format!("partial line of {} bytes at end of stream", b.len()),

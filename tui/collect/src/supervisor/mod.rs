@@ -28,7 +28,6 @@ mod events;
 mod exit;
 mod guard;
 mod launch;
-pub mod lines;
 mod output;
 mod registry;
 mod spec;

@@ -6,7 +6,7 @@
 //! (`out`, `err`), bounded:
 //!
 //! * a line longer than [`MAX_OUTPUT_LINE`] bytes keeps its head, and the record says how
-//!   long it was (the rest is read and skipped, at memory speed);
+//!   long it was (the rest is read and skipped, at memory speed: [`crate::lines`]);
 //! * lines are recorded at most at [`OUTPUT_RATE`] a second (bursts of [`OUTPUT_BURST`])
 //!   and [`OUTPUT_BYTE_RATE`] bytes a second (bursts of [`OUTPUT_BYTE_BURST`]);
 //!   what is over it is counted and said in a [`Mark::Dropped`] (`what: "output lines"`) as
@@ -32,6 +32,7 @@ use provetop_shared::clock::mono_ns;
 use provetop_shared::{Mark, OutputLine, OutputSource, Record, RecordBody};
 
 use super::{Inner, Offered};
+use crate::lines::{Piece, Splitter};
 use crate::loglines::{Engine, Rule};
 
 /// Most bytes of the child's output the side log holds (restarts append to it; the cap is
@@ -271,18 +272,9 @@ fn forward_derived(inner: &Inner, rec: Record) {
     inner.counters.dropped.fetch_add(1, Ordering::Relaxed);
 }
 
-/// One stream's line being read: its head so far, and its whole length.
-struct Pending {
-    head: Vec<u8>,
-    len: u64,
-}
-
 fn copy(inner: &Inner, shared: &Mutex<Shared>, mut pipe: File, source: OutputSource, pid: u32) {
     let mut buf = vec![0u8; 64 << 10];
-    let mut line = Pending {
-        head: Vec::new(),
-        len: 0,
-    };
+    let mut lines = Splitter::keeping_heads(MAX_OUTPUT_LINE);
     loop {
         let n = match pipe.read(&mut buf) {
             Ok(0) => break,
@@ -293,35 +285,11 @@ fn copy(inner: &Inner, shared: &Mutex<Shared>, mut pipe: File, source: OutputSou
         let data = &buf[..n];
         let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
         side_log(inner, &mut sh, data, pid);
-        let mut rest = data;
-        while !rest.is_empty() {
-            let (part, ended) = match memchr::memchr(b'\n', rest) {
-                Some(i) => {
-                    let p = &rest[..i];
-                    rest = &rest[i + 1..];
-                    (p, true)
-                }
-                None => {
-                    let p = rest;
-                    rest = &[];
-                    (p, false)
-                }
-            };
-            let room = MAX_OUTPUT_LINE.saturating_sub(line.head.len());
-            line.head.extend_from_slice(&part[..part.len().min(room)]);
-            line.len += part.len() as u64;
-            if ended {
-                one_line(inner, &mut sh, &line, source);
-                line.head.clear();
-                line.len = 0;
-            }
-        }
+        lines.feed(data, |line| one_line(inner, &mut sh, line, source));
         drop(sh);
     }
     let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
-    if line.len > 0 {
-        one_line(inner, &mut sh, &line, source);
-    }
+    lines.finish(|line| one_line(inner, &mut sh, line, source));
 }
 
 fn side_log(inner: &Inner, sh: &mut Shared, data: &[u8], pid: u32) {
@@ -363,11 +331,12 @@ fn side_log(inner: &Inner, sh: &mut Shared, data: &[u8], pid: u32) {
 
 /// One whole line: through the grammars (unless the child speaks the protocol: it wins),
 /// and recorded if the rate allows.
-fn one_line(inner: &Inner, sh: &mut Shared, line: &Pending, source: OutputSource) {
+fn one_line(inner: &Inner, sh: &mut Shared, line: Piece<'_>, source: OutputSource) {
     let derive = inner.counters.events.load(Ordering::Relaxed) == 0;
+    let (head, len) = line.head_and_len();
     sh.sink.line(
-        &line.head,
-        line.len,
+        head,
+        len,
         source,
         mono_ns(),
         derive,

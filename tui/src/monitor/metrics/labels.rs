@@ -2,26 +2,13 @@
 //! unbounded label values"): the known phases plus `other`, prover states, alert levels,
 //! proof results, GPU indices, and the prover's own words cut to [`MAX_LABEL_CHARS`].
 
-use provetop_shared::protocol::ProverState;
+use provetop_shared::protocol::{ProverState, KNOWN_PHASES};
 use provetop_shared::{AlertLevel, Phase};
 
 use super::MAX_LABEL_CHARS;
 
-/// The phases this build knows by name, in label order; every other phase is `other`.
-pub(super) static KNOWN_PHASES: [Phase; 11] = [
-    Phase::SrsGenerate,
-    Phase::SrsLoad,
-    Phase::Synthesis,
-    Phase::Prove,
-    Phase::GpuSetup,
-    Phase::FftH,
-    Phase::MsmH,
-    Phase::MsmL,
-    Phase::MsmAB1,
-    Phase::MsmB2,
-    Phase::Verify,
-];
-/// Phase label values: the known phases, then `other`.
+/// Phase label values: the phases this build knows by name ([`KNOWN_PHASES`], in its order),
+/// then `other` for every other phase.
 pub(super) const PHASES: usize = KNOWN_PHASES.len() + 1;
 
 /// The phase label index of `p`: its place in [`KNOWN_PHASES`], else `other`'s.
