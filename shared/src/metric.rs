@@ -188,6 +188,72 @@ pub struct Prom {
 }
 
 impl Def {
+    /// A row with no help text, CSV column, legend label, percent limit or Prometheus family
+    /// of its own; the builders below add them.
+    pub const fn new(metric: Metric, name: &'static str, unit: Unit, read: Read) -> Def {
+        Def {
+            metric,
+            name,
+            unit,
+            help: "",
+            read,
+            csv: None,
+            legend: None,
+            limit: None,
+            prom: None,
+        }
+    }
+
+    /// A memory row: bytes, and `N%` of the memory limit.
+    pub const fn memory(metric: Metric, name: &'static str, read: Read) -> Def {
+        Def::new(metric, name, Unit::Bytes, read).limit(Limit::Memory)
+    }
+
+    /// What it is, for help texts.
+    pub const fn help(mut self, help: &'static str) -> Def {
+        self.help = help;
+        self
+    }
+
+    /// Exported as CSV column `col`, holding the row's own reading.
+    pub const fn csv(self, col: &'static str) -> Def {
+        let read = self.read;
+        self.csv_of(col, read)
+    }
+
+    /// Exported as CSV column `col`, holding `read`.
+    pub const fn csv_of(mut self, col: &'static str, read: Read) -> Def {
+        self.csv = Some((col, read));
+        self
+    }
+
+    /// In the chart's legend as `label`, giving way at `rank`.
+    pub const fn legend(mut self, label: &'static str, rank: u8) -> Def {
+        self.legend = Some((label, rank));
+        self
+    }
+
+    /// `N%` in a rule is a percent of `limit`.
+    pub const fn limit(mut self, limit: Limit) -> Def {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Its own Prometheus family, `name`, with the row's help.
+    pub const fn prom(self, name: &'static str) -> Def {
+        self.prom_family(name, None)
+    }
+
+    /// Its own Prometheus family, `name`, with a help of its own.
+    pub const fn prom_with(self, name: &'static str, help: &'static str) -> Def {
+        self.prom_family(name, Some(help))
+    }
+
+    const fn prom_family(mut self, name: &'static str, help: Option<&'static str>) -> Def {
+        self.prom = Some(Prom { name, help });
+        self
+    }
+
     /// The help text of its Prometheus family (the row's unless the family has its own).
     pub fn prom_help(&self) -> &'static str {
         self.prom.and_then(|p| p.help).unwrap_or(self.help)

@@ -52,11 +52,7 @@ pub enum Command {
 pub const DEFAULT_GRACE_S: f64 = 5.0;
 /// `--grace` values: at most an hour (a `Duration` holds it, and the stop sequence's own
 /// timeouts added to it cannot overflow).
-pub const GRACE_BOUNDS: Bounds = Bounds {
-    lo: 0.0,
-    hi: 3600.0,
-    zero_is_off: false,
-};
+pub const GRACE_BOUNDS: Bounds = Bounds::new(0.0, 3600.0);
 
 fn hz_arg(s: &str) -> Result<f64, String> {
     HZ_BOUNDS.parse(s)

@@ -2,310 +2,106 @@
 //! saying its name, unit, help text, reader, CSV column, legend label, percent limit and
 //! Prometheus family.
 
-use super::{Def, Limit, Metric, Prom, Read, Unit};
-
-const MEM: Option<Limit> = Some(Limit::Memory);
-
-/// A Prometheus family with the row's help.
-const fn prom(name: &'static str) -> Option<Prom> {
-    Some(Prom { name, help: None })
-}
-
-/// A Prometheus family with a help of its own.
-const fn prom_with(name: &'static str, help: &'static str) -> Option<Prom> {
-    Some(Prom {
-        name,
-        help: Some(help),
-    })
-}
+use super::{Def, Limit, Metric, Read, Unit};
 
 /// Every metric, in [`Metric`] order.
 pub const TABLE: [Def; 24] = [
-    Def {
-        metric: Metric::Rss,
-        name: "rss",
-        unit: Unit::Bytes,
-        help: "resident memory of the process tree (VmRSS)",
-        read: Read::Sample(|s| Some(s.rss)),
-        csv: Some(("rss_kb", Read::Sample(|s| Some(s.rss)))),
-        legend: Some(("rss", 0)),
-        limit: MEM,
-        prom: prom("rss"),
-    },
-    Def {
-        metric: Metric::Peak,
-        name: "peak",
-        unit: Unit::Bytes,
-        help: "highest RSS since the previous sample (VmHWM, reset every sample)",
-        read: Read::Sample(|s| s.peak),
-        csv: Some(("peak_kb", Read::Sample(|s| s.peak))),
-        legend: Some(("▲", 1)),
-        limit: MEM,
-        prom: None,
-    },
-    Def {
-        metric: Metric::Anon,
-        name: "anon",
-        unit: Unit::Bytes,
-        help: "anonymous resident memory (RssAnon)",
-        read: Read::Sample(|s| s.anon),
-        csv: Some(("anon_kb", Read::Sample(|s| s.anon))),
-        legend: Some(("anon", 4)),
-        limit: MEM,
-        prom: prom("rss_anon"),
-    },
-    Def {
-        metric: Metric::File,
-        name: "file",
-        unit: Unit::Bytes,
-        help: "file-backed resident memory (RssFile)",
-        read: Read::Sample(|s| s.file),
-        csv: Some(("file_kb", Read::Sample(|s| s.file))),
-        legend: Some(("file", 7)),
-        limit: MEM,
-        prom: prom("rss_file"),
-    },
-    Def {
-        metric: Metric::Shmem,
-        name: "shmem",
-        unit: Unit::Bytes,
-        help: "shared resident memory (RssShmem)",
-        read: Read::Sample(|s| s.shmem),
-        csv: Some(("shmem_kb", Read::Sample(|s| s.shmem))),
-        legend: Some(("shm", 6)),
-        limit: MEM,
-        prom: prom("rss_shmem"),
-    },
-    Def {
-        metric: Metric::Pinned,
-        name: "pinned",
-        unit: Unit::Bytes,
-        help: "CUDA pinned host memory and mlocked memory (mapping table, smaps-checked; alerts take the larger of it and the prover's report)",
-        read: Read::Sample(|s| s.pinned),
-        // The CSV's one pinned column: measured, else what the prover reported.
-        csv: Some(("pinned_kb", Read::Sample(|s| s.pinned.or(s.pinned_reported)))),
-        legend: Some(("pin", 3)),
-        limit: MEM,
-        prom: None,
-    },
-    Def {
-        metric: Metric::PinnedReported,
-        name: "pinned_reported",
-        unit: Unit::Bytes,
-        help: "pinned host memory the prover reports (memory_report)",
-        read: Read::Sample(|s| s.pinned_reported),
-        csv: None,
-        legend: Some(("pin*", 5)),
-        limit: MEM,
-        prom: None,
-    },
-    Def {
-        metric: Metric::Gpu,
-        name: "gpu",
-        unit: Unit::Bytes,
-        help: "GPU memory used by the tree (NVML)",
-        read: Read::Sample(|s| s.gpu_used),
-        csv: Some(("gpu_kb", Read::Sample(|s| s.gpu_used))),
-        legend: Some(("gpu", 2)),
-        limit: MEM,
-        prom: None,
-    },
-    Def {
-        metric: Metric::MemAvailable,
-        name: "mem_available",
-        unit: Unit::Bytes,
-        help: "MemAvailable of the system",
-        read: Read::Sample(|s| s.mem_available),
-        csv: Some(("mem_available_kb", Read::Sample(|s| s.mem_available))),
-        legend: None,
-        limit: MEM,
-        prom: prom("mem_available"),
-    },
-    Def {
-        metric: Metric::Swap,
-        name: "swap",
-        unit: Unit::Bytes,
-        help: "swapped-out memory of the tree (VmSwap)",
-        read: Read::Sample(|s| s.swap),
-        csv: Some(("swap_kb", Read::Sample(|s| s.swap))),
-        legend: None,
-        limit: MEM,
-        prom: prom("swap"),
-    },
-    Def {
-        metric: Metric::Locked,
-        name: "locked",
-        unit: Unit::Bytes,
-        help: "mlocked memory of the tree (VmLck)",
-        read: Read::Sample(|s| s.locked),
-        csv: Some(("locked_kb", Read::Sample(|s| s.locked))),
-        legend: None,
-        limit: MEM,
-        prom: prom("locked"),
-    },
-    Def {
-        metric: Metric::PhaseDuration,
-        name: "phase_duration",
-        unit: Unit::Seconds,
-        help: "seconds the longest-running open phase has run",
-        read: Read::Engine,
-        csv: None,
-        legend: None,
-        limit: None,
-        prom: None,
-    },
-    Def {
-        metric: Metric::EventAge,
-        name: "event_age",
-        unit: Unit::Seconds,
-        help: "seconds since the prover's last event",
-        read: Read::Engine,
-        csv: None,
-        legend: None,
-        limit: None,
-        prom: None,
-    },
-    Def {
-        metric: Metric::PredictedFree,
-        name: "predicted_free",
-        unit: Unit::Bytes,
-        help: "memory expected to be left when the running proof peaks",
-        read: Read::Engine,
-        csv: None,
-        legend: None,
-        limit: MEM,
-        prom: prom_with(
-            "predicted_free",
-            "memory predicted to be left when the running proof peaks (negative: short by that much)",
-        ),
-    },
-    Def {
-        metric: Metric::TimeToOom,
-        name: "time_to_oom",
-        unit: Unit::Seconds,
-        help: "seconds until memory runs out at the RSS growth rate of the last seconds",
-        read: Read::Engine,
-        csv: None,
-        legend: None,
-        limit: None,
-        prom: prom_with(
-            "time_to_oom",
-            "seconds until memory runs out at the process tree's recent RSS growth (absent while it is not growing)",
-        ),
-    },
-    Def {
-        metric: Metric::Cpu,
-        name: "cpu",
-        unit: Unit::Cores,
-        help: "cores busy in the process tree (user + system CPU time per second; percent: of the host's cores online)",
-        read: Read::Usage(|u| u.cores),
-        csv: Some(("cores", Read::Usage(|u| u.cores))),
-        legend: None,
-        limit: Some(Limit::HostCores),
-        prom: prom_with(
-            "cpu",
-            "cores busy in the process tree (user + system CPU seconds per second, over the last usage interval)",
-        ),
-    },
-    Def {
-        metric: Metric::HostCpu,
-        name: "host_cpu",
-        unit: Unit::Cores,
-        help: "cores busy on the whole host (/proc/stat; percent: of its cores online)",
-        read: Read::Usage(|u| u.host_cores),
-        csv: Some(("host_cores", Read::Usage(|u| u.host_cores))),
-        legend: None,
-        limit: Some(Limit::HostCores),
-        prom: prom_with("host_cpu", "cores busy on the whole host (/proc/stat)"),
-    },
-    Def {
-        metric: Metric::Threads,
-        name: "threads",
-        unit: Unit::Count,
-        help: "threads in the process tree",
-        // A usage record always counts the threads; its first reading too.
-        read: Read::Usage(|u| Some(f64::from(u.threads))),
-        csv: Some(("threads", Read::Usage(|u| Some(f64::from(u.threads))))),
-        legend: None,
-        limit: None,
-        prom: prom("threads"),
-    },
-    Def {
-        metric: Metric::ReadBps,
-        name: "read_bps",
-        unit: Unit::BytesPerSecond,
-        help: "bytes read from storage per second by the tree (/proc/PID/io read_bytes)",
-        read: Read::Usage(|u| u.read_bps),
-        csv: Some(("read_bps", Read::Usage(|u| u.read_bps))),
-        legend: None,
-        limit: None,
-        prom: prom_with(
-            "read",
-            "bytes the process tree read from storage per second (absent when a process's /proc/PID/io is unreadable)",
-        ),
-    },
-    Def {
-        metric: Metric::WriteBps,
-        name: "write_bps",
-        unit: Unit::BytesPerSecond,
-        help: "bytes written to storage per second by the tree (/proc/PID/io write_bytes)",
-        read: Read::Usage(|u| u.write_bps),
-        csv: Some(("write_bps", Read::Usage(|u| u.write_bps))),
-        legend: None,
-        limit: None,
-        prom: prom_with(
-            "write",
-            "bytes the process tree wrote to storage per second",
-        ),
-    },
-    Def {
-        metric: Metric::MajorFaults,
-        name: "major_faults",
-        unit: Unit::PerSecond,
-        help: "major page faults per second in the tree (the first sign of swapping)",
-        read: Read::Usage(|u| u.major_faults),
-        csv: Some(("major_faults", Read::Usage(|u| u.major_faults))),
-        legend: None,
-        limit: None,
-        prom: prom_with(
-            "major_faults",
-            "major page faults per second in the process tree (the first sign of swapping)",
-        ),
-    },
-    Def {
-        metric: Metric::GpuUtil,
-        name: "gpu_util",
-        unit: Unit::Percent,
-        help: "utilisation of a GPU, percent (NVML; the highest over the GPUs, or gpu_util[N] for GPU N)",
-        read: Read::GpuSample(|g| g.utilization().map(f64::from)),
-        csv: Some(("util", Read::GpuSample(|g| g.utilization().map(f64::from)))),
-        legend: None,
-        limit: None,
-        prom: prom_with("gpu_utilization", "GPU utilization of the device (0 to 1)"),
-    },
-    Def {
-        metric: Metric::GpuMem,
-        name: "gpu_mem",
-        unit: Unit::Bytes,
-        help: "memory used on a GPU by every process, as nvidia-smi shows it (the highest over the GPUs, or gpu_mem[N]; percent: of that GPU's memory)",
-        read: Read::GpuSample(|g| Some(g.used as f64)),
-        csv: Some(("mem_kb", Read::GpuSample(|g| Some(g.used as f64)))),
-        legend: None,
-        limit: Some(Limit::GpuTotal),
-        prom: prom_with(
-            "gpu_device_memory_used",
-            "GPU memory used on the device by every process",
-        ),
-    },
-    Def {
-        metric: Metric::GpuTemp,
-        name: "gpu_temp",
-        unit: Unit::Celsius,
-        help: "temperature of a GPU, °C (the highest over the GPUs, or gpu_temp[N])",
-        read: Read::GpuUsage(|g| g.temp_c.map(f64::from)),
-        csv: Some(("temp_c", Read::GpuUsage(|g| g.temp_c.map(f64::from)))),
-        legend: None,
-        limit: None,
-        prom: prom_with("gpu_temperature", "temperature of the GPU (NVML)"),
-    },
+    Def::memory(Metric::Rss, "rss", Read::Sample(|s| Some(s.rss)))
+        .help("resident memory of the process tree (VmRSS)")
+        .csv("rss_kb")
+        .legend("rss", 0)
+        .prom("rss"),
+    Def::memory(Metric::Peak, "peak", Read::Sample(|s| s.peak))
+        .help("highest RSS since the previous sample (VmHWM, reset every sample)")
+        .csv("peak_kb")
+        .legend("▲", 1),
+    Def::memory(Metric::Anon, "anon", Read::Sample(|s| s.anon))
+        .help("anonymous resident memory (RssAnon)")
+        .csv("anon_kb")
+        .legend("anon", 4)
+        .prom("rss_anon"),
+    Def::memory(Metric::File, "file", Read::Sample(|s| s.file))
+        .help("file-backed resident memory (RssFile)")
+        .csv("file_kb")
+        .legend("file", 7)
+        .prom("rss_file"),
+    Def::memory(Metric::Shmem, "shmem", Read::Sample(|s| s.shmem))
+        .help("shared resident memory (RssShmem)")
+        .csv("shmem_kb")
+        .legend("shm", 6)
+        .prom("rss_shmem"),
+    // The CSV's one pinned column: measured, else what the prover reported.
+    Def::memory(Metric::Pinned, "pinned", Read::Sample(|s| s.pinned))
+        .help("CUDA pinned host memory and mlocked memory (mapping table, smaps-checked; alerts take the larger of it and the prover's report)")
+        .csv_of("pinned_kb", Read::Sample(|s| s.pinned.or(s.pinned_reported)))
+        .legend("pin", 3),
+    Def::memory(Metric::PinnedReported, "pinned_reported", Read::Sample(|s| s.pinned_reported))
+        .help("pinned host memory the prover reports (memory_report)")
+        .legend("pin*", 5),
+    Def::memory(Metric::Gpu, "gpu", Read::Sample(|s| s.gpu_used))
+        .help("GPU memory used by the tree (NVML)")
+        .csv("gpu_kb")
+        .legend("gpu", 2),
+    Def::memory(Metric::MemAvailable, "mem_available", Read::Sample(|s| s.mem_available))
+        .help("MemAvailable of the system")
+        .csv("mem_available_kb")
+        .prom("mem_available"),
+    Def::memory(Metric::Swap, "swap", Read::Sample(|s| s.swap))
+        .help("swapped-out memory of the tree (VmSwap)")
+        .csv("swap_kb")
+        .prom("swap"),
+    Def::memory(Metric::Locked, "locked", Read::Sample(|s| s.locked))
+        .help("mlocked memory of the tree (VmLck)")
+        .csv("locked_kb")
+        .prom("locked"),
+    Def::new(Metric::PhaseDuration, "phase_duration", Unit::Seconds, Read::Engine)
+        .help("seconds the longest-running open phase has run"),
+    Def::new(Metric::EventAge, "event_age", Unit::Seconds, Read::Engine)
+        .help("seconds since the prover's last event"),
+    Def::memory(Metric::PredictedFree, "predicted_free", Read::Engine)
+        .help("memory expected to be left when the running proof peaks")
+        .prom_with("predicted_free", "memory predicted to be left when the running proof peaks (negative: short by that much)"),
+    Def::new(Metric::TimeToOom, "time_to_oom", Unit::Seconds, Read::Engine)
+        .help("seconds until memory runs out at the RSS growth rate of the last seconds")
+        .prom_with("time_to_oom", "seconds until memory runs out at the process tree's recent RSS growth (absent while it is not growing)"),
+    Def::new(Metric::Cpu, "cpu", Unit::Cores, Read::Usage(|u| u.cores))
+        .help("cores busy in the process tree (user + system CPU time per second; percent: of the host's cores online)")
+        .csv("cores")
+        .limit(Limit::HostCores)
+        .prom_with("cpu", "cores busy in the process tree (user + system CPU seconds per second, over the last usage interval)"),
+    Def::new(Metric::HostCpu, "host_cpu", Unit::Cores, Read::Usage(|u| u.host_cores))
+        .help("cores busy on the whole host (/proc/stat; percent: of its cores online)")
+        .csv("host_cores")
+        .limit(Limit::HostCores)
+        .prom_with("host_cpu", "cores busy on the whole host (/proc/stat)"),
+    // A usage record always counts the threads; its first reading too.
+    Def::new(Metric::Threads, "threads", Unit::Count, Read::Usage(|u| Some(f64::from(u.threads))))
+        .help("threads in the process tree")
+        .csv("threads")
+        .prom("threads"),
+    Def::new(Metric::ReadBps, "read_bps", Unit::BytesPerSecond, Read::Usage(|u| u.read_bps))
+        .help("bytes read from storage per second by the tree (/proc/PID/io read_bytes)")
+        .csv("read_bps")
+        .prom_with("read", "bytes the process tree read from storage per second (absent when a process's /proc/PID/io is unreadable)"),
+    Def::new(Metric::WriteBps, "write_bps", Unit::BytesPerSecond, Read::Usage(|u| u.write_bps))
+        .help("bytes written to storage per second by the tree (/proc/PID/io write_bytes)")
+        .csv("write_bps")
+        .prom_with("write", "bytes the process tree wrote to storage per second"),
+    Def::new(Metric::MajorFaults, "major_faults", Unit::PerSecond, Read::Usage(|u| u.major_faults))
+        .help("major page faults per second in the tree (the first sign of swapping)")
+        .csv("major_faults")
+        .prom_with("major_faults", "major page faults per second in the process tree (the first sign of swapping)"),
+    Def::new(Metric::GpuUtil, "gpu_util", Unit::Percent, Read::GpuSample(|g| g.utilization().map(f64::from)))
+        .help("utilisation of a GPU, percent (NVML; the highest over the GPUs, or gpu_util[N] for GPU N)")
+        .csv("util")
+        .prom_with("gpu_utilization", "GPU utilization of the device (0 to 1)"),
+    Def::new(Metric::GpuMem, "gpu_mem", Unit::Bytes, Read::GpuSample(|g| Some(g.used as f64)))
+        .help("memory used on a GPU by every process, as nvidia-smi shows it (the highest over the GPUs, or gpu_mem[N]; percent: of that GPU's memory)")
+        .csv("mem_kb")
+        .limit(Limit::GpuTotal)
+        .prom_with("gpu_device_memory_used", "GPU memory used on the device by every process"),
+    Def::new(Metric::GpuTemp, "gpu_temp", Unit::Celsius, Read::GpuUsage(|g| g.temp_c.map(f64::from)))
+        .help("temperature of a GPU, °C (the highest over the GPUs, or gpu_temp[N])")
+        .csv("temp_c")
+        .prom_with("gpu_temperature", "temperature of the GPU (NVML)"),
 ];

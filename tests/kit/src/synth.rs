@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use provetop_shared::protocol::{ProverConfig, ProverState};
+use provetop_shared::protocol::{ProverConfig, ProverState, KNOWN_PHASES};
 use provetop_shared::session::{SessionHeader, SessionWriter};
 use provetop_shared::units::{GIB, MIB};
 use provetop_shared::{Backend, BatchMode, Event, Phase, Record, RecordBody, Sample, SrsSource};
@@ -48,14 +48,14 @@ impl Default for SynthConfig {
     }
 }
 
-const PROVE_STEPS: [Phase; 6] = [
-    Phase::FftH,
-    Phase::MsmH,
-    Phase::MsmL,
-    Phase::MsmAB1,
-    Phase::MsmB2,
-    Phase::Verify,
-];
+/// The proving steps after the GPU's setup, in the known phases' order (FFT, the MSMs, verify).
+fn prove_steps() -> &'static [Phase] {
+    let from = KNOWN_PHASES
+        .iter()
+        .position(|p| *p == Phase::FftH)
+        .unwrap_or(0);
+    &KNOWN_PHASES[from..]
+}
 
 /// The stream.
 pub struct Synth {
@@ -146,7 +146,7 @@ impl Synth {
                 );
             }
         }
-        for (k, ph) in PROVE_STEPS.iter().enumerate() {
+        for (k, ph) in prove_steps().iter().enumerate() {
             let s = 0.45 + 0.075 * k as f64;
             let e = s + 0.075;
             if cross(s) {

@@ -17,31 +17,15 @@ pub const DEFAULT_USAGE_HZ: f64 = 2.0;
 
 /// Sample rates the sampler accepts: at most 100 s between samples (the schedule
 /// `start + period·k` stays far from `Instant`'s limits), at least 1 ms.
-pub const HZ_BOUNDS: Bounds = Bounds {
-    lo: 0.01,
-    hi: 1000.0,
-    zero_is_off: false,
-};
+pub const HZ_BOUNDS: Bounds = Bounds::new(0.01, 1000.0);
 /// smaps duty: 0 turns the reader off.
-pub const SMAPS_DUTY_BOUNDS: Bounds = Bounds {
-    lo: 0.0,
-    hi: 1.0,
-    zero_is_off: true,
-};
+pub const SMAPS_DUTY_BOUNDS: Bounds = Bounds::or_off(0.0, 1.0);
 /// GPU rates: 0 turns GPU sampling off; otherwise at most 100 s between readings.
-pub const GPU_HZ_BOUNDS: Bounds = Bounds {
-    lo: 0.01,
-    hi: 100.0,
-    zero_is_off: true,
-};
+pub const GPU_HZ_BOUNDS: Bounds = Bounds::or_off(0.01, 100.0);
 
 /// Usage rates: 0 turns usage readings off; otherwise at most 100 s between readings (the
 /// reading runs inside the sample tick, so it never comes more often than the sample rate).
-pub const USAGE_HZ_BOUNDS: Bounds = Bounds {
-    lo: 0.01,
-    hi: 1000.0,
-    zero_is_off: true,
-};
+pub const USAGE_HZ_BOUNDS: Bounds = Bounds::or_off(0.01, 1000.0);
 
 /// The values a float setting may take: finite, `lo..=hi`, and 0 when 0 means "off".
 ///
@@ -57,6 +41,24 @@ pub struct Bounds {
 }
 
 impl Bounds {
+    /// Values from `lo` to `hi`.
+    pub const fn new(lo: f64, hi: f64) -> Bounds {
+        Bounds {
+            lo,
+            hi,
+            zero_is_off: false,
+        }
+    }
+
+    /// Values from `lo` to `hi`, or 0 for off.
+    pub const fn or_off(lo: f64, hi: f64) -> Bounds {
+        Bounds {
+            lo,
+            hi,
+            zero_is_off: true,
+        }
+    }
+
     /// `x` when it is in range, else "out of range (LO to HI)".
     pub fn check(&self, x: f64) -> Result<f64, String> {
         let ok =
