@@ -2,7 +2,7 @@
 //! CUDA pinned host memory seen in smaps (`/dev/nvidia*` mappings).
 //!
 //! Needs an NVIDIA GPU and python3 with PyTorch, so it is ignored by default; run it there with
-//! `cargo test -p provetop-collect --test gpu -- --ignored --nocapture`.
+//! `cargo test -p provetop-collect --test collect gpu:: -- --ignored --nocapture`.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
