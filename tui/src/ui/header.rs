@@ -47,7 +47,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 Span::styled(format!("‖ pid {pid} {how}"), t.warn())
             } else if m.prover.state == Some(ProverState::Paused) {
                 // A pause lets the proofs in flight finish: say so until they have.
-                let word = if m.running.is_empty() {
+                let word = if m.proofs.running.is_empty() {
                     "paused"
                 } else {
                     "pausing"
@@ -280,7 +280,8 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     // At this rate, when does memory run out? (the trend forecast, for any process): under
     // the horizon, in red and kept. A `time_to_oom` rule that fires sets a horizon of its own.
     let rule_fires = m
-        .active_alerts
+        .alerts
+        .active
         .iter()
         .any(|a| a.alert.metric == Metric::TimeToOom.name());
     if let Some(secs) = m
@@ -309,7 +310,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             ],
         ));
     }
-    let drops = m.dropped_samples;
+    let drops = m.notes.dropped_samples;
     l2.push(Item::new(
         if drops > 0 { 2 } else { 6 },
         vec![
@@ -320,19 +321,22 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             ),
         ],
     ));
-    if m.dropped_events > 0 {
+    if m.notes.dropped_events > 0 {
         l2.push(Item::new(
             2,
             vec![Span::styled(
-                format!(" events dropped {}", m.dropped_events),
+                format!(" events dropped {}", m.notes.dropped_events),
                 t.warn(),
             )],
         ));
     }
-    if m.bad_lines > 0 {
+    if m.notes.bad_lines > 0 {
         l2.push(Item::new(
             2,
-            vec![Span::styled(format!(" bad {}", m.bad_lines), t.warn())],
+            vec![Span::styled(
+                format!(" bad {}", m.notes.bad_lines),
+                t.warn(),
+            )],
         ));
     }
     if app.recording_failing {
@@ -341,9 +345,9 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             vec![sep(), Span::styled("✖ rec failing", t.bad())],
         ));
     }
-    if let Some(a) = m.active_alerts.iter().max_by_key(|a| a.alert.level) {
-        let more = if m.active_alerts.len() > 1 {
-            format!(" +{}", m.active_alerts.len() - 1)
+    if let Some(a) = m.alerts.active.iter().max_by_key(|a| a.alert.level) {
+        let more = if m.alerts.active.len() > 1 {
+            format!(" +{}", m.alerts.active.len() - 1)
         } else {
             String::new()
         };

@@ -63,7 +63,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
 
     let mut items: Vec<Item> = Vec::new();
     if prover_phases(m) {
-        if let Some(p) = m.running.last() {
+        if let Some(p) = m.proofs.running.last() {
             items.push(Item::new(
                 2,
                 vec![
@@ -71,7 +71,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
                     Span::styled(inert(&m.current_phase_text()).into_owned(), t.bold()),
                 ],
             ));
-        } else if let Some(p) = m.proofs.back() {
+        } else if let Some(p) = m.proofs.finished.back() {
             items.push(Item::new(
                 2,
                 vec![Span::styled(format!("last proof {} ", p.proof_id), t.dim())],
