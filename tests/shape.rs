@@ -389,7 +389,8 @@ type Graph = BTreeMap<String, BTreeSet<String>>;
 /// The import graph between the modules of every folder of one crate's sources, given as
 /// (path relative to `src`, text): folder (`""` for `src`, `"model"`, `"monitor/metrics"`) →
 /// graph. See the module docs for what counts.
-fn folder_graphs(files: &[(String, String)]) -> BTreeMap<String, Graph> {
+fn folder_graphs(files: Vec<(String, String)>) -> BTreeMap<String, Graph> {
+    let files = product_files(files);
     let dirs: BTreeSet<String> = files
         .iter()
         .filter_map(|(p, _)| p.rsplit_once('/').map(|(d, _)| d.to_string()))
@@ -401,8 +402,7 @@ fn folder_graphs(files: &[(String, String)]) -> BTreeMap<String, Graph> {
         })
         .collect();
     let mut modules = Vec::new();
-    let mut test_files: BTreeSet<Vec<String>> = BTreeSet::new();
-    for (rel, text) in files {
+    for (rel, text) in &files {
         // `main.rs` beside `lib.rs` is another crate.
         if rel == "main.rs" && files.iter().any(|(p, _)| p == "lib.rs") {
             continue;
@@ -426,17 +426,13 @@ fn folder_graphs(files: &[(String, String)]) -> BTreeMap<String, Graph> {
                 (parts, own)
             }
         };
-        let (code, tests) = product_code(text);
-        for t in tests {
-            test_files.insert(path.iter().cloned().chain([t]).collect());
-        }
+        let code = product_code(text).0;
         modules.push(Module {
             path,
             own_file,
             code,
         });
     }
-    modules.retain(|m| !test_files.iter().any(|t| m.path.starts_with(t)));
     // The nodes of each folder, and the names a folder's own file imports from them.
     let mut nodes: BTreeMap<Vec<String>, BTreeSet<String>> = BTreeMap::new();
     for m in &modules {
@@ -586,7 +582,7 @@ fn circles(graph: &Graph) -> Vec<Vec<String>> {
 fn no_module_of_a_folder_imports_one_that_imports_it_back() {
     let mut found = Vec::new();
     for dir in CIRCLE_ROOTS {
-        let graphs = folder_graphs(&sources(dir));
+        let graphs = folder_graphs(sources(dir));
         if *dir == "tui/src" {
             let top = &graphs[""];
             assert!(top.len() > 20, "the scan found the modules: {top:?}");
@@ -610,7 +606,7 @@ fn graphs_of(files: &[(&str, &str)]) -> BTreeMap<String, Graph> {
         .iter()
         .map(|(p, t)| (p.to_string(), t.to_string()))
         .collect();
-    folder_graphs(&files)
+    folder_graphs(files)
 }
 
 fn edges(g: &Graph) -> Vec<(String, String)> {
@@ -715,33 +711,38 @@ fn functions(text: &str) -> Vec<(String, usize, usize)> {
     out
 }
 
+/// `files` (path relative to a crate's `src`, text) without those only tests declare
+/// (`#[cfg(test)] mod tests;` in `x.rs` or `x/mod.rs` is `x/tests.rs` or `x/tests/…`).
+fn product_files(files: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut test_mods: Vec<String> = Vec::new();
+    for (rel, text) in &files {
+        let stem = rel.trim_end_matches(".rs");
+        let folder = match stem.strip_suffix("mod").or(stem.strip_suffix("lib")) {
+            Some(d) if d.is_empty() || d.ends_with('/') => d.to_string(),
+            _ if stem == "main" => String::new(),
+            _ => format!("{stem}/"),
+        };
+        for t in product_code(text).1 {
+            test_mods.push(format!("{folder}{t}"));
+        }
+    }
+    files
+        .into_iter()
+        .filter(|(rel, _)| {
+            let stem = rel.trim_end_matches(".rs").trim_end_matches("/mod");
+            !test_mods
+                .iter()
+                .any(|t| stem == t || stem.starts_with(&format!("{t}/")))
+        })
+        .collect()
+}
+
 /// Every product function over [`MOST_FN_LINES`] lines: (file, name, line, lines).
 fn long_functions() -> Vec<(String, String, usize, usize)> {
     let mut out = Vec::new();
     for dir in FN_ROOTS {
-        let files = sources(dir);
-        // Files that only tests declare.
-        let mut test_files: Vec<String> = Vec::new();
-        for (rel, text) in &files {
-            let folder = match rel.rsplit_once('/') {
-                Some((d, f)) if matches!(f, "mod.rs") => format!("{d}/"),
-                Some((d, f)) => format!("{d}/{}/", f.trim_end_matches(".rs")),
-                None if matches!(rel.as_str(), "lib.rs" | "main.rs") => String::new(),
-                None => format!("{}/", rel.trim_end_matches(".rs")),
-            };
-            for t in product_code(text).1 {
-                test_files.push(format!("{folder}{t}"));
-            }
-        }
-        for (rel, text) in &files {
-            let stem = rel.trim_end_matches(".rs").trim_end_matches("/mod");
-            if test_files
-                .iter()
-                .any(|t| stem == t || stem.starts_with(&format!("{t}/")))
-            {
-                continue;
-            }
-            for (name, line, lines) in functions(text) {
+        for (rel, text) in product_files(sources(dir)) {
+            for (name, line, lines) in functions(&text) {
                 if lines > MOST_FN_LINES {
                     out.push((format!("{dir}/{rel}"), name, line, lines));
                 }
