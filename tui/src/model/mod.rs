@@ -18,10 +18,10 @@
 //! ([`Log`], which the others write to), [`runs`] ([`ThresholdRuns`]), [`usage`]
 //! ([`UsageState`]: cores and GPUs busy, overlap per mode); the sample series is
 //! [`crate::series`]. Beside them: [`span`] (the span types, a leaf every domain may import),
-//! [`effects`] and [`bounded`].
+//! [`effects`] and `bounded.rs`.
 
 pub mod alerts;
-pub mod bounded;
+mod bounded;
 pub mod child;
 pub mod effects;
 pub mod log;
@@ -41,7 +41,7 @@ use provetop_shared::forecast::Forecast;
 use provetop_shared::{BatchMode, Record, RecordBody, Sample, Usage};
 
 pub use alerts::{ActiveAlert, Alerts};
-pub use bounded::push_bounded;
+use bounded::push_bounded;
 pub use child::{ChildStatus, Notes};
 pub use effects::{Effect, Effects, SpanSource};
 pub use log::{Log, LogEntry, LogLevel, Logged};
