@@ -154,6 +154,7 @@ fn the_alignment_key_cycles_start_and_each_proof_and_the_cursor_gives_both_value
     let both = b
         .model()
         .proofs
+        .finished
         .iter()
         .filter(|p| p.ok == Some(true))
         .count()
@@ -189,6 +190,7 @@ fn the_alignment_key_cycles_start_and_each_proof_and_the_cursor_gives_both_value
     let mut base_starts: Vec<u64> = b
         .model()
         .proofs
+        .finished
         .iter()
         .filter(|p| p.ok == Some(true))
         .map(|p| p.start)

@@ -216,10 +216,11 @@ fn an_arkworks_prover_shows_its_proofs_and_phases_through_the_tracing_layer() {
     // events pipe are read apart, so lines read before its hello is counted may still be
     // recorded as derived events; the model leaves them out.)
     assert!(!model.has_derived());
-    assert!(model.spans.iter().all(|s| !s.derived));
+    assert!(model.spans.closed.iter().all(|s| !s.derived));
     assert_eq!(
         model
             .spans
+            .closed
             .iter()
             .filter(|s| s.phase == Phase::Prove)
             .count(),
@@ -242,6 +243,7 @@ fn an_arkworks_prover_with_its_protocol_off_shows_its_phases_through_print_trace
     assert!(model.has_derived());
     let proves: Vec<_> = model
         .spans
+        .closed
         .iter()
         .filter(|s| s.phase == Phase::Prove)
         .collect();
@@ -280,6 +282,7 @@ fn protocol_doc_example(lang: &str) -> String {
 fn assert_doc_prover_lands(recs: &[Record], err: &str, model: &Model) {
     let on_timeline: Vec<&str> = model
         .spans
+        .closed
         .iter()
         .filter(|s| !s.derived)
         .map(|s| s.phase.as_str())
@@ -391,7 +394,7 @@ fn the_recorded_filecoin_seal_has_every_sealing_phase_from_its_log_lines_alone()
 fn the_recorded_filecoin_seal_replays_with_c2s_synthesis_and_proving_inside_c2_on_the_timeline() {
     let store = provetop::store::Store::open(&filecoin_asset()).unwrap();
     let model = store.model_at(store.end());
-    let spans = &model.spans;
+    let spans = &model.spans.closed;
     let find = |name: &str| {
         spans
             .iter()
@@ -411,7 +414,7 @@ fn the_recorded_filecoin_seal_replays_with_c2s_synthesis_and_proving_inside_c2_o
     let c2 = find("seal_commit_phase2");
     let (synth, prove) = (find("synthesis"), find("prove"));
     assert!(synth.derived && prove.derived);
-    let end = |s: &provetop::model::spans::PhaseSpan| s.end.unwrap();
+    let end = |s: &provetop::model::PhaseSpan| s.end.unwrap();
     assert!(c2.start <= synth.start && end(synth) <= prove.start && end(prove) <= end(c2));
     // The threshold classifier's view is unchanged by the phases (the whole seal stays under
     // the first band on this small sector): classify reads the recording without a complaint.
@@ -515,8 +518,8 @@ fn phases_read_from_a_childs_logs_before_its_hello_give_way_to_its_protocol() {
         },
     ));
     assert!(!model.has_derived());
-    assert!(model.open.is_empty(), "{:?}", model.open);
-    assert!(model.spans.is_empty());
+    assert!(model.spans.open.is_empty(), "{:?}", model.spans.open);
+    assert!(model.spans.closed.is_empty());
 }
 
 #[test]

@@ -481,7 +481,12 @@ fn the_model_draws_derived_phases_marked_as_such_and_ignores_them_once_the_proto
         m.apply(r);
     }
     assert!(m.has_derived() && !m.has_events());
-    let prove: Vec<_> = m.spans.iter().filter(|s| s.phase == Phase::Prove).collect();
+    let prove: Vec<_> = m
+        .spans
+        .closed
+        .iter()
+        .filter(|s| s.phase == Phase::Prove)
+        .collect();
     assert_eq!(prove.len(), 1);
     assert!(prove[0].derived, "marked as read from logs");
     assert!((prove[0].duration_s.unwrap() - 20.999).abs() < 1e-3);
@@ -498,7 +503,7 @@ fn the_model_draws_derived_phases_marked_as_such_and_ignores_them_once_the_proto
     for r in &recs {
         m.apply(r);
     }
-    assert!(m.spans.is_empty() && m.open.is_empty());
+    assert!(m.spans.closed.is_empty() && m.spans.open.is_empty());
     assert_eq!(m.derived_ignored, recs.len() as u64);
 }
 

@@ -36,9 +36,10 @@ fn synthetic_session_is_shaped_like_a_prover() {
     }
     assert_eq!(m.series.total(), 1200);
     assert!(m.prover.proofs_done >= 6, "{}", m.prover.proofs_done);
-    assert!(m.spans.iter().any(|s| s.phase == Phase::MsmH));
+    assert!(m.spans.closed.iter().any(|s| s.phase == Phase::MsmH));
     assert!(
         m.spans
+            .closed
             .iter()
             .filter(|s| s.phase == Phase::Synthesis)
             .count()

@@ -207,7 +207,13 @@ fn proof_finished(
 
 /// End what the synthetic session left in flight, so a test starts with no proof running.
 fn finish_running(app: &mut App) {
-    let open: Vec<u64> = app.model.running.iter().map(|p| p.proof_id).collect();
+    let open: Vec<u64> = app
+        .model
+        .proofs
+        .running
+        .iter()
+        .map(|p| p.proof_id)
+        .collect();
     for id in open {
         feed(app, proof_finished(id, BatchMode::Single, 1.0, None, false));
     }

@@ -65,7 +65,7 @@ fn main() {
         m.series.history_len(),
         m.series.bucket_ns() / 1_000_000_000,
         m.series.heap_bytes() as f64 / (1 << 20) as f64,
-        m.spans.len(),
+        m.spans.closed.len(),
         rss0 as f64 / 1024.0,
         status_kib("VmRSS:") as f64 / 1024.0,
         status_kib("VmHWM:") as f64 / 1024.0,

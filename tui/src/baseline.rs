@@ -189,8 +189,9 @@ impl Baseline {
             Align::EachProof => {
                 let mut starts: Vec<u64> = shown
                     .proofs
+                    .finished
                     .iter()
-                    .chain(shown.running.iter())
+                    .chain(shown.proofs.running.iter())
                     .map(|p| p.start)
                     .collect();
                 starts.sort_unstable();

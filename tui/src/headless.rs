@@ -16,14 +16,14 @@ use crate::settings::Setup;
 /// What the screen's header would show: the counts of what went wrong on the way in.
 pub fn report(m: &Model, recorded: Option<std::path::PathBuf>) {
     let mut lost = Vec::new();
-    if m.bad_lines > 0 {
-        lost.push(format!("{} bad event lines", m.bad_lines));
+    if m.notes.bad_lines > 0 {
+        lost.push(format!("{} bad event lines", m.notes.bad_lines));
     }
-    if m.dropped_events > 0 {
-        lost.push(format!("{} events dropped", m.dropped_events));
+    if m.notes.dropped_events > 0 {
+        lost.push(format!("{} events dropped", m.notes.dropped_events));
     }
-    if m.dropped_samples > 0 {
-        lost.push(format!("{} samples dropped", m.dropped_samples));
+    if m.notes.dropped_samples > 0 {
+        lost.push(format!("{} samples dropped", m.notes.dropped_samples));
     }
     if !lost.is_empty() {
         crate::say!("provetop: {}", lost.join(", "));

@@ -222,7 +222,7 @@ impl Store {
                                 self.between_ns += hi - t0;
                             }
                         }
-                        let idle = model.open.is_empty();
+                        let idle = model.spans.open.is_empty();
                         if idle {
                             self.between.add(s.rss);
                         }
@@ -259,7 +259,7 @@ impl Store {
             self.between_ns += hi - t0;
         }
         self.loaded.records = records;
-        self.spans.extend(model.open.with_stats());
+        self.spans.extend(model.spans.open.with_stats());
     }
 
     /// The file this came from.
@@ -425,14 +425,14 @@ fn estimate_bytes(m: &Model) -> usize {
     // An open span also sits in the key index and the per-phase count.
     m.series.heap_bytes()
         + m.usage.heap_bytes()
-        + 512 * (m.open.len() + m.running.len())
+        + 512 * (m.spans.open.len() + m.proofs.running.len())
         + 256
-            * (m.spans.len()
-                + m.proofs.len()
+            * (m.spans.closed.len()
+                + m.proofs.finished.len()
                 + m.log.len()
-                + m.marks.len()
-                + m.alert_history.len()
-                + m.controls.len())
+                + m.notes.marks.len()
+                + m.alerts.history.len()
+                + m.notes.controls.len())
 }
 
 /// One row of the prover-phase table.

@@ -11,8 +11,8 @@
 use provetop_shared::protocol::{BatchMode, Event};
 use provetop_shared::units::fmt_bytes;
 
-use super::state::{Ctl, Shared};
-use crate::job::{Outcome, ProofSpec};
+use crate::events::Emitter;
+use crate::job::{Outcome, ProofSpec, Workload};
 use crate::modes;
 
 /// Measured memory cost of earlier proofs.
@@ -24,35 +24,40 @@ pub(super) struct MemModel {
     proofs: u32,
 }
 
-impl Shared {
-    /// Predicted peak bytes of a proof in `mode`, the bytes per constraint it assumes, and
-    /// whether that figure was measured.
-    fn predict(&self, c: &Ctl, mode: BatchMode) -> (u64, f64, bool) {
-        let w = &self.workload;
+impl MemModel {
+    /// Predicted peak bytes of a proof of `w` in `mode` above the resident `floor`, the bytes
+    /// per constraint it assumes, and whether that figure was measured.
+    fn predict(&self, floor: u64, w: &Workload, mode: BatchMode) -> (u64, f64, bool) {
         let live = modes::live_constraints(
             mode,
             mode.sectors_per_proof(),
             w.partitions,
             w.layout.constraints,
         );
-        let (bpc, measured) = match c.mem.bytes_per_constraint {
+        let (bpc, measured) = match self.bytes_per_constraint {
             Some(b) => (b, true),
             None => (modes::PRIOR_BYTES_PER_CONSTRAINT, false),
         };
-        (c.floor + (bpc * live as f64) as u64, bpc, measured)
+        (floor + (bpc * live as f64) as u64, bpc, measured)
     }
 
-    /// Why a switch to `mode` is refused, if the budget refuses it.
-    pub(super) fn over_budget(&self, c: &Ctl, mode: BatchMode) -> Option<String> {
-        let budget = self.mem_budget?;
-        let (peak, bpc, measured) = self.predict(c, mode);
+    /// Why a switch to `mode` is refused, if `budget` refuses it.
+    pub(super) fn over_budget(
+        &self,
+        budget: Option<u64>,
+        floor: u64,
+        w: &Workload,
+        mode: BatchMode,
+    ) -> Option<String> {
+        let budget = budget?;
+        let (peak, bpc, measured) = self.predict(floor, w, mode);
         if peak <= budget {
             return None;
         }
         let basis = if measured {
             format!(
                 "{bpc:.0} B/constraint measured over {} proof(s)",
-                c.mem.proofs
+                self.proofs
             )
         } else {
             format!("{bpc:.0} B/constraint assumed (no proof measured yet)")
@@ -61,14 +66,16 @@ impl Shared {
             "predicted peak {} exceeds --mem-budget {} ({basis}, resident floor {})",
             fmt_bytes(peak),
             fmt_bytes(budget),
-            fmt_bytes(c.floor),
+            fmt_bytes(floor),
         ))
     }
 
-    /// Learn from a proof that ended. `overlap`: most proofs alive at once while it ran.
+    /// Learn from a proof of `w` that ended (its measurement logged on `emitter`).
+    /// `overlap`: most proofs alive at once while it ran.
     pub(super) fn measure(
-        &self,
-        c: &mut Ctl,
+        &mut self,
+        emitter: &Emitter,
+        w: &Workload,
         spec: &ProofSpec,
         mode: BatchMode,
         out: &Outcome,
@@ -76,13 +83,13 @@ impl Shared {
     ) {
         // Pipelined proofs that did not overlap held one sector, not D.
         let live = match mode {
-            BatchMode::Pipelined(_) => overlap.max(1) as u64 * spec.constraints(&self.workload),
+            BatchMode::Pipelined(_) => overlap.max(1) as u64 * spec.constraints(w),
             _ => out.live_constraints,
         };
         if out.ok && out.verified {
             if let Some(ws) = out.working_set {
                 let bpc = ws as f64 / live.max(1) as f64;
-                self.emitter.emit(Event::Log {
+                emitter.emit(Event::Log {
                     level: "info".into(),
                     target: "provetop_prover::heap".into(),
                     message: format!(
@@ -92,9 +99,9 @@ impl Shared {
                         live
                     ),
                 });
-                let m = &mut c.mem;
-                m.bytes_per_constraint = Some(m.bytes_per_constraint.map_or(bpc, |b| b.max(bpc)));
-                m.proofs += 1;
+                self.bytes_per_constraint =
+                    Some(self.bytes_per_constraint.map_or(bpc, |b| b.max(bpc)));
+                self.proofs += 1;
             }
         }
     }

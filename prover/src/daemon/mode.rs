@@ -21,7 +21,10 @@ impl Shared {
             });
             return;
         }
-        if let Some(reason) = self.over_budget(c, mode) {
+        if let Some(reason) = c
+            .mem
+            .over_budget(self.mem_budget, c.floor, &self.workload, mode)
+        {
             self.emitter.emit(Event::ModeRefused {
                 requested: mode,
                 reason,

@@ -193,7 +193,8 @@ pub(super) fn prove_queue(shared: &Shared, backend: &Backend, cfg: &Config) -> T
 fn account(shared: &Shared, spec: &ProofSpec, mode: BatchMode, out: &job::Outcome, overlap: usize) {
     let mut c = shared.lock();
     c.running = c.running.saturating_sub(1);
-    shared.measure(&mut c, spec, mode, out, overlap);
+    c.mem
+        .measure(&shared.emitter, &shared.workload, spec, mode, out, overlap);
 }
 
 /// Join a proof in flight: counts, a mode switch that waited for it, the state.

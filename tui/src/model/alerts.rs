@@ -1,10 +1,12 @@
 //! Alerts as the stream records them: which fire now, and every change.
 
+use std::collections::VecDeque;
+
 use provetop_shared::{Alert, AlertState};
 
+use super::bounded::push_bounded;
 use super::effects::{Effect, Effects};
-use super::log::Logged;
-use super::{push_bounded, Model};
+use super::log::{Log, Logged};
 
 /// Most alert changes kept.
 pub const MAX_ALERTS: usize = 10_000;
@@ -17,29 +19,39 @@ pub struct ActiveAlert {
     pub alert: Alert,
 }
 
-impl Model {
-    pub(super) fn on_alert(&mut self, t: u64, a: &Alert, fx: &mut Effects) {
+/// The alerts of a stream.
+#[derive(Debug, Clone, Default)]
+pub struct Alerts {
+    /// Alerts firing now.
+    pub active: Vec<ActiveAlert>,
+    /// Every alert change, oldest first.
+    pub history: VecDeque<(u64, Alert)>,
+}
+
+impl Alerts {
+    /// An alert record at `t`.
+    pub fn apply(&mut self, t: u64, a: &Alert, log: &mut Log, fx: &mut Effects) {
         match a.state {
             AlertState::Firing => {
-                self.active_alerts.retain(|x| x.alert.rule != a.rule);
-                self.active_alerts.push(ActiveAlert {
+                self.active.retain(|x| x.alert.rule != a.rule);
+                self.active.push(ActiveAlert {
                     since: t,
                     alert: a.clone(),
                 });
                 fx.push(Effect::AlertFired(a.clone()));
             }
             AlertState::Cleared => {
-                self.active_alerts.retain(|x| x.alert.rule != a.rule);
+                self.active.retain(|x| x.alert.rule != a.rule);
                 fx.push(Effect::AlertCleared(a.clone()));
             }
         }
-        push_bounded(&mut self.alert_history, (t, a.clone()), MAX_ALERTS);
-        self.push_log(t, Logged::Alert(a.clone()));
+        push_bounded(&mut self.history, (t, a.clone()), MAX_ALERTS);
+        log.push(t, Logged::Alert(a.clone()));
     }
 
-    /// Alert times (firing) in the model, for `a`/`A` navigation.
-    pub fn alert_times(&self) -> impl Iterator<Item = u64> + '_ {
-        self.alert_history
+    /// Alert times (firing), for `a`/`A` navigation.
+    pub fn times(&self) -> impl Iterator<Item = u64> + '_ {
+        self.history
             .iter()
             .filter(|(_, a)| a.state == AlertState::Firing)
             .map(|(t, _)| *t)

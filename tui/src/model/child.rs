@@ -1,11 +1,14 @@
-//! The supervised (or watched) process, and what the monitor itself notes in the stream:
-//! child lifecycle, restarts, dropped records, bad protocol lines, warnings, notes.
+//! The supervised (or watched) process ([`ChildStatus`]), and what the monitor itself notes
+//! in the stream ([`Notes`]): child lifecycle, restarts, dropped records, bad protocol lines,
+//! warnings, notes, and the controls it sent.
 
-use provetop_shared::Mark;
+use std::collections::VecDeque;
 
+use provetop_shared::{Control, Mark};
+
+use super::bounded::push_bounded;
 use super::effects::{Effect, Effects};
-use super::log::Logged;
-use super::{push_bounded, Model};
+use super::log::{Log, Logged};
 
 /// Most marks kept.
 pub const MAX_MARKS: usize = 10_000;
@@ -40,32 +43,18 @@ pub enum ChildStatus {
     Restarting { attempt: u32, backoff_s: f64 },
 }
 
-impl Model {
-    /// The running child `pid` was stopped (`Some`: how) or continued (`None`).
-    fn set_stopped(&mut self, pid: u32, how: Option<String>) {
-        if let ChildStatus::Running {
-            pid: running,
-            stopped,
-            ..
-        } = &mut self.child
-        {
-            if *running == pid {
-                *stopped = how;
-            }
-        }
-    }
-
-    pub(super) fn on_mark(&mut self, t: u64, m: &Mark, fx: &mut Effects) {
-        let logged = match m {
+impl ChildStatus {
+    /// A mark at `t`: the child's lifecycle.
+    pub fn apply(&mut self, t: u64, m: &Mark, fx: &mut Effects) {
+        match m {
             Mark::ChildStarted { pid, command } => {
-                self.child = ChildStatus::Running {
+                *self = ChildStatus::Running {
                     pid: *pid,
                     since: t,
                     command: command.clone(),
                     stopped: None,
                 };
                 fx.push(Effect::ChildStarted { pid: *pid });
-                true
             }
             Mark::ChildExited {
                 pid,
@@ -74,7 +63,7 @@ impl Model {
                 oom_kill,
                 reason,
             } => {
-                self.child = ChildStatus::Exited {
+                *self = ChildStatus::Exited {
                     pid: *pid,
                     code: *code,
                     signal: *signal,
@@ -86,23 +75,57 @@ impl Model {
                     pid: *pid,
                     code: *code,
                 });
-                true
             }
-            Mark::ChildStopped { pid, reason, .. } => {
-                self.set_stopped(*pid, Some(reason.clone()));
-                true
-            }
-            Mark::ChildContinued { pid } => {
-                self.set_stopped(*pid, None);
-                true
-            }
+            Mark::ChildStopped { pid, reason, .. } => self.set_stopped(*pid, Some(reason.clone())),
+            Mark::ChildContinued { pid } => self.set_stopped(*pid, None),
             Mark::Restart { attempt, backoff_s } => {
-                self.child = ChildStatus::Restarting {
+                *self = ChildStatus::Restarting {
                     attempt: *attempt,
                     backoff_s: *backoff_s,
                 };
-                true
             }
+            Mark::Dropped { .. }
+            | Mark::BadLine { .. }
+            | Mark::Note { .. }
+            | Mark::Warning { .. } => {}
+        }
+    }
+
+    /// The running child `pid` was stopped (`Some`: how) or continued (`None`).
+    fn set_stopped(&mut self, pid: u32, how: Option<String>) {
+        if let ChildStatus::Running {
+            pid: running,
+            stopped,
+            ..
+        } = self
+        {
+            if *running == pid {
+                *stopped = how;
+            }
+        }
+    }
+}
+
+/// What the monitor noted in the stream: its marks and the controls it sent, oldest first
+/// (each bounded by [`MAX_MARKS`]), and the losses the marks count.
+#[derive(Debug, Clone, Default)]
+pub struct Notes {
+    /// Marks, oldest first.
+    pub marks: VecDeque<(u64, Mark)>,
+    /// Controls sent, oldest first.
+    pub controls: VecDeque<(u64, Control)>,
+    /// Samples reported dropped.
+    pub dropped_samples: u64,
+    /// Events reported dropped.
+    pub dropped_events: u64,
+    /// Invalid protocol lines.
+    pub bad_lines: u64,
+}
+
+impl Notes {
+    /// A mark at `t`: counted, kept, and logged.
+    pub fn apply(&mut self, t: u64, m: &Mark, log: &mut Log) {
+        let logged = match m {
             Mark::Dropped { what, count } => {
                 if what == "samples" {
                     self.dropped_samples += count;
@@ -117,11 +140,23 @@ impl Model {
                 // first few, then only the count (shown in the header).
                 self.bad_lines <= BAD_LINES_LOGGED
             }
-            Mark::Note { .. } | Mark::Warning { .. } => true,
+            Mark::ChildStarted { .. }
+            | Mark::ChildExited { .. }
+            | Mark::ChildStopped { .. }
+            | Mark::ChildContinued { .. }
+            | Mark::Restart { .. }
+            | Mark::Note { .. }
+            | Mark::Warning { .. } => true,
         };
         if logged {
-            self.push_log(t, Logged::Mark(m.clone()));
+            log.push(t, Logged::Mark(m.clone()));
         }
         push_bounded(&mut self.marks, (t, m.clone()), MAX_MARKS);
+    }
+
+    /// A control sent at `t`: kept and logged.
+    pub fn control(&mut self, t: u64, c: &Control, log: &mut Log) {
+        log.push(t, Logged::Control(c.clone()));
+        push_bounded(&mut self.controls, (t, c.clone()), MAX_MARKS);
     }
 }

@@ -9,8 +9,7 @@ use provetop_shared::classify::ThresholdPhase;
 use provetop_shared::protocol::ProverState;
 use provetop_shared::{Alert, BatchMode, Phase};
 
-use super::proofs::ProofSpan;
-use super::spans::PhaseSpan;
+use super::span::{PhaseSpan, ProofSpan};
 
 /// Where a timeline span comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

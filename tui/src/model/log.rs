@@ -1,9 +1,14 @@
 //! The log pane's entries as data: what happened, not how it reads. The words are made
 //! where the log is shown (`crate::text`).
+//!
+//! The other domains write to the [`Log`] as they apply their records; it keeps the newest
+//! [`MAX_LOG`] entries.
+
+use std::collections::VecDeque;
 
 use provetop_shared::{Alert, BatchMode, Control, Event, Mark, OutputLine};
 
-use super::{push_bounded, Model};
+use super::bounded::push_bounded;
 
 /// Most log entries kept.
 pub const MAX_LOG: usize = 2_000;
@@ -48,8 +53,33 @@ pub struct LogEntry {
     pub what: Logged,
 }
 
-impl Model {
-    pub(super) fn push_log(&mut self, t: u64, what: Logged) {
-        push_bounded(&mut self.log, LogEntry { t, what }, MAX_LOG);
+/// The log's entries, oldest first.
+#[derive(Debug, Clone, Default)]
+pub struct Log {
+    entries: VecDeque<LogEntry>,
+}
+
+impl Log {
+    /// Add an entry at `t`.
+    pub fn push(&mut self, t: u64, what: Logged) {
+        push_bounded(&mut self.entries, LogEntry { t, what }, MAX_LOG);
+    }
+
+    /// Entries, oldest first.
+    pub fn iter(&self) -> std::collections::vec_deque::Iter<'_, LogEntry> {
+        self.entries.iter()
+    }
+
+    /// The newest entry.
+    pub fn back(&self) -> Option<&LogEntry> {
+        self.entries.back()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 }

@@ -10,40 +10,49 @@
 //! made where it is shown), and the threshold-phase runs for children without events.
 //! Everything grows at most to a fixed size, so a week-long live run stays small.
 //!
-//! One file per domain: [`prover`] (hello, SRS, state), [`spans`], [`proofs`] (and modes),
-//! [`child`] (and the monitor's marks), [`alerts`], [`samples`] (series and threshold runs),
-//! [`log`], [`stats`], [`effects`], [`usage`] (cores and GPUs busy, overlap per mode).
+//! Each domain owns its state and applies the records that concern it; [`Model::apply`]
+//! dispatches every record to them, in an order that keeps the effects in the order the
+//! changes happen. One file per domain: [`prover`] ([`ProverView`]: hello, SRS, state, proof
+//! counts), [`spans`] ([`Spans`]), [`proofs`] ([`Proofs`], and modes), [`child`]
+//! ([`ChildStatus`], and the monitor's [`Notes`]), [`alerts`] ([`Alerts`]), [`log`]
+//! ([`Log`], which the others write to), [`runs`] ([`ThresholdRuns`]), [`usage`]
+//! ([`UsageState`]: cores and GPUs busy, overlap per mode); the sample series is
+//! [`crate::series`]. Beside them: [`span`] (the span types, a leaf every domain may import),
+//! [`effects`] and `bounded.rs`.
 
 pub mod alerts;
+mod bounded;
 pub mod child;
 pub mod effects;
 pub mod log;
 pub mod proofs;
 pub mod prover;
-pub mod samples;
+pub mod runs;
+pub mod span;
 pub mod spans;
-pub mod stats;
 #[cfg(test)]
 mod tests;
 pub mod usage;
 
 use std::collections::VecDeque;
 
-use provetop_shared::classify::{Classifier, Run, Thresholds};
+use provetop_shared::classify::{Run, ThresholdPhase, Thresholds};
 use provetop_shared::forecast::Forecast;
-use provetop_shared::{Control, Mark, Record, RecordBody, Sample};
+use provetop_shared::{BatchMode, Record, RecordBody, Sample, Usage};
 
-pub use alerts::ActiveAlert;
-pub use child::ChildStatus;
+pub use alerts::{ActiveAlert, Alerts};
+use bounded::push_bounded;
+pub use child::{ChildStatus, Notes};
 pub use effects::{Effect, Effects, SpanSource};
-pub use log::{LogEntry, LogLevel, Logged};
-pub use proofs::{mode_rows, FinishedProof, ModeRow, ProofSpan};
+pub use log::{Log, LogEntry, LogLevel, Logged};
+pub use proofs::{mode_rows, FinishedProof, ModeRow, ProofEnd, Proofs};
 pub use prover::{HelloInfo, MemoryReport, ProverView, SrsState};
-pub use spans::{OpenSpans, PhaseSpan};
-pub use stats::{busy_ns, Stats};
+pub use runs::ThresholdRuns;
+pub use span::{busy_ns, PhaseSpan, ProofSpan, Stats};
+pub use spans::{OpenSpans, Spans};
 pub use usage::{Overlap, UsageState};
 
-use crate::series::{Limits, Series};
+use crate::series::{Bucket, Limits, Metric, Point, Reading, Series};
 
 /// The reduced state of one record stream.
 #[derive(Debug, Clone)]
@@ -59,40 +68,16 @@ pub struct Model {
     /// Prover state from events.
     pub prover: ProverView,
     pub child: ChildStatus,
-    /// Closed phase spans, ordered by end time, oldest first.
-    pub spans: VecDeque<PhaseSpan>,
-    /// The prover's phases open now.
-    pub open: OpenSpans,
-    /// The SRS load/generation in progress (a timeline phase, not one of the prover's).
-    pub srs_open: Option<PhaseSpan>,
-    /// Finished proofs, oldest first.
-    pub proofs: VecDeque<ProofSpan>,
-    /// Proofs in flight.
-    pub running: Vec<ProofSpan>,
-    /// Mode changes: (t, from, to).
-    pub mode_changes: VecDeque<(u64, provetop_shared::BatchMode, provetop_shared::BatchMode)>,
-    /// Alerts firing now.
-    pub active_alerts: Vec<ActiveAlert>,
-    /// Every alert change, oldest first.
-    pub alert_history: VecDeque<(u64, provetop_shared::Alert)>,
-    /// Marks, oldest first.
-    pub marks: VecDeque<(u64, Mark)>,
-    /// Controls sent, oldest first (bounded like marks).
-    pub controls: VecDeque<(u64, Control)>,
-    /// Log entries, oldest first.
-    pub log: VecDeque<LogEntry>,
-    /// Samples reported dropped.
-    pub dropped_samples: u64,
-    /// Events reported dropped.
-    pub dropped_events: u64,
-    /// Invalid protocol lines.
-    pub bad_lines: u64,
+    /// The monitor's marks and controls, and the losses they count.
+    pub notes: Notes,
+    /// Phase spans, closed and open.
+    pub spans: Spans,
+    /// Proofs in flight and finished, and mode changes.
+    pub proofs: Proofs,
+    pub alerts: Alerts,
+    pub log: Log,
     /// Threshold classification of RSS.
-    classifier: Classifier,
-    /// Closed threshold runs, oldest first.
-    runs: VecDeque<Run>,
-    /// Longest closed span, ns (bounds the search in [`Model::spans_at`]).
-    max_span_ns: u64,
+    runs: ThresholdRuns,
     first_t: Option<u64>,
     last_t: u64,
     records: u64,
@@ -124,23 +109,12 @@ impl Model {
             forecast: Forecast::default(),
             prover: ProverView::default(),
             child: ChildStatus::None,
-            spans: VecDeque::new(),
-            open: OpenSpans::default(),
-            srs_open: None,
-            proofs: VecDeque::new(),
-            running: Vec::new(),
-            mode_changes: VecDeque::new(),
-            active_alerts: Vec::new(),
-            alert_history: VecDeque::new(),
-            marks: VecDeque::new(),
-            controls: VecDeque::new(),
-            log: VecDeque::new(),
-            dropped_samples: 0,
-            dropped_events: 0,
-            bad_lines: 0,
-            classifier: Classifier::new(thresholds),
-            runs: VecDeque::new(),
-            max_span_ns: 0,
+            notes: Notes::default(),
+            spans: Spans::default(),
+            proofs: Proofs::default(),
+            alerts: Alerts::default(),
+            log: Log::default(),
+            runs: ThresholdRuns::new(thresholds),
             first_t: None,
             last_t: 0,
             records: 0,
@@ -170,29 +144,50 @@ impl Model {
         self.last_t = self.last_t.max(t);
         self.forecast.observe(rec);
         match &rec.body {
-            RecordBody::Sample(s) => {
-                self.on_sample(t, s, fx);
-                self.usage_sample(t, s);
-            }
+            RecordBody::Sample(s) => self.on_sample(t, s, fx),
             RecordBody::Event(e) => {
                 if self.events == 0 && self.derived > 0 {
                     // The protocol wins over what was read from its log lines before it.
-                    self.drop_derived_spans();
+                    self.spans.drop_derived();
                     self.derived_ignored += std::mem::take(&mut self.derived);
                 }
                 self.events += 1;
                 self.on_event(t, e, fx)
             }
-            RecordBody::Alert(a) => self.on_alert(t, a, fx),
-            RecordBody::Control(c) => {
-                self.push_log(t, Logged::Control(c.clone()));
-                push_bounded(&mut self.controls, (t, c.clone()), child::MAX_MARKS);
+            RecordBody::Alert(a) => self.alerts.apply(t, a, &mut self.log, fx),
+            RecordBody::Control(c) => self.notes.control(t, c, &mut self.log),
+            RecordBody::Mark(m) => {
+                self.child.apply(t, m, fx);
+                self.notes.apply(t, m, &mut self.log);
             }
-            RecordBody::Mark(m) => self.on_mark(t, m, fx),
-            RecordBody::Output(o) => self.push_log(t, Logged::Output(o.clone())),
+            RecordBody::Output(o) => self.log.push(t, Logged::Output(o.clone())),
             RecordBody::Derived(d) => self.on_derived(t, d, fx),
             RecordBody::Usage(u) => self.on_usage(t, u),
         }
+    }
+
+    /// A memory sample: the series, every span and proof open, the threshold runs, the GPUs.
+    fn on_sample(&mut self, t: u64, s: &Sample, fx: &mut Effects) {
+        let mut p = Point::from_sample(t, s);
+        // The prover's own pinned report is an event; carry it into the series when the
+        // sampler did not fill it, so the chart can draw it.
+        if p.get(Metric::PinnedReported).is_none() {
+            p.set(Metric::PinnedReported, self.prover.report.map(|r| r.pinned));
+        }
+        self.series.push(p);
+        let pinned = s.pinned.or(p.get(Metric::PinnedReported));
+        self.spans.observe(s, pinned);
+        self.proofs.observe(s.peak.unwrap_or(s.rss).max(s.rss));
+        self.runs.apply(t, s.rss, fx);
+        self.last_sample = Some(s.clone());
+        self.usage.apply_sample(t, s);
+    }
+
+    /// A usage reading; its interval counts for the mode of the proof in flight (or just
+    /// finished).
+    fn on_usage(&mut self, t: u64, u: &Usage) {
+        let mode = self.proofs.mode_since(t.saturating_sub(u.interval_ns));
+        self.usage.apply_usage(t, u, mode);
     }
 
     /// An event read from the child's log lines: applied like the prover's own, its spans
@@ -223,25 +218,14 @@ impl Model {
         self.derived > 0
     }
 
+    /// An event: each domain takes what concerns it. Spans go first, so the phases a proof
+    /// or the SRS load leaves open close before the effect that ends it.
     fn on_event(&mut self, t: u64, e: &provetop_shared::Event, fx: &mut Effects) {
-        use provetop_shared::Event;
-        match e {
-            Event::ProofStarted { .. } => self.proof_started(t, e),
-            Event::ProofFinished { .. } => self.proof_finished(t, e, fx),
-            Event::PhaseStarted {
-                proof_id,
-                phase,
-                partition,
-            } => self.start_span(t, *proof_id, phase, *partition, fx),
-            Event::PhaseEnded {
-                proof_id,
-                phase,
-                partition,
-                duration_s,
-            } => self.end_span(t, *proof_id, phase, *partition, *duration_s, fx),
-            Event::ModeChanged { .. } => self.mode_changed(t, e, fx),
-            _ => self.prover_event(t, e, fx),
+        self.spans.apply(t, e, self.deriving, fx);
+        if let Some(end) = self.proofs.apply(t, e, &mut self.log, fx) {
+            self.prover.count(end);
         }
+        self.prover.apply(t, e, &mut self.log, fx);
     }
 
     /// Thresholds in use.
@@ -291,7 +275,7 @@ impl Model {
     /// Text for the header's "phase" field and the export's phase column: the open phases
     /// ("synthesis ×4", "msm_h"), else the prover's state, else the threshold phase.
     pub fn current_phase_text(&self) -> String {
-        if let Some(text) = self.open_phase_text() {
+        if let Some(text) = self.spans.open_phase_text() {
             return text;
         }
         if self.has_events() {
@@ -304,7 +288,7 @@ impl Model {
         if self.has_derived() {
             return "-".into();
         }
-        match self.classifier.current() {
+        match self.runs.current() {
             Some(r) => format!("{} (threshold)", r.phase),
             None => "-".into(),
         }
@@ -313,16 +297,75 @@ impl Model {
     /// [`Model::current_phase_text`], or the SRS load while one runs and no prover phase is
     /// open (the header's "phase" field).
     pub fn header_phase_text(&self) -> String {
-        match &self.srs_open {
-            Some(s) if self.open.is_empty() => s.phase.to_string(),
+        match &self.spans.srs_open {
+            Some(s) if self.spans.open.is_empty() => s.phase.to_string(),
             _ => self.current_phase_text(),
         }
     }
-}
 
-fn push_bounded<T>(q: &mut VecDeque<T>, x: T, max: usize) {
-    q.push_back(x);
-    while q.len() > max {
-        q.pop_front();
+    /// Phase spans (closed and open) overlapping `[t0, t1]`.
+    pub fn spans_in(&self, t0: u64, t1: u64) -> impl Iterator<Item = &PhaseSpan> + '_ {
+        self.spans.overlapping(t0, t1)
+    }
+
+    /// Phase spans covering time `t`.
+    pub fn spans_at(&self, t: u64) -> Vec<&PhaseSpan> {
+        self.spans.at(t, self.last_t)
+    }
+
+    /// Every distinct `(phase, partition)` among spans overlapping `[t0, t1]`, in first-seen
+    /// order (the Gantt rows).
+    pub fn phase_rows(&self, t0: u64, t1: u64) -> Vec<(provetop_shared::Phase, Option<u32>)> {
+        self.spans.rows(t0, t1)
+    }
+
+    /// The finished proofs kept summed per mode.
+    pub fn mode_rows(&self) -> Vec<ModeRow> {
+        self.proofs.mode_rows()
+    }
+
+    /// Sectors per hour of busy time over the last proofs finished in `mode` (see
+    /// [`Proofs::throughput`]).
+    pub fn throughput(&self, mode: BatchMode) -> Option<f64> {
+        self.proofs.throughput(mode)
+    }
+
+    /// Alert times (firing) in the model, for `a`/`A` navigation.
+    pub fn alert_times(&self) -> impl Iterator<Item = u64> + '_ {
+        self.alerts.times()
+    }
+
+    /// The newest sample, compactly.
+    pub fn last_point(&self) -> Option<&Point> {
+        self.series.last()
+    }
+
+    /// The reading at time `t` (see [`crate::series::Series::at`]).
+    pub fn value_at(&self, t: u64) -> Option<Reading> {
+        self.series.at(t)
+    }
+
+    /// Per-column min/max of every metric over `[t0, t1)` (see
+    /// [`crate::series::Series::columns`]).
+    pub fn columns(&self, t0: u64, t1: u64, cols: usize) -> Vec<Bucket> {
+        self.series.columns(t0, t1, cols)
+    }
+
+    /// The threshold phase at time `t` (from the closed runs and the one in progress).
+    pub fn threshold_phase_at(&self, t: u64) -> Option<ThresholdPhase> {
+        self.runs.phase_at(t)
+    }
+
+    /// Threshold runs (closed and the one in progress) overlapping `[t0, t1]`.
+    pub fn runs_in(&self, t0: u64, t1: u64) -> Vec<Run> {
+        self.runs.overlapping(t0, t1)
+    }
+
+    /// The usage reading for the screen at `t` (`None`: the newest).
+    pub fn usage_at(&self, t: Option<u64>) -> Option<(u64, &provetop_shared::Usage)> {
+        match t {
+            Some(t) => self.usage.reading_at(t),
+            None => self.usage.latest(),
+        }
     }
 }

@@ -1,40 +1,21 @@
-//! Proof jobs and batch modes: proofs in flight and finished, mode changes, and the per-mode
-//! comparison (`m` overlay, `classify`'s mode table).
+//! Proof jobs and batch modes ([`Proofs`]): proofs in flight and finished, mode changes, and
+//! the per-mode comparison (`m` overlay, `classify`'s mode table).
+
+use std::collections::VecDeque;
 
 use provetop_shared::{BatchMode, Event};
 
+use super::bounded::push_bounded;
 use super::effects::{Effect, Effects};
-use super::log::Logged;
-use super::stats::{busy_ns, Stats};
-use super::{push_bounded, Model};
+use super::log::{Log, Logged};
+use super::span::{busy_ns, ProofSpan, Stats};
 
 /// Most finished proofs kept.
 pub const MAX_PROOFS: usize = 10_000;
 /// Most mode changes kept.
 pub const MAX_MODE_CHANGES: usize = 1_000;
-/// Finished proofs [`Model::throughput`] looks back over.
+/// Finished proofs [`Proofs::throughput`] looks back over.
 const THROUGHPUT_WINDOW: usize = 8;
-
-/// One proof job, from `proof_started` to `proof_finished`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProofSpan {
-    pub proof_id: u64,
-    pub mode: BatchMode,
-    /// Sectors in the job.
-    pub sectors: u32,
-    /// Partitions per sector.
-    pub partitions: u32,
-    /// Start, ns.
-    pub start: u64,
-    /// End, ns (None while running).
-    pub end: Option<u64>,
-    /// Seconds the prover measured.
-    pub duration_s: Option<f64>,
-    pub ok: Option<bool>,
-    pub verified: Option<bool>,
-    /// RSS while it ran (interval peaks included).
-    pub rss: Stats,
-}
 
 /// What one batch mode did in a session: `classify`'s per-mode table and the `m` overlay.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,8 +87,57 @@ pub fn mode_rows(proofs: &[FinishedProof]) -> Vec<ModeRow> {
         .collect()
 }
 
-impl Model {
-    pub(super) fn proof_started(&mut self, t: u64, e: &Event) {
+/// How a `proof_finished` ended, for the prover's counts ([`super::ProverView::count`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ProofEnd {
+    /// It proved: its sectors (at least 1) and the seconds the prover measured.
+    Done {
+        sectors: u32,
+        duration_s: f64,
+    },
+    Failed,
+    /// Cancelled before it started, and not requeued.
+    Cancelled,
+}
+
+/// The proofs of a stream.
+#[derive(Debug, Clone, Default)]
+pub struct Proofs {
+    /// Finished proofs, oldest first.
+    pub finished: VecDeque<ProofSpan>,
+    /// Proofs in flight.
+    pub running: Vec<ProofSpan>,
+    /// Mode changes: (t, from, to).
+    pub mode_changes: VecDeque<(u64, BatchMode, BatchMode)>,
+}
+
+impl Proofs {
+    /// An event at `t`: proofs start and finish, the mode changes. Returns how a finished
+    /// proof ended, when the prover counts it.
+    pub fn apply(
+        &mut self,
+        t: u64,
+        e: &Event,
+        log: &mut Log,
+        fx: &mut Effects,
+    ) -> Option<ProofEnd> {
+        match e {
+            Event::ProofStarted { .. } => self.started(t, e, log),
+            Event::ProofFinished { .. } => return self.finished(t, e, log, fx),
+            Event::ModeChanged { from, to } => {
+                push_bounded(&mut self.mode_changes, (t, *from, *to), MAX_MODE_CHANGES);
+                fx.push(Effect::ModeChanged {
+                    from: *from,
+                    to: *to,
+                });
+                log.push(t, Logged::Event(e.clone()));
+            }
+            _ => {}
+        }
+        None
+    }
+
+    fn started(&mut self, t: u64, e: &Event, log: &mut Log) {
         let Event::ProofStarted {
             proof_id,
             mode,
@@ -118,7 +148,6 @@ impl Model {
         else {
             return;
         };
-        self.prover.mode = Some(*mode);
         self.running.retain(|p| p.proof_id != *proof_id);
         self.running.push(ProofSpan {
             proof_id: *proof_id,
@@ -132,10 +161,10 @@ impl Model {
             verified: None,
             rss: Stats::default(),
         });
-        self.push_log(t, Logged::Event(e.clone()));
+        log.push(t, Logged::Event(e.clone()));
     }
 
-    pub(super) fn proof_finished(&mut self, t: u64, e: &Event, fx: &mut Effects) {
+    fn finished(&mut self, t: u64, e: &Event, log: &mut Log, fx: &mut Effects) -> Option<ProofEnd> {
         let Event::ProofFinished {
             proof_id,
             ok,
@@ -146,21 +175,20 @@ impl Model {
             ..
         } = e
         else {
-            return;
+            return None;
         };
         if e.is_cancelled_proof() {
             // It never ran: nothing to close, and not a failure to alarm anyone with.
             self.running.retain(|p| p.proof_id != *proof_id);
             if !requeued_as.is_empty() {
                 // Its sectors are still coming (the prover logs the requeue once).
-                return;
+                return None;
             }
-            self.prover.proofs_cancelled += 1;
             fx.push(Effect::ProofCancelled {
                 proof_id: *proof_id,
             });
-            self.push_log(t, Logged::Event(e.clone()));
-            return;
+            log.push(t, Logged::Event(e.clone()));
+            return Some(ProofEnd::Cancelled);
         }
         let mut span = match self.running.iter().position(|p| p.proof_id == *proof_id) {
             Some(i) => self.running.remove(i),
@@ -181,11 +209,8 @@ impl Model {
         span.duration_s = Some(*duration_s);
         span.ok = Some(*ok);
         span.verified = Some(*verified);
-        self.close_spans_of(t, *proof_id, fx);
-        let sectors = span.sectors.max(1);
-        if *ok {
-            self.prover.count_done(sectors, *duration_s);
-            self.push_log(
+        let end = if *ok {
+            log.push(
                 t,
                 Logged::ProofDone {
                     proof_id: *proof_id,
@@ -195,34 +220,40 @@ impl Model {
                     peak: span.rss.max,
                 },
             );
+            ProofEnd::Done {
+                sectors: span.sectors.max(1),
+                duration_s: *duration_s,
+            }
         } else {
-            self.prover.proofs_failed += 1;
-            self.push_log(t, Logged::Event(e.clone()));
-        }
-        fx.push(Effect::ProofFinished(span.clone()));
-        push_bounded(&mut self.proofs, span, MAX_PROOFS);
-    }
-
-    pub(super) fn mode_changed(&mut self, t: u64, e: &Event, fx: &mut Effects) {
-        let Event::ModeChanged { from, to } = *e else {
-            return;
+            log.push(t, Logged::Event(e.clone()));
+            ProofEnd::Failed
         };
-        self.prover.mode = Some(to);
-        push_bounded(&mut self.mode_changes, (t, from, to), MAX_MODE_CHANGES);
-        fx.push(Effect::ModeChanged { from, to });
-        self.push_log(t, Logged::Event(e.clone()));
+        fx.push(Effect::ProofFinished(span.clone()));
+        push_bounded(&mut self.finished, span, MAX_PROOFS);
+        Some(end)
     }
 
     /// Every proof in flight sees the tree's peak.
-    pub(super) fn proofs_observe(&mut self, peak: u64) {
+    pub fn observe(&mut self, peak: u64) {
         for pr in &mut self.running {
             pr.rss.add(peak);
         }
     }
 
+    /// The mode of the proof in flight, else of the last proof if it finished at `since` or
+    /// later.
+    pub fn mode_since(&self, since: u64) -> Option<BatchMode> {
+        self.running.first().map(|p| p.mode).or_else(|| {
+            self.finished
+                .back()
+                .filter(|p| p.end.is_some_and(|e| e >= since))
+                .map(|p| p.mode)
+        })
+    }
+
     /// The proofs kept (the last [`MAX_PROOFS`]) that finished ok, oldest first.
     fn finished_ok(&self) -> impl DoubleEndedIterator<Item = FinishedProof> + '_ {
-        self.proofs.iter().filter_map(ProofSpan::finished_ok)
+        self.finished.iter().filter_map(ProofSpan::finished_ok)
     }
 
     /// The finished proofs kept summed per mode.

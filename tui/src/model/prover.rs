@@ -2,11 +2,11 @@
 //! reports, refusals, errors and `bye`.
 
 use provetop_shared::protocol::{GpuInfo, ProverConfig, ProverState};
-use provetop_shared::{Backend, BatchMode, Event, Phase, SrsSource};
+use provetop_shared::{Backend, BatchMode, Event, SrsSource};
 
 use super::effects::{Effect, Effects};
-use super::log::Logged;
-use super::Model;
+use super::log::{Log, Logged};
+use super::proofs::ProofEnd;
 
 /// Where the SRS (Groth16 parameters) stands.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -91,12 +91,22 @@ impl ProverView {
         (self.sectors_done > 0).then(|| self.sum_s / self.sectors_done as f64)
     }
 
-    pub(super) fn count_done(&mut self, sectors: u32, duration_s: f64) {
-        let per = duration_s / sectors as f64;
-        self.proofs_done += 1;
-        self.sectors_done += sectors as u64;
-        self.last_s = Some(per);
-        self.sum_s += per * sectors as f64;
+    /// Count a proof that ended (see [`super::Proofs::apply`]).
+    pub fn count(&mut self, end: ProofEnd) {
+        match end {
+            ProofEnd::Done {
+                sectors,
+                duration_s,
+            } => {
+                let per = duration_s / sectors as f64;
+                self.proofs_done += 1;
+                self.sectors_done += sectors as u64;
+                self.last_s = Some(per);
+                self.sum_s += per * sectors as f64;
+            }
+            ProofEnd::Failed => self.proofs_failed += 1,
+            ProofEnd::Cancelled => self.proofs_cancelled += 1,
+        }
     }
 }
 
@@ -110,17 +120,10 @@ pub fn state_name(s: ProverState) -> &'static str {
     }
 }
 
-/// The timeline phase of an SRS load from `source`.
-fn srs_phase(source: SrsSource) -> Phase {
-    match source {
-        SrsSource::Generated => Phase::SrsGenerate,
-        SrsSource::Disk | SrsSource::Memory => Phase::SrsLoad,
-    }
-}
-
-impl Model {
-    /// The prover's events other than proofs and phases.
-    pub(super) fn prover_event(&mut self, t: u64, e: &Event, fx: &mut Effects) {
+impl ProverView {
+    /// An event at `t`: what the prover says of itself (its proofs and phases are the
+    /// other domains').
+    pub fn apply(&mut self, t: u64, e: &Event, log: &mut Log, fx: &mut Effects) {
         match e {
             Event::Hello {
                 protocol,
@@ -130,7 +133,7 @@ impl Model {
                 gpus,
                 config,
             } => {
-                self.prover.mode = Some(config.mode);
+                self.mode = Some(config.mode);
                 let hello = HelloInfo {
                     protocol: protocol.clone(),
                     prover_version: prover_version.clone(),
@@ -139,21 +142,20 @@ impl Model {
                     gpus: gpus.clone(),
                     config: config.clone(),
                 };
-                self.prover.hello = Some(hello);
-                self.push_log(t, Logged::Event(e.clone()));
+                self.hello = Some(hello);
+                log.push(t, Logged::Event(e.clone()));
             }
             Event::SrsLoading { source, bytes } => {
-                self.prover.srs = SrsState::Loading {
+                self.srs = SrsState::Loading {
                     source: *source,
                     bytes: *bytes,
                     progress: None,
                     since: t,
                 };
-                self.push_log(t, Logged::Event(e.clone()));
-                self.start_srs_span(t, srs_phase(*source), fx);
+                log.push(t, Logged::Event(e.clone()));
             }
             Event::SrsProgress { done, total } => {
-                if let SrsState::Loading { progress, .. } = &mut self.prover.srs {
+                if let SrsState::Loading { progress, .. } = &mut self.srs {
                     *progress = Some((*done, *total));
                 }
             }
@@ -163,53 +165,52 @@ impl Model {
                 source,
                 duration_s,
             } => {
-                self.prover.srs = SrsState::Ready {
+                self.srs = SrsState::Ready {
                     bytes: *bytes,
                     pinned_bytes: *pinned_bytes,
                     source: *source,
                     duration_s: *duration_s,
                 };
-                self.push_log(t, Logged::Event(e.clone()));
-                self.close_srs_span(t, Some(*duration_s), fx);
+                log.push(t, Logged::Event(e.clone()));
                 fx.push(Effect::SrsReady { bytes: *bytes });
             }
             Event::ModeRefused { requested, reason } => {
-                self.prover.refused = Some((*requested, reason.clone()));
-                self.push_log(t, Logged::Event(e.clone()));
+                self.refused = Some((*requested, reason.clone()));
+                log.push(t, Logged::Event(e.clone()));
             }
             Event::MemoryReport {
                 pinned_bytes,
                 gpu_bytes,
                 srs_bytes,
             } => {
-                self.prover.report = Some(MemoryReport {
+                self.report = Some(MemoryReport {
                     pinned: *pinned_bytes,
                     gpu: *gpu_bytes,
                     srs: *srs_bytes,
                 });
             }
             Event::State { state } => {
-                self.prover.state = Some(*state);
+                self.state = Some(*state);
                 fx.push(Effect::StateChanged(*state));
-                self.push_log(t, Logged::Event(e.clone()));
+                log.push(t, Logged::Event(e.clone()));
             }
-            Event::Log { .. } => self.push_log(t, Logged::Event(e.clone())),
+            Event::Log { .. } => log.push(t, Logged::Event(e.clone())),
             Event::Error { message, .. } => {
-                self.prover.last_error = Some(message.clone());
-                self.push_log(t, Logged::Event(e.clone()));
+                self.last_error = Some(message.clone());
+                log.push(t, Logged::Event(e.clone()));
             }
             Event::Bye { reason, .. } => {
-                self.prover.bye = Some(reason.clone());
-                self.prover.state = Some(ProverState::Stopping);
+                self.bye = Some(reason.clone());
+                self.state = Some(ProverState::Stopping);
                 fx.push(Effect::StateChanged(ProverState::Stopping));
-                self.push_log(t, Logged::Event(e.clone()));
+                log.push(t, Logged::Event(e.clone()));
             }
+            Event::ProofStarted { mode, .. } => self.mode = Some(*mode),
+            Event::ModeChanged { to, .. } => self.mode = Some(*to),
             Event::ProofQueued { .. }
-            | Event::ProofStarted { .. }
             | Event::ProofFinished { .. }
             | Event::PhaseStarted { .. }
-            | Event::PhaseEnded { .. }
-            | Event::ModeChanged { .. } => {}
+            | Event::PhaseEnded { .. } => {}
         }
     }
 }

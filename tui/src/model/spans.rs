@@ -1,79 +1,21 @@
 //! Phase spans: the intervals of the prover's phases (and of the SRS load) for the Gantt
-//! timeline, each with the memory seen while it was open.
+//! timeline, each with the memory seen while it was open ([`Spans`]).
 //!
 //! Open spans are keyed by (proof, phase, partition), so opening and closing one costs
 //! O(log n) however many partitions are open at once (a 10^5-partition proof must not make
 //! the monitor quadratic); closed spans are kept ordered by end time, bounded.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use provetop_shared::{Phase, Sample};
+use provetop_shared::{Event, Phase, Sample, SrsSource};
 
 use super::effects::{Effect, Effects, SpanSource};
-use super::stats::Stats;
-use super::Model;
+use super::span::{PhaseSpan, Stats};
 
 /// Most closed phase spans kept (oldest dropped first).
 pub const MAX_SPANS: usize = 50_000;
 
-/// One interval of a prover phase (from `phase_started` to `phase_ended`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct PhaseSpan {
-    pub proof_id: u64,
-    pub phase: Phase,
-    /// For per-partition phases.
-    pub partition: Option<u32>,
-    /// Start, ns.
-    pub start: u64,
-    /// End, ns (None while open).
-    pub end: Option<u64>,
-    /// Seconds the prover measured (from `phase_ended`).
-    pub duration_s: Option<f64>,
-    /// RSS seen while open.
-    pub rss: Stats,
-    /// Pinned host memory seen while open (smaps reading, else the prover's report).
-    pub pinned: Stats,
-    /// GPU memory used while open.
-    pub gpu: Stats,
-    /// Read from the child's log lines, not sent by it (`Derived` records).
-    pub derived: bool,
-}
-
 impl PhaseSpan {
-    /// A span opening at `start`.
-    pub fn open(proof_id: u64, phase: Phase, partition: Option<u32>, start: u64) -> Self {
-        PhaseSpan {
-            proof_id,
-            phase,
-            partition,
-            start,
-            end: None,
-            duration_s: None,
-            rss: Stats::default(),
-            pinned: Stats::default(),
-            gpu: Stats::default(),
-            derived: false,
-        }
-    }
-
-    /// End, or `now` while open.
-    pub fn end_or(&self, now: u64) -> u64 {
-        self.end.unwrap_or(now).max(self.start)
-    }
-
-    /// Whether the span covers time `t` (open spans cover up to `now`).
-    pub fn covers(&self, t: u64, now: u64) -> bool {
-        self.start <= t && t <= self.end_or(now)
-    }
-
-    /// "synthesis p3" / "msm_h".
-    pub fn label(&self) -> String {
-        match self.partition {
-            Some(p) => format!("{} p{p}", self.phase),
-            None => self.phase.to_string(),
-        }
-    }
-
     fn key(&self) -> SpanKey {
         (self.proof_id, self.phase.clone(), self.partition)
     }
@@ -210,12 +152,62 @@ impl OpenSpans {
     }
 }
 
-impl Model {
+/// The phase spans of a stream: closed, open, and the SRS load's.
+#[derive(Debug, Clone, Default)]
+pub struct Spans {
+    /// Closed phase spans, ordered by end time, oldest first.
+    pub closed: VecDeque<PhaseSpan>,
+    /// The prover's phases open now.
+    pub open: OpenSpans,
+    /// The SRS load/generation in progress (a timeline phase, not one of the prover's).
+    pub srs_open: Option<PhaseSpan>,
+    /// Longest closed span, ns (bounds the search in [`Spans::at`]).
+    max_span_ns: u64,
+}
+
+/// The timeline phase of an SRS load from `source`.
+fn srs_phase(source: SrsSource) -> Phase {
+    match source {
+        SrsSource::Generated => Phase::SrsGenerate,
+        SrsSource::Disk | SrsSource::Memory => Phase::SrsLoad,
+    }
+}
+
+impl Spans {
+    /// An event at `t`: phases open and close, the SRS load is a span, and a proof that ran
+    /// closes the phases it left open. `derived`: the event was read from the child's log
+    /// lines (its spans are marked so).
+    pub fn apply(&mut self, t: u64, e: &Event, derived: bool, fx: &mut Effects) {
+        match e {
+            Event::PhaseStarted {
+                proof_id,
+                phase,
+                partition,
+            } => self.start(t, (*proof_id, phase.clone(), *partition), derived, fx),
+            Event::PhaseEnded {
+                proof_id,
+                phase,
+                partition,
+                duration_s,
+            } => {
+                let key = (*proof_id, phase.clone(), *partition);
+                self.end(t, key, *duration_s, derived, fx)
+            }
+            // A cancelled proof never ran: it has no phases to close.
+            Event::ProofFinished { proof_id, .. } if !e.is_cancelled_proof() => {
+                self.close_of(t, *proof_id, fx)
+            }
+            Event::SrsLoading { source, .. } => self.start_srs(t, srs_phase(*source), fx),
+            Event::SrsReady { duration_s, .. } => self.close_srs(t, Some(*duration_s), fx),
+            _ => {}
+        }
+    }
+
     /// The child spoke the protocol after some of its log lines were read as phases (its
     /// output and its events pipe are read apart, so a line can beat its `hello`): the precise
     /// path wins, and the phases read from its logs go, open and closed, so none is left
     /// open on the timeline waiting for an end that is no longer applied.
-    pub(super) fn drop_derived_spans(&mut self) {
+    pub fn drop_derived(&mut self) {
         let keys: Vec<SpanKey> = self
             .open
             .iter()
@@ -225,93 +217,72 @@ impl Model {
         for key in &keys {
             self.open.remove(key);
         }
-        self.spans.retain(|s| !s.derived);
+        self.closed.retain(|s| !s.derived);
     }
 
     /// `phase_started`: a repeated start of the same key closes the earlier one (its end was
     /// lost).
-    pub(super) fn start_span(
-        &mut self,
-        t: u64,
-        proof_id: u64,
-        phase: &Phase,
-        partition: Option<u32>,
-        fx: &mut Effects,
-    ) {
-        let first_of_phase = self.open.count(phase) == 0;
-        self.close_span(t, proof_id, phase, partition, None, fx);
+    fn start(&mut self, t: u64, key: SpanKey, derived: bool, fx: &mut Effects) {
+        let first_of_phase = self.open.count(&key.1) == 0;
+        self.close(t, &key, None, fx);
+        let (proof_id, phase, partition) = key;
         let mut span = PhaseSpan::open(proof_id, phase.clone(), partition, t);
-        span.derived = self.deriving;
+        span.derived = derived;
         self.open.insert(span);
         fx.push(Effect::SpanOpened {
             source: SpanSource::Prover,
-            phase: phase.clone(),
+            phase,
             first_of_phase,
         });
     }
 
     /// `phase_ended`: close the open span, or reconstruct one from its duration when its
     /// start was never seen (e.g. recording began mid-phase).
-    pub(super) fn end_span(
-        &mut self,
-        t: u64,
-        proof_id: u64,
-        phase: &Phase,
-        partition: Option<u32>,
-        duration_s: f64,
-        fx: &mut Effects,
-    ) {
-        if !self.close_span(t, proof_id, phase, partition, Some(duration_s), fx) {
+    fn end(&mut self, t: u64, key: SpanKey, duration_s: f64, derived: bool, fx: &mut Effects) {
+        if !self.close(t, &key, Some(duration_s), fx) {
+            let (proof_id, phase, partition) = key;
             let mut span = PhaseSpan::open(
                 proof_id,
-                phase.clone(),
+                phase,
                 partition,
                 t.saturating_sub((duration_s.max(0.0) * 1e9) as u64),
             );
             span.end = Some(t);
             span.duration_s = Some(duration_s);
-            span.derived = self.deriving;
-            self.finish_span(SpanSource::Prover, span, fx);
+            span.derived = derived;
+            self.finish(SpanSource::Prover, span, fx);
         }
     }
 
     /// Close every phase of `proof_id` still open (the prover failed mid-phase), in start
     /// order.
-    pub(super) fn close_spans_of(&mut self, t: u64, proof_id: u64, fx: &mut Effects) {
+    fn close_of(&mut self, t: u64, proof_id: u64, fx: &mut Effects) {
         let stale: Vec<SpanKey> = self
             .open
             .iter()
             .filter(|s| s.proof_id == proof_id)
             .map(PhaseSpan::key)
             .collect();
-        for (id, ph, part) in stale {
-            self.close_span(t, id, &ph, part, None, fx);
+        for key in &stale {
+            self.close(t, key, None, fx);
         }
     }
 
-    /// Close the open span matching the key; returns whether one was open.
-    fn close_span(
-        &mut self,
-        t: u64,
-        proof_id: u64,
-        phase: &Phase,
-        partition: Option<u32>,
-        duration_s: Option<f64>,
-        fx: &mut Effects,
-    ) -> bool {
-        let Some(mut span) = self.open.remove(&(proof_id, phase.clone(), partition)) else {
+    /// Close the open span matching `key`; returns whether one was open.
+    fn close(&mut self, t: u64, key: &SpanKey, duration_s: Option<f64>, fx: &mut Effects) -> bool {
+        let Some(mut span) = self.open.remove(key) else {
             return false;
         };
         span.end = Some(t.max(span.start));
         span.duration_s = duration_s;
-        self.finish_span(SpanSource::Prover, span, fx);
+        self.finish(SpanSource::Prover, span, fx);
         true
     }
 
     /// `srs_loading`: the SRS load is a phase of its own on the timeline (proof 0), kept apart
     /// from `open` so "no phase open" keeps its meaning for the offline tables.
-    pub(super) fn start_srs_span(&mut self, t: u64, phase: Phase, fx: &mut Effects) {
-        self.close_srs_span(t, None, fx);
+    fn start_srs(&mut self, t: u64, phase: Phase, fx: &mut Effects) {
+        self.close_srs(t, None, fx);
         self.srs_open = Some(PhaseSpan::open(0, phase.clone(), None, t));
         fx.push(Effect::SpanOpened {
             source: SpanSource::Srs,
@@ -320,36 +291,36 @@ impl Model {
         });
     }
 
-    pub(super) fn close_srs_span(&mut self, t: u64, duration_s: Option<f64>, fx: &mut Effects) {
+    fn close_srs(&mut self, t: u64, duration_s: Option<f64>, fx: &mut Effects) {
         if let Some(mut span) = self.srs_open.take() {
             span.end = Some(t.max(span.start));
             span.duration_s = duration_s;
-            self.finish_span(SpanSource::Srs, span, fx);
+            self.finish(SpanSource::Srs, span, fx);
         }
     }
 
-    fn finish_span(&mut self, source: SpanSource, span: PhaseSpan, fx: &mut Effects) {
+    fn finish(&mut self, source: SpanSource, span: PhaseSpan, fx: &mut Effects) {
         let end = span.end.unwrap_or(span.start);
         self.max_span_ns = self.max_span_ns.max(end - span.start);
         fx.push(Effect::SpanClosed {
             source,
             span: span.clone(),
         });
-        // Keep `spans` sorted by end; ends arrive almost always in order.
+        // Keep `closed` sorted by end; ends arrive almost always in order.
         let at = self
-            .spans
+            .closed
             .iter()
             .rposition(|s| s.end.unwrap_or(s.start) <= end)
             .map(|i| i + 1)
             .unwrap_or(0);
-        self.spans.insert(at, span);
-        if self.spans.len() > MAX_SPANS {
-            self.spans.pop_front();
+        self.closed.insert(at, span);
+        if self.closed.len() > MAX_SPANS {
+            self.closed.pop_front();
         }
     }
 
     /// Every open span sees the sample.
-    pub(super) fn spans_observe(&mut self, s: &Sample, pinned: Option<u64>) {
+    pub fn observe(&mut self, s: &Sample, pinned: Option<u64>) {
         self.open.observe(s, pinned);
         if let Some(span) = self.srs_open.as_mut() {
             span.observe(s, pinned);
@@ -357,11 +328,11 @@ impl Model {
     }
 
     /// Phase spans (closed and open) overlapping `[t0, t1]`.
-    pub fn spans_in(&self, t0: u64, t1: u64) -> impl Iterator<Item = &PhaseSpan> + '_ {
+    pub fn overlapping(&self, t0: u64, t1: u64) -> impl Iterator<Item = &PhaseSpan> + '_ {
         let i = self
-            .spans
+            .closed
             .partition_point(|s| s.end.unwrap_or(s.start) < t0);
-        self.spans.range(i..).filter(move |s| s.start <= t1).chain(
+        self.closed.range(i..).filter(move |s| s.start <= t1).chain(
             self.open
                 .iter()
                 .chain(self.srs_open.as_ref())
@@ -369,12 +340,14 @@ impl Model {
         )
     }
 
-    /// Phase spans covering time `t`.
-    pub fn spans_at(&self, t: u64) -> Vec<&PhaseSpan> {
-        let i = self.spans.partition_point(|s| s.end.unwrap_or(s.start) < t);
+    /// Phase spans covering time `t`, open ones up to `now`.
+    pub fn at(&self, t: u64, now: u64) -> Vec<&PhaseSpan> {
+        let i = self
+            .closed
+            .partition_point(|s| s.end.unwrap_or(s.start) < t);
         let limit = t.saturating_add(self.max_span_ns);
         let mut out: Vec<&PhaseSpan> = self
-            .spans
+            .closed
             .range(i..)
             .take_while(|s| s.end.unwrap_or(s.start) <= limit)
             .filter(|s| s.start <= t)
@@ -383,17 +356,17 @@ impl Model {
             self.open
                 .iter()
                 .chain(self.srs_open.as_ref())
-                .filter(|s| s.covers(t, self.last_t)),
+                .filter(|s| s.covers(t, now)),
         );
         out
     }
 
     /// Every distinct `(phase, partition)` among spans overlapping `[t0, t1]`, in first-seen
     /// order (the Gantt rows).
-    pub fn phase_rows(&self, t0: u64, t1: u64) -> Vec<(Phase, Option<u32>)> {
+    pub fn rows(&self, t0: u64, t1: u64) -> Vec<(Phase, Option<u32>)> {
         let mut seen = std::collections::HashSet::new();
         let mut rows: Vec<(Phase, Option<u32>)> = Vec::new();
-        for s in self.spans_in(t0, t1) {
+        for s in self.overlapping(t0, t1) {
             let key = (s.phase.clone(), s.partition);
             if seen.insert(key.clone()) {
                 rows.push(key);
@@ -404,7 +377,7 @@ impl Model {
 
     /// The open phases for the header ("synthesis ×4", "msm_h +1"): the innermost (latest
     /// started) phase, with a count of its partitions and of the others open.
-    pub(super) fn open_phase_text(&self) -> Option<String> {
+    pub fn open_phase_text(&self) -> Option<String> {
         let last = self.open.last()?;
         let same = self.open.count(&last.phase);
         let mut text = match (same, last.partition) {

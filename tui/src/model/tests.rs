@@ -213,7 +213,7 @@ fn cancelled_proofs_are_counted_apart_from_failures() {
     assert_eq!(m.prover.proofs_cancelled, 3);
     assert_eq!(m.prover.proofs_failed, 1);
     // A proof that never ran leaves no proof span behind; the failed one does.
-    let ids: Vec<u64> = m.proofs.iter().map(|p| p.proof_id).collect();
+    let ids: Vec<u64> = m.proofs.finished.iter().map(|p| p.proof_id).collect();
     assert_eq!(ids, [1, 4]);
 }
 
@@ -227,21 +227,26 @@ fn phases_proofs_and_stats() {
     assert_eq!(m.prover.proofs_done, 2);
     assert_eq!(m.prover.last_s, Some(2.0));
     assert_eq!(m.prover.avg_s(), Some(2.0));
-    assert_eq!(m.spans.len(), 6);
-    assert!(m.open.is_empty());
+    assert_eq!(m.spans.closed.len(), 6);
+    assert!(m.spans.open.is_empty());
     let at = m.spans_at(S + S / 2);
     assert_eq!(at.len(), 2);
     assert!(at.iter().all(|s| s.phase == Phase::Synthesis));
-    let synth = &m.spans[0];
+    let synth = &m.spans.closed[0];
     assert_eq!(synth.rss.max, 2 * GIB);
     assert_eq!(synth.pinned.max, 10 * MIB);
-    let prove = m.spans.iter().find(|s| s.phase == Phase::Prove).unwrap();
+    let prove = m
+        .spans
+        .closed
+        .iter()
+        .find(|s| s.phase == Phase::Prove)
+        .unwrap();
     assert_eq!(prove.rss.mean(), Some(3 * GIB));
     assert_eq!(prove.gpu.max, GIB);
     assert_eq!(m.phase_rows(0, 10 * S).len(), 3);
     assert_eq!(m.spans_in(4 * S, 10 * S).count(), 3);
-    assert_eq!(m.proofs.len(), 2);
-    assert_eq!(m.proofs[0].rss.max, 3 * GIB + MIB);
+    assert_eq!(m.proofs.finished.len(), 2);
+    assert_eq!(m.proofs.finished[0].rss.max, 3 * GIB + MIB);
     assert!(m
         .log
         .iter()
@@ -261,7 +266,7 @@ fn current_phase_text_and_open_spans() {
     assert_eq!(m.current_phase_text(), "synthesis p0");
     // An end without a start is reconstructed from its duration.
     m.apply(&phase(5 * S, 1, Phase::Verify, None, false));
-    assert_eq!(m.spans.back().unwrap().start, 4 * S);
+    assert_eq!(m.spans.closed.back().unwrap().start, 4 * S);
 }
 
 #[test]
@@ -297,12 +302,12 @@ fn alerts_marks_controls() {
         S,
         RecordBody::Alert(alert(AlertState::Firing)),
     ));
-    assert_eq!(m.active_alerts.len(), 1);
+    assert_eq!(m.alerts.active.len(), 1);
     m.apply(&Record::new(
         2 * S,
         RecordBody::Alert(alert(AlertState::Cleared)),
     ));
-    assert!(m.active_alerts.is_empty());
+    assert!(m.alerts.active.is_empty());
     assert_eq!(m.alert_times().collect::<Vec<_>>(), vec![S]);
     m.apply(&Record::new(
         3 * S,
@@ -319,7 +324,7 @@ fn alerts_marks_controls() {
         }),
     ));
     m.apply(&Record::new(3 * S, RecordBody::Control(Control::Pause)));
-    assert_eq!(m.dropped_samples, 7);
+    assert_eq!(m.notes.dropped_samples, 7);
     assert!(matches!(m.child, ChildStatus::Running { pid: 9, .. }));
     assert_eq!(log_text(&m.log.back().unwrap().what), "→ pause");
     for i in 0..10 {
@@ -331,7 +336,7 @@ fn alerts_marks_controls() {
             }),
         ));
     }
-    assert_eq!(m.bad_lines, 10);
+    assert_eq!(m.notes.bad_lines, 10);
     assert_eq!(
         m.log
             .iter()
@@ -378,7 +383,7 @@ fn mode_and_state() {
         },
     ));
     assert_eq!(m.prover.mode, Some(BatchMode::Sps));
-    assert_eq!(m.mode_changes.len(), 1);
+    assert_eq!(m.proofs.mode_changes.len(), 1);
     assert_eq!(m.current_phase_text(), "paused");
     m.apply(&ev(
         2 * S,
@@ -408,7 +413,7 @@ fn mode_and_state() {
             duration_s: 2.0,
         },
     ));
-    let srs = m.spans.back().unwrap();
+    let srs = m.spans.closed.back().unwrap();
     assert_eq!(
         (srs.phase.clone(), srs.start, srs.end),
         (Phase::SrsGenerate, 3 * S, Some(5 * S))
@@ -464,7 +469,7 @@ fn apply_tells_what_each_record_changed() {
         })
         .collect();
     assert_eq!(kinds, ["closed", "closed", "finished"]);
-    assert!(m.open.is_empty());
+    assert!(m.spans.open.is_empty());
     let fx = m.apply(&ev(
         4 * S,
         Event::ModeChanged {
@@ -511,11 +516,11 @@ fn many_open_partitions_close_in_any_order() {
     for p in (0..1000).filter(|p| p % 2 == 0) {
         m.apply(&phase(2 * S, 1, Phase::Synthesis, Some(p), false));
     }
-    assert_eq!(m.open.len(), 500);
-    let parts: Vec<u32> = m.open.iter().filter_map(|s| s.partition).collect();
+    assert_eq!(m.spans.open.len(), 500);
+    let parts: Vec<u32> = m.spans.open.iter().filter_map(|s| s.partition).collect();
     assert_eq!(parts, (0..1000).filter(|p| p % 2 == 1).collect::<Vec<_>>());
     assert_eq!(m.current_phase_text(), "synthesis ×500");
-    assert_eq!(m.spans.len(), 500);
+    assert_eq!(m.spans.closed.len(), 500);
 }
 
 /// Spans opened between the same two samples share their memory stats while open; one that
@@ -532,18 +537,19 @@ fn each_span_sees_exactly_the_samples_taken_while_it_was_open() {
     m.apply(&phase(5 * S, 1, Phase::Synthesis, Some(0), false));
     m.apply(&sample(6 * S, 2 * GIB));
     let open: Vec<(Option<u32>, u64, u64)> = m
+        .spans
         .open
         .with_stats()
         .map(|s| (s.partition, s.rss.n, s.rss.max))
         .collect();
     assert_eq!(open, [(Some(1), 3, 3 * GIB), (Some(2), 2, 3 * GIB)]);
-    let closed = m.spans.back().unwrap();
+    let closed = m.spans.closed.back().unwrap();
     assert_eq!(
         (closed.partition, closed.rss.n, closed.rss.min),
         (Some(0), 2, GIB)
     );
     m.apply(&phase(7 * S, 1, Phase::Synthesis, Some(2), false));
-    let last = m.spans.back().unwrap();
+    let last = m.spans.closed.back().unwrap();
     assert_eq!(
         (last.partition, last.rss.n, last.rss.min),
         (Some(2), 2, 2 * GIB)

@@ -45,7 +45,6 @@ use provetop_shared::metric::{Metric, Read};
 use provetop_shared::record::GpuReading;
 use provetop_shared::{BatchMode, Sample, Usage};
 
-use super::Model;
 use crate::series::{Bucket, Limits, Point, Reading, Series};
 
 /// CPU lane: the tree's cores busy, thousandths of a core.
@@ -244,7 +243,8 @@ impl UsageState {
             + self.readings.capacity() * std::mem::size_of::<(u64, Arc<Usage>)>()
     }
 
-    fn on_sample(&mut self, t: u64, s: &Sample) {
+    /// A sample's GPU readings.
+    pub fn apply_sample(&mut self, t: u64, s: &Sample) {
         // The GPU state of the sample before covers the time up to this one.
         if let Some(prev) = self.last_sample_t {
             let dt = t.saturating_sub(prev).min(MAX_SAMPLE_GAP_NS);
@@ -285,6 +285,26 @@ impl UsageState {
             p.set_lane(GPU_PROC, Some(g.proc_used));
             self.gpus[at].series.push(p);
         }
+    }
+
+    /// A usage reading: its series, and its interval's overlap for the session and for
+    /// `mode`, the mode of the proof in flight (or just finished) if any.
+    pub fn apply_usage(&mut self, t: u64, u: &Usage, mode: Option<BatchMode>) {
+        let Some((interval, cpu_busy, share)) = self.on_usage(t, u) else {
+            return;
+        };
+        let Some(mode) = mode else {
+            return;
+        };
+        let modes = &mut self.overlap_modes;
+        let i = match modes.iter().position(|(m, _)| *m == mode) {
+            Some(i) => i,
+            None => {
+                modes.push((mode, Overlap::default()));
+                modes.len() - 1
+            }
+        };
+        modes[i].1.add(interval, cpu_busy, share);
     }
 
     /// Fold a usage reading; returns the interval's (cpu busy, GPU busy share) when both
@@ -339,48 +359,6 @@ fn gpus_busy(gpus: &[GpuReading]) -> Option<bool> {
 
 fn milli(c: f64) -> u64 {
     (c.max(0.0) * 1000.0).round() as u64
-}
-
-impl Model {
-    /// A sample's GPU readings.
-    pub(super) fn usage_sample(&mut self, t: u64, s: &Sample) {
-        self.usage.on_sample(t, s);
-    }
-
-    /// A usage reading: its series, and its interval's overlap for the mode of the proof in
-    /// flight (or just finished).
-    pub(super) fn on_usage(&mut self, t: u64, u: &Usage) {
-        let Some((interval, cpu_busy, share)) = self.usage.on_usage(t, u) else {
-            return;
-        };
-        let since = t.saturating_sub(u.interval_ns);
-        let mode = self.running.first().map(|p| p.mode).or_else(|| {
-            self.proofs
-                .back()
-                .filter(|p| p.end.is_some_and(|e| e >= since))
-                .map(|p| p.mode)
-        });
-        let Some(mode) = mode else {
-            return;
-        };
-        let modes = &mut self.usage.overlap_modes;
-        let i = match modes.iter().position(|(m, _)| *m == mode) {
-            Some(i) => i,
-            None => {
-                modes.push((mode, Overlap::default()));
-                modes.len() - 1
-            }
-        };
-        modes[i].1.add(interval, cpu_busy, share);
-    }
-
-    /// The usage reading for the screen at `t` (`None`: the newest).
-    pub fn usage_at(&self, t: Option<u64>) -> Option<(u64, &Usage)> {
-        match t {
-            Some(t) => self.usage.reading_at(t),
-            None => self.usage.latest(),
-        }
-    }
 }
 
 #[cfg(test)]

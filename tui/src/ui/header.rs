@@ -145,7 +145,7 @@ fn state(app: &App) -> Item<'static> {
                 Span::styled(format!("‖ pid {pid} {how}"), t.warn())
             } else if m.prover.state == Some(ProverState::Paused) {
                 // A pause lets the proofs in flight finish: say so until they have.
-                let word = if m.running.is_empty() {
+                let word = if m.proofs.running.is_empty() {
                     "paused"
                 } else {
                     "pausing"
@@ -440,7 +440,8 @@ fn free_at_peak(app: &App) -> Option<Item<'static>> {
 fn time_to_oom(app: &App) -> Option<Item<'static>> {
     let m = &app.model;
     let rule_fires = m
-        .active_alerts
+        .alerts
+        .active
         .iter()
         .any(|a| a.alert.metric == Metric::TimeToOom.name());
     let secs = m
@@ -475,7 +476,7 @@ fn uptime(app: &App) -> Option<Item<'static>> {
 /// Samples dropped: always shown, and kept longer once there are some.
 fn drops(app: &App) -> Item<'static> {
     let t = &app.theme;
-    let drops = app.model.dropped_samples;
+    let drops = app.model.notes.dropped_samples;
     Item::new(
         if drops > 0 {
             rank::DROPS
@@ -493,7 +494,7 @@ fn drops(app: &App) -> Item<'static> {
 }
 
 fn events_dropped(app: &App) -> Option<Item<'static>> {
-    let n = app.model.dropped_events;
+    let n = app.model.notes.dropped_events;
     (n > 0).then(|| {
         Item::new(
             rank::DROPS,
@@ -506,7 +507,7 @@ fn events_dropped(app: &App) -> Option<Item<'static>> {
 }
 
 fn bad_lines(app: &App) -> Option<Item<'static>> {
-    let n = app.model.bad_lines;
+    let n = app.model.notes.bad_lines;
     (n > 0).then(|| {
         Item::new(
             rank::DROPS,
@@ -527,9 +528,9 @@ fn recording_failing(app: &App) -> Option<Item<'static>> {
 /// The gravest alert firing, and how many more.
 fn alert(app: &App) -> Option<Item<'static>> {
     let m = &app.model;
-    let a = m.active_alerts.iter().max_by_key(|a| a.alert.level)?;
-    let more = if m.active_alerts.len() > 1 {
-        format!(" +{}", m.active_alerts.len() - 1)
+    let a = m.alerts.active.iter().max_by_key(|a| a.alert.level)?;
+    let more = if m.alerts.active.len() > 1 {
+        format!(" +{}", m.alerts.active.len() - 1)
     } else {
         String::new()
     };

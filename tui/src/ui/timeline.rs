@@ -49,67 +49,56 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
     if area.height == 0 || area.width <= gutter + 1 {
         return;
     }
+    let h = (area.height - 1) as usize;
+    let fit = fit(wanted, h, prover_phases(&app.model));
+    title_line(
+        buf,
+        Rect::new(area.x, area.y, area.width, 1),
+        app,
+        "phases",
+        title_items(app, &fit),
+    );
+    if fit.rows.is_empty() || fit.single_threshold_row {
+        if area.height < 2 {
+            return;
+        }
+        if fit.single_threshold_row {
+            threshold_row(buf, area, gutter, app);
+        } else {
+            let msg = if prover_phases(&app.model) {
+                "no phase in this window"
+            } else {
+                "waiting for samples"
+            };
+            let dim = app.theme.dim();
+            buf.set_stringn(
+                area.x + gutter,
+                area.y + 1,
+                msg,
+                (area.width - gutter) as usize,
+                dim,
+            );
+        }
+        cursor_column(buf, area, gutter, app);
+        return;
+    }
+    for (i, key) in fit.rows.iter().enumerate() {
+        row(buf, area, gutter, app, area.y + 1 + i as u16, key);
+    }
+    baseline_rows(buf, area, gutter, app, &fit.base_rows, fit.rows.len());
+    mode_marks(buf, area, gutter, app);
+    warning_marks(buf, area, gutter, app);
+    cursor_column(buf, area, gutter, app);
+}
+
+/// What the title says: the proof and its phases (and the legend of lettered rows, and how
+/// many rows are left out), or the thresholds the rows are cut by.
+fn title_items<'a>(app: &'a App, fit: &Fit) -> Vec<Item<'a>> {
     let t = &app.theme;
     let m = &app.model;
     let (t0, t1) = app.window();
-    let h = (area.height - 1) as usize;
-    let Fit {
-        rows,
-        base_rows,
-        lettered,
-        hidden,
-        single_threshold_row,
-    } = fit(wanted, h, prover_phases(m));
-
     let mut items: Vec<Item> = Vec::new();
-    if prover_phases(m) {
-        if let Some(p) = m.running.last() {
-            items.push(Item::new(
-                2,
-                vec![
-                    Span::styled(format!("proof {} ", p.proof_id), t.dim()),
-                    Span::styled(inert(&m.current_phase_text()).into_owned(), t.bold()),
-                ],
-            ));
-        } else if let Some(p) = m.proofs.back() {
-            items.push(Item::new(
-                2,
-                vec![Span::styled(format!("last proof {} ", p.proof_id), t.dim())],
-            ));
-        }
-        if !m.has_events() {
-            items.push(Item::new(
-                2,
-                vec![Span::styled("from its log lines ".to_string(), t.dim())],
-            ));
-        }
-        if lettered {
-            // Every letter a lettered row draws in this window.
-            let drawn: Vec<&Phase> = m
-                .spans_in(t0, t1)
-                .filter(|s| {
-                    rows.iter().any(|r| match r {
-                        RowKey::Group(g) => Group::of(&s.phase) == *g,
-                        RowKey::Rest(g) => Group::of(&s.phase) == *g && s.partition.is_none(),
-                        _ => false,
-                    })
-                })
-                .map(|s| &s.phase)
-                .collect();
-            // It stays longer than the proof's name: without it the letters say nothing.
-            let text = |short| format!("  {}", legend(drawn.iter().copied(), short));
-            items.push(
-                Item::new(1, vec![Span::styled(text(false), t.dim())])
-                    .or(0, vec![Span::styled(text(true), t.dim())]),
-            );
-        }
-        if hidden > 0 {
-            items.push(Item::new(
-                1,
-                vec![Span::styled(format!("  +{hidden} rows"), t.dim())],
-            ));
-        }
-    } else {
+    if !prover_phases(m) {
         let th = m.thresholds();
         items.push(Item::new(
             0,
@@ -121,109 +110,136 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
                 t.dim(),
             )],
         ));
+        return items;
     }
-    title_line(
-        buf,
-        Rect::new(area.x, area.y, area.width, 1),
-        app,
-        "phases",
-        items,
-    );
+    if let Some(p) = m.proofs.running.last() {
+        items.push(Item::new(
+            2,
+            vec![
+                Span::styled(format!("proof {} ", p.proof_id), t.dim()),
+                Span::styled(inert(&m.current_phase_text()).into_owned(), t.bold()),
+            ],
+        ));
+    } else if let Some(p) = m.proofs.finished.back() {
+        items.push(Item::new(
+            2,
+            vec![Span::styled(format!("last proof {} ", p.proof_id), t.dim())],
+        ));
+    }
+    if !m.has_events() {
+        items.push(Item::new(
+            2,
+            vec![Span::styled("from its log lines ".to_string(), t.dim())],
+        ));
+    }
+    if fit.lettered {
+        // Every letter a lettered row draws in this window.
+        let drawn: Vec<&Phase> = m
+            .spans_in(t0, t1)
+            .filter(|s| {
+                fit.rows.iter().any(|r| match r {
+                    RowKey::Group(g) => Group::of(&s.phase) == *g,
+                    RowKey::Rest(g) => Group::of(&s.phase) == *g && s.partition.is_none(),
+                    _ => false,
+                })
+            })
+            .map(|s| &s.phase)
+            .collect();
+        // It stays longer than the proof's name: without it the letters say nothing.
+        let text = |short| format!("  {}", legend(drawn.iter().copied(), short));
+        items.push(
+            Item::new(1, vec![Span::styled(text(false), t.dim())])
+                .or(0, vec![Span::styled(text(true), t.dim())]),
+        );
+    }
+    if fit.hidden > 0 {
+        items.push(Item::new(
+            1,
+            vec![Span::styled(format!("  +{} rows", fit.hidden), t.dim())],
+        ));
+    }
+    items
+}
+
+/// The one shaded row of every threshold phase (when one row per phase does not fit).
+fn threshold_row(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
+    let t = &app.theme;
+    let (t0, t1) = app.window();
+    let y = area.y + 1;
     let plot_x = area.x + gutter;
-    let pw = area.width - gutter;
     let axis = Axis::new(area, gutter, app);
-    let dim = t.dim();
-
-    if rows.is_empty() || single_threshold_row {
-        let y = area.y + 1;
-        if area.height < 2 {
-            return;
-        }
-        if single_threshold_row {
-            buf.set_stringn(
-                area.x,
-                y,
-                format!("{:>w$}│", "threshold", w = (gutter - 1) as usize),
-                gutter as usize,
-                dim,
-            );
-            for r in m.runs_in(t0, t1) {
-                if r.end < t0 || r.start > t1 {
-                    continue;
-                }
-                let (a, b) = (axis.half(r.start) / 2, axis.half(r.end) / 2);
-                for x in a..=b {
-                    if let Some(cell) = buf.cell_mut((plot_x + x as u16, y)) {
-                        cell.set_char(shade(r.phase))
-                            .set_style(t.threshold_phase(r.phase));
-                    }
-                }
-            }
-        } else {
-            let msg = if prover_phases(m) {
-                "no phase in this window"
-            } else {
-                "waiting for samples"
-            };
-            buf.set_stringn(plot_x, y, msg, pw as usize, dim);
-        }
-        cursor_column(buf, area, gutter, app);
-        return;
-    }
-
-    // Open spans run to the latest time seen.
-    let now = app.clock.max(m.now());
-    let shown_rows = rows.len();
-    for (i, key) in rows.iter().enumerate() {
-        let y = area.y + 1 + i as u16;
-        gutter_label(buf, area, gutter, y, &key.label(), dim);
-        if let RowKey::Group(g) | RowKey::Rest(g) = key {
-            // Each cell shows the innermost (latest started) phase of the group over it.
-            let rest = matches!(key, RowKey::Rest(_));
-            let best = axis.innermost(
-                m.spans_in(t0, t1)
-                    .filter(|s| Group::of(&s.phase) == *g && !(rest && s.partition.is_some()))
-                    .map(|s| (s.start, s.end_or(now), &s.phase))
-                    .filter(|&(_, end, _)| end >= t0),
-            );
-            axis.letters(buf, y, &best, |p| {
-                t.phase(p).add_modifier(Modifier::REVERSED)
-            });
+    buf.set_stringn(
+        area.x,
+        y,
+        format!("{:>w$}│", "threshold", w = (gutter - 1) as usize),
+        gutter as usize,
+        t.dim(),
+    );
+    for r in app.model.runs_in(t0, t1) {
+        if r.end < t0 || r.start > t1 {
             continue;
         }
-        let mut cover = axis.no_cover();
-        let style: Style = match key {
-            RowKey::Part(p, _) | RowKey::Phase(p) => {
-                for s in m.spans_in(t0, t1) {
-                    let hit = match key {
-                        RowKey::Part(p2, part) => &s.phase == p2 && s.partition == *part,
-                        _ => &s.phase == p,
-                    };
-                    if hit {
-                        let end = s.end_or(now);
-                        if end >= t0 {
-                            axis.cover(&mut cover, s.start, end);
-                        }
-                    }
-                }
-                t.phase(p)
+        let (a, b) = (axis.half(r.start) / 2, axis.half(r.end) / 2);
+        for x in a..=b {
+            if let Some(cell) = buf.cell_mut((plot_x + x as u16, y)) {
+                cell.set_char(shade(r.phase))
+                    .set_style(t.threshold_phase(r.phase));
             }
-            RowKey::Group(_) | RowKey::Rest(_) | RowKey::Base(_) | RowKey::BaseAll => {
-                unreachable!("drawn above or below")
-            }
-            RowKey::Threshold(ph) => {
-                for r in m.runs_in(t0, t1) {
-                    if r.phase == *ph && r.end >= t0 && r.start <= t1 {
-                        axis.cover(&mut cover, r.start, r.end);
-                    }
-                }
-                t.threshold_phase(*ph)
-            }
-        };
-        axis.bar(buf, y, &cover, '█', style);
+        }
     }
-    baseline_rows(buf, area, gutter, app, &base_rows, shown_rows);
-    mode_marks(buf, area, gutter, app);
-    warning_marks(buf, area, gutter, app);
-    cursor_column(buf, area, gutter, app);
+}
+
+/// One of the shown session's rows, at line `y`.
+fn row(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, y: u16, key: &RowKey) {
+    let t = &app.theme;
+    let m = &app.model;
+    let (t0, t1) = app.window();
+    let axis = Axis::new(area, gutter, app);
+    // Open spans run to the latest time seen.
+    let now = app.clock.max(m.now());
+    gutter_label(buf, area, gutter, y, &key.label(), t.dim());
+    if let RowKey::Group(g) | RowKey::Rest(g) = key {
+        // Each cell shows the innermost (latest started) phase of the group over it.
+        let rest = matches!(key, RowKey::Rest(_));
+        let best = axis.innermost(
+            m.spans_in(t0, t1)
+                .filter(|s| Group::of(&s.phase) == *g && !(rest && s.partition.is_some()))
+                .map(|s| (s.start, s.end_or(now), &s.phase))
+                .filter(|&(_, end, _)| end >= t0),
+        );
+        axis.letters(buf, y, &best, |p| {
+            t.phase(p).add_modifier(Modifier::REVERSED)
+        });
+        return;
+    }
+    let mut cover = axis.no_cover();
+    let style: Style = match key {
+        RowKey::Part(p, _) | RowKey::Phase(p) => {
+            for s in m.spans_in(t0, t1) {
+                let hit = match key {
+                    RowKey::Part(p2, part) => &s.phase == p2 && s.partition == *part,
+                    _ => &s.phase == p,
+                };
+                if hit {
+                    let end = s.end_or(now);
+                    if end >= t0 {
+                        axis.cover(&mut cover, s.start, end);
+                    }
+                }
+            }
+            t.phase(p)
+        }
+        RowKey::Group(_) | RowKey::Rest(_) | RowKey::Base(_) | RowKey::BaseAll => {
+            unreachable!("drawn above or below")
+        }
+        RowKey::Threshold(ph) => {
+            for r in m.runs_in(t0, t1) {
+                if r.phase == *ph && r.end >= t0 && r.start <= t1 {
+                    axis.cover(&mut cover, r.start, r.end);
+                }
+            }
+            t.threshold_phase(*ph)
+        }
+    };
+    axis.bar(buf, y, &cover, '█', style);
 }

@@ -39,6 +39,7 @@ use std::time::{Duration, Instant};
 use provetop_shared::units::fmt_bytes;
 
 use super::maps::{parse_line, Kind, Learned, Mapping, MapsError, PidMaps, Reading};
+use super::shared::PidPinned;
 use super::{park_until, Shared, SMAPS_MIN_INTERVAL};
 use crate::procfile::leading_u64;
 
@@ -58,28 +59,6 @@ const SMAPS_RECHECK: Duration = Duration::from_secs(10);
 const SMAPS_UNSIZED_WAIT: Duration = Duration::from_millis(100);
 /// Void comparisons in a row after which the missing cross-check is said.
 const VOID_SAID: u32 = 3;
-
-/// The latest mapping-table reading of one process.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct PidPinned {
-    /// None: unknown (unreadable, or a mapping not classified yet).
-    pub reading: Option<Reading>,
-    pub at: Instant,
-}
-
-/// The readings of the tree (`gen`: the tree they belong to).
-#[derive(Debug, Default)]
-pub(super) struct PinnedState {
-    pub gen: u64,
-    pub pids: HashMap<u32, PidPinned>,
-}
-
-/// What the smaps passes measured, per process, for the table's estimates.
-#[derive(Debug, Default)]
-pub(super) struct LearnedState {
-    pub gen: u64,
-    pub pids: HashMap<u32, Arc<Learned>>,
-}
 
 /// One smaps text's candidate mappings with their Rss and Locked (bytes), into `out`; returns
 /// their summed Rss (the truth the table's estimate is checked against).

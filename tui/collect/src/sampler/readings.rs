@@ -14,7 +14,7 @@ use std::time::Instant;
 use provetop_shared::clock::mono_ns;
 use provetop_shared::{Mark, Record, RecordBody};
 
-use super::pinned::PidPinned;
+use super::shared::PidPinned;
 use super::tick::Sampler;
 use super::{MAPS_FLOOR, PINNED_STALE};
 

@@ -6,15 +6,17 @@
 //! its sample, and the notes helpers leave for the sampler thread to put in the stream. Each
 //! lock is poison-tolerant: a helper that panicked never stops the others.
 
+use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, Thread};
+use std::time::Instant;
 
 use provetop_shared::record::{GpuDetail, GpuReading};
 use provetop_shared::Mark;
 
-use super::pinned;
+use super::maps::{Learned, Reading};
 
 /// Latest GPU state, carried into every sample.
 #[derive(Default, Clone)]
@@ -26,6 +28,28 @@ pub(super) struct GpuState {
     pub(super) details: Vec<GpuDetail>,
     /// (pid, GPU index, bytes) of the tree's processes (known amounts only).
     pub(super) procs: Vec<(u32, u32, u64)>,
+}
+
+/// The latest mapping-table reading of one process.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PidPinned {
+    /// None: unknown (unreadable, or a mapping not classified yet).
+    pub reading: Option<Reading>,
+    pub at: Instant,
+}
+
+/// The readings of the tree (`gen`: the tree they belong to).
+#[derive(Debug, Default)]
+pub(super) struct PinnedState {
+    pub gen: u64,
+    pub pids: HashMap<u32, PidPinned>,
+}
+
+/// What the smaps passes measured, per process, for the table's estimates.
+#[derive(Debug, Default)]
+pub(super) struct LearnedState {
+    pub gen: u64,
+    pub pids: HashMap<u32, Arc<Learned>>,
 }
 
 /// State shared by the sampler's threads and the handle.
@@ -47,8 +71,8 @@ pub(super) struct Shared {
     pub(super) tick_ns: AtomicU64,
     pub(super) tick_max_ns: AtomicU64,
     pub(super) tree: Mutex<(u64, Vec<u32>)>,
-    pub(super) pinned: Mutex<pinned::PinnedState>,
-    pub(super) learned: Mutex<pinned::LearnedState>,
+    pub(super) pinned: Mutex<PinnedState>,
+    pub(super) learned: Mutex<LearnedState>,
     /// Processes whose address space changed since their last table read.
     pub(super) maps_dirty: Mutex<Vec<u32>>,
     pub(super) maps_thread: Mutex<Option<Thread>>,
@@ -84,8 +108,8 @@ impl Shared {
             tick_ns: AtomicU64::new(0),
             tick_max_ns: AtomicU64::new(0),
             tree: Mutex::new((1, vec![root_pid])),
-            pinned: Mutex::new(pinned::PinnedState::default()),
-            learned: Mutex::new(pinned::LearnedState::default()),
+            pinned: Mutex::new(PinnedState::default()),
+            learned: Mutex::new(LearnedState::default()),
             maps_dirty: Mutex::new(Vec::new()),
             maps_thread: Mutex::new(None),
             smaps_urgent: AtomicBool::new(false),

@@ -31,6 +31,7 @@ mod launch;
 mod output;
 mod registry;
 mod spec;
+mod tree;
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -97,11 +98,11 @@ struct Inner {
     tx: RecordTx,
     grace: Duration,
     /// Every process seen in the running child's tree.
-    tree: Mutex<registry::Tree>,
+    tree: Mutex<tree::Tree>,
 }
 
 impl Inner {
-    fn tree(&self) -> std::sync::MutexGuard<'_, registry::Tree> {
+    fn tree(&self) -> std::sync::MutexGuard<'_, tree::Tree> {
         self.tree.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -213,7 +214,7 @@ pub async fn spawn(spec: ChildSpec, tx: impl Into<RecordTx>) -> anyhow::Result<S
         counters: Counters::default(),
         tx,
         grace: spec.grace,
-        tree: Mutex::new(registry::Tree::default()),
+        tree: Mutex::new(tree::Tree::default()),
     });
     let (pid_tx, pid_rx) = watch::channel(None);
     let (exit_tx, exit_rx) = watch::channel(None);
@@ -543,7 +544,7 @@ async fn wait_run(inner: &Arc<Inner>, run: &mut Running) -> ExitInfo {
     let _ = tokio::task::spawn_blocking(move || {
         let mut tree = tree_inner.tree();
         tree.kill(root, Duration::from_secs(2));
-        *tree = registry::Tree::default();
+        *tree = tree::Tree::default();
     })
     .await;
     let pgid = inner.pgid.swap(0, Ordering::AcqRel);

@@ -24,8 +24,8 @@ pub fn answer(server: &mut ControlServer, mon: &mut Monitor, model: &mut Model) 
                 i.ok(json!({ "status": s }));
             }
             Request::Alerts => {
-                let firing: Vec<_> = model.active_alerts.iter().map(|a| &a.alert).collect();
-                let recent: Vec<_> = model.alert_history.iter().rev().take(20).collect();
+                let firing: Vec<_> = model.alerts.active.iter().map(|a| &a.alert).collect();
+                let recent: Vec<_> = model.alerts.history.iter().rev().take(20).collect();
                 i.ok(json!({ "firing": firing, "recent": recent }));
             }
             Request::Control { control } => match &mon.supervisor {
@@ -93,7 +93,7 @@ fn status(server: &ControlServer, mon: &Monitor, model: &Model) -> Status {
         state: p
             .state
             .map(|s| crate::model::prover::state_name(s).to_string()),
-        alerts: model.active_alerts.len(),
+        alerts: model.alerts.active.len(),
         session: server.session.clone(),
         clients: server.clients(),
         thresholds_gib: server.thresholds.map(|t| [t.idle, t.gpu, t.synth, t.peak]),

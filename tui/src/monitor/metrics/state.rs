@@ -180,7 +180,7 @@ impl State {
         for e in fx {
             st.effect(rec.t, e, model);
         }
-        st.running = model.running.len();
+        st.running = model.proofs.running.len();
         st.prover_state = model.prover.state;
         st.mode = model.prover.mode;
     }
@@ -244,7 +244,7 @@ impl State {
         let was = self.open_n[i];
         match source {
             SpanSource::Prover => {
-                let now = model.open.count(phase);
+                let now = model.spans.open.count(phase);
                 let before = match self.open.get_mut(phase) {
                     Some(n) => std::mem::replace(n, now),
                     None => {
@@ -260,7 +260,7 @@ impl State {
                 self.open_n[i] = self.open_n[i].saturating_sub(before) + now;
             }
             SpanSource::Srs => {
-                let now = model.srs_open.as_ref().map(|s| s.phase.clone());
+                let now = model.spans.srs_open.as_ref().map(|s| s.phase.clone());
                 // The old SRS span goes, the model's comes (another phase label, maybe).
                 if let Some(old) = self.srs_open.take() {
                     let j = phase_index(&old);

@@ -41,7 +41,7 @@ pub(super) fn mode_marks(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
     let style = app.theme.bold();
     let right = area.x + area.width;
     let bottom = area.y + area.height - 1;
-    for (t, _from, to) in app.model.mode_changes.iter() {
+    for (t, _from, to) in app.model.proofs.mode_changes.iter() {
         let Some(x) = axis.column_within(*t) else {
             continue;
         };
