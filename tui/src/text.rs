@@ -8,7 +8,7 @@ use provetop_shared::units::{fmt_bytes, fmt_secs};
 use provetop_shared::{Alert, AlertLevel, AlertState, Control, Event, Mark, SrsSource};
 
 pub use crate::model::prover::state_name;
-use crate::model::{LogLevel, Logged, SrsState};
+use crate::model::{HelloInfo, LogLevel, Logged, SrsState};
 
 /// Text from a child (phase names, messages, log lines) made safe to print on a terminal or
 /// in a table: every control character (C0, DEL, C1: ESC, BEL, CR, LF, TAB…) and every
@@ -241,26 +241,26 @@ fn log_words(l: &Logged) -> String {
     }
 }
 
+fn hello(h: &HelloInfo) -> String {
+    let gpu = if h.gpus.is_empty() {
+        String::new()
+    } else {
+        format!(", {} GPU(s)", h.gpus.len())
+    };
+    format!(
+        "hello: prover {} pid {}, {}{gpu}, {} × {} constraints, {}",
+        h.prover_version,
+        h.pid,
+        h.backend,
+        h.config.partitions,
+        h.config.constraints,
+        h.config.mode
+    )
+}
+
 fn event_text(e: &Event) -> String {
     match e {
-        Event::Hello {
-            prover_version,
-            pid,
-            backend,
-            gpus,
-            config,
-            ..
-        } => {
-            let gpu = if gpus.is_empty() {
-                String::new()
-            } else {
-                format!(", {} GPU(s)", gpus.len())
-            };
-            format!(
-                "hello: prover {prover_version} pid {pid}, {backend}{gpu}, {} × {} constraints, {}",
-                config.partitions, config.constraints, config.mode
-            )
-        }
+        Event::Hello { .. } => HelloInfo::of(e).map(|h| hello(&h)).unwrap_or_default(),
         Event::SrsLoading { source, .. } => {
             let what = match source {
                 SrsSource::Generated => "generating",
@@ -269,20 +269,7 @@ fn event_text(e: &Event) -> String {
             };
             format!("SRS {what}…")
         }
-        Event::SrsReady {
-            bytes,
-            pinned_bytes,
-            source,
-            duration_s,
-        } => {
-            let ready = SrsState::Ready {
-                bytes: *bytes,
-                pinned_bytes: *pinned_bytes,
-                source: *source,
-                duration_s: *duration_s,
-            };
-            format!("SRS ready: {}", srs(&ready))
-        }
+        Event::SrsReady { .. } => format!("SRS ready: {}", srs(&SrsState::ready_of(e))),
         Event::ProofStarted {
             proof_id,
             mode,

@@ -35,6 +35,27 @@ pub enum SrsState {
     },
 }
 
+impl SrsState {
+    /// The resident SRS an `srs_ready` event `e` names ([`SrsState::Unknown`] for any other
+    /// event).
+    pub fn ready_of(e: &Event) -> SrsState {
+        match e {
+            Event::SrsReady {
+                bytes,
+                pinned_bytes,
+                source,
+                duration_s,
+            } => SrsState::Ready {
+                bytes: *bytes,
+                pinned_bytes: *pinned_bytes,
+                source: *source,
+                duration_s: *duration_s,
+            },
+            _ => SrsState::Unknown,
+        }
+    }
+}
+
 /// What the prover said about itself in `hello`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HelloInfo {
@@ -45,6 +66,31 @@ pub struct HelloInfo {
     pub gpus: Vec<GpuInfo>,
     /// The workload.
     pub config: ProverConfig,
+}
+
+impl HelloInfo {
+    /// What `e` says, when it is a `hello`.
+    pub fn of(e: &Event) -> Option<HelloInfo> {
+        let Event::Hello {
+            protocol,
+            prover_version,
+            pid,
+            backend,
+            gpus,
+            config,
+        } = e
+        else {
+            return None;
+        };
+        Some(HelloInfo {
+            protocol: protocol.clone(),
+            prover_version: prover_version.clone(),
+            pid: *pid,
+            backend: *backend,
+            gpus: gpus.clone(),
+            config: config.clone(),
+        })
+    }
 }
 
 /// The latest `memory_report`.
@@ -125,23 +171,11 @@ impl ProverView {
     /// other domains').
     pub fn apply(&mut self, t: u64, e: &Event, log: &mut Log, fx: &mut Effects) {
         match e {
-            Event::Hello {
-                protocol,
-                prover_version,
-                pid,
-                backend,
-                gpus,
-                config,
-            } => {
-                self.mode = Some(config.mode);
-                let hello = HelloInfo {
-                    protocol: protocol.clone(),
-                    prover_version: prover_version.clone(),
-                    pid: *pid,
-                    backend: *backend,
-                    gpus: gpus.clone(),
-                    config: config.clone(),
+            Event::Hello { .. } => {
+                let Some(hello) = HelloInfo::of(e) else {
+                    return;
                 };
+                self.mode = Some(hello.config.mode);
                 self.hello = Some(hello);
                 log.push(t, Logged::Event(e.clone()));
             }
@@ -159,18 +193,8 @@ impl ProverView {
                     *progress = Some((*done, *total));
                 }
             }
-            Event::SrsReady {
-                bytes,
-                pinned_bytes,
-                source,
-                duration_s,
-            } => {
-                self.srs = SrsState::Ready {
-                    bytes: *bytes,
-                    pinned_bytes: *pinned_bytes,
-                    source: *source,
-                    duration_s: *duration_s,
-                };
+            Event::SrsReady { bytes, .. } => {
+                self.srs = SrsState::ready_of(e);
                 log.push(t, Logged::Event(e.clone()));
                 fx.push(Effect::SrsReady { bytes: *bytes });
             }

@@ -44,13 +44,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
             )],
         ));
     }
-    title_line(
-        buf,
-        Rect::new(area.x, area.y, area.width, 1),
-        app,
-        "log",
-        items,
-    );
+    title_line(buf, area, app, "log", items);
     let h = (area.height - 1) as usize;
     let end = log.len().saturating_sub(app.view.log_back);
     let start = end.saturating_sub(h);

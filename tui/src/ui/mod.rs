@@ -305,7 +305,8 @@ pub fn fit(items: Vec<Item<'_>>, room: usize) -> Vec<Span<'_>> {
         .collect()
 }
 
-/// A section title: `─ name ─ items … ───`, items that do not fit left out whole.
+/// A section title on the first row of `area`: `─ name ─ items … ───`, items that do not
+/// fit left out whole.
 pub fn title_line(buf: &mut Buffer, area: Rect, app: &App, name: &str, items: Vec<Item<'_>>) {
     if area.height == 0 {
         return;

@@ -51,13 +51,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
     }
     let h = (area.height - 1) as usize;
     let fit = fit(wanted, h, prover_phases(&app.model));
-    title_line(
-        buf,
-        Rect::new(area.x, area.y, area.width, 1),
-        app,
-        "phases",
-        title_items(app, &fit),
-    );
+    title_line(buf, area, app, "phases", title_items(app, &fit));
     if fit.rows.is_empty() || fit.single_threshold_row {
         if area.height < 2 {
             return;

@@ -363,13 +363,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, rows: Rows) {
     }
     let t = &app.theme;
     let n = now(app);
-    title_line(
-        buf,
-        Rect::new(area.x, area.y, area.width, 1),
-        app,
-        "usage",
-        title_items(app, &n),
-    );
+    title_line(buf, area, app, "usage", title_items(app, &n));
     let plot_x = area.x + gutter;
     let cols = (area.width - gutter) as usize;
     let (t0, t1) = app.window();
