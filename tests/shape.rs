@@ -2,7 +2,7 @@
 //! quietly undo them):
 //!
 //! * **No import circle between the modules of a folder**, in every folder of the product's
-//!   sources ([`CIRCLE_ROOTS`]). The modules of a folder are its files `x.rs` and its folders
+//!   sources ([`ROOTS`]). The modules of a folder are its files `x.rs` and its folders
 //!   `x/`; the folder's own file (`lib.rs`, `main.rs`, `mod.rs`, or `x.rs` beside `x/`)
 //!   declares them and is none of them. A module imports a sibling when code anywhere in it
 //!   names a path into the sibling: `crate::…`, `super::…` and `self::…` paths, in `use`
@@ -13,25 +13,15 @@
 //!   circuit.
 //! * **No product function over 150 lines** ([`MOST_FN_LINES`]): a `fn` item with a body,
 //!   counted from the line of `fn` to the line of its closing brace (a nested `fn` counts in
-//!   its parent too), in the sources of [`FN_ROOTS`] outside `#[cfg(test)]` items and the
+//!   its parent too), in the sources of [`ROOTS`] outside `#[cfg(test)]` items and the
 //!   files they declare (benches and the `tests/` folder are not scanned).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The source folders checked for import circles (each a crate's `src`: `crate::` paths
-/// start there).
-const CIRCLE_ROOTS: &[&str] = &[
-    "tui/src",
-    "tui/collect/src",
-    "prover/src",
-    "shared/src",
-    "shared/emit/src",
-    "kernels/src",
-];
-
-/// The source folders whose functions are measured.
-const FN_ROOTS: &[&str] = &[
+/// The product's source folders, checked for import circles and measured for long functions
+/// (each a crate's `src`: `crate::` paths start there).
+const ROOTS: &[&str] = &[
     "tui/src",
     "tui/collect/src",
     "prover/src",
@@ -572,7 +562,7 @@ fn circles(graph: &Graph) -> Vec<Vec<String>> {
 #[test]
 fn no_module_of_a_folder_imports_one_that_imports_it_back() {
     let mut found = Vec::new();
-    for dir in CIRCLE_ROOTS {
+    for dir in ROOTS {
         let graphs = folder_graphs(sources(dir));
         if *dir == "tui/src" {
             let top = &graphs[""];
@@ -731,7 +721,7 @@ fn product_files(files: Vec<(String, String)>) -> Vec<(String, String)> {
 /// Every product function over [`MOST_FN_LINES`] lines: (file, name, line, lines).
 fn long_functions() -> Vec<(String, String, usize, usize)> {
     let mut out = Vec::new();
-    for dir in FN_ROOTS {
+    for dir in ROOTS {
         for (rel, text) in product_files(sources(dir)) {
             for (name, line, lines) in functions(&text) {
                 if lines > MOST_FN_LINES {
