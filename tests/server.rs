@@ -827,6 +827,15 @@ fn a_socket_directory_of_another_user_or_writable_by_others_is_refused_in_one_li
         let made = std::fs::read_dir(&sockets).unwrap().flatten().count();
         assert_eq!(made, 0, "a file was made in the refused directory");
     }
+    // A link in its place, even to a private directory: whoever made the link chose where.
+    std::fs::remove_dir(&sockets).unwrap();
+    let elsewhere = d.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    chmod(&elsewhere, 0o700);
+    std::os::unix::fs::symlink(&elsewhere, &sockets).unwrap();
+    let (code, _, err) = provetop_out(d, &["ls"]);
+    assert_eq!((code, err.lines().count()), (Some(1), 1), "{err}");
+    assert!(err.contains("it is a symbolic link"), "{err}");
 }
 
 #[test]

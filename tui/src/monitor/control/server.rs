@@ -73,27 +73,15 @@ impl ControlServer {
                 ),
                 e => anyhow::anyhow!("{}: cannot lock: {e}", lock_path.display()),
             })?;
-        let described = Described {
-            id: id.to_string(),
-            session: session.map(Path::to_path_buf),
+        let listener = match describe_and_listen(&mut lock, &path, id, session) {
+            Ok(l) => l,
+            Err(e) => {
+                // Leave nothing behind for `ls` to trip on: the session has no socket.
+                let _ = std::fs::remove_file(&path);
+                let _ = std::fs::remove_file(&lock_path);
+                return Err(e.context(format!("session {id}")));
+            }
         };
-        {
-            use std::io::Write;
-            lock.set_len(0)?;
-            lock.write_all(serde_json::to_string(&described)?.as_bytes())
-                .with_context(|| format!("cannot write {}", lock_path.display()))?;
-        }
-        // We hold the lock: whatever socket is there is a dead supervisor's (removing a link
-        // removes the link, not its target).
-        let _ = std::fs::remove_file(&path);
-        let std_listener = std::os::unix::net::UnixListener::bind(&path)
-            .with_context(|| format!("cannot listen on {}", path.display()))?;
-        // The directory is this user's alone (checked): nobody can have put a link here
-        // since the bind.
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("cannot make {} private", path.display()))?;
-        std_listener.set_nonblocking(true)?;
-        let listener = UnixListener::from_std(std_listener)?;
         let (tx, inbox) = mpsc::channel(INBOX);
         let notes = Arc::new(Mutex::new(Vec::new()));
         let clients = Arc::new(AtomicUsize::new(0));
@@ -173,6 +161,38 @@ pub fn for_session(
     server.session = session;
     server.restartable = restartable;
     Ok(server)
+}
+
+/// With the lock held: write the session's id and file in it, then bind its socket 0600.
+fn describe_and_listen(
+    lock: &mut std::fs::File,
+    path: &Path,
+    id: &str,
+    session: Option<&Path>,
+) -> anyhow::Result<UnixListener> {
+    use std::io::Write;
+    let mut described = Described {
+        id: id.to_string(),
+        session: session.map(Path::to_path_buf),
+    };
+    // A file name that is not UTF-8 cannot be written in JSON: the id alone still names it.
+    let text = serde_json::to_string(&described).or_else(|_| {
+        described.session = None;
+        serde_json::to_string(&described)
+    })?;
+    lock.set_len(0)?;
+    lock.write_all(text.as_bytes())?;
+    // We hold the lock: whatever socket is there is a dead supervisor's (removing a link
+    // removes the link, not its target).
+    let _ = std::fs::remove_file(path);
+    let std_listener = std::os::unix::net::UnixListener::bind(path)
+        .with_context(|| format!("cannot listen on {}", path.display()))?;
+    // The directory is this user's alone (checked): nobody can have put a link here since
+    // the bind.
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("cannot make {} private", path.display()))?;
+    std_listener.set_nonblocking(true)?;
+    Ok(UnixListener::from_std(std_listener)?)
 }
 
 impl Drop for ControlServer {
