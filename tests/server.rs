@@ -49,19 +49,24 @@ impl Drop for Served {
 /// `provetop serve` of the bundled prover (small proofs, one every 2 s), recording to
 /// DIR/s.ptop; with its session socket, once that is there.
 fn serve(dir: &Path, extra: &[&str]) -> (Served, PathBuf) {
+    let served = serve_to(dir, &dir.join("s.ptop"), extra);
+    (served, socket(dir))
+}
+
+/// `provetop serve` of the bundled prover in DIR's environment, recording to `record`.
+fn serve_to(dir: &Path, record: &Path, extra: &[&str]) -> Served {
     prover();
     std::fs::create_dir_all(dir.join("run")).unwrap();
     let mut cmd = Command::new(provetop());
     cmd.args(["serve", "--record"])
-        .arg(dir.join("s.ptop"))
+        .arg(record)
         .args(["--partitions", "2", "--constraints", "2000"])
         .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     env(&mut cmd, dir);
-    let served = Served(Some(cmd.spawn().expect("start provetop serve")));
-    (served, socket(dir))
+    Served(Some(cmd.spawn().expect("start provetop serve")))
 }
 
 /// The socket of the one session in DIR, once it is there.
@@ -83,8 +88,12 @@ fn socket(dir: &Path) -> PathBuf {
     found.unwrap()
 }
 
+/// The id of the session serving `sock` (its socket is named by a hash of it).
 fn id_of(sock: &Path) -> String {
-    sock.file_stem().unwrap().to_string_lossy().into_owned()
+    Conn::open(sock).status()["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 /// A detached supervisor (not our child), stopped if a test fails before its own stop.
@@ -614,7 +623,10 @@ fn attaching_to_a_dead_missing_or_foreign_session_is_a_one_line_error() {
     assert!(err.contains("no live"), "{err}");
     // Another user's socket (as root, chown one to uid 4242).
     if nix::unistd::geteuid().is_root() {
-        let other = d.join("run/provetop/theirs-7.sock");
+        let other = d.join("run/provetop").join(format!(
+            "{}.sock",
+            provetop::monitor::control::key("theirs-7")
+        ));
         std::fs::write(&other, b"").unwrap();
         nix::unistd::chown(&other, Some(nix::unistd::Uid::from_raw(4242)), None).unwrap();
         let (code, err) = run(&["theirs-7"]);
@@ -745,4 +757,186 @@ fn status_tells_an_attached_screen_the_supervisors_threshold_and_rule_lines() {
     );
     c.stop();
     finish(served);
+}
+
+// The socket directory and its files (security), the socket's name, `ls` and `attach FILE`.
+
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+fn chmod(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// `provetop ARGS` in DIR's environment: exit code, stdout, stderr.
+fn provetop_out(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(provetop());
+    cmd.args(args).stdin(Stdio::null());
+    env(&mut cmd, dir);
+    let o = cmd.output().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_shared_runtime_directory_keeps_its_mode_and_only_provetops_own_directory_is_made_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = d.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    chmod(&run, 0o1777);
+    let (served, sock) = serve(d, &[]);
+    assert_eq!(mode(&run), 0o1777, "$XDG_RUNTIME_DIR itself was changed");
+    assert_eq!(mode(&run.join("provetop")), 0o700);
+    assert_eq!(mode(&sock), 0o600);
+    Conn::open(&sock).stop();
+    finish(served);
+}
+
+#[test]
+fn a_socket_directory_of_another_user_or_writable_by_others_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sockets = d.join("run/provetop");
+    std::fs::create_dir_all(&sockets).unwrap();
+    let mut cases = vec![(0o777, "others can write to it (mode 0777)")];
+    if nix::unistd::geteuid().is_root() {
+        cases.push((0o700, "it belongs to uid 65534, not to this user (uid 0)"));
+    }
+    for (m, why) in cases {
+        chmod(&sockets, m);
+        if why.contains("uid") {
+            nix::unistd::chown(&sockets, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+        }
+        let said = format!("refusing the socket directory {}: {why}", sockets.display());
+        for args in [&["ls"][..], &["attach", "s-1"][..]] {
+            let (code, _, err) = provetop_out(d, args);
+            assert_eq!((code, err.lines().count()), (Some(1), 1), "{args:?}: {err}");
+            assert!(err.contains(&said), "{args:?}: {err}");
+        }
+        // A supervisor makes no socket there: it says why and goes on without one.
+        let (code, _, err) = provetop_out(d, &["run", "--headless", "--no-record", "--", "true"]);
+        assert_eq!(code, Some(0), "{err}");
+        assert!(err.contains(&said), "{err}");
+        let made = std::fs::read_dir(&sockets).unwrap().flatten().count();
+        assert_eq!(made, 0, "a file was made in the refused directory");
+    }
+    // A link in its place, even to a private directory: whoever made the link chose where.
+    std::fs::remove_dir(&sockets).unwrap();
+    let elsewhere = d.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    chmod(&elsewhere, 0o700);
+    std::os::unix::fs::symlink(&elsewhere, &sockets).unwrap();
+    let (code, _, err) = provetop_out(d, &["ls"]);
+    assert_eq!((code, err.lines().count()), (Some(1), 1), "{err}");
+    assert!(err.contains("it is a symbolic link"), "{err}");
+}
+
+#[test]
+fn a_session_with_a_long_descriptive_name_serves_its_socket_is_listed_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let name = format!(
+        "{}.ptop",
+        "c2-proof-of-a-32GiB-sector-on-the-h100-".repeat(5)
+    );
+    let served = serve_to(d, &d.join(&name), &[]);
+    let sock = socket(d);
+    let id = id_of(&sock);
+    assert!(id.len() > 150, "{id}");
+    let (code, out, err) = provetop_out(d, &["ls"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(&id), "{out}");
+    Conn::open(&sock).stop();
+    let (code, err) = finish(served);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("no control socket"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(d.join("run/provetop"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".sock") || n.ends_with(".lock"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn ls_never_removes_the_socket_of_a_live_supervisor_whose_lock_file_was_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (served, sock, id) = serve_proved(d);
+    let lock = sock.with_extension("lock");
+    std::fs::remove_file(&lock).unwrap();
+    let (code, out, err) = provetop_out(d, &["ls"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        sock.exists(),
+        "ls removed a live supervisor's socket: {out}"
+    );
+    assert!(!out.contains("stale"), "{out}");
+    assert!(out.lines().any(|l| l.contains(&id)), "{out}");
+    // Still reachable, and `attach` still finds it by its id.
+    assert_proves_on(&sock, "the supervisor went on");
+    Conn::open(&sock).stop();
+    finish(served);
+}
+
+#[test]
+fn attach_by_file_tells_apart_two_sessions_recording_to_the_same_name_in_two_folders() {
+    let name = "server-by-path";
+    let Some(dir) = screen_test(name) else {
+        return;
+    };
+    let d = dir.path();
+    for sub in ["a", "b"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+    }
+    let a = serve_to(d, &d.join("a/s.ptop"), &[]);
+    let b = serve_to(d, &d.join("b/s.ptop"), &[]);
+    let sockets = d.join("run/provetop");
+    let mut socks = Vec::new();
+    assert!(wait_until(Duration::from_secs(30), || {
+        socks = std::fs::read_dir(&sockets)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        socks.len() == 2
+    }));
+    let b_id = socks
+        .iter()
+        .map(|s| Conn::open(s).status())
+        .find(|st| st["session"].as_str().unwrap().ends_with("b/s.ptop"))
+        .map(|st| st["id"].as_str().unwrap().to_string())
+        .unwrap();
+    // A relative path through a link names the same file.
+    std::os::unix::fs::symlink(d.join("b"), d.join("link")).unwrap();
+    let t = provetop_in_tmux(
+        name,
+        d,
+        &format!(
+            "attach --read-only {}; echo ATTACH-EXIT=$?; sleep 600",
+            sh_quote(&d.join("link/../b/s.ptop").display().to_string())
+        ),
+    );
+    let s = t.wait_for("attached to b", Duration::from_secs(20), |s| {
+        s.contains("attached to") || s.contains("ATTACH-EXIT=")
+    });
+    assert!(s.contains(&format!("attached to {b_id}")), "{s}");
+    t.keys(&["q"]);
+    exited_0(&t, "ATTACH", "quit", Duration::from_secs(10));
+    for s in &socks {
+        Conn::open(s).stop();
+    }
+    finish(a);
+    finish(b);
 }

@@ -24,7 +24,7 @@ use crate::monitor::control::{self, Client, Probe, Request};
 use crate::theme::Theme;
 
 pub use crate::cli::AttachArgs;
-use crate::sessions::{live_sessions, Live};
+use crate::sessions::{live_sessions, Found};
 
 /// How long a reply from the supervisor is waited for.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(3);
@@ -53,17 +53,14 @@ pub fn resolve(
             ),
         };
     };
-    // A session file or a socket names its session by its stem (the id is the stem and the
-    // supervisor's pid: `s-4242`).
     let p = Path::new(asked);
-    let by_file = asked.ends_with(".ptop") || asked.ends_with(".sock") || asked.contains('/');
-    let id = if by_file {
-        p.file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    } else {
-        asked.to_string()
-    };
+    if asked.ends_with(".sock") {
+        return by_socket(dir, p);
+    }
+    if asked.ends_with(".ptop") || asked.contains('/') {
+        return by_file(dir, p);
+    }
+    let id = asked.to_string();
     match control::probe(dir, &id) {
         Probe::Live(sock) => return Ok((id, sock)),
         Probe::Stale => anyhow::bail!(
@@ -75,26 +72,13 @@ pub fn resolve(
         }
         Probe::Missing => {}
     }
-    // A file's stem is the start of its session's id; otherwise a unique part of a live id.
+    // Otherwise a unique part of a live id.
     let (live, stale) = live_sessions(dir);
-    let names = |candidate: &str| {
-        if by_file {
-            candidate
-                .strip_prefix(id.as_str())
-                .and_then(|r| r.strip_prefix('-'))
-                .is_some_and(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
-        } else {
-            candidate.contains(&id)
-        }
-    };
-    let hits: Vec<&Live> = live.iter().filter(|l| names(&l.id)).collect();
+    let hits: Vec<&Found> = live.iter().filter(|l| l.id.contains(&id)).collect();
     match hits.as_slice() {
         [one] => Ok((one.id.clone(), one.socket.clone())),
-        [] => match stale.iter().find(|s| names(s)) {
-            Some(dead) => anyhow::bail!(
-                "session {dead} is not running: its supervisor is gone (its stale socket was \
-                 removed); provetop replay shows its recording"
-            ),
+        [] => match stale.iter().find(|s| s.id.contains(&id)) {
+            Some(dead) => not_running(dead),
             None => anyhow::bail!("no live session {id} (provetop ls lists them)"),
         },
         many => anyhow::bail!(
@@ -104,6 +88,62 @@ pub fn resolve(
                 .map(|l| l.id.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
+        ),
+    }
+}
+
+fn not_running<T>(dead: &Found) -> anyhow::Result<T> {
+    anyhow::bail!(
+        "session {} is not running: its supervisor is gone (its stale socket was removed); \
+         provetop replay shows its recording",
+        dead.id
+    )
+}
+
+/// The session whose socket is `sock` (a path in `dir`).
+fn by_socket(dir: &Path, sock: &Path) -> anyhow::Result<(String, PathBuf)> {
+    let key = sock
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match control::probe_key(dir, &key) {
+        Probe::Live(sock) => {
+            let id = control::described(dir, &key).map_or(key, |d| d.id);
+            Ok((id, sock))
+        }
+        Probe::Stale => anyhow::bail!(
+            "{}: its supervisor is gone (its stale socket was removed)",
+            sock.display()
+        ),
+        Probe::Foreign { uid } => {
+            anyhow::bail!(
+                "{} belongs to uid {uid}: only its owner can attach",
+                sock.display()
+            )
+        }
+        Probe::Missing => anyhow::bail!("no live session at {}", dir.join(sock).display()),
+    }
+}
+
+/// The session that records to `file`: the same file, compared by canonical path (two
+/// sessions recording to `s.ptop` in two folders differ).
+fn by_file(dir: &Path, file: &Path) -> anyhow::Result<(String, PathBuf)> {
+    let canonical = |p: &Path| {
+        std::fs::canonicalize(p)
+            .or_else(|_| std::path::absolute(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    };
+    let asked = canonical(file);
+    let same = |f: &Found| f.session.as_deref().is_some_and(|s| canonical(s) == asked);
+    let (live, stale) = live_sessions(dir);
+    if let Some(one) = live.iter().find(|l| same(l)) {
+        return Ok((one.id.clone(), one.socket.clone()));
+    }
+    match stale.iter().find(|s| same(s)) {
+        Some(dead) => not_running(dead),
+        None => anyhow::bail!(
+            "no live session records to {} (provetop ls lists them)",
+            asked.display()
         ),
     }
 }

@@ -52,9 +52,10 @@ pub fn main(args: &LsArgs) -> anyhow::Result<i32> {
         .to_vec();
         out.push_str(&table(&head, &rows));
     }
-    for id in &stale {
+    for s in &stale {
         out.push_str(&format!(
-            "removed the stale socket of {id} (its supervisor is gone)\n"
+            "removed the stale socket of {} (its supervisor is gone)\n",
+            s.id
         ));
     }
     if let Some(sessions) = sessions_dir() {
@@ -162,18 +163,21 @@ fn recent_files(dir: &std::path::Path, n: usize) -> Vec<(String, u64, f64)> {
     v
 }
 
-/// A live session found in the socket directory.
+/// A session found in the socket directory.
 #[derive(Debug, Clone)]
-pub struct Live {
+pub struct Found {
     pub id: String,
     pub socket: PathBuf,
     /// When its socket was made (the session's start).
     pub since: std::time::SystemTime,
+    /// The file it records to, as its supervisor named it.
+    pub session: Option<PathBuf>,
 }
 
-/// Every live session in `dir`; stale sockets found on the way are removed and their ids
-/// returned second.
-pub fn live_sessions(dir: &Path) -> (Vec<Live>, Vec<String>) {
+/// Every live session in `dir`; stale sockets found on the way are removed and returned
+/// second. A session's id and file come from its lock file, else (its lock file deleted) from
+/// its supervisor, else its socket's name stands for it.
+pub fn live_sessions(dir: &Path) -> (Vec<Found>, Vec<Found>) {
     let mut live = Vec::new();
     let mut stale = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {
@@ -181,18 +185,36 @@ pub fn live_sessions(dir: &Path) -> (Vec<Live>, Vec<String>) {
     };
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(id) = name.strip_suffix(".sock") else {
+        let Some(key) = name.strip_suffix(".sock") else {
             continue;
         };
-        match control::probe(dir, id) {
-            Probe::Live(socket) => live.push(Live {
-                id: id.to_string(),
-                since: std::fs::symlink_metadata(&socket)
-                    .and_then(|m| m.modified())
-                    .unwrap_or(std::time::UNIX_EPOCH),
-                socket,
-            }),
-            Probe::Stale => stale.push(id.to_string()),
+        let described = control::described(dir, key);
+        let socket = dir.join(&name);
+        let since = std::fs::symlink_metadata(&socket)
+            .and_then(|m| m.modified())
+            .unwrap_or(std::time::UNIX_EPOCH);
+        let mut found = Found {
+            id: described
+                .as_ref()
+                .map_or_else(|| key.to_string(), |d| d.id.clone()),
+            session: described.as_ref().and_then(|d| d.session.clone()),
+            socket,
+            since,
+        };
+        match control::probe_key(dir, key) {
+            Probe::Live(_) => {
+                if described.is_none() {
+                    if let Ok(s) = Client::connect(&found.socket, STATUS_TIMEOUT)
+                        .map_err(anyhow::Error::from)
+                        .and_then(|mut c| c.status())
+                    {
+                        found.id = s.id;
+                        found.session = s.session;
+                    }
+                }
+                live.push(found)
+            }
+            Probe::Stale => stale.push(found),
             Probe::Missing | Probe::Foreign { .. } => {}
         }
     }

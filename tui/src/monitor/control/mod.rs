@@ -2,15 +2,19 @@
 //! reach a supervisor that has no screen.
 //!
 //! Contract:
-//! * One Unix socket per session, `<dir>/<id>.sock`, where `<dir>` is
-//!   `$XDG_RUNTIME_DIR/provetop`, else `$XDG_STATE_HOME/provetop/sockets` (made 0700), and
-//!   `<id>` is the session file's stem. The socket is 0600, and every connection's peer uid
-//!   (`SO_PEERCRED`) must be the supervisor's own: anyone else gets one error line and is
-//!   closed ([`peer_allowed`]).
-//! * Beside it, `<id>.lock`, flocked for the supervisor's life. A socket whose lock nobody
-//!   holds is stale (its supervisor died): [`probe`] says so and removes it, and is never
-//!   connected to; a supervisor that cannot take the lock refuses to start its socket, so
-//!   two never share one.
+//! * One Unix socket per session, `<dir>/<key>.sock`, where `<dir>` is
+//!   `$XDG_RUNTIME_DIR/provetop`, else `$XDG_STATE_HOME/provetop/sockets` (created 0700; an
+//!   existing one that is not this user's or that others may write to is refused, and
+//!   `$XDG_RUNTIME_DIR` itself is never changed), and `<key>` is a hash of the session's id
+//!   ([`key`]: the session file's stem and the supervisor's pid), short whatever the name.
+//!   The socket is 0600, and every connection's peer uid (`SO_PEERCRED`) must be the
+//!   supervisor's own: anyone else gets one error line and is closed ([`peer_allowed`]).
+//! * Beside it, `<key>.lock`, flocked for the supervisor's life and holding the session's id
+//!   and file ([`Described`]); opened with `O_NOFOLLOW`, never through a link. A socket
+//!   whose lock nobody holds and that accepts no connection is stale (its supervisor died):
+//!   [`probe`] says so and removes it; a live supervisor's socket (lock held, or its lock
+//!   file deleted but the socket accepting) never is. A supervisor that cannot take the
+//!   lock refuses to start its socket, so two never share one.
 //! * Newline-delimited JSON: one request per line (`{"cmd":"status"}`, see [`Request`]),
 //!   one reply per request, in order: `{"ok":true,...}` or `{"ok":false,"error":"..."}`.
 //!   A line that is not JSON, not a known request, or longer than [`MAX_REQUEST`] bytes gets
@@ -41,7 +45,10 @@ mod server;
 pub use answer::answer;
 pub use client::Client;
 pub use connection::{peer_allowed, Incoming};
-pub use locate::{probe, session_id, socket_dir, socket_path, Probe};
+pub use locate::{
+    check_dir, described, key, probe, probe_key, session_id, socket_dir, socket_path, Described,
+    Probe,
+};
 pub use protocol::{Request, Status};
 pub use server::{for_session, ControlServer};
 

@@ -14,7 +14,9 @@ use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 
 use super::connection::{accept_loop, Incoming};
-use super::locate::{lock_path, session_id, socket_dir, socket_path};
+use super::locate::{
+    check_length, lock_path, make_dir, open_private, session_id, socket_dir, socket_path, Described,
+};
 use super::INBOX;
 
 /// The listening side, owned by the session.
@@ -45,25 +47,25 @@ pub struct ControlServer {
 
 impl ControlServer {
     /// Take session `id`'s socket in [`socket_dir`] and listen on it (on the current tokio
-    /// runtime). Fails when another supervisor holds it.
-    pub fn bind(id: &str) -> anyhow::Result<ControlServer> {
-        Self::bind_in(&socket_dir()?, id)
+    /// runtime); `session` is the file it records to, written in its lock for `ls` and
+    /// `attach`. Fails when another supervisor holds it.
+    pub fn bind(id: &str, session: Option<&Path>) -> anyhow::Result<ControlServer> {
+        Self::bind_in(&socket_dir()?, id, session)
     }
 
     /// [`Self::bind`] in `dir`.
-    pub fn bind_in(dir: &Path, id: &str) -> anyhow::Result<ControlServer> {
-        crate::settings::private_dir(dir)
-            .with_context(|| format!("cannot create the socket directory {}", dir.display()))?;
+    pub fn bind_in(dir: &Path, id: &str, session: Option<&Path>) -> anyhow::Result<ControlServer> {
+        make_dir(dir)?;
         let path = socket_path(dir, id);
+        check_length(&path)?;
         let lock_path = lock_path(dir, id);
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
+        // Never through a link planted at the lock's name: its target would be truncated or
+        // have its mode changed.
+        let f = open_private(&lock_path, true)
             .with_context(|| format!("cannot open {}", lock_path.display()))?;
-        let _ = std::fs::set_permissions(&lock_path, std::fs::Permissions::from_mode(0o600));
-        let lock = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot make {} private", lock_path.display()))?;
+        let mut lock = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
             .map_err(|(_, e)| match e {
                 nix::errno::Errno::EWOULDBLOCK => anyhow::anyhow!(
                     "{}: another supervisor already serves session {id}",
@@ -71,14 +73,15 @@ impl ControlServer {
                 ),
                 e => anyhow::anyhow!("{}: cannot lock: {e}", lock_path.display()),
             })?;
-        // We hold the lock: whatever socket is there is a dead supervisor's.
-        let _ = std::fs::remove_file(&path);
-        let std_listener = std::os::unix::net::UnixListener::bind(&path)
-            .with_context(|| format!("cannot listen on {}", path.display()))?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("cannot make {} private", path.display()))?;
-        std_listener.set_nonblocking(true)?;
-        let listener = UnixListener::from_std(std_listener)?;
+        let listener = match describe_and_listen(&mut lock, &path, id, session) {
+            Ok(l) => l,
+            Err(e) => {
+                // Leave nothing behind for `ls` to trip on: the session has no socket.
+                let _ = std::fs::remove_file(&path);
+                let _ = std::fs::remove_file(&lock_path);
+                return Err(e.context(format!("session {id}")));
+            }
+        };
         let (tx, inbox) = mpsc::channel(INBOX);
         let notes = Arc::new(Mutex::new(Vec::new()));
         let clients = Arc::new(AtomicUsize::new(0));
@@ -152,11 +155,44 @@ pub fn for_session(
     restartable: bool,
 ) -> anyhow::Result<ControlServer> {
     let id = session_id(record.unwrap_or(Path::new("provetop")));
-    let mut server = ControlServer::bind(&id)?;
+    let session = record.map(|r| std::path::absolute(r).unwrap_or_else(|_| r.to_path_buf()));
+    let mut server = ControlServer::bind(&id, session.as_deref())?;
     server.command = command;
-    server.session = record.map(|r| std::path::absolute(r).unwrap_or_else(|_| r.to_path_buf()));
+    server.session = session;
     server.restartable = restartable;
     Ok(server)
+}
+
+/// With the lock held: write the session's id and file in it, then bind its socket 0600.
+fn describe_and_listen(
+    lock: &mut std::fs::File,
+    path: &Path,
+    id: &str,
+    session: Option<&Path>,
+) -> anyhow::Result<UnixListener> {
+    use std::io::Write;
+    let mut described = Described {
+        id: id.to_string(),
+        session: session.map(Path::to_path_buf),
+    };
+    // A file name that is not UTF-8 cannot be written in JSON: the id alone still names it.
+    let text = serde_json::to_string(&described).or_else(|_| {
+        described.session = None;
+        serde_json::to_string(&described)
+    })?;
+    lock.set_len(0)?;
+    lock.write_all(text.as_bytes())?;
+    // We hold the lock: whatever socket is there is a dead supervisor's (removing a link
+    // removes the link, not its target).
+    let _ = std::fs::remove_file(path);
+    let std_listener = std::os::unix::net::UnixListener::bind(path)
+        .with_context(|| format!("cannot listen on {}", path.display()))?;
+    // The directory is this user's alone (checked): nobody can have put a link here since
+    // the bind.
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("cannot make {} private", path.display()))?;
+    std_listener.set_nonblocking(true)?;
+    Ok(UnixListener::from_std(std_listener)?)
 }
 
 impl Drop for ControlServer {

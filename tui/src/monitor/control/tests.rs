@@ -62,8 +62,8 @@ fn a_second_supervisor_cannot_take_a_live_sessions_socket() {
         .unwrap();
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
-        let a = ControlServer::bind_in(dir.path(), "s").unwrap();
-        let e = ControlServer::bind_in(dir.path(), "s").err().unwrap();
+        let a = ControlServer::bind_in(dir.path(), "s", None).unwrap();
+        let e = ControlServer::bind_in(dir.path(), "s", None).err().unwrap();
         assert!(e
             .to_string()
             .contains("another supervisor already serves session s"));
@@ -73,4 +73,51 @@ fn a_second_supervisor_cannot_take_a_live_sessions_socket() {
         drop(a);
         assert!(matches!(probe(dir.path(), "s"), Probe::Missing));
     });
+}
+
+#[test]
+fn a_link_planted_at_the_lock_is_never_followed_and_its_target_keeps_its_mode_and_bytes() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let sockets = dir.path().join("sockets");
+        std::fs::create_dir(&sockets).unwrap();
+        std::fs::set_permissions(&sockets, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let untouched = || {
+            let m = std::fs::metadata(&victim).unwrap().permissions().mode();
+            assert_eq!(m & 0o777, 0o644, "the link's target had its mode changed");
+            assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        };
+        // A symbolic link, then a hard link, at the lock's name.
+        std::os::unix::fs::symlink(&victim, lock_path(&sockets, "s")).unwrap();
+        let e = ControlServer::bind_in(&sockets, "s", None).err().unwrap();
+        assert!(format!("{e:#}").contains("cannot open"), "{e:#}");
+        untouched();
+        std::fs::remove_file(lock_path(&sockets, "s")).unwrap();
+        std::fs::hard_link(&victim, lock_path(&sockets, "s")).unwrap();
+        let e = ControlServer::bind_in(&sockets, "s", None).err().unwrap();
+        assert!(
+            format!("{e:#}").contains("not a private regular file"),
+            "{e:#}"
+        );
+        untouched();
+        assert!(!socket_path(&sockets, "s").exists());
+    });
+}
+
+#[test]
+fn a_socket_name_is_short_whatever_the_sessions_id() {
+    let long = "x".repeat(500);
+    assert_eq!(key(&long).len(), 16);
+    assert_ne!(key("s-1"), key("s-2"));
+    assert_eq!(
+        socket_path(Path::new("/d"), "s-1"),
+        Path::new("/d").join(format!("{}.sock", key("s-1")))
+    );
 }
