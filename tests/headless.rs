@@ -315,3 +315,60 @@ fn a_session_ends_with_a_note_of_what_its_vmhwm_resets_cost_and_samples_keep_the
         .unwrap_or_else(|| panic!("{note}"));
     assert!(n >= 15, "{note}");
 }
+
+/// The percents of a note `provetop's own CPU: T % of one core over W s (a P %, b Q %)`:
+/// the total, then the parts.
+fn own_cpu_percents(note: &str) -> (f64, Vec<f64>) {
+    let rest = note
+        .strip_prefix("provetop's own CPU: ")
+        .unwrap_or_else(|| panic!("{note}"));
+    let total: f64 = rest
+        .split(" %")
+        .next()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("{note}"));
+    let parts = match rest.find(" (") {
+        Some(i) => rest[i + 2..]
+            .trim_end_matches(')')
+            .split(", ")
+            .map(|p| {
+                p.trim_end_matches(" %")
+                    .rsplit(' ')
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| panic!("{note}"))
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    (total, parts)
+}
+
+#[test]
+fn a_short_sessions_note_of_provetops_own_cpu_is_never_below_its_per_thread_parts() {
+    // The total and its parts are the same nanoseconds: as printed (to 0.01 %, each
+    // rounded), the total is at least the parts' sum. Short sessions are where a total in
+    // truncated clock ticks read below them.
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..3 {
+        let s = dir.path().join(format!("own{i}.ptop"));
+        let out = headless(dir.path(), &s, &["--hz", "50", "--", "sleep", "0.3"]);
+        exited_with(&out, 0);
+        let note = load(&s)
+            .unwrap()
+            .records
+            .iter()
+            .find_map(|r| match &r.body {
+                RecordBody::Mark(Mark::Note { text }) if text.starts_with("provetop's own CPU") => {
+                    Some(text.clone())
+                }
+                _ => None,
+            })
+            .expect("a note of provetop's own CPU");
+        let (total, parts) = own_cpu_percents(&note);
+        assert!(!parts.is_empty(), "{note}");
+        let sum: f64 = parts.iter().sum();
+        let rounding = 0.005 * (parts.len() + 1) as f64;
+        assert!(total + rounding >= sum, "{note}");
+    }
+}
