@@ -372,3 +372,35 @@ fn a_short_sessions_note_of_provetops_own_cpu_is_never_below_its_per_thread_part
         assert!(total + rounding >= sum, "{note}");
     }
 }
+
+#[test]
+fn headless_stderr_says_each_restart_and_the_exit_that_caused_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("restarts.ptop");
+    let out = headless(
+        dir.path(),
+        &s,
+        &[
+            "--restart",
+            "on-failure",
+            "--max-restarts",
+            "2",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ],
+    );
+    exited_with(&out, 3);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let restarts: Vec<&str> = err.lines().filter(|l| l.contains("restarting")).collect();
+    assert_eq!(restarts.len(), 2, "{err}");
+    for (i, l) in restarts.iter().enumerate() {
+        assert!(l.starts_with("provetop: child "), "{err}");
+        assert!(
+            l.contains(" exited with code 3: restarting it in "),
+            "{err}"
+        );
+        assert!(l.ends_with(&format!("(restart {})", i + 1)), "{err}");
+    }
+}
