@@ -404,3 +404,62 @@ fn headless_stderr_says_each_restart_and_the_exit_that_caused_it() {
         assert!(l.ends_with(&format!("(restart {})", i + 1)), "{err}");
     }
 }
+
+#[test]
+fn a_sigterm_says_the_proof_in_flight_was_stopped_and_does_not_count_it_as_failed() {
+    // A prover that answers SIGTERM as the bundled one does: its proof in flight finishes
+    // not ok ("aborted"). That is the stop's doing, not a failure of the proof.
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("stopped.ptop");
+    let ready = dir.path().join("ready");
+    let script = format!(
+        r#"ev() {{ printf '{{"ts":0,"type":"%s",%s}}\n' "$1" "$2" >&3; }}
+trap 'ev proof_finished "\"proof_id\":1,\"ok\":false,\"verified\":false,\"duration_s\":0.5,\"mode\":\"single\",\"error\":\"aborted\""; exit 0' TERM
+ev hello '"protocol":"1.1","prover_version":"0.1.0","pid":'$$',"backend":"cpu","config":{{"partitions":1,"constraints":1,"circuit":"demo","mode":"single"}}'
+ev proof_started '"proof_id":1,"mode":"single","sectors":1,"partitions":1,"constraints":1'
+touch {ready}
+while :; do sleep 0.05; done
+"#,
+        ready = ready.display()
+    );
+    let child = Command::new(provetop())
+        .args(["run", "--headless", "--record"])
+        .arg(&s)
+        .args(["--", "sh", "-c", &script])
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run provetop");
+    let start = std::time::Instant::now();
+    while !ready.exists() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "the prover never started its proof"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The proof_started event is read before provetop is stopped.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("got SIGTERM: stopping the child"), "{err}");
+    assert!(
+        err.contains(
+            "provetop: 1 proof in flight was stopped with the session (not counted as failed)"
+        ),
+        "{err}"
+    );
+    let store = provetop::store::Store::open(&s).expect("the session replays");
+    let m = store.model_at(store.end());
+    assert_eq!(
+        (m.prover.proofs_stopped, m.prover.proofs_failed),
+        (1, 0),
+        "{err}"
+    );
+}

@@ -42,6 +42,10 @@ pub fn inert(s: &str) -> Cow<'_, str> {
 /// What the end of a recording that provetop did not stop says (header and log).
 pub const ABRUPT_END: &str = "recording ends here without provetop's stop (killed?)";
 
+/// How the note provetop records when it stops a session begins ("provetop stopping: got
+/// SIGTERM"): what replay and the model recognise the stop by.
+pub const STOPPING_NOTE: &str = "provetop stopping";
+
 /// "pause", "prove 1", "set mode batch:2", "shutdown".
 pub fn control_text(c: &Control) -> String {
     match c {
@@ -98,6 +102,18 @@ pub fn restart_line(exit: Option<&Mark>, restart: &Mark) -> Option<String> {
         fmt_secs(*backoff_s)
     );
     Some(inert(&line).into_owned())
+}
+
+/// What the stop did to the proofs in flight (headless stderr at the end), when it ended
+/// any: they are counted apart from failures.
+pub fn stopped_proofs(n: u64) -> Option<String> {
+    match n {
+        0 => None,
+        1 => Some("1 proof in flight was stopped with the session (not counted as failed)".into()),
+        n => Some(format!(
+            "{n} proofs in flight were stopped with the session (not counted as failed)"
+        )),
+    }
 }
 
 fn source_name(s: SrsSource) -> &'static str {
