@@ -41,7 +41,7 @@ pub fn ends_abruptly(store: &Store) -> bool {
     for r in store.records().iter().rev() {
         if let RecordBody::Mark(m) = &r.body {
             match m {
-                Mark::Note { text } if text.starts_with(crate::text::STOPPING_NOTE) => {
+                Mark::Note { text } if text.starts_with(crate::model::STOPPING_NOTE) => {
                     return false
                 }
                 Mark::ChildExited { .. } => return false,

@@ -42,10 +42,6 @@ pub fn inert(s: &str) -> Cow<'_, str> {
 /// What the end of a recording that provetop did not stop says (header and log).
 pub const ABRUPT_END: &str = "recording ends here without provetop's stop (killed?)";
 
-/// How the note provetop records when it stops a session begins ("provetop stopping: got
-/// SIGTERM"): what replay and the model recognise the stop by.
-pub const STOPPING_NOTE: &str = "provetop stopping";
-
 /// "pause", "prove 1", "set mode batch:2", "shutdown".
 pub fn control_text(c: &Control) -> String {
     match c {

@@ -54,6 +54,10 @@ pub use usage::{Overlap, UsageState};
 
 use crate::series::{Bucket, Limits, Metric, Point, Reading, Series};
 
+/// How the note provetop records when it stops a session begins ("provetop stopping: got
+/// SIGTERM"): what replay and the model recognise the stop by.
+pub const STOPPING_NOTE: &str = "provetop stopping";
+
 /// The reduced state of one record stream.
 #[derive(Debug, Clone)]
 pub struct Model {
@@ -161,8 +165,7 @@ impl Model {
             RecordBody::Alert(a) => self.alerts.apply(t, a, &mut self.log, fx),
             RecordBody::Control(c) => self.notes.control(t, c, &mut self.log),
             RecordBody::Mark(m) => {
-                if matches!(m, Mark::Note { text } if text.starts_with(crate::text::STOPPING_NOTE))
-                {
+                if matches!(m, Mark::Note { text } if text.starts_with(STOPPING_NOTE)) {
                     self.stopping = true;
                 }
                 self.child.apply(t, m, fx);

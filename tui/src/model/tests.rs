@@ -207,7 +207,7 @@ fn a_proof_that_fails_while_the_session_stops_is_counted_as_stopped_not_failed()
     m.apply(&Record::new(
         9 * S,
         RecordBody::Mark(Mark::Note {
-            text: format!("{}: got SIGTERM", crate::text::STOPPING_NOTE),
+            text: format!("{}: got SIGTERM", STOPPING_NOTE),
         }),
     ));
     m.apply(&failed(2));
