@@ -463,3 +463,36 @@ while :; do sleep 0.05; done
         "{err}"
     );
 }
+
+#[test]
+fn run_and_watch_without_a_terminal_name_their_own_headless_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    for (args, want) in [
+        (
+            vec!["run", "--no-record", "--", "true"],
+            "`provetop run --headless`",
+        ),
+        (
+            vec!["watch", "--no-record", pid.as_str()],
+            "`provetop watch --headless`",
+        ),
+    ] {
+        let out = Command::new(provetop())
+            .args(&args)
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert!(
+            err.contains("is not a terminal") && err.contains(want),
+            "{args:?}: {err}"
+        );
+    }
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+}
