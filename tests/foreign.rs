@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use provetop::model::Model;
 use provetop::store::Store;
 use provetop_shared::session::load;
-use provetop_shared::{Event, Phase, Record, RecordBody};
+use provetop_shared::{Event, Mark, Phase, Record, RecordBody};
 use provetop_testkit::bins::{bin_dir, provetop};
 
 fn repo() -> PathBuf {
@@ -309,16 +309,31 @@ fn assert_doc_prover_lands(recs: &[Record], err: &str, model: &Model) {
 }
 
 #[test]
-fn the_shell_prover_of_the_protocol_doc_lands_its_events_in_the_session() {
+fn the_shell_prover_of_the_protocol_doc_lands_its_events_in_the_session_without_a_clock_warning() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("prover.sh");
-    std::fs::write(&script, protocol_doc_example("sh")).unwrap();
+    let example = protocol_doc_example("sh");
+    assert!(example.contains(r#"{"ts":0,"#), "the example sends ts 0");
+    std::fs::write(&script, example).unwrap();
     let (recs, err, model) = run_headless(
         &["sh", script.to_str().unwrap()],
         &[],
         Duration::from_secs(60),
     );
     assert_doc_prover_lands(&recs, &err, &model);
+    // `ts` 0 asks to be stamped on arrival, as the document says: nothing to warn of.
+    assert!(
+        !err.contains("event times") && !err.contains("implausible"),
+        "{err}"
+    );
+    let warnings: Vec<&str> = recs
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Mark(Mark::Warning { text }) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(warnings.is_empty(), "{warnings:?}");
 }
 
 #[test]

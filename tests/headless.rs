@@ -315,3 +315,184 @@ fn a_session_ends_with_a_note_of_what_its_vmhwm_resets_cost_and_samples_keep_the
         .unwrap_or_else(|| panic!("{note}"));
     assert!(n >= 15, "{note}");
 }
+
+/// The percents of a note `provetop's own CPU: T % of one core over W s (a P %, b Q %)`:
+/// the total, then the parts.
+fn own_cpu_percents(note: &str) -> (f64, Vec<f64>) {
+    let rest = note
+        .strip_prefix("provetop's own CPU: ")
+        .unwrap_or_else(|| panic!("{note}"));
+    let total: f64 = rest
+        .split(" %")
+        .next()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("{note}"));
+    let parts = match rest.find(" (") {
+        Some(i) => rest[i + 2..]
+            .trim_end_matches(')')
+            .split(", ")
+            .map(|p| {
+                p.trim_end_matches(" %")
+                    .rsplit(' ')
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| panic!("{note}"))
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    (total, parts)
+}
+
+#[test]
+fn a_short_sessions_note_of_provetops_own_cpu_is_never_below_its_per_thread_parts() {
+    // The total and its parts are the same nanoseconds: as printed (to 0.01 %, each
+    // rounded), the total is at least the parts' sum. Short sessions are where a total in
+    // truncated clock ticks read below them.
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..3 {
+        let s = dir.path().join(format!("own{i}.ptop"));
+        let out = headless(dir.path(), &s, &["--hz", "50", "--", "sleep", "0.3"]);
+        exited_with(&out, 0);
+        let note = load(&s)
+            .unwrap()
+            .records
+            .iter()
+            .find_map(|r| match &r.body {
+                RecordBody::Mark(Mark::Note { text }) if text.starts_with("provetop's own CPU") => {
+                    Some(text.clone())
+                }
+                _ => None,
+            })
+            .expect("a note of provetop's own CPU");
+        let (total, parts) = own_cpu_percents(&note);
+        assert!(!parts.is_empty(), "{note}");
+        let sum: f64 = parts.iter().sum();
+        let rounding = 0.005 * (parts.len() + 1) as f64;
+        assert!(total + rounding >= sum, "{note}");
+    }
+}
+
+#[test]
+fn headless_stderr_says_each_restart_and_the_exit_that_caused_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("restarts.ptop");
+    let out = headless(
+        dir.path(),
+        &s,
+        &[
+            "--restart",
+            "on-failure",
+            "--max-restarts",
+            "2",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ],
+    );
+    exited_with(&out, 3);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let restarts: Vec<&str> = err.lines().filter(|l| l.contains("restarting")).collect();
+    assert_eq!(restarts.len(), 2, "{err}");
+    for (i, l) in restarts.iter().enumerate() {
+        assert!(l.starts_with("provetop: child "), "{err}");
+        assert!(
+            l.contains(" exited with code 3: restarting it in "),
+            "{err}"
+        );
+        assert!(l.ends_with(&format!("(restart {})", i + 1)), "{err}");
+    }
+}
+
+#[test]
+fn a_sigterm_says_the_proof_in_flight_was_stopped_and_does_not_count_it_as_failed() {
+    // A prover that answers SIGTERM as the bundled one does: its proof in flight finishes
+    // not ok ("aborted"). That is the stop's doing, not a failure of the proof.
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("stopped.ptop");
+    let ready = dir.path().join("ready");
+    let script = format!(
+        r#"ev() {{ printf '{{"ts":0,"type":"%s",%s}}\n' "$1" "$2" >&3; }}
+trap 'ev proof_finished "\"proof_id\":1,\"ok\":false,\"verified\":false,\"duration_s\":0.5,\"mode\":\"single\",\"error\":\"aborted\""; exit 0' TERM
+ev hello '"protocol":"1.1","prover_version":"0.1.0","pid":'$$',"backend":"cpu","config":{{"partitions":1,"constraints":1,"circuit":"demo","mode":"single"}}'
+ev proof_started '"proof_id":1,"mode":"single","sectors":1,"partitions":1,"constraints":1'
+touch {ready}
+while :; do sleep 0.05; done
+"#,
+        ready = ready.display()
+    );
+    let child = Command::new(provetop())
+        .args(["run", "--headless", "--record"])
+        .arg(&s)
+        .args(["--", "sh", "-c", &script])
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run provetop");
+    let start = std::time::Instant::now();
+    while !ready.exists() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "the prover never started its proof"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The proof_started event is read before provetop is stopped.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("got SIGTERM: stopping the child"), "{err}");
+    assert!(
+        err.contains(
+            "provetop: 1 proof in flight was stopped with the session (not counted as failed)"
+        ),
+        "{err}"
+    );
+    let store = provetop::store::Store::open(&s).expect("the session replays");
+    let m = store.model_at(store.end());
+    assert_eq!(
+        (m.prover.proofs_stopped, m.prover.proofs_failed),
+        (1, 0),
+        "{err}"
+    );
+}
+
+#[test]
+fn run_and_watch_without_a_terminal_name_their_own_headless_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    for (args, want) in [
+        (
+            vec!["run", "--no-record", "--", "true"],
+            "`provetop run --headless`",
+        ),
+        (
+            vec!["watch", "--no-record", pid.as_str()],
+            "`provetop watch --headless`",
+        ),
+    ] {
+        let out = Command::new(provetop())
+            .args(&args)
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert!(
+            err.contains("is not a terminal") && err.contains(want),
+            "{args:?}: {err}"
+        );
+    }
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+}

@@ -236,3 +236,35 @@ fn a_recording_provetop_did_not_stop_says_so_at_its_end() {
     let s = screen_at(&mut d, &mut app, end);
     assert!(!s.contains(ABRUPT_END), "{s}");
 }
+
+/// `replay` (and `replay --follow`) without a terminal: one line saying that replay needs
+/// one and naming what reads a session without one, never `run --headless`.
+#[test]
+fn replay_without_a_terminal_says_it_needs_one_and_names_classify_and_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = recorded(dir.path());
+    for follow in [false, true] {
+        let mut c = std::process::Command::new(provetop());
+        c.arg("replay");
+        if follow {
+            c.arg("--follow");
+        }
+        let out = c
+            .arg(&file)
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "follow {follow}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "follow {follow}: {err}");
+        assert!(
+            err.contains("not a terminal")
+                && err.contains("replay needs one")
+                && err.contains("provetop classify")
+                && err.contains("provetop export"),
+            "follow {follow}: {err}"
+        );
+        assert!(!err.contains("--headless"), "follow {follow}: {err}");
+    }
+}

@@ -171,7 +171,7 @@ pub struct MonitorOpts {
     /// Do not record.
     #[arg(long)]
     pub no_record: bool,
-    /// No terminal UI: record, print alerts to stderr, exit with the child's status.
+    /// No terminal UI: record, print alerts and restarts to stderr, exit with the child's status.
     #[arg(long)]
     pub headless: bool,
     /// Serve Prometheus/OpenMetrics metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 or a

@@ -159,7 +159,7 @@ pub async fn run_on_terminal<D: Driver>(
     stop: impl std::future::Future<Output = i32>,
     stdin_taken: bool,
 ) -> anyhow::Result<Exit> {
-    let mut tui = crate::terminal::Tui::enter(stdin_taken)?;
+    let mut tui = crate::terminal::Tui::enter(stdin_taken, &app.screen)?;
     let input = crossterm::event::EventStream::new();
     run(&mut tui.terminal, app, driver, input, stop).await
 }

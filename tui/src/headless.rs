@@ -28,6 +28,9 @@ pub fn report(m: &Model, recorded: Option<std::path::PathBuf>) {
     if !lost.is_empty() {
         crate::say!("provetop: {}", lost.join(", "));
     }
+    if let Some(s) = crate::text::stopped_proofs(m.prover.proofs_stopped) {
+        crate::say!("provetop: {s}");
+    }
     if let Some(p) = recorded {
         crate::say!(
             "provetop: session recorded to {} ({} records)",

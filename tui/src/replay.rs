@@ -41,7 +41,9 @@ pub fn ends_abruptly(store: &Store) -> bool {
     for r in store.records().iter().rev() {
         if let RecordBody::Mark(m) = &r.body {
             match m {
-                Mark::Note { text } if text.starts_with("provetop stopping") => return false,
+                Mark::Note { text } if text.starts_with(crate::model::STOPPING_NOTE) => {
+                    return false
+                }
                 Mark::ChildExited { .. } => return false,
                 Mark::Note { text } if text.starts_with("watching pid") => return true,
                 Mark::ChildStarted { .. } | Mark::Restart { .. } => return true,

@@ -15,6 +15,25 @@ use crossterm::{cursor::Hide, execute};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
+use crate::app::Screen;
+
+/// The error of a screen opened without a terminal: what does that command's work without
+/// one (replay and attach have no headless form; `classify` and `export` read a session).
+pub fn no_terminal(screen: &Screen) -> String {
+    let instead = match screen {
+        Screen::Run => "`provetop run --headless` supervises without one",
+        Screen::Watch { .. } => "`provetop watch --headless` watches without one",
+        Screen::Replay(_) | Screen::Follow => {
+            "replay needs one; `provetop classify FILE` or `provetop export FILE` reads a \
+             session without one"
+        }
+        Screen::Attach { .. } => {
+            "attach needs one; `provetop ls` lists the live sessions without one"
+        }
+    };
+    format!("standard input/output is not a terminal: {instead}")
+}
+
 /// Whether the terminal is in raw mode / alternate screen now.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
@@ -90,17 +109,17 @@ pub struct Tui {
 }
 
 impl Tui {
-    /// Enter raw mode and the alternate screen. Fails with a clear message when stdout is
-    /// not a terminal. `stdin_taken`: standard input is data (`watch --log -`), so the keys
-    /// come from the terminal (`/dev/tty`).
-    pub fn enter(stdin_taken: bool) -> anyhow::Result<Tui> {
+    /// Enter raw mode and the alternate screen for `screen`. Fails with a clear message,
+    /// [`no_terminal`], when stdout is not a terminal. `stdin_taken`: standard input is data
+    /// (`watch --log -`), so the keys come from the terminal (`/dev/tty`).
+    pub fn enter(stdin_taken: bool, screen: &Screen) -> anyhow::Result<Tui> {
         use std::io::IsTerminal;
         // With `watch --log -` standard input is the log; keys come from /dev/tty (crossterm
         // opens it when standard input is not a terminal).
         let keys =
             io::stdin().is_terminal() || (stdin_taken && std::fs::File::open("/dev/tty").is_ok());
         if !io::stdout().is_terminal() || !keys {
-            anyhow::bail!("standard input/output is not a terminal (use `provetop run --headless` without one)");
+            anyhow::bail!("{}", no_terminal(screen));
         }
         guard_fatal_signals();
         enable_raw_mode()
@@ -149,4 +168,41 @@ pub fn install_panic_hook(cleanup: impl Fn() + Send + Sync + 'static) {
         cleanup();
         previous(info);
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_screen_without_a_terminal_names_what_does_its_work_without_one() {
+        let run = no_terminal(&Screen::Run);
+        assert!(run.contains("`provetop run --headless`"), "{run}");
+        let watch = no_terminal(&Screen::Watch { pid: 1 });
+        assert!(watch.contains("`provetop watch --headless`"), "{watch}");
+        let attach = no_terminal(&Screen::Attach { read_only: false });
+        assert!(attach.contains("attach needs one") && attach.contains("`provetop ls`"));
+        for replay in [
+            no_terminal(&Screen::Follow),
+            no_terminal(&Screen::Replay(crate::app::Playback {
+                playing: true,
+                speed: 1.0,
+                start: 0,
+                end: 0,
+                alerts: Vec::new(),
+                file: "s.ptop".into(),
+                abrupt_end: false,
+            })),
+        ] {
+            assert!(replay.contains("replay needs one"), "{replay}");
+            assert!(replay.contains("`provetop classify FILE`") && replay.contains("export"));
+            assert!(!replay.contains("headless"), "{replay}");
+        }
+        for s in [run, watch, attach] {
+            assert!(
+                s.starts_with("standard input/output is not a terminal: "),
+                "{s}"
+            );
+        }
+    }
 }

@@ -83,6 +83,35 @@ pub fn alert_line(a: &Alert) -> String {
     inert(&line).into_owned()
 }
 
+/// "child 4242 exited with code 3: restarting it in 2.0s (restart 2)" (headless stderr): the exit
+/// that caused a restart (`exit`: its `ChildExited`, when one came before), then the restart.
+pub fn restart_line(exit: Option<&Mark>, restart: &Mark) -> Option<String> {
+    let Mark::Restart { attempt, backoff_s } = restart else {
+        return None;
+    };
+    let exited = match exit {
+        Some(Mark::ChildExited { pid, reason, .. }) => format!("child {pid} {reason}"),
+        _ => "child ended".to_string(),
+    };
+    let line = format!(
+        "{exited}: restarting it in {} (restart {attempt})",
+        fmt_secs(*backoff_s)
+    );
+    Some(inert(&line).into_owned())
+}
+
+/// What the stop did to the proofs in flight (headless stderr at the end), when it ended
+/// any: they are counted apart from failures.
+pub fn stopped_proofs(n: u64) -> Option<String> {
+    match n {
+        0 => None,
+        1 => Some("1 proof in flight was stopped with the session (not counted as failed)".into()),
+        n => Some(format!(
+            "{n} proofs in flight were stopped with the session (not counted as failed)"
+        )),
+    }
+}
+
 fn source_name(s: SrsSource) -> &'static str {
     match s {
         SrsSource::Generated => "gen",
@@ -346,6 +375,30 @@ fn mark_text(m: &Mark) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_restart_line_names_the_exit_that_caused_it_and_when_the_child_starts_again() {
+        let exit = Mark::ChildExited {
+            pid: 4242,
+            code: Some(3),
+            signal: None,
+            oom_kill: false,
+            reason: "exited with code 3".into(),
+        };
+        let restart = Mark::Restart {
+            attempt: 2,
+            backoff_s: 2.0,
+        };
+        assert_eq!(
+            restart_line(Some(&exit), &restart).as_deref(),
+            Some("child 4242 exited with code 3: restarting it in 2.0s (restart 2)")
+        );
+        assert_eq!(
+            restart_line(None, &restart).as_deref(),
+            Some("child ended: restarting it in 2.0s (restart 2)")
+        );
+        assert_eq!(restart_line(None, &exit), None);
+    }
 
     #[test]
     fn inert_shows_control_characters_as_visible_escapes() {

@@ -182,7 +182,7 @@ pub enum Event {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventMsg {
-    /// Monotonic nanoseconds.
+    /// Monotonic nanoseconds (`CLOCK_MONOTONIC`); 0 asks the monitor to stamp it on arrival.
     pub ts: u64,
     /// The event.
     #[serde(flatten)]

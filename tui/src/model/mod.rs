@@ -38,7 +38,7 @@ use std::collections::VecDeque;
 
 use provetop_shared::classify::{Run, ThresholdPhase, Thresholds};
 use provetop_shared::forecast::Forecast;
-use provetop_shared::{BatchMode, Record, RecordBody, Sample, Usage};
+use provetop_shared::{BatchMode, Mark, Record, RecordBody, Sample, Usage};
 
 pub use alerts::{ActiveAlert, Alerts};
 use bounded::push_bounded;
@@ -53,6 +53,10 @@ pub use spans::{OpenSpans, Spans};
 pub use usage::{Overlap, UsageState};
 
 use crate::series::{Bucket, Limits, Metric, Point, Reading, Series};
+
+/// How the note provetop records when it stops a session begins ("provetop stopping: got
+/// SIGTERM"): what replay and the model recognise the stop by.
+pub const STOPPING_NOTE: &str = "provetop stopping";
 
 /// The reduced state of one record stream.
 #[derive(Debug, Clone)]
@@ -91,6 +95,9 @@ pub struct Model {
     pub log_warnings: VecDeque<(u64, String)>,
     /// Applying a derived event now: the spans it opens or closes are marked as from logs.
     deriving: bool,
+    /// provetop is stopping the session (its stop note was seen): a proof that fails now
+    /// was stopped, not failed by itself.
+    stopping: bool,
 }
 
 impl Model {
@@ -123,6 +130,7 @@ impl Model {
             derived_ignored: 0,
             log_warnings: VecDeque::new(),
             deriving: false,
+            stopping: false,
         }
     }
 
@@ -157,6 +165,9 @@ impl Model {
             RecordBody::Alert(a) => self.alerts.apply(t, a, &mut self.log, fx),
             RecordBody::Control(c) => self.notes.control(t, c, &mut self.log),
             RecordBody::Mark(m) => {
+                if matches!(m, Mark::Note { text } if text.starts_with(STOPPING_NOTE)) {
+                    self.stopping = true;
+                }
                 self.child.apply(t, m, fx);
                 self.notes.apply(t, m, &mut self.log);
             }
@@ -222,7 +233,14 @@ impl Model {
     /// or the SRS load leaves open close before the effect that ends it.
     fn on_event(&mut self, t: u64, e: &provetop_shared::Event, fx: &mut Effects) {
         self.spans.apply(t, e, self.deriving, fx);
-        if let Some(end) = self.proofs.apply(t, e, &mut self.log, fx) {
+        if let Some(mut end) = self.proofs.apply(t, e, &mut self.log, fx) {
+            // A proof that fails while provetop (or whoever asked the prover to stop) is
+            // stopping the session was cut short by the stop: counted apart from failures.
+            let stopping = self.stopping
+                || self.prover.state == Some(provetop_shared::protocol::ProverState::Stopping);
+            if end == ProofEnd::Failed && stopping {
+                end = ProofEnd::Stopped;
+            }
             self.prover.count(end);
         }
         self.prover.apply(t, e, &mut self.log, fx);

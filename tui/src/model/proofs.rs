@@ -96,6 +96,8 @@ pub enum ProofEnd {
         duration_s: f64,
     },
     Failed,
+    /// It failed while the session was being stopped: the stop ended it.
+    Stopped,
     /// Cancelled before it started, and not requeued.
     Cancelled,
 }

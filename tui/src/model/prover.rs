@@ -116,6 +116,8 @@ pub struct ProverView {
     /// Sectors those proofs held (more than proofs once `batch:N` ran).
     pub sectors_done: u64,
     pub proofs_failed: u64,
+    /// Proofs in flight that the session's stop ended (not counted as failed).
+    pub proofs_stopped: u64,
     /// Queued proofs cancelled before they started (the prover stopped).
     pub proofs_cancelled: u64,
     /// Seconds per proof (per sector) of the last finished proof.
@@ -151,6 +153,7 @@ impl ProverView {
                 self.sum_s += per * sectors as f64;
             }
             ProofEnd::Failed => self.proofs_failed += 1,
+            ProofEnd::Stopped => self.proofs_stopped += 1,
             ProofEnd::Cancelled => self.proofs_cancelled += 1,
         }
     }

@@ -181,6 +181,51 @@ fn mode_rows_sum_per_mode_in_the_order_modes_ran() {
 }
 
 #[test]
+fn a_proof_that_fails_while_the_session_stops_is_counted_as_stopped_not_failed() {
+    let failed = |id: u64| {
+        ev(
+            10 * S,
+            Event::ProofFinished {
+                proof_id: id,
+                ok: false,
+                verified: false,
+                duration_s: 1.0,
+                mode: BatchMode::Single,
+                phases: vec![],
+                error: Some("aborted".into()),
+                cancelled: false,
+                requeued_as: vec![],
+            },
+        )
+    };
+    // Before any stop: a failure.
+    let mut m = Model::new(Thresholds::default());
+    m.apply(&ev(0, hello()));
+    m.apply(&failed(1));
+    assert_eq!((m.prover.proofs_failed, m.prover.proofs_stopped), (1, 0));
+    // After provetop's stop note: stopped.
+    m.apply(&Record::new(
+        9 * S,
+        RecordBody::Mark(Mark::Note {
+            text: format!("{}: got SIGTERM", STOPPING_NOTE),
+        }),
+    ));
+    m.apply(&failed(2));
+    assert_eq!((m.prover.proofs_failed, m.prover.proofs_stopped), (1, 1));
+    // A prover told to stop otherwise (its own `state: stopping`): stopped too.
+    let mut m = Model::new(Thresholds::default());
+    m.apply(&ev(0, hello()));
+    m.apply(&ev(
+        S,
+        Event::State {
+            state: ProverState::Stopping,
+        },
+    ));
+    m.apply(&failed(1));
+    assert_eq!((m.prover.proofs_failed, m.prover.proofs_stopped), (0, 1));
+}
+
+#[test]
 fn cancelled_proofs_are_counted_apart_from_failures() {
     let mut m = Model::new(Thresholds::default());
     m.apply(&ev(0, hello()));

@@ -158,7 +158,7 @@ impl Monitor {
         why: &str,
     ) -> (Option<ExitInfo>, Option<PathBuf>) {
         self.pipeline
-            .note(model, format!("provetop stopping: {why}"));
+            .note(model, format!("{}: {why}", crate::model::STOPPING_NOTE));
         let mut exit = None;
         if let Some(sup) = self.supervisor.as_mut() {
             let pipeline = &mut self.pipeline;

@@ -54,8 +54,10 @@ pub struct Pipeline {
     hook_failed: bool,
     /// The sampler thread ended without a stop: why (fatal: the session must stop).
     sampler_died: Option<String>,
-    /// Print alerts and warnings to stderr (headless).
+    /// Print alerts, warnings and restarts to stderr (headless).
     pub to_stderr: bool,
+    /// The child's last exit, for the restart that follows it on stderr.
+    last_exit: Option<Mark>,
     /// The metrics endpoint, fed every record stored and its effects (`--metrics`).
     pub metrics: Option<super::metrics::Endpoint>,
 }
@@ -89,6 +91,7 @@ impl Pipeline {
             hook_failed: false,
             sampler_died: None,
             to_stderr: false,
+            last_exit: None,
             metrics: None,
         })
     }
@@ -138,8 +141,19 @@ impl Pipeline {
 
     /// Handle one record: alerts first (their records follow it), then model and recorder.
     pub fn push(&mut self, model: &mut Model, rec: Record) {
-        if let (true, RecordBody::Mark(Mark::Warning { text })) = (self.to_stderr, &rec.body) {
-            crate::say!("provetop: warning: {}", crate::text::inert(text));
+        if self.to_stderr {
+            match &rec.body {
+                RecordBody::Mark(Mark::Warning { text }) => {
+                    crate::say!("provetop: warning: {}", crate::text::inert(text));
+                }
+                RecordBody::Mark(m @ Mark::ChildExited { .. }) => self.last_exit = Some(m.clone()),
+                RecordBody::Mark(m @ Mark::Restart { .. }) => {
+                    if let Some(line) = crate::text::restart_line(self.last_exit.as_ref(), m) {
+                        crate::say!("provetop: {line}");
+                    }
+                }
+                _ => {}
+            }
         }
         let raised = self.engine.observe(&rec);
         self.store(model, &rec);

@@ -234,7 +234,7 @@ fn proof_count(app: &App) -> Item<'static> {
 }
 
 /// One parenthesis for what else the proof count hides: sectors (batch:N), failures,
-/// cancellations; failures outlast the rest on a narrow screen.
+/// proofs the stop ended, cancellations; failures outlast the rest on a narrow screen.
 fn proof_notes(app: &App) -> Option<Item<'static>> {
     let t = &app.theme;
     let p = &app.model.prover;
@@ -242,6 +242,8 @@ fn proof_notes(app: &App) -> Option<Item<'static>> {
         .then(|| Span::styled(format!("{} sectors", p.sectors_done), t.dim()));
     let failed =
         (p.proofs_failed > 0).then(|| Span::styled(format!("{} failed", p.proofs_failed), t.bad()));
+    let stopped = (p.proofs_stopped > 0)
+        .then(|| Span::styled(format!("{} stopped", p.proofs_stopped), t.dim()));
     let cancelled = (p.proofs_cancelled > 0)
         .then(|| Span::styled(format!("{} cancelled", p.proofs_cancelled), t.dim()));
     let paren = |notes: Vec<Option<Span<'static>>>| -> Option<Vec<Span<'static>>> {
@@ -259,7 +261,7 @@ fn proof_notes(app: &App) -> Option<Item<'static>> {
         spans.push(Span::styled(")", t.dim()));
         Some(spans)
     };
-    let all = paren(vec![sectors.clone(), failed.clone(), cancelled])?;
+    let all = paren(vec![sectors.clone(), failed.clone(), stopped, cancelled])?;
     let mut item = Item::new(rank::CANCELLED, all);
     if let Some(fewer) = paren(vec![sectors, failed.clone()]) {
         // Sectors apart from proofs matter more than the backend's name.
