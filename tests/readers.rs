@@ -291,7 +291,10 @@ fn a_header_damaged_by_any_single_bit_costs_no_record_after_it_in_either_reader(
             silent.push(bit / 8);
         } else {
             let w = &l.warnings[0];
-            assert!(w.offset.is_some_and(|o| o < header_end as u64), "{what}: {w}");
+            assert!(
+                w.offset.is_some_and(|o| o < header_end as u64),
+                "{what}: {w}"
+            );
         }
         // The follower reads past it the same way.
         let p = dir.path().join(format!("f{bit}.ptop"));
@@ -315,4 +318,44 @@ fn a_header_damaged_by_any_single_bit_costs_no_record_after_it_in_either_reader(
     }
     // Only flips inside the JSON text can go unseen.
     assert!(silent.iter().all(|&b| b >= 12), "{silent:?}");
+}
+
+#[test]
+fn a_header_written_now_says_when_any_single_bit_of_it_is_damaged() {
+    // The header's checksum field sees even the flips that leave its JSON valid.
+    use provetop_shared::session::{load_bytes, SessionHeader, SessionWriter};
+    let (old, _) = real_session_head(40);
+    let records = load_bytes(Path::new("real.ptop"), &old).unwrap().records;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("now.ptop");
+    let header = SessionHeader::now(
+        vec!["prover".into(), "--partitions".into(), "2".into()],
+        10.0,
+    );
+    let mut w = SessionWriter::create(&p, &header).unwrap();
+    for r in &records {
+        w.append(r).unwrap();
+    }
+    w.flush().unwrap();
+    drop(w);
+    let data = std::fs::read(&p).unwrap();
+    let header_end = 12 + u32::from_le_bytes(data[8..12].try_into().unwrap()) as usize;
+    let intact = load_bytes(&p, &data).unwrap();
+    assert!(intact.warnings.is_empty(), "{:?}", intact.warnings);
+    assert_eq!(intact.header, header);
+    for bit in 0..header_end * 8 {
+        let mut d = data.clone();
+        d[bit / 8] ^= 1 << (bit % 8);
+        let what = format!("bit {bit} (byte {})", bit / 8);
+        let l = load_bytes(&p, &d).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(l.records, records, "{what}");
+        assert!(!l.warnings.is_empty(), "{what}: no warning");
+        assert!(
+            l.warnings
+                .iter()
+                .all(|w| w.offset.is_some_and(|o| o < header_end as u64)),
+            "{what}: {:?}",
+            l.warnings
+        );
+    }
 }

@@ -14,6 +14,10 @@
 //!   to estimate) and the frames are taken from where the length says the header ends, or
 //!   else from the first intact frame after byte 12.
 //!
+//! * the header's last field, `"header_crc"` (written since this field came; older files have
+//!   none and are read as before), is the CRC-32 of the JSON text without it: a mismatch says
+//!   a field was damaged even where the damaged text still parses (a digit of a number).
+//!
 //! Only a head with nothing session-like left (no readable header and no intact frame after
 //! it) is an error.
 
@@ -99,6 +103,7 @@ pub fn read_header(data: &[u8]) -> Result<Head, HeadError> {
         .filter(|&e| e <= data.len());
     let mut lost_anchors = (false, false);
     let mut format_read = true;
+    let mut salvaged = false;
     // 1. The header where its length says; 2. the JSON object at byte 12, whatever the length
     // says; 3. what can be read of a damaged JSON header.
     let stated =
@@ -132,6 +137,7 @@ pub fn read_header(data: &[u8]) -> Result<Head, HeadError> {
             },
         };
         let (h, lost) = salvage(&data[12..start]);
+        salvaged = true;
         format_read = !lost.contains(&"format");
         lost_anchors = (lost.contains(&"wall_anchor"), lost.contains(&"mono_anchor"));
         warn(
@@ -147,6 +153,16 @@ pub fn read_header(data: &[u8]) -> Result<Head, HeadError> {
         );
         (h, start)
     };
+    // (A header salvaged field by field has been said to be damaged already.)
+    if let Some(why) = (!salvaged)
+        .then(|| checksum_damage(&data[12..frames_at]))
+        .flatten()
+    {
+        warn(
+            12,
+            format!("damaged session header: {why}; its fields are read as they are"),
+        );
+    }
     if version != MAGIC[7] {
         if !(format_read && header.format == 1) {
             return Err(unsupported());
@@ -173,6 +189,45 @@ pub fn read_header(data: &[u8]) -> Result<Head, HeadError> {
         warnings,
         lost_anchors,
     })
+}
+
+/// The name of the header's checksum field, its last.
+const CRC_KEY: &str = "header_crc";
+
+/// `json` (a header's JSON object) with its checksum field added last: the CRC-32 of `json`.
+pub(super) fn with_checksum(mut json: Vec<u8>) -> Vec<u8> {
+    let crc = crc32fast::hash(&json);
+    if json.pop() == Some(b'}') {
+        let sep = if json.ends_with(b"{") { "" } else { "," };
+        json.extend_from_slice(format!("{sep}\"{CRC_KEY}\":{crc}}}").as_bytes());
+    }
+    json
+}
+
+/// What the header's checksum field says is wrong with `raw` (the header's JSON text), if
+/// anything: None when it checks, or when the header has none (a file older than it).
+fn checksum_damage(raw: &[u8]) -> Option<String> {
+    let raw = raw.trim_ascii_end();
+    let body = raw.strip_suffix(b"}")?;
+    // The last field: `,"KEY":DIGITS`.
+    let digits_at = body.iter().rposition(|b| !b.is_ascii_digit())? + 1;
+    let head = body[..digits_at].strip_suffix(b"\":")?;
+    let key_at = head.iter().rposition(|&b| b == b'"')?;
+    let key = &head[key_at + 1..];
+    let sep = head[..key_at].last().copied();
+    if key != CRC_KEY.as_bytes() {
+        // A field of the same length a bit or two off the checksum's name is its name damaged.
+        return (key.len() == CRC_KEY.len() && bits_off(key, CRC_KEY.as_bytes()) <= 2)
+            .then(|| "its checksum field's name is damaged".to_string());
+    }
+    let mut covered = head[..key_at.saturating_sub(usize::from(sep == Some(b',')))].to_vec();
+    covered.push(b'}');
+    let stated = std::str::from_utf8(&body[digits_at..])
+        .ok()?
+        .parse::<u64>()
+        .ok();
+    (stated != Some(u64::from(crc32fast::hash(&covered))))
+        .then(|| "its checksum does not match (a field was damaged)".to_string())
 }
 
 /// The JSON object at the start of `b` as a header, and its length.
