@@ -1,8 +1,8 @@
 //! Server mode end to end, with the real binaries: a supervisor without a screen proves on;
 //! screens attach in tmux (history, then live), send a mode switch the prover applies,
 //! detach, and are hung up on; the supervisor survives all of it and stops only when asked.
-//! The control socket under bad input; `replay --follow` (damage included); `ls`; attaching to what is not
-//! there; the live screen's own detach.
+//! The control socket under bad input; `replay --follow` (damage included); `ls`; attaching
+//! to what is not there; the live screen's own detach.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
