@@ -254,3 +254,108 @@ fn special_and_huge_config_files_are_one_line_errors() {
     );
     assert_one_line_error(&o, &["not UTF-8"]);
 }
+
+/// The first `frames` frames of a real session (its header untouched), and where they start.
+fn real_session_head(frames: usize) -> (Vec<u8>, usize) {
+    let data = std::fs::read(provetop_testkit::fixtures::repo().join("assets/all-modes-cpu.ptop"))
+        .unwrap();
+    let hlen = u32::from_le_bytes(data[8..12].try_into().unwrap()) as usize;
+    let mut end = 12 + hlen;
+    for _ in 0..frames {
+        let len = u32::from_le_bytes(data[end..end + 4].try_into().unwrap()) as usize;
+        end += 8 + len;
+    }
+    (data[..end].to_vec(), 12 + hlen)
+}
+
+#[test]
+fn a_header_damaged_by_any_single_bit_costs_no_record_after_it_in_either_reader() {
+    use provetop::follow::{Follower, Item};
+    use provetop_shared::session::load_bytes;
+    let (data, header_end) = real_session_head(40);
+    let name = Path::new("flipped.ptop");
+    let intact = load_bytes(name, &data).unwrap();
+    assert!(intact.warnings.is_empty());
+    assert_eq!(intact.records.len(), 40);
+    let dir = tempfile::tempdir().unwrap();
+    let mut silent = Vec::new();
+    for bit in 0..header_end * 8 {
+        let mut d = data.clone();
+        d[bit / 8] ^= 1 << (bit % 8);
+        let what = format!("bit {bit} (byte {})", bit / 8);
+        let l = load_bytes(name, &d).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(l.records, intact.records, "{what}: {:?}", l.warnings);
+        // A warning names the damage's offset, in the head; a flip it cannot see (a digit of
+        // a number, a letter of a name: the JSON has no checksum) changed only that field.
+        if l.warnings.is_empty() {
+            silent.push(bit / 8);
+        } else {
+            let w = &l.warnings[0];
+            assert!(
+                w.offset.is_some_and(|o| o < header_end as u64),
+                "{what}: {w}"
+            );
+        }
+        // The follower reads past it the same way.
+        let p = dir.path().join(format!("f{bit}.ptop"));
+        std::fs::write(&p, &d).unwrap();
+        let mut f = Follower::open(&p).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let got = f.read().unwrap();
+        let recs: Vec<_> = got
+            .iter()
+            .filter_map(|i| match i {
+                Item::Record(r) => Some(r.clone()),
+                Item::Warning(_) => None,
+            })
+            .collect();
+        assert_eq!(recs, intact.records, "{what}");
+        assert_eq!(
+            got.iter().any(|i| matches!(i, Item::Warning(_))),
+            !l.warnings.is_empty(),
+            "{what}"
+        );
+        std::fs::remove_file(&p).unwrap();
+    }
+    // Only flips inside the JSON text can go unseen.
+    assert!(silent.iter().all(|&b| b >= 12), "{silent:?}");
+}
+
+#[test]
+fn a_header_written_now_says_when_any_single_bit_of_it_is_damaged() {
+    // The header's checksum field sees even the flips that leave its JSON valid.
+    use provetop_shared::session::{load_bytes, SessionHeader, SessionWriter};
+    let (old, _) = real_session_head(40);
+    let records = load_bytes(Path::new("real.ptop"), &old).unwrap().records;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("now.ptop");
+    let header = SessionHeader::now(
+        vec!["prover".into(), "--partitions".into(), "2".into()],
+        10.0,
+    );
+    let mut w = SessionWriter::create(&p, &header).unwrap();
+    for r in &records {
+        w.append(r).unwrap();
+    }
+    w.flush().unwrap();
+    drop(w);
+    let data = std::fs::read(&p).unwrap();
+    let header_end = 12 + u32::from_le_bytes(data[8..12].try_into().unwrap()) as usize;
+    let intact = load_bytes(&p, &data).unwrap();
+    assert!(intact.warnings.is_empty(), "{:?}", intact.warnings);
+    assert_eq!(intact.header, header);
+    for bit in 0..header_end * 8 {
+        let mut d = data.clone();
+        d[bit / 8] ^= 1 << (bit % 8);
+        let what = format!("bit {bit} (byte {})", bit / 8);
+        let l = load_bytes(&p, &d).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(l.records, records, "{what}");
+        assert!(!l.warnings.is_empty(), "{what}: no warning");
+        assert!(
+            l.warnings
+                .iter()
+                .all(|w| w.offset.is_some_and(|o| o < header_end as u64)),
+            "{what}: {:?}",
+            l.warnings
+        );
+    }
+}

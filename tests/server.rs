@@ -1,8 +1,8 @@
 //! Server mode end to end, with the real binaries: a supervisor without a screen proves on;
 //! screens attach in tmux (history, then live), send a mode switch the prover applies,
 //! detach, and are hung up on; the supervisor survives all of it and stops only when asked.
-//! The control socket under bad input; `replay --follow`; `ls`; attaching to what is not
-//! there; the live screen's own detach.
+//! The control socket under bad input; `replay --follow` (damage included); `ls`; attaching
+//! to what is not there; the live screen's own detach.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -551,6 +551,69 @@ fn replay_follow_shows_records_written_after_it_opened() {
     });
     t.keys(&["q"]);
     exited_0(&t, "FOLLOW", "quit", Duration::from_secs(10));
+}
+
+#[test]
+fn replay_follow_says_where_a_second_writer_damaged_the_file_and_shows_the_records_after() {
+    use provetop_shared::session::{SessionHeader, SessionWriter};
+    use provetop_shared::Record;
+    let name = "server-follow-damage";
+    let Some(dir) = screen_test(name) else {
+        return;
+    };
+    let d = dir.path();
+    let p = d.join("s.ptop");
+    let note = |text: &str| {
+        Record::new(
+            provetop_shared::clock::mono_ns(),
+            RecordBody::Mark(Mark::Note { text: text.into() }),
+        )
+    };
+    let mut w = SessionWriter::create(&p, &SessionHeader::now(vec!["x".into()], 10.0)).unwrap();
+    w.append(&note("before-the-garbage")).unwrap();
+    w.flush().unwrap();
+    let at = std::fs::metadata(&p).unwrap().len();
+    let t = provetop_in_tmux(
+        name,
+        d,
+        &format!(
+            "replay --follow {}; echo FOLLOW-EXIT=$?; sleep 600",
+            sh_quote(&p.display().to_string())
+        ),
+    );
+    t.wait_for("the file so far", Duration::from_secs(20), |s| {
+        s.contains("before-the-garbage")
+    });
+    // A second writer appends what no recorder writes: the head of a frame whose length runs
+    // far past the end (it used to be waited on for ever), then text.
+    let mut other = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+    let mut garbage = 1_000_000u32.to_le_bytes().to_vec();
+    garbage.extend_from_slice(&[0, 0, 0, 0, 5]);
+    garbage.extend_from_slice(&b"a line from another writer\n".repeat(4));
+    other.write_all(&garbage).unwrap();
+    drop(other);
+    // The recorder goes on after it (as a writer with O_APPEND would).
+    let mut tail = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+    let mut frames = Vec::new();
+    for text in ["after-the-garbage", "and-one-more"] {
+        let payload = provetop_shared::session::encode_payload(&note(text));
+        frames.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        frames.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        frames.extend_from_slice(&payload);
+    }
+    tail.write_all(&frames).unwrap();
+    drop(tail);
+    t.wait_for(
+        "the records after the damage",
+        Duration::from_secs(10),
+        |s| s.contains("and-one-more"),
+    );
+    t.keys(&["q"]);
+    let s = exited_0(&t, "FOLLOW", "quit", Duration::from_secs(10));
+    // Said once, with its offset, when the screen is gone.
+    let said = format!("byte {at}: damaged record");
+    assert_eq!(s.matches(&said).count(), 1, "{s}");
+    drop(w);
 }
 
 #[test]

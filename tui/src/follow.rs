@@ -13,8 +13,16 @@
 //!   that does not report) it is true every [`POLL`], and every [`SAFETY_POLL`] with one, in
 //!   case an event was missed. Reading is a `read(2)` from the last offset: a file that did
 //!   not grow costs one system call.
-//! * The bytes buffered are bounded: at most one frame ([`MAX_FRAME`]) plus what one read
-//!   brings, and a damaged stretch with no valid frame after it is given up past twice that.
+//! * Damage is reported once, as soon as it is found, with its byte offset (or, when the next
+//!   intact frame is already there, with where reading resumed). A frame whose length runs
+//!   past what is written is the writer's unfinished frame until an intact frame turns up
+//!   inside it: then it is damage. A file's damaged head is read past as the whole-file
+//!   reader does (`read_header`), with its warnings returned by the first read.
+//! * The work is bounded by the bytes read, not by how often the file is looked at: each
+//!   offset is examined once as a possible frame start, each candidate checksummed at most
+//!   once, within the whole-file reader's budget (past it, the rest of the file is ignored,
+//!   with a warning). The bytes buffered are bounded: at most one frame
+//!   ([`provetop_shared::session::MAX_FRAME`]) plus what one read brings.
 
 use std::fs::File;
 use std::io::Read;
@@ -24,7 +32,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use provetop_shared::session::{
-    frame_at, known_kind, FrameError, SessionHeader, Warning, MAGIC, MAX_FRAME, MAX_HEADER,
+    frame_at, known_kind, possible_len, read_header, FrameError, SessionHeader, Warning,
+    MAX_HEADER, RESYNC_BUDGET_MIN, RESYNC_BUDGET_PER_BYTE,
 };
 use provetop_shared::Record;
 
@@ -57,8 +66,22 @@ pub struct Follower {
     changed: Arc<AtomicBool>,
     _watcher: Option<notify::RecommendedWatcher>,
     last_look: Instant,
-    /// Damage found at this offset and no valid frame after it yet.
-    damaged_at: Option<u64>,
+    /// Offset of the next frame to return (or of the damage being read past).
+    cursor: u64,
+    /// Damage at the cursor, the next intact frame not found yet.
+    damage: Option<Damage>,
+    /// The search for an intact frame past the cursor (after damage, or past an unfinished
+    /// frame that may be damage).
+    scan: Option<Scan>,
+    /// Bytes that checksumming candidates while resynchronizing may still cost (as the
+    /// whole-file reader's budget: it grows with the bytes read).
+    budget: u64,
+    /// The budget ran out: the rest of the file is ignored.
+    gave_up: bool,
+    /// Candidate offsets examined and bytes checksummed (the work reading costs).
+    work: u64,
+    /// Warnings found while opening (a damaged head), returned by the first read.
+    opened: Vec<Warning>,
 }
 
 impl Follower {
@@ -67,48 +90,61 @@ impl Follower {
         let name = path.display();
         let mut file = provetop_shared::session::open_regular(path)
             .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-        let mut head = [0u8; 12];
-        // The recorder writes the header at creation; allow a moment for it to land.
+        // The recorder writes the header at creation; allow a moment for it to land. A
+        // damaged head is read past as the whole-file reader does (shared's `read_header`),
+        // from what the file holds now: the header, and the first frames if it needs them.
         let t0 = Instant::now();
-        let mut got = 0;
-        while got < head.len() {
+        let mut buf = Vec::new();
+        let head = loop {
+            let have = buf.len();
+            buf.resize(have + CHUNK, 0);
             let n = file
-                .read(&mut head[got..])
-                .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-            got += n;
-            if n == 0 {
-                if t0.elapsed() > Duration::from_secs(2) {
-                    anyhow::bail!("{name}: byte {got}: no session header (empty or cut off)");
-                }
-                std::thread::sleep(Duration::from_millis(20));
+                .read(&mut buf[have..])
+                .map_err(|e| anyhow::anyhow!("{name}: {e}"));
+            buf.truncate(have + n.as_ref().map_or(0, |&n| n));
+            let n = n?;
+            if n == CHUNK && buf.len() < 12 + MAX_HEADER as usize + 2 * CHUNK {
+                continue;
             }
+            match read_header(&buf) {
+                Ok(h) => break h,
+                Err(e) if e.offset == 0 && buf.len() >= 12 => anyhow::bail!(
+                    "{name}: byte 0: {}: only session files can be followed",
+                    e.detail
+                ),
+                Err(_) if t0.elapsed() < Duration::from_secs(2) => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(e) => anyhow::bail!("{name}: byte {}: {}", e.offset, e.detail),
+            }
+        };
+        let mut header = head.header;
+        if head.lost_anchors != (false, false) {
+            // A followed file is being written now: its last byte is about now.
+            header.wall_anchor = provetop_shared::clock::wall_ns();
+            header.mono_anchor = provetop_shared::clock::mono_ns();
         }
-        if &head[..8] != MAGIC {
-            anyhow::bail!(
-                "{name}: byte 0: not a provetop session file (magic \"PTSESS\"): only session files can be followed"
-            );
-        }
-        let hlen = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes"));
-        if hlen > MAX_HEADER {
-            anyhow::bail!("{name}: byte 8: impossible header length {hlen}");
-        }
-        let mut hbuf = vec![0u8; hlen as usize];
-        file.read_exact(&mut hbuf)
-            .map_err(|e| anyhow::anyhow!("{name}: byte 12: cannot read the header: {e}"))?;
-        let header: SessionHeader = serde_json::from_slice(&hbuf)
-            .map_err(|e| anyhow::anyhow!("{name}: byte 12: bad session header: {e}"))?;
+        let base = head.frames_at as u64;
+        buf.drain(..head.frames_at.min(buf.len()));
         let changed = Arc::new(AtomicBool::new(true));
         let watcher = watch(path, changed.clone());
         Ok(Follower {
             path: path.to_path_buf(),
             file,
             header,
-            buf: Vec::new(),
-            base: 12 + u64::from(hlen),
+            budget: RESYNC_BUDGET_MIN
+                .saturating_add((buf.len() as u64).saturating_mul(RESYNC_BUDGET_PER_BYTE)),
+            buf,
+            base,
             changed,
             _watcher: watcher,
             last_look: Instant::now(),
-            damaged_at: None,
+            cursor: base,
+            damage: None,
+            scan: None,
+            gave_up: false,
+            work: 0,
+            opened: head.warnings,
         })
     }
 
@@ -129,7 +165,7 @@ impl Follower {
 
     /// Offset of the first byte not yet returned as a frame.
     pub fn offset(&self) -> u64 {
-        self.base
+        self.cursor
     }
 
     /// Whether it is time to [`Self::read`]: the watch saw a change, or the poll interval
@@ -143,7 +179,10 @@ impl Follower {
     pub fn read(&mut self) -> std::io::Result<Vec<Item>> {
         self.changed.store(false, Ordering::Release);
         self.last_look = Instant::now();
-        let mut out = Vec::new();
+        let mut out: Vec<Item> = self.opened.drain(..).map(Item::Warning).collect();
+        if self.gave_up {
+            return Ok(out);
+        }
         loop {
             let have = self.buf.len();
             self.buf.resize(have + CHUNK, 0);
@@ -156,64 +195,199 @@ impl Follower {
                 }
             };
             self.buf.truncate(have + n);
+            self.budget = self
+                .budget
+                .saturating_add((n as u64).saturating_mul(RESYNC_BUDGET_PER_BYTE));
             self.frames(&mut out);
-            if n < CHUNK {
+            if n < CHUNK || self.gave_up {
                 return Ok(out);
             }
         }
     }
 
-    /// Consume the complete frames at the front of the buffer.
+    /// Consume the complete frames in the buffer; look for the next intact frame after damage.
+    ///
+    /// Every byte is examined as a candidate frame start once, and every candidate's checksum
+    /// is computed at most once (a candidate not complete yet waits in `pending`), so the work
+    /// is proportional to the bytes read, however the file grows and however damaged it is.
     fn frames(&mut self, out: &mut Vec<Item>) {
-        let mut p = 0;
         loop {
-            match growing_frame_at(&self.buf[p..]) {
-                Ok((rec, len)) => {
-                    if let Some(at) = self.damaged_at.take() {
-                        out.push(damage(at, self.base + p as u64));
+            if self.damage.is_none() {
+                let p = (self.cursor - self.base) as usize;
+                self.work += 1;
+                match growing_frame_at(&self.buf[p..]) {
+                    Ok((rec, len)) => {
+                        out.push(Item::Record(rec));
+                        self.cursor += len as u64;
+                        // Whatever was looked for past an unfinished frame is moot now.
+                        self.scan = None;
+                        continue;
                     }
-                    out.push(Item::Record(rec));
-                    p += len;
-                }
-                Err(FrameError::Incomplete) => break,
-                Err(FrameError::Bad(_)) => {
-                    let at = self.base + p as u64;
-                    self.damaged_at.get_or_insert(at);
-                    // The next offset holding a complete valid frame.
-                    match (p + 1..self.buf.len()).find(|&q| frame_at(&self.buf[q..]).is_ok()) {
-                        Some(q) => p = q,
-                        None => {
-                            // Wait for the frame after the damage, within bounds.
-                            let rest = self.buf.len() - p;
-                            if rest > 2 * (MAX_FRAME as usize + 8) {
-                                out.push(Item::Warning(Warning {
-                                    offset: Some(at),
-                                    line: None,
-                                    message: format!("damaged record; no intact record in the next {rest} bytes, skipped"),
-                                }));
-                                self.damaged_at = None;
-                                p = self.buf.len();
-                            }
-                            break;
-                        }
+                    // The writer's unfinished frame — or a damaged length that runs past the
+                    // end: that is known once an intact frame is found inside it.
+                    Err(FrameError::Incomplete) => {}
+                    Err(FrameError::Bad(why)) => {
+                        self.damage = Some(Damage {
+                            at: self.cursor,
+                            why,
+                            told: false,
+                        });
                     }
                 }
             }
+            let scan = self.scan.get_or_insert_with(|| Scan {
+                next: self.cursor + 1,
+                pending: Vec::new(),
+            });
+            match find_next(&self.buf, self.base, scan, &mut self.budget, &mut self.work) {
+                Next::Found(q) => {
+                    let d = self.damage.take().unwrap_or_else(|| Damage {
+                        at: self.cursor,
+                        why: "its length runs past the next intact record".into(),
+                        told: false,
+                    });
+                    if !d.told {
+                        out.push(Item::Warning(Warning {
+                            offset: Some(d.at),
+                            line: None,
+                            message: format!(
+                                "damaged record ({}); skipped {} bytes, resumed at byte {q}",
+                                d.why,
+                                q - d.at
+                            ),
+                        }));
+                    }
+                    self.cursor = q;
+                    self.scan = None;
+                }
+                Next::NotYet => break,
+                Next::GiveUp => {
+                    let at = self.damage.as_ref().map_or(self.cursor, |d| d.at);
+                    out.push(Item::Warning(Warning {
+                        offset: Some(at),
+                        line: None,
+                        message: "damaged record; looking for the next intact record took too long, the rest of the file is ignored".into(),
+                    }));
+                    self.gave_up = true;
+                    self.buf = Vec::new();
+                    return;
+                }
+            }
         }
-        self.buf.drain(..p);
-        self.base += p as u64;
+        // Damage is said as soon as it is found (the writer may have stopped: no intact
+        // record may ever follow), and only once.
+        if let Some(d) = self.damage.as_mut().filter(|d| !d.told) {
+            d.told = true;
+            out.push(Item::Warning(Warning {
+                offset: Some(d.at),
+                line: None,
+                message: format!(
+                    "damaged record ({}); reading resumes at the next intact record",
+                    d.why
+                ),
+            }));
+        }
+        // Keep only the bytes still needed: from the frame start being waited for, or, past
+        // damage, from the first candidate that may still prove intact.
+        let keep = match (&self.damage, &self.scan) {
+            (Some(_), Some(s)) => s.pending.first().map_or(s.next, |&(c, _)| c.min(s.next)),
+            _ => self.cursor,
+        };
+        let drop = (keep.saturating_sub(self.base) as usize).min(self.buf.len());
+        self.buf.drain(..drop);
+        self.base += drop as u64;
     }
 }
 
-fn damage(at: u64, resumed: u64) -> Item {
-    Item::Warning(Warning {
-        offset: Some(at),
-        line: None,
-        message: format!(
-            "damaged record; skipped {} bytes, resumed at byte {resumed}",
-            resumed - at
-        ),
-    })
+/// Damage found at the cursor, the next intact frame not found yet.
+struct Damage {
+    at: u64,
+    why: String,
+    /// Already reported.
+    told: bool,
+}
+
+/// Looking for the next intact frame past the cursor.
+struct Scan {
+    /// File offset of the next candidate frame start not examined yet.
+    next: u64,
+    /// Candidates (offset, end) whose frame is not complete yet, in file order.
+    pending: Vec<(u64, u64)>,
+}
+
+/// Most candidates waiting to be complete; past that, a candidate is not kept (only a crafted
+/// file has that many plausible frame heads in one unfinished stretch).
+const MAX_PENDING: usize = 4096;
+
+enum Next {
+    Found(u64),
+    NotYet,
+    GiveUp,
+}
+
+/// The first intact frame among the scan's candidates, as far as the buffer goes. `buf[0]` is
+/// at file offset `base`. Checksums cost `budget`; `work` counts what was examined.
+fn find_next(buf: &[u8], base: u64, scan: &mut Scan, budget: &mut u64, work: &mut u64) -> Next {
+    let end = base + buf.len() as u64;
+    let check = |at: u64, len: u32, budget: &mut u64, work: &mut u64| -> Option<bool> {
+        if *budget < u64::from(len) {
+            return None;
+        }
+        *budget -= u64::from(len);
+        *work += u64::from(len);
+        Some(frame_at(&buf[(at - base) as usize..]).is_ok())
+    };
+    // Earlier candidates that are complete now.
+    let mut i = 0;
+    while i < scan.pending.len() {
+        let (at, fend) = scan.pending[i];
+        if fend > end {
+            i += 1;
+            continue;
+        }
+        let r = &buf[(at - base) as usize..];
+        let len = u32::from_le_bytes(r[0..4].try_into().expect("4 bytes"));
+        if known_kind(r[8]) {
+            match check(at, len, budget, work) {
+                None => return Next::GiveUp,
+                Some(true) => return Next::Found(at),
+                Some(false) => {}
+            }
+        }
+        scan.pending.remove(i);
+    }
+    // New candidates, each examined once.
+    while scan.next + 8 <= end {
+        let at = scan.next;
+        *work += 1;
+        let r = &buf[(at - base) as usize..];
+        let len = u32::from_le_bytes(r[0..4].try_into().expect("4 bytes"));
+        if !possible_len(len) {
+            scan.next += 1;
+            continue;
+        }
+        let fend = at + 8 + u64::from(len);
+        if fend > end {
+            if (r.len() <= 8 || known_kind(r[8])) && scan.pending.len() < MAX_PENDING {
+                scan.pending.push((at, fend));
+            }
+            scan.next += 1;
+            continue;
+        }
+        scan.next += 1;
+        if !known_kind(r[8]) {
+            continue;
+        }
+        match check(at, len, budget, work) {
+            None => return Next::GiveUp,
+            Some(true) => {
+                // An earlier candidate still unfinished would overlap this intact frame.
+                return Next::Found(at);
+            }
+            Some(false) => {}
+        }
+    }
+    Next::NotYet
 }
 
 /// The frame at the start of `b` ([`frame_at`]), in a file still being written: an unfinished
@@ -350,6 +524,94 @@ mod tests {
             .collect();
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].offset, Some(at));
+    }
+
+    /// What a second writer appends: each class of garbage the follower must read past.
+    fn garbages() -> Vec<(&'static str, Vec<u8>)> {
+        let mut lcg = 0x2545_f491_u32;
+        let random: Vec<u8> = (0..300)
+            .map(|_| {
+                lcg = lcg.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (lcg >> 24) as u8
+            })
+            .collect();
+        // The head of a frame of a known kind whose length runs far past what is written.
+        let mut long_head = 1_000_000u32.to_le_bytes().to_vec();
+        long_head.extend_from_slice(&[0, 0, 0, 0, 5]);
+        long_head.extend_from_slice(b"not the rest of a frame");
+        let mut bad_crc = frame(&note(99, "a copy with a bad checksum"));
+        bad_crc[4] ^= 1;
+        vec![
+            ("text", b"a log line from another writer\n".repeat(6)),
+            ("random bytes", random),
+            ("a long frame head", long_head),
+            ("a bad checksum", bad_crc),
+        ]
+    }
+
+    #[test]
+    fn garbage_a_second_writer_appends_is_reported_once_at_its_offset_and_later_records_still_come()
+    {
+        for (what, garbage) in garbages() {
+            let dir = tempfile::tempdir().unwrap();
+            let (p, mut w, mut f) = one_note(dir.path());
+            let mut got = f.read().unwrap();
+            assert_eq!(records(&got), vec![1], "{what}");
+            let at = f.offset();
+            let mut other = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+            other.write_all(&garbage).unwrap();
+            got.extend(f.read().unwrap());
+            // The recorder writes on at its own offset, over the garbage the follower read.
+            for t in 2..=30 {
+                w.append(&note(t, "a later record")).unwrap();
+                w.flush().unwrap();
+                got.extend(f.read().unwrap());
+            }
+            let warnings: Vec<_> = got
+                .iter()
+                .filter_map(|i| match i {
+                    Item::Warning(w) => Some(w),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(warnings.len(), 1, "{what}: {warnings:?}");
+            assert_eq!(warnings[0].offset, Some(at), "{what}");
+            let ts = records(&got);
+            assert!(ts.windows(2).all(|w| w[0] < w[1]), "{what}: {ts:?}");
+            assert!(ts.ends_with(&[28, 29, 30]), "{what}: {ts:?}");
+        }
+    }
+
+    #[test]
+    fn reading_past_damage_costs_work_in_proportion_to_the_bytes_not_to_how_often_it_reads() {
+        // Garbage arriving in small pieces, read after each: each read used to search the
+        // whole damaged stretch again (checksumming every plausible frame in it), which grows
+        // with every piece.
+        let dir = tempfile::tempdir().unwrap();
+        let (p, mut w, mut f) = one_note(dir.path());
+        let _ = f.read().unwrap();
+        let mut other = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        let mut written = 0u64;
+        for (_, g) in garbages() {
+            for piece in g.chunks(7).cycle().take(400) {
+                other.write_all(piece).unwrap();
+                written += piece.len() as u64;
+                let got = f.read().unwrap();
+                assert!(records(&got).is_empty());
+            }
+        }
+        assert!(
+            f.work <= 4 * written + 1_000_000,
+            "{} units of work for {written} bytes",
+            f.work
+        );
+        // And the follower is still there for the next intact record.
+        let _ = w.flush();
+        drop(w);
+        let mut tail = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        tail.write_all(&frame(&note(7, "after"))).unwrap();
+        let got = f.read().unwrap();
+        assert_eq!(records(&got), vec![7]);
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub fn known_kind(kind: u8) -> bool {
 }
 
 /// Whether a payload length is possible: at least a kind and a time, at most [`MAX_FRAME`].
-pub(super) fn possible_len(len: u32) -> bool {
+pub fn possible_len(len: u32) -> bool {
     (9..=MAX_FRAME).contains(&len)
 }
 

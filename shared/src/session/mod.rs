@@ -13,7 +13,9 @@
 //!          version 1: older files have none and read as before, a reader older than them
 //!          takes such a frame for damage and skips it)
 //! ```
-//! Append-only; a frame is complete or ignored. A file cut off mid-frame (kill -9) loads
+//! Append-only; a frame is complete or ignored. A damaged head costs at most what it holds
+//! ([`header`]: the magic, version byte, length and JSON fields are each read past with a
+//! warning). A file cut off mid-frame (kill -9) loads
 //! every complete frame and warns with the byte offset of the cut; a damaged frame in the
 //! middle (CRC mismatch, impossible length) is reported with its byte offset, and reading
 //! resynchronizes on the next frame whose CRC checks.
@@ -27,6 +29,7 @@
 
 pub mod csv;
 mod frame;
+mod header;
 mod reader;
 #[cfg(test)]
 mod tests;
@@ -40,9 +43,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::Record;
 
-pub use frame::{decode_payload, frame_at, known_kind, FrameError};
+pub use frame::{decode_payload, frame_at, known_kind, possible_len, FrameError};
+pub use header::{estimate_anchors, looks_like_session, read_header, Head, HeadError};
 use reader::load_session;
-pub use reader::{FrameItem, Frames};
+pub use reader::{FrameItem, Frames, RESYNC_BUDGET_MIN, RESYNC_BUDGET_PER_BYTE};
 pub use writer::{create_private, encode_payload, taken, SessionWriter, Whereabouts};
 
 /// First bytes of every session file.
@@ -197,18 +201,32 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
         .take(SNIFF as u64)
         .read_to_end(&mut data)
         .map_err(io)?;
-    if !data.is_empty() && !data.starts_with(&MAGIC[..7]) && !looks_like_csv(&data) {
+    if !data.is_empty() && !looks_like_session(&data) && !looks_like_csv(&data) {
         return load_bytes(path, &data);
     }
-    // A session header that cannot be read (another format version, an impossible length)
-    // is refused from these first bytes too, before the rest is read.
-    if data.starts_with(&MAGIC[..7]) && data.len() >= 12 {
+    // A head that is damaged or not this build's (another format version, an impossible
+    // length) is judged from a bounded prefix, before the rest is read: refused if it cannot
+    // be read at all.
+    if looks_like_session(&data) && data.len() == SNIFF {
         let hlen = u32::from_le_bytes(data[8..12].try_into().expect("4 bytes"));
-        if data[7] != MAGIC[7] || hlen > MAX_HEADER {
-            return load_bytes(path, &data);
+        if data[..8] != MAGIC[..] || hlen > MAX_HEADER {
+            (&mut file)
+                .take((HEAD_PROBE - SNIFF) as u64)
+                .read_to_end(&mut data)
+                .map_err(io)?;
+            if data.len() < HEAD_PROBE {
+                return load_bytes(path, &data);
+            }
+            if let Err(e) = header::read_header(&data) {
+                return Err(LoadError::Format {
+                    path: path.to_path_buf(),
+                    offset: e.offset,
+                    detail: e.detail,
+                });
+            }
         }
     }
-    if data.len() == SNIFF {
+    if data.len() == SNIFF || data.len() == HEAD_PROBE {
         let size = file.metadata().map_or(0, |m| m.len()) as usize;
         data.reserve(size.saturating_sub(SNIFF));
         file.read_to_end(&mut data).map_err(io)?;
@@ -218,6 +236,8 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
 
 /// Bytes read to tell a session from a CSV from anything else.
 const SNIFF: usize = 64;
+/// Bytes read to judge a damaged or foreign head: the largest header and a first frame.
+const HEAD_PROBE: usize = 12 + MAX_HEADER as usize + (1 << 20);
 
 /// Open `path` for reading if it is a regular file (symbolic links followed): a FIFO, a
 /// socket, a device or a directory is an error saying what it is. The open does not block on
@@ -257,7 +277,7 @@ pub fn load_bytes(path: &Path, data: &[u8]) -> Result<Loaded, LoadError> {
             path: path.to_path_buf(),
         });
     }
-    if data.starts_with(&MAGIC[..7]) {
+    if looks_like_session(data) {
         return load_session(path, data);
     }
     if looks_like_csv(data) {

@@ -4,46 +4,46 @@
 use std::path::Path;
 
 use super::frame::{frame_at, known_kind, possible_len, FrameError};
-use super::{LoadError, Loaded, SessionHeader, SourceKind, Warning, MAGIC, MAX_HEADER};
+use super::header::{estimate_anchors, read_header, Head};
+use super::{LoadError, Loaded, SourceKind, Warning};
 use crate::record::Record;
 
 pub(super) fn load_session(path: &Path, data: &[u8]) -> Result<Loaded, LoadError> {
-    let fmt_err = |offset: u64, detail: String| LoadError::Format {
+    let head = read_header(data).map_err(|e| LoadError::Format {
         path: path.to_path_buf(),
-        offset,
-        detail,
-    };
-    if data.len() < 12 {
-        return Err(fmt_err(0, "session file cut off inside its header".into()));
-    }
-    if data[7] != MAGIC[7] {
-        return Err(fmt_err(
-            7,
-            format!(
-                "session format version {} is not supported by this build (it reads version {})",
-                data[7], MAGIC[7]
-            ),
-        ));
-    }
-    let hlen = u32::from_le_bytes(data[8..12].try_into().expect("4 bytes")) as usize;
-    if hlen > MAX_HEADER as usize || 12 + hlen > data.len() {
-        return Err(fmt_err(
-            8,
-            format!("header length {hlen} is impossible or cut off"),
-        ));
-    }
-    let header: SessionHeader = serde_json::from_slice(&data[12..12 + hlen])
-        .map_err(|e| fmt_err(12, format!("bad session header: {e}")))?;
+        offset: e.offset,
+        detail: e.detail,
+    })?;
+    let Head {
+        mut header,
+        frames_at,
+        mut warnings,
+        lost_anchors,
+    } = head;
     // Fast path: decode the leading run of intact frames on every core, then let the
     // damage-tolerant iterator take over where that run stops (a cut tail, a damaged frame):
     // the result is exactly what the iterator alone would give.
-    let (mut records, resume) = decode_intact_run(data, 12 + hlen);
-    let mut warnings = Vec::new();
+    let (mut records, resume) = decode_intact_run(data, frames_at);
     for item in Frames::new(data, resume) {
         match item {
             FrameItem::Record(_, r) => records.push(r),
             FrameItem::Warning(w) => warnings.push(w),
         }
+    }
+    if lost_anchors != (false, false) {
+        // The file was last written at about its last record.
+        let modified = std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos() as u64);
+        estimate_anchors(
+            &mut header,
+            lost_anchors,
+            records.first().map(|r| r.t),
+            records.last().map(|r| r.t),
+            modified,
+        );
     }
     Ok(Loaded {
         header,

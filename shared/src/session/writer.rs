@@ -75,7 +75,7 @@ impl SessionWriter {
     pub fn create(path: &Path, header: &SessionHeader) -> io::Result<Self> {
         let file = create_private(path)?;
         let mut out = BufWriter::with_capacity(256 << 10, file);
-        let h = serde_json::to_vec(header).map_err(io::Error::other)?;
+        let h = super::header::with_checksum(serde_json::to_vec(header).map_err(io::Error::other)?);
         out.write_all(MAGIC)?;
         out.write_all(&(h.len() as u32).to_le_bytes())?;
         out.write_all(&h)?;
