@@ -229,25 +229,10 @@ pub fn default_session_path() -> anyhow::Result<PathBuf> {
 /// `provetop/sessions/` that already exist and are ours are made 0700 too (an older provetop
 /// created them under the umask).
 pub fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let private =
         |d: &std::path::Path| std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700));
-    let mut missing = Vec::new();
-    let mut d = dir;
-    while std::fs::symlink_metadata(d).is_err() {
-        missing.push(d);
-        match d.parent() {
-            Some(p) if !p.as_os_str().is_empty() => d = p,
-            _ => break,
-        }
-    }
-    for d in missing.iter().rev() {
-        match std::fs::DirBuilder::new().mode(0o700).create(d) {
-            Ok(()) => private(d)?,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => {}
-            Err(e) => return Err(e),
-        }
-    }
+    provetop_collect::xdg::create_private(dir)?;
     let me = nix::unistd::geteuid().as_raw();
     for d in [Some(dir), dir.parent()].into_iter().flatten() {
         if let Ok(m) = std::fs::symlink_metadata(d) {

@@ -38,24 +38,9 @@ fn socket_dir_path() -> anyhow::Result<PathBuf> {
 /// shared one), except `dir` itself when it is ours and readable by others. Then
 /// [`check_dir`].
 pub fn make_dir(dir: &Path) -> anyhow::Result<()> {
-    let mut missing = Vec::new();
-    let mut d = dir;
-    while std::fs::symlink_metadata(d).is_err() {
-        missing.push(d);
-        match d.parent() {
-            Some(p) if !p.as_os_str().is_empty() => d = p,
-            _ => break,
-        }
-    }
-    for d in missing.iter().rev() {
-        use std::os::unix::fs::DirBuilderExt;
-        match std::fs::DirBuilder::new().mode(0o700).create(d) {
-            Ok(()) => std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700))
-                .map_err(|e| anyhow::anyhow!("cannot make {} private: {e}", d.display()))?,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => anyhow::bail!("cannot create the socket directory {}: {e}", d.display()),
-        }
-    }
+    provetop_collect::xdg::create_private(dir).map_err(|e| {
+        anyhow::anyhow!("cannot create the socket directory {}: {e}", dir.display())
+    })?;
     check_dir(dir)?;
     let m = std::fs::symlink_metadata(dir)?;
     if m.mode() & 0o077 != 0 {
