@@ -6,6 +6,14 @@ use std::path::Path;
 use super::locate::lock_path;
 use super::*;
 
+/// A current-thread runtime for the binds (a server needs one to listen on).
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 #[test]
 fn a_session_id_is_the_stem_and_pid_and_a_default_name_as_it_is() {
     let pid = std::process::id();
@@ -56,10 +64,7 @@ fn a_socket_whose_lock_nobody_holds_is_stale_and_removed() {
 
 #[test]
 fn a_second_supervisor_cannot_take_a_live_sessions_socket() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let a = ControlServer::bind_in(dir.path(), "s", None).unwrap();
@@ -77,10 +82,7 @@ fn a_second_supervisor_cannot_take_a_live_sessions_socket() {
 
 #[test]
 fn a_link_planted_at_the_lock_is_never_followed_and_its_target_keeps_its_mode_and_bytes() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let sockets = dir.path().join("sockets");
