@@ -31,6 +31,7 @@ pub use protocol::{
     PROTOCOL_VERSION,
 };
 pub use record::{
-    Alert, AlertLevel, AlertState, Derived, GpuDetail, Mark, OutputLine, OutputSource, ProcUsage,
-    Record, RecordBody, Sample, Usage,
+    Alert, AlertLevel, AlertState, Binding, CgroupReading, Derived, GpuDetail, Kernel, Mark,
+    MemEvents, MemStat, OutputLine, OutputSource, ProcUsage, Psi, PsiLine, PsiResource, Record,
+    RecordBody, Sample, Usage,
 };

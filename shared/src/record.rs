@@ -42,6 +42,9 @@ pub enum RecordBody {
     /// Where the cores, the disks and the GPUs went over the last interval: CPU time, I/O,
     /// faults of the tree and of each of its processes, the host's load, each GPU's details.
     Usage(Usage),
+    /// What the kernel enforces and reports: the tree's memory cgroup (accounting, limits,
+    /// event counters), the limit that binds, and pressure (PSI), host-wide and the cgroup's.
+    Kernel(Kernel),
 }
 
 /// Where a line of output came from.
@@ -132,10 +135,15 @@ pub struct Sample {
     pub mem_available: Option<u64>,
     /// MemTotal of the system.
     pub mem_total: Option<u64>,
-    /// cgroup memory.current: every sample while the cgroup has a limit; without one, once a
-    /// second (with the limit's re-read) and `None` in between.
+    /// Usage of the cgroup whose limit binds (`cgroup_max`): memory.current (v1
+    /// usage_in_bytes) every sample while a cgroup limit applies; without one, once a second
+    /// (with the limits' re-read) and `None` in between.
     pub cgroup_current: Option<u64>,
-    /// cgroup memory.max (None when unlimited or absent).
+    /// The cgroup limit that binds: of `memory.max` and `memory.high` (v1 `limit_in_bytes`)
+    /// of the tree's cgroup and of each of its ancestors, the one with the least room left.
+    /// `None` when no cgroup limits the tree. (Sessions of older builds: the tree's own
+    /// cgroup's `memory.max`.) Which cgroup and file it is, is named in the [`Kernel`]
+    /// records.
     pub cgroup_max: Option<u64>,
     /// Processes in the tree.
     pub procs: u32,
@@ -256,6 +264,150 @@ pub struct GpuDetail {
     /// PCIe throughput, bytes per second, host to device and back.
     pub pcie_rx_bps: Option<f64>,
     pub pcie_tx_bps: Option<f64>,
+}
+
+/// What the kernel enforces and reports about the watched tree's memory, at the kernel
+/// cadence (a few a second; at once when an event counter moves). `None` is unavailable
+/// (no such file on this kernel or hierarchy, unreadable, no cgroup), never zero.
+///
+/// JSON in session files (kind 9, added within format version 1: older files have none).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Kernel {
+    /// The memory cgroup of the tree's root.
+    #[serde(default)]
+    pub cgroup: Option<CgroupReading>,
+    /// The limit that binds the tree: the least room among the cgroup limits up the
+    /// hierarchy and the host's MemAvailable.
+    #[serde(default)]
+    pub binding: Option<Binding>,
+    /// Host-wide pressure (`/proc/pressure/*`).
+    #[serde(default)]
+    pub psi_host: Option<Psi>,
+    /// The tree's cgroup's pressure (v2 `memory.pressure`, `cpu.pressure`, `io.pressure`).
+    #[serde(default)]
+    pub psi_cgroup: Option<Psi>,
+}
+
+/// One memory cgroup's accounting, limits and event counters. Bytes throughout.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CgroupReading {
+    /// Its path in its hierarchy, e.g. `/system.slice/curio.service`.
+    pub path: String,
+    /// 1 (legacy memory controller) or 2 (unified hierarchy).
+    pub version: u8,
+    /// memory.current (v1 memory.usage_in_bytes).
+    pub current: Option<u64>,
+    /// The highest usage since the reading before: v2 `memory.peak` reset through provetop's
+    /// own open file (Linux 6.12 and later; nobody else's reading is disturbed); `None`
+    /// where the kernel has no such reset.
+    pub peak: Option<u64>,
+    /// memory.max (v1 memory.limit_in_bytes); `None` when unlimited.
+    pub max: Option<u64>,
+    /// memory.high (v2); `None` when unlimited.
+    pub high: Option<u64>,
+    /// memory.low (v2); `None` when 0.
+    pub low: Option<u64>,
+    /// memory.min (v2); `None` when 0.
+    pub min: Option<u64>,
+    /// v1 memory.soft_limit_in_bytes; `None` when unlimited.
+    pub soft: Option<u64>,
+    /// Swap used: v2 memory.swap.current; v1 memsw.usage_in_bytes − usage_in_bytes.
+    pub swap: Option<u64>,
+    /// Swap limit: v2 memory.swap.max; v1 memsw.limit_in_bytes − limit_in_bytes.
+    pub swap_max: Option<u64>,
+    /// memory.stat's breakdown.
+    #[serde(default)]
+    pub stat: MemStat,
+    /// memory.events' counters (v1: memory.oom_control and memory.failcnt).
+    #[serde(default)]
+    pub events: MemEvents,
+}
+
+/// memory.stat's breakdown, bytes (v1 names mapped: `rss` → anon, `cache` → file,
+/// `mapped_file` → file_mapped, `dirty` → file_dirty, `writeback` → file_writeback,
+/// `rss_huge` → anon_thp; `kernel` is v1 memory.kmem.usage_in_bytes).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemStat {
+    pub anon: Option<u64>,
+    pub file: Option<u64>,
+    pub shmem: Option<u64>,
+    pub kernel: Option<u64>,
+    pub kernel_stack: Option<u64>,
+    pub pagetables: Option<u64>,
+    pub sock: Option<u64>,
+    pub slab: Option<u64>,
+    pub file_mapped: Option<u64>,
+    pub file_dirty: Option<u64>,
+    pub file_writeback: Option<u64>,
+    pub anon_thp: Option<u64>,
+    pub unevictable: Option<u64>,
+}
+
+/// A memory cgroup's event counters, cumulative since the cgroup was made (v2
+/// `memory.events`, hierarchical; v1 `memory.oom_control` and `memory.failcnt`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemEvents {
+    /// Reclaimed below memory.low.
+    pub low: Option<u64>,
+    /// Throttled over memory.high.
+    pub high: Option<u64>,
+    /// Usage reached memory.max.
+    pub max: Option<u64>,
+    /// The OOM killer was invoked.
+    pub oom: Option<u64>,
+    /// Processes the OOM killer killed.
+    pub oom_kill: Option<u64>,
+    /// Whole-group OOM kills (memory.oom.group).
+    pub oom_group_kill: Option<u64>,
+    /// v1: times usage hit the limit.
+    pub failcnt: Option<u64>,
+    /// v1: whether the cgroup is under OOM now.
+    pub under_oom: Option<bool>,
+}
+
+/// The limit with the least room left for the tree, named as an operator would name it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Binding {
+    /// "curio.service memory.max", "system.slice memory.high", "host MemAvailable".
+    pub name: String,
+    /// The limit, bytes (for the host: MemTotal read now).
+    pub limit: u64,
+    /// Usage counted against it (for the host: MemTotal − MemAvailable).
+    pub used: u64,
+}
+
+impl Binding {
+    /// Bytes left before the limit.
+    pub fn room(&self) -> u64 {
+        self.limit.saturating_sub(self.used)
+    }
+}
+
+/// Pressure stall information for memory, CPU and I/O; a resource is `None` where its file
+/// is missing or unreadable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Psi {
+    pub memory: Option<PsiResource>,
+    pub cpu: Option<PsiResource>,
+    pub io: Option<PsiResource>,
+}
+
+/// One resource's pressure: `some` (at least one task stalled) and `full` (all non-idle tasks
+/// stalled; none for host-wide CPU on older kernels).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PsiResource {
+    pub some: PsiLine,
+    pub full: Option<PsiLine>,
+}
+
+/// One line of a pressure file, percent of wall time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PsiLine {
+    /// The kernel's 10-second average.
+    pub avg10: f64,
+    /// The share of the interval since the reading before spent stalled (from `total`'s
+    /// change); `None` on the first reading.
+    pub rate: Option<f64>,
 }
 
 /// Severity of an alert.
@@ -382,6 +534,49 @@ pub enum Mark {
     },
     /// A non-fatal problem of the monitor itself (disk full while recording, …).
     Warning { text: String },
+    /// The kernel's OOM killer killed a process: one of the watched tree, or another in the
+    /// tree's cgroup (seen by the cgroup's `oom_kill` counter and named from the kernel log
+    /// where it is readable).
+    OomKill {
+        /// The victim's pid, when the kernel log named it.
+        #[serde(default)]
+        pid: Option<u32>,
+        /// The victim's command, as the kernel log gives it (shown inert).
+        #[serde(default)]
+        command: Option<String>,
+        /// The cgroup that ran out of memory (its path), when known.
+        #[serde(default)]
+        cgroup: Option<String>,
+        /// Whether the victim was a process of the watched tree.
+        watched: bool,
+        /// Human text: "OOM kill of pid 4242 (python3) in /provetop-test memory.max".
+        text: String,
+    },
+    /// A memory cgroup's event counter moved (memory.events `high`, `max`, `oom`,
+    /// `oom_kill`, `oom_group_kill`; v1 `failcnt`).
+    MemoryEvent {
+        /// The cgroup's path.
+        cgroup: String,
+        /// The counter's name as its file writes it.
+        counter: String,
+        /// By how much it moved since the reading before.
+        delta: u64,
+        /// Its value now.
+        total: u64,
+    },
+    /// A pressure trigger fired: tasks stalled on a resource past a threshold within a
+    /// window, between samples.
+    Stall {
+        /// "host" or "cgroup".
+        scope: String,
+        /// "memory", "cpu" or "io".
+        resource: String,
+        /// "some" or "full".
+        line: String,
+        /// The trigger's threshold and window, µs.
+        stall_us: u64,
+        window_us: u64,
+    },
 }
 
 impl Record {
@@ -401,6 +596,7 @@ impl Record {
             RecordBody::Output(_) => "output",
             RecordBody::Derived(_) => "derived",
             RecordBody::Usage(_) => "usage",
+            RecordBody::Kernel(_) => "kernel",
         }
     }
 }

@@ -354,7 +354,24 @@ fn event_text(e: &Event) -> String {
 
 fn mark_text(m: &Mark) -> String {
     match m {
-        Mark::Note { text } | Mark::Warning { text } => text.clone(),
+        Mark::Note { text } | Mark::Warning { text } | Mark::OomKill { text, .. } => text.clone(),
+        Mark::MemoryEvent {
+            cgroup,
+            counter,
+            delta,
+            total,
+        } => format!("{cgroup}: memory.events {counter} +{delta} (now {total})"),
+        Mark::Stall {
+            scope,
+            resource,
+            line,
+            stall_us,
+            window_us,
+        } => format!(
+            "{scope} {resource} pressure: {line} stall over {:.0} ms within {:.1} s",
+            *stall_us as f64 / 1e3,
+            *window_us as f64 / 1e6
+        ),
         Mark::ChildStarted { pid, command } => {
             format!("child {pid} started: {}", command.join(" "))
         }

@@ -11,9 +11,9 @@
 use super::MAX_FRAME;
 use crate::record::{Record, RecordBody, Sample};
 
-/// The highest record kind byte this build knows (6 output, 7 derived and 8 usage came after
+/// The highest record kind byte this build knows (6 output, 7 derived, 8 usage and 9 kernel came after
 /// the first files; files without them read as before).
-const MAX_KIND: u8 = 8;
+const MAX_KIND: u8 = 9;
 
 /// Why the bytes at an offset are not a frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,6 +79,7 @@ pub fn decode_payload(p: &[u8]) -> Result<Record, String> {
         6 => RecordBody::Output(serde_json::from_slice(b).map_err(je)?),
         7 => RecordBody::Derived(serde_json::from_slice(b).map_err(je)?),
         8 => RecordBody::Usage(serde_json::from_slice(b).map_err(je)?),
+        9 => RecordBody::Kernel(serde_json::from_slice(b).map_err(je)?),
         k => return Err(format!("unknown record kind {k}")),
     };
     Ok(Record { t, body })

@@ -204,6 +204,7 @@ pub fn encode_payload(rec: &Record) -> Vec<u8> {
         RecordBody::Output(o) => (6, serde_json::to_vec(o).expect("output encodes")),
         RecordBody::Derived(d) => (7, serde_json::to_vec(d).expect("derived encodes")),
         RecordBody::Usage(u) => (8, serde_json::to_vec(u).expect("usage encodes")),
+        RecordBody::Kernel(k) => (9, serde_json::to_vec(k).expect("kernel encodes")),
     };
     p.push(kind);
     p.extend_from_slice(&rec.t.to_le_bytes());

@@ -87,7 +87,10 @@ impl ChildStatus {
             Mark::Dropped { .. }
             | Mark::BadLine { .. }
             | Mark::Note { .. }
-            | Mark::Warning { .. } => {}
+            | Mark::Warning { .. }
+            | Mark::OomKill { .. }
+            | Mark::MemoryEvent { .. }
+            | Mark::Stall { .. } => {}
         }
     }
 
@@ -146,7 +149,10 @@ impl Notes {
             | Mark::ChildContinued { .. }
             | Mark::Restart { .. }
             | Mark::Note { .. }
-            | Mark::Warning { .. } => true,
+            | Mark::Warning { .. }
+            | Mark::OomKill { .. }
+            | Mark::MemoryEvent { .. }
+            | Mark::Stall { .. } => true,
         };
         if logged {
             log.push(t, Logged::Mark(m.clone()));

@@ -67,6 +67,8 @@ pub struct Model {
     pub usage: UsageState,
     /// Latest full sample (per-GPU readings, cgroup, mem_total…).
     pub last_sample: Option<Sample>,
+    /// Latest kernel reading: the tree's cgroup, the limit that binds, pressure.
+    pub kernel: Option<provetop_shared::Kernel>,
     /// The same memory forecast the alert engine keeps (`predicted_free`), for the header.
     forecast: Forecast,
     /// Prover state from events.
@@ -113,6 +115,7 @@ impl Model {
             series: Series::new(limits),
             usage: UsageState::new(limits),
             last_sample: None,
+            kernel: None,
             forecast: Forecast::default(),
             prover: ProverView::default(),
             child: ChildStatus::None,
@@ -174,6 +177,7 @@ impl Model {
             RecordBody::Output(o) => self.log.push(t, Logged::Output(o.clone())),
             RecordBody::Derived(d) => self.on_derived(t, d, fx),
             RecordBody::Usage(u) => self.on_usage(t, u),
+            RecordBody::Kernel(k) => self.kernel = Some(k.clone()),
         }
     }
 
