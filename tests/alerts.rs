@@ -192,16 +192,105 @@ fn phase_duration_measures_the_running_phase() {
     assert_eq!(c[0].state, AlertState::Cleared);
 }
 
+fn in_cgroup(t: u64, rss: u64, max: u64, avail: u64) -> Record {
+    sample(
+        t,
+        Sample {
+            rss,
+            mem_total: Some(64 * GIB),
+            mem_available: Some(avail),
+            cgroup_current: Some(rss),
+            cgroup_max: Some(max),
+            ..Sample::default()
+        },
+    )
+}
+
 #[test]
-fn default_rule_is_90_percent_of_the_limit() {
-    let r = default_rules(100 * GIB, Some(20 * GIB));
-    let mut e = AlertEngine::new(r);
-    assert!(e.observe(&rss(S, 18 * GIB)).is_empty());
-    let a = e.observe(&rss(2 * S, 18 * GIB + 1));
-    assert_eq!(a.len(), 1);
+fn the_default_rule_is_90_percent_of_what_the_tree_can_reach_before_the_binding_limit() {
+    let mut e = AlertEngine::new(default_rules());
+    // A 20 GiB cgroup on a host with 50 GiB available: the cgroup binds.
+    assert!(e
+        .observe(&in_cgroup(S, 18 * GIB, 20 * GIB, 50 * GIB))
+        .is_empty());
+    let a = e.observe(&in_cgroup(2 * S, 18 * GIB + 1, 20 * GIB, 50 * GIB));
+    assert_eq!(a.len(), 1, "{a:?}");
     assert_eq!(a[0].threshold, (18 * GIB) as f64);
-    let r = default_rules(100 * GIB, None);
-    assert!(r[0].text.contains("MemTotal"), "{}", r[0].text);
+    assert!(
+        a[0].message.contains("the cgroup's limit"),
+        "{}",
+        a[0].message
+    );
+    // The host runs short: MemAvailable binds, read sample by sample.
+    let mut e = AlertEngine::new(default_rules());
+    let a = e.observe(&in_cgroup(S, 10 * GIB, 100 * GIB, GIB));
+    assert_eq!(a.len(), 1, "{a:?}");
+    assert!(
+        a[0].message.contains("host MemAvailable"),
+        "{}",
+        a[0].message
+    );
+    // The host balloons (MemTotal and MemAvailable grow): the same RSS is well inside.
+    let c = e.observe(&in_cgroup(2 * S, 10 * GIB, 100 * GIB, 200 * GIB));
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].state, AlertState::Cleared);
+}
+
+#[test]
+fn a_watched_process_that_ends_clears_its_memory_alerts() {
+    let mut e = AlertEngine::new(default_rules());
+    let a = e.observe(&in_cgroup(S, 19 * GIB, 20 * GIB, 50 * GIB));
+    assert_eq!(a.len(), 1);
+    let gone = Record::new(
+        2 * S,
+        RecordBody::Mark(Mark::ChildExited {
+            pid: 42,
+            code: None,
+            signal: Some(9),
+            oom_kill: true,
+            reason: "OOM-killed".into(),
+        }),
+    );
+    let c = e.observe(&gone);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(c[0].state, AlertState::Cleared);
+    assert!(
+        c[0].message.contains("no longer measured"),
+        "{}",
+        c[0].message
+    );
+}
+
+#[test]
+fn a_pressure_rule_fires_on_kernel_records() {
+    use provetop_shared::{Kernel, Psi, PsiLine, PsiResource};
+    let mut e = AlertEngine::new(rules(&["psi_memory_full > 10%"]));
+    let k = |t: u64, full: f64| {
+        Record::new(
+            t,
+            RecordBody::Kernel(Kernel {
+                psi_host: Some(Psi {
+                    memory: Some(PsiResource {
+                        some: PsiLine {
+                            avg10: full * 2.0,
+                            rate: None,
+                        },
+                        full: Some(PsiLine {
+                            avg10: full,
+                            rate: None,
+                        }),
+                    }),
+                    ..Psi::default()
+                }),
+                ..Kernel::default()
+            }),
+        )
+    };
+    assert!(e.observe(&k(S, 5.0)).is_empty());
+    let a = e.observe(&k(2 * S, 12.5));
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].value, 12.5);
+    assert_eq!(a[0].state, AlertState::Firing);
 }
 
 #[test]

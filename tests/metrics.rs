@@ -549,7 +549,7 @@ fn a_real_prometheus_scrapes_provetop_and_holds_the_rss_phase_and_proof_values_o
 /// A model and metrics fed every kind of reading (GPUs, cgroup, a forecast, alerts), as the
 /// pipeline feeds them.
 fn full_scrape(format: Format) -> String {
-    let rules = provetop_shared::alerts::default_rules(64 << 30, Some(32 << 30));
+    let rules = provetop_shared::alerts::default_rules();
     let metrics = Metrics::new(&rules);
     let mut model = Model::new(Default::default());
     let mut push = |t: u64, body: RecordBody| {

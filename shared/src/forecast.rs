@@ -4,7 +4,7 @@
 //! A proof's peak is predicted from the proofs before it of the same shape (batch mode,
 //! sectors, partitions, constraints): the highest peak RSS of the tree over the last
 //! [`KEPT`] that finished well. What it still needs is that peak minus the RSS now; what it can
-//! get is MemAvailable, or the cgroup's room when that is less. `predicted_free` is the
+//! get is the room before the limit that binds ([`crate::limit`]). `predicted_free` is the
 //! difference: below zero, the proof is expected to run out of memory before it gets there.
 //! The first proof of a shape has no forecast.
 //!
@@ -21,9 +21,10 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+use crate::limit::{self, Room};
 use crate::protocol::{BatchMode, Event};
 use crate::units::fmt_bytes;
-use crate::{Mark, Record, RecordBody, Sample};
+use crate::{Binding, Mark, Record, RecordBody, Sample};
 
 /// Finished proofs kept per shape.
 pub const KEPT: usize = 3;
@@ -66,6 +67,8 @@ pub struct Forecast {
     inflight: BTreeMap<u64, InFlight>,
     history: HashMap<Shape, VecDeque<u64>>,
     trend: Trend,
+    /// The binding limit the latest kernel record names, for the texts.
+    binding: Option<Binding>,
 }
 
 /// The tree's RSS over the last [`TREND_WINDOW_S`] seconds, for `time_to_oom`.
@@ -109,8 +112,8 @@ impl Trend {
     }
 
     /// `time_to_oom` at sample `s` (seconds, with what it rests on): see [`time_to_oom`].
-    pub fn time_to_oom(&self, s: &Sample) -> Option<(f64, String)> {
-        time_to_oom(self.rate()?, s)
+    pub fn time_to_oom(&self, s: &Sample, named: Option<&Binding>) -> Option<(f64, String)> {
+        time_to_oom(self.rate()?, s, named)
     }
 }
 
@@ -154,28 +157,22 @@ fn slope(points: impl Iterator<Item = (u64, u64)>, last: u64, span: u64) -> Opti
     (n >= 2.0 && den > 0.0).then(|| (n * sxy - sx * sy) / den)
 }
 
-/// Seconds until memory runs out at `rate` bytes/s from sample `s`: the room (MemAvailable, or
-/// the cgroup's room when that is less) over the rate; with what it rests on. `None` when the
-/// tree is not growing ([`TREND_MIN_RATE`]) or the sample has no MemAvailable.
-pub fn time_to_oom(rate: f64, s: &Sample) -> Option<(f64, String)> {
+/// Seconds until memory runs out at `rate` bytes/s from sample `s`: the room before the limit
+/// that binds ([`limit::room`]; `named`: the latest kernel record's name for it) over the
+/// rate; with what it rests on. `None` when the tree is not growing ([`TREND_MIN_RATE`]) or
+/// the sample has no memory readings.
+pub fn time_to_oom(rate: f64, s: &Sample, named: Option<&Binding>) -> Option<(f64, String)> {
     // NaN is no trend either.
     if rate.is_nan() || rate < TREND_MIN_RATE {
         return None;
     }
-    let mut room = s.mem_available?;
-    let mut of = "MemAvailable";
-    if let (Some(max), Some(cur)) = (s.cgroup_max, s.cgroup_current) {
-        let left = max.saturating_sub(cur);
-        if left < room {
-            room = left;
-            of = "the cgroup's room";
-        }
-    }
-    let secs = room as f64 / rate;
+    let Room { bytes, bound } = limit::room(s)?;
+    let secs = bytes as f64 / rate;
     let what = format!(
-        "RSS growing {}/s, {} left in {of}",
+        "RSS growing {}/s, {} left before {}",
         fmt_bytes(rate as u64),
-        fmt_bytes(room)
+        fmt_bytes(bytes),
+        limit::name(bound, named)
     );
     Some((secs, what))
 }
@@ -187,6 +184,7 @@ impl Forecast {
             RecordBody::Sample(s) => self.sample_at(rec.t, s),
             RecordBody::Event(e) => self.event(e),
             RecordBody::Mark(Mark::ChildExited { .. } | Mark::ChildStarted { .. }) => self.reset(),
+            RecordBody::Kernel(k) => self.binding = k.binding.clone(),
             _ => {}
         }
     }
@@ -242,7 +240,12 @@ impl Forecast {
     /// RSS is not growing, before [`TREND_SHORT_S`] seconds of samples, or without
     /// MemAvailable.
     pub fn time_to_oom(&self, s: &Sample) -> Option<(f64, String)> {
-        self.trend.time_to_oom(s)
+        self.trend.time_to_oom(s, self.binding.as_ref())
+    }
+
+    /// The binding limit the latest kernel record named.
+    pub fn binding(&self) -> Option<&Binding> {
+        self.binding.as_ref()
     }
 
     /// Follow the tree's memory: every proof in flight sees the tree's peak (overlapping
@@ -266,17 +269,15 @@ impl Forecast {
                 Some((*id, p.shape.mode, *h.iter().max()?))
             })
             .max_by_key(|(_, _, peak)| *peak)?;
-        let mut room = s.mem_available?;
-        if let (Some(max), Some(cur)) = (s.cgroup_max, s.cgroup_current) {
-            room = room.min(max.saturating_sub(cur));
-        }
+        let Room { bytes: room, bound } = limit::room(s)?;
         let need = peak.saturating_sub(s.rss);
         let free = room as f64 - need as f64;
         let what = format!(
-            "proof {id} predicted to peak at {} like the last {mode} proofs; needs {} more, {} free",
+            "proof {id} predicted to peak at {} like the last {mode} proofs; needs {} more, {} free before {}",
             fmt_bytes(peak),
             fmt_bytes(need),
-            fmt_bytes(room)
+            fmt_bytes(room),
+            limit::name(bound, self.binding.as_ref())
         );
         Some((free, what))
     }

@@ -20,6 +20,7 @@ pub mod alerts;
 pub mod classify;
 pub mod clock;
 pub mod forecast;
+pub mod limit;
 pub mod metric;
 pub mod protocol;
 pub mod record;

@@ -15,7 +15,7 @@
 mod table;
 mod unit;
 
-use crate::record::{GpuDetail, GpuReading, Sample, Usage};
+use crate::record::{GpuDetail, GpuReading, Kernel, Psi, PsiResource, Sample, Usage};
 
 pub use table::TABLE;
 pub use unit::Unit;
@@ -75,6 +75,20 @@ pub enum Metric {
     GpuMem,
     /// Temperature of a GPU, °C (usage record; per GPU).
     GpuTemp,
+    /// The limit that binds the tree, bytes (kernel record): the least room among its
+    /// cgroup limits up the hierarchy and the host's MemAvailable.
+    MemLimit,
+    /// Memory pressure, `some` line's avg10, percent (kernel record: the tree's cgroup's where
+    /// it has one, else the host's).
+    PsiMemorySome,
+    /// Memory pressure, `full` line's avg10, percent.
+    PsiMemoryFull,
+    /// CPU pressure, `some` line's avg10, percent.
+    PsiCpuSome,
+    /// I/O pressure, `some` line's avg10, percent.
+    PsiIoSome,
+    /// I/O pressure, `full` line's avg10, percent.
+    PsiIoFull,
 }
 
 /// How many metrics the chart's series keeps (the first variants of [`Metric`]).
@@ -94,6 +108,8 @@ pub enum Read {
     GpuSample(fn(&GpuReading) -> Option<f64>),
     /// Each GPU's details in the latest usage record.
     GpuUsage(fn(&GpuDetail) -> Option<f64>),
+    /// The latest kernel record (a few a second).
+    Kernel(fn(&Kernel) -> Option<f64>),
     /// Worked out by the alert engine from events, time and the forecast.
     Engine,
 }
@@ -140,10 +156,25 @@ impl Read {
     }
 }
 
+/// The pressure the tree is under: its cgroup's where the kernel keeps it per cgroup (v2),
+/// else the host's.
+pub fn psi_of(k: &Kernel) -> Option<&Psi> {
+    k.psi_cgroup.as_ref().or(k.psi_host.as_ref())
+}
+
+/// One pressure line's avg10 of the tree's pressure: `pick` chooses the resource, `full` the
+/// line.
+pub fn psi_avg10(k: &Kernel, pick: fn(&Psi) -> Option<&PsiResource>, full: bool) -> Option<f64> {
+    let r = pick(psi_of(k)?)?;
+    let line = if full { r.full.as_ref()? } else { &r.some };
+    Some(line.avg10)
+}
+
 /// What a percent threshold (`rss > 90%`) is a percent of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
-    /// The memory limit of each sample: the cgroup's memory.max, else MemTotal.
+    /// What the tree's RSS can reach at each sample: its RSS plus the room before the limit
+    /// that binds ([`crate::limit::reach`]).
     Memory,
     /// The host's cores online (of the usage record).
     HostCores,
@@ -339,6 +370,14 @@ impl Metric {
     /// Its one value in a sample and the latest usage record (per GPU: the highest).
     pub fn value(self, s: Option<&Sample>, u: Option<&Usage>) -> Option<f64> {
         self.def().read.value(s, u)
+    }
+
+    /// Its value in a kernel record (`None` for metrics a kernel record does not hold).
+    pub fn of_kernel(self, k: &Kernel) -> Option<f64> {
+        match self.def().read {
+            Read::Kernel(f) => f(k).filter(|v| v.is_finite()),
+            _ => None,
+        }
     }
 
     /// Whether it has one value per GPU (a rule may name one: `gpu_mem[1]`).

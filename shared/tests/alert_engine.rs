@@ -140,10 +140,23 @@ fn an_idle_or_paused_prover_is_not_hung_a_silent_working_one_is() {
 }
 
 #[test]
-fn percent_rules_use_the_sample_limit() {
+fn percent_rules_use_the_limit_that_binds_at_each_sample() {
+    let in_cgroup = |t: u64, rss: u64| {
+        Record::new(
+            t,
+            RecordBody::Sample(Sample {
+                rss,
+                mem_total: Some(100_000),
+                mem_available: Some(50_000),
+                cgroup_current: Some(rss),
+                cgroup_max: Some(1000),
+                ..Sample::default()
+            }),
+        )
+    };
     let mut e = AlertEngine::new(vec!["crit: rss > 90%".parse().unwrap()]);
-    assert!(e.observe(&sample(0, 899)).is_empty());
-    let a = e.observe(&sample(1, 901));
+    assert!(e.observe(&in_cgroup(0, 899)).is_empty());
+    let a = e.observe(&in_cgroup(1, 901));
     assert_eq!(a[0].level, AlertLevel::Crit);
     assert_eq!(a[0].threshold, 900.0);
 }

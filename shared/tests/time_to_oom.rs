@@ -114,12 +114,12 @@ fn a_flat_or_shrinking_rss_has_no_time_to_oom() {
     };
     let flat: Vec<(u64, u64)> = (0..200).map(|i| (i * 50_000_000, 10 * GIB)).collect();
     let rate = growth_rate(flat.iter().copied()).unwrap();
-    assert!(time_to_oom(rate, &s).is_none());
+    assert!(time_to_oom(rate, &s, None).is_none());
     let falling: Vec<(u64, u64)> = (0..200)
         .map(|i| (i * 50_000_000, 10 * GIB - i * (GIB / 100)))
         .collect();
     let rate = growth_rate(falling.iter().copied()).unwrap();
-    assert!(time_to_oom(rate, &s).is_none());
+    assert!(time_to_oom(rate, &s, None).is_none());
     // Two seconds of history are too few to call a trend.
     let short: Vec<(u64, u64)> = (0..40).map(|i| (i * 50_000_000, i * GIB)).collect();
     assert_eq!(growth_rate(short.iter().copied()), None);
@@ -148,7 +148,7 @@ fn the_cgroups_room_is_the_room_when_it_is_smaller() {
     };
     let (secs, what) = f.time_to_oom(&s).unwrap();
     assert!((secs - 10.24).abs() < 0.05, "{secs}");
-    assert!(what.contains("the cgroup's room"), "{what}");
+    assert!(what.contains("left before the cgroup's limit"), "{what}");
 }
 
 #[test]

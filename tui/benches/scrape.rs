@@ -29,7 +29,7 @@ fn thread_cpu() -> Duration {
 /// Metrics after an hour of a synthetic prover session, and a thread feeding them the real
 /// sampler's 20 Hz samples of this process until `stop`.
 fn busy_metrics() -> (Metrics, Arc<AtomicBool>, std::thread::JoinHandle<()>) {
-    let rules = default_rules(64 << 30, None);
+    let rules = default_rules();
     let metrics = Metrics::new(&rules);
     let model = Arc::new(Mutex::new(Model::new(Default::default())));
     {

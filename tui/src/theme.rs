@@ -127,7 +127,13 @@ impl Theme {
             | Metric::MajorFaults
             | Metric::GpuUtil
             | Metric::GpuMem
-            | Metric::GpuTemp => Color::Gray,
+            | Metric::GpuTemp
+            | Metric::MemLimit
+            | Metric::PsiMemorySome
+            | Metric::PsiMemoryFull
+            | Metric::PsiCpuSome
+            | Metric::PsiIoSome
+            | Metric::PsiIoFull => Color::Gray,
             Metric::Swap => Color::LightRed,
         })
     }

@@ -13,8 +13,8 @@
 //! usage records, phase and event durations on every record. A reading a record does not
 //! have (the first usage reading has no rates, NVML is absent, a GPU index that is not
 //! there) is unknown: it never fires a rule, and a firing rule clears "no longer measured",
-//! never as if the value were 0. A child that exits or starts takes the usage readings with
-//! it: usage rules clear then.
+//! never as if the value were 0. A child that exits or starts (a watched process that ends)
+//! takes every reading of its tree with it: every firing rule clears then.
 //!
 //! The parts: this file holds the engine's state, the record dispatch and the holds (when a
 //! rule fires and when it clears); `judge.rs` a rule's reading and threshold on one record;
@@ -90,6 +90,7 @@ impl AlertEngine {
         match &rec.body {
             RecordBody::Sample(s) => self.eval(t, Input::Sample(s)),
             RecordBody::Usage(u) => self.eval(t, Input::Usage(u)),
+            RecordBody::Kernel(k) => self.eval(t, Input::Kernel(k)),
             RecordBody::Event(e) => {
                 self.last_event = Some(self.last_event.map_or(t, |l| l.max(t)));
                 self.track_event(t, e);

@@ -6,7 +6,8 @@
 //! warn: phase_duration > 30s
 //! info: mem_available < 2GiB for 10s
 //! crit: event_age > 5m    (no event from the prover for 5 minutes: hung?)
-//! rss > 90%              (of the memory limit: cgroup memory.max, else MemTotal)
+//! rss > 90%              (of what it can reach before the limit that binds)
+//! psi_memory_full > 10%  (the tree's cgroup, or the host, stalled on memory 10 % of the time)
 //! predicted_free < 2GiB  (the running proof is expected to leave less than 2 GiB free)
 //! cpu > 12 for 10s       (cores busy in the tree; cpu > 75% is of the host's cores online)
 //! gpu_util < 10 for 30s  (percent; the busiest GPU, so: every GPU below 10 %)
@@ -17,8 +18,9 @@
 //!
 //! Values are in the metric's unit (`shared/src/metric.rs`): bytes, durations, cores, percent,
 //! °C, per second; the unit may be left out. `N%` is a percent of the metric's limit (memory:
-//! the cgroup's memory.max, else MemTotal; `cpu`: the host's cores; `gpu_mem`: each GPU's
-//! total); for `gpu_util` it is the unit itself. The per-GPU metrics (`gpu_util`, `gpu_mem`,
+//! what the tree can reach, its RSS plus the room before the limit that binds, judged at each
+//! sample: `crate::limit`; `cpu`: the host's cores; `gpu_mem`: each GPU's total); for
+//! `gpu_util` and the pressure metrics it is the unit itself. The per-GPU metrics (`gpu_util`, `gpu_mem`,
 //! `gpu_temp`) take a device index, `gpu_mem[1]`; without one they are the highest value over
 //! the GPUs (for `gpu_mem > 90%`, the GPU fullest for its size).
 //!
@@ -36,7 +38,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::metric::{Limit, Unit};
-use crate::units::{fmt_bytes, parse_duration_s};
+use crate::units::parse_duration_s;
 use crate::AlertLevel;
 
 pub use crate::metric::{Metric, TABLE as METRICS};
@@ -300,6 +302,11 @@ impl Rule {
         }
     }
 
+    /// Whether its threshold is a percent of a limit.
+    pub fn is_relative(&self) -> bool {
+        matches!(self.threshold, Threshold::PctOfLimit(_))
+    }
+
     /// What a percent threshold of this rule is a percent of.
     pub fn limit(&self) -> Option<Limit> {
         self.metric.def().limit
@@ -315,41 +322,31 @@ impl Rule {
     }
 }
 
-/// The default rules: RSS above 90 % of the cgroup limit, or of MemTotal without one; and the
-/// proof running is predicted to run out of memory (`predicted_free < 0`).
-pub fn default_rules(mem_total: u64, cgroup_max: Option<u64>) -> Vec<Rule> {
-    let mut rules: Vec<Rule> = rss_rule(mem_total, cgroup_max).into_iter().collect();
-    rules.push(Rule {
-        level: AlertLevel::Warn,
-        metric: Metric::PredictedFree,
-        gpu: None,
-        op: Op::Lt,
-        threshold: Threshold::Abs(0.0),
-        hold_s: 0.0,
-        text: "predicted_free < 0 (the proof running is expected to run out of memory)".into(),
-    });
-    rules
-}
-
-/// RSS above 90 % of the cgroup limit, or of MemTotal without one.
-fn rss_rule(mem_total: u64, cgroup_max: Option<u64>) -> Option<Rule> {
-    let (limit, of) = match cgroup_max {
-        Some(m) if m > 0 => (m, "cgroup memory limit"),
-        _ => (mem_total, "MemTotal"),
-    };
-    if limit == 0 {
-        return None;
-    }
-    let t = limit as f64 * 0.9;
-    Some(Rule {
-        level: AlertLevel::Warn,
-        metric: Metric::Rss,
-        gpu: None,
-        op: Op::Gt,
-        threshold: Threshold::Abs(t),
-        hold_s: 0.0,
-        text: format!("rss > {} (90% of {of})", fmt_bytes(t as u64)),
-    })
+/// The default rules: RSS above 90 % of what it can reach before the limit that binds (the
+/// tree's cgroup limits up the hierarchy, the host's MemAvailable: judged at every sample,
+/// against the limits then); and the proof running is predicted to run out of memory
+/// (`predicted_free < 0`).
+pub fn default_rules() -> Vec<Rule> {
+    vec![
+        Rule {
+            level: AlertLevel::Warn,
+            metric: Metric::Rss,
+            gpu: None,
+            op: Op::Gt,
+            threshold: Threshold::PctOfLimit(90.0),
+            hold_s: 0.0,
+            text: "rss > 90% (of what it can reach before the limit that binds)".into(),
+        },
+        Rule {
+            level: AlertLevel::Warn,
+            metric: Metric::PredictedFree,
+            gpu: None,
+            op: Op::Lt,
+            threshold: Threshold::Abs(0.0),
+            hold_s: 0.0,
+            text: "predicted_free < 0 (the proof running is expected to run out of memory)".into(),
+        },
+    ]
 }
 
 #[cfg(test)]
@@ -408,13 +405,12 @@ mod tests {
     }
 
     #[test]
-    fn default_rule_prefers_cgroup_limit() {
-        let r = &default_rules(100 * GIB, Some(10 * GIB))[0];
-        assert_eq!(r.threshold, Threshold::Abs(9.0 * GIB as f64));
-        assert!(r.text.contains("cgroup"));
-        let r = &default_rules(100 * GIB, None)[0];
-        assert_eq!(r.threshold, Threshold::Abs(90.0 * GIB as f64));
-        assert!(r.text.contains("MemTotal"));
+    fn the_default_rss_rule_is_a_percent_of_the_limit_that_binds_judged_per_sample() {
+        let r = &default_rules()[0];
+        assert_eq!(r.metric, Metric::Rss);
+        assert_eq!(r.threshold, Threshold::PctOfLimit(90.0));
+        assert_eq!(r.limit(), Some(Limit::Memory));
+        assert_eq!(r.threshold_for(Some(10 * GIB)), Some(9.0 * GIB as f64));
     }
 
     #[test]

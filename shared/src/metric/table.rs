@@ -2,10 +2,10 @@
 //! saying its name, unit, help text, reader, CSV column, legend label, percent limit and
 //! Prometheus family.
 
-use super::{Def, Limit, Metric, Read, Unit};
+use super::{psi_avg10, Def, Limit, Metric, Read, Unit};
 
 /// Every metric, in [`Metric`] order.
-pub const TABLE: [Def; 24] = [
+pub const TABLE: [Def; 30] = [
     Def::memory(Metric::Rss, "rss", Read::Sample(|s| Some(s.rss)))
         .help("resident memory of the process tree (VmRSS)")
         .csv("rss_kb")
@@ -104,4 +104,28 @@ pub const TABLE: [Def; 24] = [
         .help("temperature of a GPU, °C (the highest over the GPUs, or gpu_temp[N])")
         .csv("temp_c")
         .prom_with("gpu_temperature", "temperature of the GPU (NVML)"),
+    Def::memory(Metric::MemLimit, "mem_limit", Read::Kernel(|k| k.binding.as_ref().map(|b| b.limit as f64)))
+        .help("the limit that binds the tree: the least room among its cgroup's memory.max and memory.high up the hierarchy and the host's MemAvailable (named in the header)")
+        .csv("mem_limit_kb")
+        .prom_with("memory_limit", "the memory limit that binds the process tree (the limit label of provetop_memory_limit_info names it)"),
+    Def::new(Metric::PsiMemorySome, "psi_memory_some", Unit::Percent, Read::Kernel(|k| psi_avg10(k, |p| p.memory.as_ref(), false)))
+        .help("share of time some task of the tree's cgroup (or the host) stalled on memory, avg10 of the kernel's PSI")
+        .csv("psi_memory_some")
+        .prom_with("psi_memory_some", "share of time some task stalled on memory (PSI avg10; the tree's cgroup's where it has one, else the host's)"),
+    Def::new(Metric::PsiMemoryFull, "psi_memory_full", Unit::Percent, Read::Kernel(|k| psi_avg10(k, |p| p.memory.as_ref(), true)))
+        .help("share of time every task of the tree's cgroup (or the host) stalled on memory, avg10 of the kernel's PSI")
+        .csv("psi_memory_full")
+        .prom_with("psi_memory_full", "share of time all non-idle tasks stalled on memory (PSI avg10)"),
+    Def::new(Metric::PsiCpuSome, "psi_cpu_some", Unit::Percent, Read::Kernel(|k| psi_avg10(k, |p| p.cpu.as_ref(), false)))
+        .help("share of time some runnable task waited for a CPU, avg10 of the kernel's PSI")
+        .csv("psi_cpu_some")
+        .prom_with("psi_cpu_some", "share of time some runnable task waited for a CPU (PSI avg10)"),
+    Def::new(Metric::PsiIoSome, "psi_io_some", Unit::Percent, Read::Kernel(|k| psi_avg10(k, |p| p.io.as_ref(), false)))
+        .help("share of time some task stalled on I/O, avg10 of the kernel's PSI")
+        .csv("psi_io_some")
+        .prom_with("psi_io_some", "share of time some task stalled on I/O (PSI avg10)"),
+    Def::new(Metric::PsiIoFull, "psi_io_full", Unit::Percent, Read::Kernel(|k| psi_avg10(k, |p| p.io.as_ref(), true)))
+        .help("share of time every task stalled on I/O, avg10 of the kernel's PSI")
+        .csv("psi_io_full")
+        .prom_with("psi_io_full", "share of time all non-idle tasks stalled on I/O (PSI avg10)"),
 ];

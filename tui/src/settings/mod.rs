@@ -21,7 +21,6 @@ use anyhow::Context;
 use provetop_shared::alerts::{self, Rule, Threshold};
 
 use file::FileConfig;
-use provetop_collect::sampler::system::MemInfo;
 use provetop_collect::sampler::{
     SamplerConfig, DEFAULT_GPU_HZ, DEFAULT_HZ, DEFAULT_SMAPS_DUTY, DEFAULT_USAGE_HZ,
 };
@@ -120,10 +119,7 @@ pub fn resolve(opts: &MonitorOpts, file: &FileConfig) -> anyhow::Result<Setup> {
         );
     }
     if file.default_rule != Some(false) {
-        let total = mem_total().unwrap_or(0);
-        let cg =
-            provetop_collect::cgroup::MemCgroup::of_pid(std::process::id()).and_then(|c| c.max());
-        rules.extend(alerts::default_rules(total, cg));
+        rules.extend(alerts::default_rules());
     }
     let hook_flag = match &opts.on_alert {
         Some(cmd) => {
@@ -197,12 +193,6 @@ pub fn grace(secs: f64) -> anyhow::Result<Duration> {
         .check(secs)
         .map(Duration::from_secs_f64)
         .map_err(|e| anyhow::anyhow!("--grace {secs:?}: {e}"))
-}
-
-/// The machine's memory (MemTotal), for the built-in RSS rule.
-fn mem_total() -> Option<u64> {
-    let (total, _) = MemInfo::open().and_then(|mut m| m.read()).ok()?;
-    (total > 0).then_some(total)
 }
 
 /// `$XDG_STATE_HOME/provetop/sessions/provetop-<UTC date>-<pid>.ptop` (directory created
@@ -295,7 +285,6 @@ pub fn watchdog_rule(text: &str) -> anyhow::Result<Rule> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
 
     use super::file::parse_config;
     use clap::Parser;
@@ -608,12 +597,5 @@ mod tests {
         assert_eq!(utc_stamp(0), "19700101-000000");
         assert_eq!(utc_stamp(1_700_000_000), "20231114-221320");
         assert_eq!(utc_stamp(951_782_400), "20000229-000000");
-    }
-
-    #[test]
-    fn memory_total_comes_from_the_collectors_reader() {
-        if Path::new("/proc/meminfo").exists() {
-            assert!(mem_total().unwrap() > 0);
-        }
     }
 }

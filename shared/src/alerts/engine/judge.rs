@@ -9,9 +9,10 @@
 //! names or the one nearest its threshold. Anything the record does not have is `None`,
 //! never 0.
 
+use crate::limit;
 use crate::metric::{Limit, Read};
 use crate::protocol::ProverState;
-use crate::{Sample, Usage};
+use crate::{Kernel, Sample, Usage};
 
 use super::super::rule::{Metric, Rule};
 use super::AlertEngine;
@@ -45,12 +46,24 @@ impl AlertEngine {
             Input::Usage(u) => (None, Some(*u)),
             _ => (None, None),
         };
+        if let Read::Kernel(_) = m.def().read {
+            let k = match input {
+                Input::Kernel(k) => Some(*k),
+                _ => None,
+            };
+            let reading = k.and_then(|k| m.of_kernel(k)).map(|v| (v, None));
+            let limit = match m.def().limit {
+                Some(Limit::Memory) => s.and_then(limit::reach),
+                _ => None,
+            };
+            return (reading, rule.threshold_for(limit));
+        }
         let def = m.def();
         if def.read.per_gpu() {
             return self.judge_gpus(rule, def.read, s, u);
         }
         let limit = match def.limit {
-            Some(Limit::Memory) => s.and_then(|s| s.cgroup_max.or(s.mem_total)),
+            Some(Limit::Memory) => s.and_then(limit::reach),
             // No core online is no reading of them.
             Some(Limit::HostCores) => u.map(|u| u64::from(u.host_ncpu)).filter(|n| *n > 0),
             Some(Limit::GpuTotal) | None => None,
@@ -81,6 +94,13 @@ impl AlertEngine {
                         (a, b) => Some((a.unwrap_or(0).max(b.unwrap_or(0)) as f64, None)),
                     },
                 )
+            }
+            // A percent of what the tree can reach names the limit that binds.
+            _ if rule.is_relative() && def.limit == Some(Limit::Memory) => {
+                let named = s
+                    .and_then(limit::room)
+                    .map(|r| limit::name(r.bound, self.forecast.binding()));
+                m.value(s, u).map(|v| (v, named))
             }
             _ => m.value(s, u).map(|v| (v, None)),
         };
@@ -135,7 +155,9 @@ impl AlertEngine {
 pub(super) enum Input<'a> {
     Sample(&'a Sample),
     Usage(&'a Usage),
-    /// A child started or exited: what was measured of the old tree is gone.
+    Kernel(&'a Kernel),
+    /// A child started or exited (or the watched process ended): what was measured of the
+    /// old tree is gone.
     Lifecycle,
     /// An event (the prover's or one derived from its log lines).
     Other,
@@ -145,11 +167,14 @@ impl Input<'_> {
     /// Whether a rule on `m` is judged on this record.
     pub(super) fn judges(&self, m: Metric) -> bool {
         match (m.def().read, self) {
+            // Every reading of the old tree is gone: each rule clears, none fires.
+            (_, Input::Lifecycle) => true,
             // The forecasts need a sample; the other durations count on every record.
             (Read::Engine, Input::Sample(_)) => true,
             (Read::Engine, _) => !matches!(m, Metric::PredictedFree | Metric::TimeToOom),
             (Read::Sample(_) | Read::GpuSample(_), Input::Sample(_)) => true,
-            (Read::Usage(_) | Read::GpuUsage(_), Input::Usage(_) | Input::Lifecycle) => true,
+            (Read::Usage(_) | Read::GpuUsage(_), Input::Usage(_)) => true,
+            (Read::Kernel(_), Input::Kernel(_)) => true,
             _ => false,
         }
     }

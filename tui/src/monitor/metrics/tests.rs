@@ -418,7 +418,7 @@ fn proofs_are_counted_by_result_with_their_duration_and_the_last_ones_peak() {
 
 #[test]
 fn configured_rules_are_exported_inactive_and_follow_their_alerts() {
-    let rules = default_rules(100 * GIB, None);
+    let rules = default_rules();
     let mut f = Feed::new(&rules);
     let rss_rule = rules[0].text.clone();
     let series = |level: &str, metric: &str, rule: &str| {
