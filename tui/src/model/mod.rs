@@ -287,6 +287,21 @@ impl Model {
         self.forecast.predicted_free(s).map(|(v, _)| v)
     }
 
+    /// The limit that binds the tree now: (room left, the limit, its name), from the latest
+    /// sample (read at every sample: a growing MemTotal is followed) and the latest kernel
+    /// record's name for it.
+    pub fn binding(&self) -> Option<(u64, Option<u64>, String)> {
+        use provetop_shared::limit::{self, Bound};
+        let s = self.last_sample.as_ref()?;
+        let room = limit::room(s)?;
+        let of = match room.bound {
+            Bound::Cgroup => s.cgroup_max,
+            Bound::Host => s.mem_total,
+        };
+        let named = self.kernel.as_ref().and_then(|k| k.binding.as_ref());
+        Some((room.bytes, of, limit::name(room.bound, named)))
+    }
+
     /// Seconds until memory runs out at the tree's recent RSS growth; `None` while it is not
     /// growing. What the `time_to_oom` alert metric reads.
     pub fn time_to_oom(&self) -> Option<f64> {

@@ -21,7 +21,7 @@ mod rank {
     /// The rate in its long form ("500 sectors/h"), the average seconds per proof.
     pub const RATE: u8 = 8;
     pub const AVERAGE: u8 = 8;
-    /// The rate's short form ("500/h"), MemAvailable.
+    /// The rate's short form ("500/h"), the room left while the host's memory binds.
     pub const RATE_SHORT: u8 = 7;
     pub const AVAILABLE: u8 = 7;
     /// The process count, a drop count of zero.
@@ -39,8 +39,9 @@ mod rank {
     pub const CPU: u8 = 4;
     pub const GPU_BUSIEST: u8 = 4;
     /// The proof count's sectors, the memory free at the running proof's peak, the
-    /// recording dot.
+    /// recording dot, the room left while a cgroup limit binds.
     pub const SECTORS: u8 = 3;
+    pub const CGROUP_LIMIT: u8 = 3;
     pub const FREE_AT_PEAK: u8 = 3;
     pub const RECORDING: u8 = 3;
     /// The failures, seconds per proof, dropped samples or events, bad lines.
@@ -51,7 +52,7 @@ mod rank {
     pub const MODE: u8 = 1;
     pub const PHASE: u8 = 1;
     /// Never left out: the state, the proof count, an alert's rule, a predicted shortage, a
-    /// time to OOM under the horizon, a failing recording.
+    /// time to OOM under the horizon and the limit it runs into, a failing recording.
     pub const KEPT: u8 = 0;
 }
 
@@ -103,14 +104,16 @@ fn line2(app: &App) -> Vec<Item<'static>> {
     l2.extend(cpu(app));
     l2.extend(gpus(app));
     l2.extend(free_at_peak(app));
-    l2.extend(time_to_oom(app));
+    let oom = time_to_oom(app);
+    let oom_shown = oom.is_some();
+    l2.extend(oom);
     l2.extend(uptime(app));
     l2.push(drops(app));
     l2.extend(events_dropped(app));
     l2.extend(bad_lines(app));
     l2.extend(recording_failing(app));
     l2.extend(alert(app).or_else(|| recording(app)));
-    l2.extend(available(app));
+    l2.extend(limit(app, oom_shown));
     l2
 }
 
@@ -566,15 +569,26 @@ fn recording(app: &App) -> Option<Item<'static>> {
     })
 }
 
-fn available(app: &App) -> Option<Item<'static>> {
-    let avail = app.model.last_sample.as_ref()?.mem_available?;
-    Some(Item::new(
-        rank::AVAILABLE,
-        vec![
-            sep(app),
-            Span::styled(format!("avail {}", short_bytes(avail)), app.theme.dim()),
-        ],
-    ))
+/// The room left before the limit that binds, and its name: "0.4G left of 2.5G curio.service
+/// memory.max", "avail 80G" while the host's MemAvailable binds. Kept while a time to OOM is
+/// shown (it says what the tree runs into), in red under a tenth of the limit.
+fn limit(app: &App, oom_shown: bool) -> Option<Item<'static>> {
+    let t = &app.theme;
+    let (room, of, name) = app.model.binding()?;
+    let host = name == provetop_shared::limit::HOST;
+    let short = of.is_some_and(|l| room < l / 10);
+    let style = if short { t.bad() } else { t.dim() };
+    let text = match (host, of) {
+        (true, _) => format!("avail {}", short_bytes(room)),
+        (false, Some(l)) => format!("{} left of {} {name}", short_bytes(room), short_bytes(l)),
+        (false, None) => format!("{} left before {name}", short_bytes(room)),
+    };
+    let rank = match (oom_shown, host) {
+        (true, _) => rank::KEPT,
+        (false, true) => rank::AVAILABLE,
+        (false, false) => rank::CGROUP_LIMIT,
+    };
+    Some(Item::new(rank, vec![sep(app), Span::styled(text, style)]))
 }
 
 #[cfg(test)]
@@ -651,5 +665,48 @@ mod tests {
         ));
         let l = line2(&app, 200);
         assert!(l.contains("OOM in 2m"), "{l}");
+    }
+
+    #[test]
+    fn a_cgroup_that_binds_is_named_with_its_room_and_kept_beside_the_time_to_oom() {
+        use provetop_shared::{Binding, Kernel};
+        let mut app = App::new(Screen::Run, Default::default(), Theme::mono(), NS);
+        app.model.apply(&Record::new(
+            NS,
+            RecordBody::Kernel(Kernel {
+                binding: Some(Binding {
+                    name: "curio.service memory.max".into(),
+                    limit: 5 * GIB / 2,
+                    used: 2 * GIB,
+                }),
+                ..Kernel::default()
+            }),
+        ));
+        // 200 MiB/s towards a 2.5 GiB cgroup on a host with plenty available.
+        for i in 0..=100u64 {
+            let t = NS + i * NS / 20;
+            let rss = GIB + (200 << 20) * i / 20;
+            app.clock = t;
+            app.model.apply(&Record::new(
+                t,
+                RecordBody::Sample(Sample {
+                    rss,
+                    mem_available: Some(100 * GIB),
+                    mem_total: Some(128 * GIB),
+                    cgroup_current: Some(rss),
+                    cgroup_max: Some(5 * GIB / 2),
+                    ..Sample::default()
+                }),
+            ));
+        }
+        let l = line2(&app, 200);
+        assert!(l.contains("left of 2.50G curio.service memory.max"), "{l}");
+        assert!(l.contains("OOM in"), "{l}");
+        // At 80 columns both stay: the time to OOM and what it runs into.
+        let l = line2(&app, 80);
+        assert!(
+            l.contains("OOM in") && l.contains("curio.service memory.max"),
+            "{l}"
+        );
     }
 }
