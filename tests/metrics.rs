@@ -645,6 +645,17 @@ fn full_scrape(format: Format) -> String {
             }],
         }),
     );
+    push(15 * s + 2, RecordBody::Kernel(full_kernel()));
+    push(
+        15 * s + 3,
+        RecordBody::Mark(Mark::OomKill {
+            pid: Some(4242),
+            command: Some("worker".into()),
+            cgroup: Some("/system.slice/curio.service".into()),
+            watched: false,
+            text: "OOM kill of pid 4242 (worker)".into(),
+        }),
+    );
     let text = metrics.scrape(format);
     assert!(text.contains("provetop_predicted_free_bytes"), "{text}");
     assert!(text.contains("provetop_gpu_memory_used_bytes"), "{text}");
@@ -653,10 +664,84 @@ fn full_scrape(format: Format) -> String {
     text
 }
 
+/// A kernel record with every reading: the binding cgroup, its breakdown and events, both
+/// scopes of pressure.
+fn full_kernel() -> provetop_shared::Kernel {
+    use provetop_shared::{
+        Binding, CgroupReading, Kernel, MemEvents, MemStat, Psi, PsiLine, PsiResource,
+    };
+    let line = |avg10: f64| PsiLine {
+        avg10,
+        rate: Some(avg10),
+    };
+    let res = |some: f64, full: Option<f64>| {
+        Some(PsiResource {
+            some: line(some),
+            full: full.map(line),
+        })
+    };
+    let psi = Psi {
+        memory: res(12.5, Some(4.0)),
+        cpu: res(30.0, None),
+        io: res(1.0, Some(0.5)),
+    };
+    Kernel {
+        cgroup: Some(CgroupReading {
+            path: "/system.slice/curio.service".into(),
+            version: 2,
+            current: Some(30 << 30),
+            peak: Some(31 << 30),
+            max: Some(32 << 30),
+            high: Some(31 << 30),
+            low: None,
+            min: None,
+            soft: None,
+            swap: Some(0),
+            swap_max: Some(0),
+            stat: MemStat {
+                anon: Some(28 << 30),
+                file: Some(1 << 30),
+                shmem: Some(1 << 30),
+                kernel: Some(100 << 20),
+                pagetables: Some(60 << 20),
+                sock: Some(0),
+                ..MemStat::default()
+            },
+            events: MemEvents {
+                low: Some(0),
+                high: Some(12),
+                max: Some(3),
+                oom: Some(1),
+                oom_kill: Some(1),
+                oom_group_kill: Some(0),
+                ..MemEvents::default()
+            },
+        }),
+        binding: Some(Binding {
+            name: "curio.service memory.high".into(),
+            limit: 31 << 30,
+            used: 30 << 30,
+        }),
+        psi_host: Some(psi.clone()),
+        psi_cgroup: Some(psi),
+    }
+}
+
 #[test]
 fn promtool_check_metrics_passes_on_a_scrape_with_every_metric() {
     let text = full_scrape(Format::Prometheus);
     promtool_check_metrics(&text).unwrap_or_else(|e| panic!("promtool: {e}\n{text}"));
+    for want in [
+        "provetop_memory_limit_bytes 33285996544",
+        "provetop_memory_limit_info{limit=\"curio.service memory.high\",kind=\"cgroup\"} 1",
+        "provetop_psi_memory_full_ratio 0.04",
+        "provetop_pressure_avg10_ratio{scope=\"host\",resource=\"memory\",line=\"some\"} 0.125",
+        "provetop_cgroup_memory_events_total{event=\"oom_kill\"} 1",
+        "provetop_cgroup_memory_stat_bytes{item=\"pagetables\"} 62914560",
+        "provetop_oom_kills_total 1",
+    ] {
+        assert!(text.contains(want), "{want} missing:\n{text}");
+    }
 }
 
 #[test]

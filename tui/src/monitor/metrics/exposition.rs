@@ -1,7 +1,7 @@
 //! The exposition: what one scrape writes, family by family, from the [`State`] under its
 //! lock (taken once per scrape). The build and prover info, memory from the latest sample
 //! (and the per-GPU memory and utilisation), the usage families ([`usage_gauges`]), the
-//! forecasts, phases, proofs, the child, alerts, and provetop's own health. A scrape counts
+//! kernel's ([`kernel_gauges`]: the limit that binds, pressure, the cgroup), the forecasts, phases, proofs, the child, alerts, and provetop's own health. A scrape counts
 //! itself and resets the interval peak to the latest RSS.
 //!
 //! The memory, usage and GPU gauges that are metrics of the metric table take their name,
@@ -20,6 +20,7 @@ use provetop_shared::metric::Metric;
 use provetop_shared::record::GpuReading;
 use provetop_shared::Sample;
 
+use super::kernel::kernel_gauges;
 use super::labels::{gpu_labels, phase_name, GPU_KEYS, LEVELS, PHASES, PROVER_STATES, RESULTS};
 use super::out::{gpu_series, Counter, Gauge, Out, Value};
 use super::state::{State, CGROUP_HELD_NS};
@@ -42,6 +43,9 @@ impl Collector for Scrape {
         memory(o, st)?;
         if let Some(u) = &st.usage {
             usage_gauges(o, u)?;
+        }
+        if let Some(k) = &st.kernel {
+            kernel_gauges(o, k)?;
         }
         forecasts(o, st)?;
         phases(o, st)?;
@@ -135,13 +139,13 @@ fn memory(o: &mut Out<'_, '_>, st: &mut State) -> fmt::Result {
         .map(|(_, c)| c);
     o.opt_gauge(
         "cgroup_memory_current",
-        "memory.current of the tree's cgroup",
+        "memory.current of the cgroup whose limit binds the tree",
         bytes(),
         cgroup_current,
     )?;
     o.opt_gauge(
         "cgroup_memory_max",
-        "memory.max of the tree's cgroup (absent when unlimited)",
+        "the cgroup limit that binds the tree: of memory.max and memory.high up the hierarchy, the one with the least room (absent when none)",
         bytes(),
         s.cgroup_max,
     )?;
@@ -310,7 +314,7 @@ fn child(o: &mut Out<'_, '_>, st: &State) -> fmt::Result {
     )?;
     o.counter(
         "oom_kills",
-        "ends of the child by an OOM kill",
+        "OOM kills of the watched tree or of other processes in its memory cgroup",
         None,
         st.oom_kills,
     )

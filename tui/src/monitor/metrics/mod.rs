@@ -36,6 +36,7 @@ pub mod endpoint;
 mod exposition;
 mod format;
 mod hist;
+mod kernel;
 mod labels;
 mod out;
 mod state;

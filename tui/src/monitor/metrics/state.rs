@@ -52,6 +52,10 @@ pub(super) struct State {
     pub(super) cgroup_current: Option<(u64, u64)>,
     /// The latest usage record of the current child.
     pub(super) usage: Option<Usage>,
+    /// The latest kernel record (the tree's cgroup, the binding limit, pressure).
+    pub(super) kernel: Option<provetop_shared::Kernel>,
+    /// The pid of the last OOM kill a mark named, so the child's exit does not count it twice.
+    pub(super) oom_named: Option<u32>,
     pub(super) samples: u64,
     /// Highest RSS (interval peaks included) since the previous scrape.
     pub(super) interval_peak: Option<u64>,
@@ -156,13 +160,27 @@ impl State {
                 Some(old) => old.clone_from(u),
                 None => st.usage = Some(u.clone()),
             },
+            RecordBody::Kernel(k) => match &mut st.kernel {
+                Some(old) => old.clone_from(k),
+                None => st.kernel = Some(k.clone()),
+            },
             RecordBody::Mark(m) => match m {
                 Mark::Restart { .. } => st.restarts += 1,
                 // The usage readings were the old tree's.
-                Mark::ChildStarted { .. } => st.usage = None,
-                Mark::ChildExited { oom_kill, .. } => {
-                    st.oom_kills += u64::from(*oom_kill);
+                Mark::ChildStarted { .. } => {
                     st.usage = None;
+                    st.kernel = None;
+                }
+                Mark::ChildExited { pid, oom_kill, .. } => {
+                    // Counted already when a mark named this kill.
+                    if *oom_kill && st.oom_named != Some(*pid) {
+                        st.oom_kills += 1;
+                    }
+                    st.usage = None;
+                }
+                Mark::OomKill { pid, .. } => {
+                    st.oom_kills += 1;
+                    st.oom_named = *pid;
                 }
                 Mark::Dropped { what, count } => {
                     if what == "samples" {
