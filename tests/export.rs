@@ -24,7 +24,7 @@ fn session_csv_golden() {
     check_golden("demo-session.export.csv", &out.stdout);
     let mut lines = out.stdout.lines();
     // The demo's one GPU (index 0) has its columns.
-    let header = csv_header(&[0]);
+    let header = csv_header(&[0], false);
     assert_eq!(lines.next(), Some(header.as_str()));
     assert!(header.starts_with("timestamp,rss_kb,"));
     // Every row has every column; the phase column follows the prover's events.
@@ -166,7 +166,7 @@ fn header_only_csv_exports_just_the_header() {
     let p = dir.path().join("h.csv");
     std::fs::write(&p, "timestamp,rss_kb\n").unwrap();
     let out = export(&p, "csv");
-    assert_eq!(out.stdout, format!("{}\n", csv_header(&[])));
+    assert_eq!(out.stdout, format!("{}\n", csv_header(&[], false)));
     assert_eq!(export(&p, "jsonl").stdout, "");
 }
 
@@ -350,7 +350,7 @@ fn the_usage_and_gpu_columns_follow_the_phase_carried_forward_and_empty_when_unk
     let out = export(&p, "csv");
     let mut lines = out.stdout.lines();
     let header = lines.next().unwrap();
-    assert_eq!(header, csv_header(&[0, 1]));
+    assert_eq!(header, csv_header(&[0, 1], false));
     assert_eq!(
         header,
         "timestamp,rss_kb,peak_kb,anon_kb,file_kb,shmem_kb,swap_kb,locked_kb,pinned_kb,gpu_kb,\

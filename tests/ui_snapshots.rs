@@ -948,6 +948,48 @@ fn without_usage_data_the_panel_takes_no_room() {
     assert!(screen_text(&app, 200, 60).contains("no usage readings"));
 }
 
+/// Pressure from kernel records gets its lines in the usage panel: memory in the compact
+/// form, memory full, CPU and I/O too on a tall screen; the title gives the values now.
+#[test]
+fn pressure_shows_in_the_usage_panel_on_the_phase_axis() {
+    use provetop_shared::{Kernel, Psi, PsiLine, PsiResource};
+    let mut app = live_usage_app(1);
+    let res = |some: f64| {
+        Some(PsiResource {
+            some: PsiLine {
+                avg10: some,
+                rate: None,
+            },
+            full: Some(PsiLine {
+                avg10: some / 2.0,
+                rate: None,
+            }),
+        })
+    };
+    for i in 0..20 {
+        feed(
+            &mut app,
+            RecordBody::Kernel(Kernel {
+                psi_host: Some(Psi {
+                    memory: res(if i < 10 { 0.0 } else { 42.5 }),
+                    cpu: res(3.0),
+                    io: res(0.5),
+                }),
+                ..Kernel::default()
+            }),
+        );
+    }
+    let tall = screen_text(&app, 200, 60);
+    assert!(tall.contains("psi mem 42% cpu 3.0% io 0.5%"), "{tall}");
+    for label in ["pmem 42%│", "pmemF 21%│", "pcpu 3.0%│", "pio 0.5%│"] {
+        assert!(tall.contains(label), "{label}\n{tall}");
+    }
+    let strip = tall.lines().find(|l| l.contains("pmem 42%")).unwrap();
+    assert!(strip.contains('▁') && strip.contains('▄'), "{strip}");
+    let small = screen_text(&app, 80, 24);
+    assert!(!small.contains("pcpu"), "{small}");
+}
+
 /// In replay the process table shows the reading nearest the cursor: a process that had
 /// exited by the end is still listed at a time it ran, with that reading's time.
 #[test]

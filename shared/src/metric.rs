@@ -321,6 +321,17 @@ pub const USAGE_CSV_COLUMNS: [Metric; 6] = [
 /// gpu0_mem_kb,gpu0_temp_c,gpu1_util,…`.
 pub const GPU_CSV_COLUMNS: [Metric; 3] = [Metric::GpuUtil, Metric::GpuMem, Metric::GpuTemp];
 
+/// The exported CSV's kernel columns, after the GPU columns, in sessions that have kernel
+/// records (carried forward from the latest).
+pub const KERNEL_CSV_COLUMNS: [Metric; 6] = [
+    Metric::MemLimit,
+    Metric::PsiMemorySome,
+    Metric::PsiMemoryFull,
+    Metric::PsiCpuSome,
+    Metric::PsiIoSome,
+    Metric::PsiIoFull,
+];
+
 impl Metric {
     /// The chart's series, in storage order.
     pub const SERIES: [Metric; SERIES] = [
@@ -430,6 +441,7 @@ mod tests {
             .iter()
             .chain(&USAGE_CSV_COLUMNS)
             .chain(&GPU_CSV_COLUMNS)
+            .chain(&KERNEL_CSV_COLUMNS)
             .all(|m| m.def().csv.is_some()));
         assert!(GPU_CSV_COLUMNS.iter().all(|m| m.per_gpu()));
         assert_eq!(Metric::parse("mem_avail"), None);

@@ -9,8 +9,12 @@
 //! have, after the child exited or started until the next), then for each GPU the session
 //! saw, by device index ascending, `gpuN_util,gpuN_mem_kb,gpuN_temp_c` (utilisation percent
 //! and memory used on the device from the sample, temperature from the latest usage
-//! record). Columns are only ever added at the end: every column up to `phase` is where it
-//! always was, and the GPU columns the header names are the session's own. JSON lines hold
+//! record). A session with kernel records then has the kernel columns (`mem_limit_kb`, the
+//! limit that binds; `psi_memory_some,psi_memory_full,psi_cpu_some,psi_io_some,psi_io_full`,
+//! pressure avg10 percent of the tree's cgroup or else the host, two decimals), carried
+//! forward like the usage columns. Columns are only ever added at the end: every column up to
+//! `phase` is where it always was, and the GPU and kernel columns the header names are the
+//! session's own. JSON lines hold
 //! one [`Record`] per line, exactly its serde JSON (usage records included), for `jq`.
 
 use std::fs::File;
@@ -19,9 +23,11 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use provetop_shared::classify::Thresholds;
-use provetop_shared::metric::{Read, Unit, CSV_COLUMNS, GPU_CSV_COLUMNS, USAGE_CSV_COLUMNS};
+use provetop_shared::metric::{
+    Read, Unit, CSV_COLUMNS, GPU_CSV_COLUMNS, KERNEL_CSV_COLUMNS, USAGE_CSV_COLUMNS,
+};
 use provetop_shared::session::SessionHeader;
-use provetop_shared::{Mark, Record, RecordBody, Sample, Usage};
+use provetop_shared::{Kernel, Mark, Record, RecordBody, Sample, Usage};
 
 use crate::cli::{ExportArgs, ExportFormat};
 use crate::store::Store;
@@ -29,8 +35,9 @@ use crate::store::Store;
 /// The CSV header line (without the newline) for a session whose GPUs are `gpus` (device
 /// indices, ascending): `timestamp`, the metric table's memory columns
 /// ([`provetop_shared::metric::CSV_COLUMNS`]), `phase`, the usage columns
-/// ([`USAGE_CSV_COLUMNS`]), and per GPU its columns ([`GPU_CSV_COLUMNS`], `gpu0_util`, …).
-pub fn csv_header(gpus: &[u32]) -> String {
+/// ([`USAGE_CSV_COLUMNS`]), per GPU its columns ([`GPU_CSV_COLUMNS`], `gpu0_util`, …), and
+/// with `kernel` (the session has kernel records) the kernel columns ([`KERNEL_CSV_COLUMNS`]).
+pub fn csv_header(gpus: &[u32], kernel: bool) -> String {
     let mut h = String::from("timestamp");
     for c in provetop_shared::metric::csv_columns() {
         h.push(',');
@@ -50,7 +57,23 @@ pub fn csv_header(gpus: &[u32]) -> String {
             }
         }
     }
+    if kernel {
+        for m in KERNEL_CSV_COLUMNS {
+            if let Some((name, _)) = m.def().csv {
+                h.push(',');
+                h.push_str(name);
+            }
+        }
+    }
     h
+}
+
+/// Whether the store has kernel records (and its CSV the kernel columns).
+pub fn has_kernel(store: &Store) -> bool {
+    store
+        .records()
+        .iter()
+        .any(|r| matches!(r.body, RecordBody::Kernel(_)))
 }
 
 /// Every GPU index a sample or a usage record of the store names, ascending.
@@ -150,10 +173,12 @@ fn ignore_broken_pipe(r: io::Result<()>) -> io::Result<()> {
 /// Every sample as one CSV row under [`csv_header`].
 pub fn write_csv(store: &Store, out: &mut dyn Write) -> io::Result<()> {
     let gpus = session_gpus(store);
-    writeln!(out, "{}", csv_header(&gpus))?;
+    let with_kernel = has_kernel(store);
+    writeln!(out, "{}", csv_header(&gpus, with_kernel))?;
     let header = store.header();
     let mut line = String::with_capacity(256);
     let mut usage: Option<&Usage> = None;
+    let mut kernel: Option<&Kernel> = None;
     for (i, rec) in store.records().iter().enumerate() {
         let s = match &rec.body {
             RecordBody::Sample(s) => s,
@@ -161,9 +186,14 @@ pub fn write_csv(store: &Store, out: &mut dyn Write) -> io::Result<()> {
                 usage = Some(u);
                 continue;
             }
-            // A new or ended tree: the last usage reading was of the one before.
+            RecordBody::Kernel(k) => {
+                kernel = Some(k);
+                continue;
+            }
+            // A new or ended tree: the last usage and kernel readings were of the one before.
             RecordBody::Mark(Mark::ChildStarted { .. } | Mark::ChildExited { .. }) => {
                 usage = None;
+                kernel = None;
                 continue;
             }
             _ => continue,
@@ -172,6 +202,10 @@ pub fn write_csv(store: &Store, out: &mut dyn Write) -> io::Result<()> {
         // The model writes "-" for "no phase, no known state"; a CSV cell says that empty.
         let phase = store.phase_at_index(i).filter(|p| *p != "-");
         csv_row(&mut line, header, rec.t, s, phase, usage, &gpus);
+        if with_kernel {
+            kernel_cells(&mut line, kernel);
+        }
+        line.push('\n');
         out.write_all(line.as_bytes())?;
     }
     Ok(())
@@ -220,7 +254,22 @@ fn csv_row(
             }
         }
     }
-    line.push('\n');
+}
+
+/// The kernel columns of a row, from the latest kernel record (empty cells without one).
+fn kernel_cells(line: &mut String, k: Option<&Kernel>) {
+    use std::fmt::Write as _;
+    for m in KERNEL_CSV_COLUMNS {
+        line.push(',');
+        let v = k.and_then(|k| m.of_kernel(k));
+        match (m.unit(), v) {
+            // Pressure is a fraction of a percent for long: two decimals.
+            (Unit::Percent, Some(v)) => {
+                let _ = write!(line, "{v:.2}");
+            }
+            (unit, v) => csv_number(line, unit, v),
+        }
+    }
 }
 
 /// A number cell in its unit's CSV form: bytes as KiB, cores with two decimals, rates per

@@ -14,6 +14,9 @@
 //!   memory used, bytes), then [`GPU_TOTAL`] and [`GPU_PROC`] (bytes; the last is the tree's
 //!   own).
 //!
+//! * one pressure series ([`PSI_METRICS`], from kernel records: the tree's cgroup's PSI avg10
+//!   where it has one, else the host's; hundredths of a percent).
+//!
 //! The newest reading is kept for the header and the process table, and readings at up to
 //! [`MAX_READINGS`] times for a cursor ([`UsageState::reading_at`]): beyond that the older
 //! half is thinned to every other reading, so old history grows sparser, never unbounded.
@@ -43,7 +46,7 @@ use std::sync::Arc;
 
 use provetop_shared::metric::{Metric, Read};
 use provetop_shared::record::GpuReading;
-use provetop_shared::{BatchMode, Sample, Usage};
+use provetop_shared::{BatchMode, Kernel, Sample, Usage};
 
 use crate::series::{Bucket, Limits, Point, Reading, Series};
 
@@ -73,6 +76,23 @@ pub const GPU_LANES: usize = GPU_METRICS.len() + 2;
 /// The lane of a GPU's series that keeps `m` (`None` unless `m` is one of [`GPU_METRICS`]).
 pub fn gpu_lane(m: Metric) -> Option<usize> {
     GPU_METRICS.iter().position(|g| *g == m)
+}
+
+/// The pressure metrics of the table the pressure series keeps, in lane order (avg10,
+/// hundredths of a percent).
+pub const PSI_METRICS: [Metric; 5] = [
+    Metric::PsiMemorySome,
+    Metric::PsiMemoryFull,
+    Metric::PsiCpuSome,
+    Metric::PsiIoSome,
+    Metric::PsiIoFull,
+];
+/// Lanes of the pressure series.
+pub const PSI_LANES: usize = PSI_METRICS.len();
+
+/// The lane of the pressure series that keeps `m`.
+pub fn psi_lane(m: Metric) -> Option<usize> {
+    PSI_METRICS.iter().position(|p| *p == m)
 }
 
 /// Most GPUs followed (indexes beyond the first this many seen are counted, not drawn).
@@ -131,6 +151,8 @@ pub struct UsageState {
     pub cpu: Series<CPU_LANES>,
     /// Per-GPU series, by index.
     pub gpus: Vec<GpuSeries>,
+    /// The pressure series (lanes of [`PSI_METRICS`]).
+    pub psi: Series<PSI_LANES>,
     /// GPU indexes seen beyond [`MAX_GPUS`].
     pub gpus_left_out: u64,
     /// Usage readings, oldest first (thinned, see the module docs).
@@ -155,6 +177,7 @@ impl UsageState {
             limits,
             cpu: Series::new(limits),
             gpus: Vec::new(),
+            psi: Series::new(limits),
             gpus_left_out: 0,
             readings: VecDeque::new(),
             overlap: Overlap::default(),
@@ -169,7 +192,26 @@ impl UsageState {
     /// Whether any utilisation was seen (a usage reading or a GPU reading): the panel takes
     /// no room without.
     pub fn any(&self) -> bool {
-        !self.readings.is_empty() || !self.gpus.is_empty()
+        !self.readings.is_empty() || !self.gpus.is_empty() || self.has_psi()
+    }
+
+    /// Whether pressure readings were seen.
+    pub fn has_psi(&self) -> bool {
+        self.psi.last().is_some()
+    }
+
+    /// A kernel record's pressure (nothing when it has none).
+    pub fn apply_kernel(&mut self, t: u64, k: &Kernel) {
+        let mut p = Point::empty(t);
+        let mut any = false;
+        for (lane, m) in PSI_METRICS.iter().enumerate() {
+            let v = m.of_kernel(k).map(|v| (v.max(0.0) * 100.0).round() as u64);
+            any |= v.is_some();
+            p.set_lane(lane, v);
+        }
+        if any {
+            self.psi.push(p);
+        }
     }
 
     /// Whether usage readings were seen (the CPU side).
@@ -235,6 +277,7 @@ impl UsageState {
     /// Bytes held (capacities), for a memory estimate.
     pub fn heap_bytes(&self) -> usize {
         self.cpu.heap_bytes()
+            + self.psi.heap_bytes()
             + self
                 .gpus
                 .iter()

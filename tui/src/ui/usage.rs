@@ -8,6 +8,10 @@
 //! gmem 3.00G│▁▁▁▁▂▂▂▂▂▂▂▂▂▂▂▂▂▂▂                                  the fullest GPU memory)
 //! ```
 //!
+//! Pressure (PSI avg10, the tree's cgroup's where it has one, else the host's) gets a line
+//! for memory (`pmem`, its `some` line); on a tall screen ([`Rows::Full`]) also memory's
+//! `full` line (`pmemF`), CPU (`pcpu`) and I/O (`pio`), each over 100 %.
+//!
 //! On a tall screen ([`Rows::Full`]) the tree's cores and the host's get a line each (the
 //! host's shows what else competes for the cores) and each GPU gets two: its utilisation and
 //! its memory against its total. Each cell is the highest reading of its stretch of time
@@ -22,7 +26,7 @@ use ratatui::text::Span;
 
 use crate::app::App;
 use crate::model::usage::{
-    gpu_lane, CPU_HOST, CPU_INTERVAL, CPU_LANES, CPU_NCPU, CPU_TREE, GPU_LANES, GPU_TOTAL,
+    gpu_lane, psi_lane, CPU_HOST, CPU_INTERVAL, CPU_LANES, CPU_NCPU, CPU_TREE, GPU_LANES, GPU_TOTAL,
 };
 use crate::series::{Bucket, Metric, Reading, Series};
 use crate::ui::{short_bytes, title_line, Item};
@@ -51,6 +55,8 @@ enum Line {
     Gpus(Metric),
     /// A per-GPU metric of one GPU, by position in the model's GPU list.
     Gpu(Metric, usize),
+    /// A pressure metric of the table.
+    Pressure(Metric),
 }
 
 fn lines(app: &App, rows: Rows) -> Vec<Line> {
@@ -66,6 +72,9 @@ fn lines(app: &App, rows: Rows) -> Vec<Line> {
             if !u.gpus.is_empty() {
                 v.extend([Line::Gpus(Metric::GpuUtil), Line::Gpus(Metric::GpuMem)]);
             }
+            if u.has_psi() {
+                v.push(Line::Pressure(Metric::PsiMemorySome));
+            }
         }
         Rows::Full => {
             if cpu {
@@ -73,6 +82,17 @@ fn lines(app: &App, rows: Rows) -> Vec<Line> {
             }
             for i in 0..u.gpus.len() {
                 v.extend([Line::Gpu(Metric::GpuUtil, i), Line::Gpu(Metric::GpuMem, i)]);
+            }
+            if u.has_psi() {
+                v.extend(
+                    [
+                        Metric::PsiMemorySome,
+                        Metric::PsiMemoryFull,
+                        Metric::PsiCpuSome,
+                        Metric::PsiIoSome,
+                    ]
+                    .map(Line::Pressure),
+                );
             }
         }
     }
@@ -125,6 +145,8 @@ struct Now {
     ncpu: Option<u64>,
     /// Per GPU (model order): util, used, total; `None` where the GPU has no reading there.
     gpus: Vec<(u32, Option<GpuNow>)>,
+    /// The pressure reading (hundredths of a percent, lanes of the pressure series).
+    psi: Option<Reading<{ crate::model::usage::PSI_LANES }>>,
 }
 
 fn now(app: &App) -> Now {
@@ -157,11 +179,38 @@ fn now(app: &App) -> Now {
             (g.index, v)
         })
         .collect();
+    let psi = match cursor {
+        Some(c) => u.psi.at(c),
+        None => u.psi.last().map(|p| Reading::Exact(*p)),
+    };
     Now {
         tree: lane(CPU_TREE),
         host: lane(CPU_HOST),
         ncpu: lane(CPU_NCPU),
         gpus,
+        psi,
+    }
+}
+
+/// A pressure reading in hundredths of a percent, as "2.1%" (under 10 %) or "42%".
+fn pct(hundredths: u64) -> String {
+    let v = hundredths as f64 / 100.0;
+    if v < 10.0 {
+        format!("{v:.1}%")
+    } else {
+        format!("{v:.0}%")
+    }
+}
+
+/// The pressure line's label (short, for the gutter; the title spells it out): `pmem`
+/// (memory, some), `pmemF` (memory, full), `pcpu`, `pio`, `pioF`.
+fn psi_label(m: Metric) -> &'static str {
+    match m {
+        Metric::PsiMemoryFull => "pmemF",
+        Metric::PsiCpuSome => "pcpu",
+        Metric::PsiIoSome => "pio",
+        Metric::PsiIoFull => "pioF",
+        _ => "pmem",
     }
 }
 
@@ -229,6 +278,21 @@ fn title_items(app: &App, n: &Now) -> Vec<Item<'static>> {
                 ],
             ),
         );
+    }
+    if let Some(r) = &n.psi {
+        let lead = if items.is_empty() { "" } else { " │ " };
+        let v = |m: Metric| psi_lane(m).and_then(|l| top(r, l)).map_or("-".into(), pct);
+        items.push(Item::new(
+            6,
+            vec![
+                Span::styled(format!("{lead}psi mem "), t.dim()),
+                Span::styled(v(Metric::PsiMemorySome), t.bold()),
+                Span::styled(" cpu ", t.dim()),
+                Span::raw(v(Metric::PsiCpuSome)),
+                Span::styled(" io ", t.dim()),
+                Span::raw(v(Metric::PsiIoSome)),
+            ],
+        ));
     }
     items
 }
@@ -313,6 +377,23 @@ fn strip(app: &App, rows: Rows, line: Line, n: &Now, cols: usize) -> (String, Ve
             };
             (label, cells)
         }
+        Line::Pressure(m) => {
+            let Some(lane) = psi_lane(m) else {
+                return (String::new(), vec![None; cols]);
+            };
+            let cells = u
+                .psi
+                .columns(t0, t1, cols)
+                .iter()
+                .map(|c| Some(level(c.lane_range(lane)?.1, 100 * 100)))
+                .collect();
+            let v = n
+                .psi
+                .as_ref()
+                .and_then(|r| top(r, lane))
+                .map_or("-".into(), pct);
+            (format!("{} {v}", psi_label(m)), cells)
+        }
         Line::Gpu(m, i) => {
             let g = &u.gpus[i];
             let cells = gpu_cols(&g.series)
@@ -390,6 +471,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, rows: Rows) {
             Line::TreeCores | Line::HostCores => t.metric(Metric::Anon),
             Line::Gpus(Metric::GpuUtil) | Line::Gpu(Metric::GpuUtil, _) => t.metric(Metric::Pinned),
             Line::Gpus(_) | Line::Gpu(..) => t.metric(Metric::Gpu),
+            Line::Pressure(_) => t.metric(Metric::Swap),
         };
         for (x, c) in cells.iter().enumerate() {
             if let Some(l) = c {
