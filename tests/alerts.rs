@@ -268,7 +268,7 @@ fn a_pressure_rule_fires_on_kernel_records() {
     let k = |t: u64, full: f64| {
         Record::new(
             t,
-            RecordBody::Kernel(Kernel {
+            RecordBody::Kernel(Box::new(Kernel {
                 psi_host: Some(Psi {
                     memory: Some(PsiResource {
                         some: PsiLine {
@@ -283,7 +283,7 @@ fn a_pressure_rule_fires_on_kernel_records() {
                     ..Psi::default()
                 }),
                 ..Kernel::default()
-            }),
+            })),
         )
     };
     assert!(e.observe(&k(S, 5.0)).is_empty());

@@ -645,7 +645,7 @@ fn full_scrape(format: Format) -> String {
             }],
         }),
     );
-    push(15 * s + 2, RecordBody::Kernel(full_kernel()));
+    push(15 * s + 2, RecordBody::Kernel(Box::new(full_kernel())));
     push(
         15 * s + 3,
         RecordBody::Mark(Mark::OomKill {

@@ -969,14 +969,14 @@ fn pressure_shows_in_the_usage_panel_on_the_phase_axis() {
     for i in 0..20 {
         feed(
             &mut app,
-            RecordBody::Kernel(Kernel {
+            RecordBody::Kernel(Box::new(Kernel {
                 psi_host: Some(Psi {
                     memory: res(if i < 10 { 0.0 } else { 42.5 }),
                     cpu: res(3.0),
                     io: res(0.5),
                 }),
                 ..Kernel::default()
-            }),
+            })),
         );
     }
     let tall = screen_text(&app, 200, 60);

@@ -44,7 +44,7 @@ pub enum RecordBody {
     Usage(Usage),
     /// What the kernel enforces and reports: the tree's memory cgroup (accounting, limits,
     /// event counters), the limit that binds, and pressure (PSI), host-wide and the cgroup's.
-    Kernel(Kernel),
+    Kernel(Box<Kernel>),
 }
 
 /// Where a line of output came from.

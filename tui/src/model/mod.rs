@@ -179,7 +179,7 @@ impl Model {
             RecordBody::Usage(u) => self.on_usage(t, u),
             RecordBody::Kernel(k) => {
                 self.usage.apply_kernel(t, k);
-                self.kernel = Some(k.clone());
+                self.kernel = Some(k.as_ref().clone());
             }
         }
     }

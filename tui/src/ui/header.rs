@@ -673,14 +673,14 @@ mod tests {
         let mut app = App::new(Screen::Run, Default::default(), Theme::mono(), NS);
         app.model.apply(&Record::new(
             NS,
-            RecordBody::Kernel(Kernel {
+            RecordBody::Kernel(Box::new(Kernel {
                 binding: Some(Binding {
                     name: "curio.service memory.max".into(),
                     limit: 5 * GIB / 2,
                     used: 2 * GIB,
                 }),
                 ..Kernel::default()
-            }),
+            })),
         ));
         // 200 MiB/s towards a 2.5 GiB cgroup on a host with plenty available.
         for i in 0..=100u64 {

@@ -161,8 +161,8 @@ impl State {
                 None => st.usage = Some(u.clone()),
             },
             RecordBody::Kernel(k) => match &mut st.kernel {
-                Some(old) => old.clone_from(k),
-                None => st.kernel = Some(k.clone()),
+                Some(old) => old.clone_from(k.as_ref()),
+                None => st.kernel = Some(k.as_ref().clone()),
             },
             RecordBody::Mark(m) => match m {
                 Mark::Restart { .. } => st.restarts += 1,
