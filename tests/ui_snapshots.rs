@@ -990,6 +990,51 @@ fn pressure_shows_in_the_usage_panel_on_the_phase_axis() {
     assert!(!small.contains("pcpu"), "{small}");
 }
 
+/// The kernel's view of the tree's cgroup: the process table has a cgroup line (usage against
+/// its limit, memory.stat's breakdown), the cursor box the limit that binds, named, and the
+/// breakdown at the cursor.
+#[test]
+fn the_cgroup_as_the_kernel_charges_it_shows_in_the_process_table_and_the_cursor_box() {
+    use provetop_shared::{Binding, CgroupReading, Kernel, MemStat};
+    let mut app = live_usage_app(1);
+    let gib = 1u64 << 30;
+    feed(
+        &mut app,
+        RecordBody::Kernel(Box::new(Kernel {
+            cgroup: Some(CgroupReading {
+                path: "/system.slice/curio.service".into(),
+                version: 1,
+                current: Some(240 * gib),
+                max: Some(256 * gib),
+                stat: MemStat {
+                    anon: Some(200 * gib),
+                    file: Some(30 * gib),
+                    shmem: Some(8 * gib),
+                    kernel: Some(2 * gib),
+                    ..MemStat::default()
+                },
+                ..CgroupReading::default()
+            }),
+            binding: Some(Binding {
+                name: "curio.service memory.max".into(),
+                limit: 256 * gib,
+                used: 240 * gib,
+            }),
+            ..Kernel::default()
+        })),
+    );
+    app.act(Action::Procs);
+    let table = screen_text(&app, 200, 60);
+    assert!(table.contains("cgroup 240G/256G max"), "{table}");
+    assert!(table.contains("/system.slice/curio.service"), "{table}");
+    assert!(table.contains("anon 200G file 30.0G"), "{table}");
+    app.act(Action::Escape);
+    app.act(Action::Cursor(-1));
+    let boxed = screen_text(&app, 200, 60);
+    assert!(boxed.contains("curio.service memory.max"), "{boxed}");
+    assert!(boxed.contains("cg anon"), "{boxed}");
+}
+
 /// In replay the process table shows the reading nearest the cursor: a process that had
 /// exited by the end is still listed at a time it ran, with that reading's time.
 #[test]

@@ -2,11 +2,90 @@
 //! oldest out, so a week-long live run stays small.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// Push `x`, dropping the oldest while `q` holds more than `max`.
 pub fn push_bounded<T>(q: &mut VecDeque<T>, x: T, max: usize) {
     q.push_back(x);
     while q.len() > max {
         q.pop_front();
+    }
+}
+
+/// Timed readings kept for a cursor, at most `max`: past that, the older half is thinned to
+/// every other reading, so recent readings stay exact and old history grows sparser, never
+/// unbounded. Readings are shared (`Arc`): the store's model snapshots do not copy them.
+#[derive(Debug, Clone)]
+pub struct Thinned<T> {
+    readings: VecDeque<(u64, Arc<T>)>,
+    max: usize,
+}
+
+impl<T> Thinned<T> {
+    /// Empty, keeping at most `max`.
+    pub fn new(max: usize) -> Self {
+        Thinned {
+            readings: VecDeque::new(),
+            max,
+        }
+    }
+
+    /// Keep `x`, read at `t` (times ascending).
+    pub fn push(&mut self, t: u64, x: T) {
+        self.readings.push_back((t, Arc::new(x)));
+        if self.readings.len() > self.max {
+            let half = self.readings.len() / 2;
+            let mut k = 0;
+            self.readings.retain(|_| {
+                k += 1;
+                k > half || k % 2 == 1
+            });
+        }
+    }
+
+    /// The newest reading and its time.
+    pub fn latest(&self) -> Option<(u64, &T)> {
+        self.readings.back().map(|(t, x)| (*t, x.as_ref()))
+    }
+
+    /// The kept reading nearest `t` (the newer on a tie) and its time.
+    pub fn nearest(&self, t: u64) -> Option<(u64, &T)> {
+        let i = self.readings.partition_point(|(u, _)| *u < t);
+        let after = self.readings.get(i);
+        let before = i.checked_sub(1).and_then(|j| self.readings.get(j));
+        let best = match (before, after) {
+            (Some(b), Some(a)) => {
+                if t - b.0 < a.0 - t {
+                    b
+                } else {
+                    a
+                }
+            }
+            (Some(x), None) | (None, Some(x)) => x,
+            (None, None) => return None,
+        };
+        Some((best.0, best.1.as_ref()))
+    }
+
+    /// The newest reading at or before `t`.
+    pub fn at_or_before(&self, t: u64) -> Option<(u64, &T)> {
+        let i = self.readings.partition_point(|(u, _)| *u <= t);
+        let (at, x) = self.readings.get(i.checked_sub(1)?)?;
+        Some((*at, x.as_ref()))
+    }
+
+    /// Readings kept.
+    pub fn len(&self) -> usize {
+        self.readings.len()
+    }
+
+    /// Whether none is kept.
+    pub fn is_empty(&self) -> bool {
+        self.readings.is_empty()
+    }
+
+    /// Bytes held by the queue itself (the readings are shared).
+    pub fn heap_bytes(&self) -> usize {
+        self.readings.capacity() * std::mem::size_of::<(u64, Arc<T>)>()
     }
 }

@@ -67,8 +67,9 @@ pub struct Model {
     pub usage: UsageState,
     /// Latest full sample (per-GPU readings, cgroup, mem_total…).
     pub last_sample: Option<Sample>,
-    /// Latest kernel reading: the tree's cgroup, the limit that binds, pressure.
-    pub kernel: Option<provetop_shared::Kernel>,
+    /// Kernel readings (the tree's cgroup, the limit that binds, pressure), thinned like the
+    /// usage readings, for the header (the newest) and the cursor.
+    kernels: bounded::Thinned<provetop_shared::Kernel>,
     /// The same memory forecast the alert engine keeps (`predicted_free`), for the header.
     forecast: Forecast,
     /// Prover state from events.
@@ -115,7 +116,7 @@ impl Model {
             series: Series::new(limits),
             usage: UsageState::new(limits),
             last_sample: None,
-            kernel: None,
+            kernels: bounded::Thinned::new(usage::MAX_READINGS),
             forecast: Forecast::default(),
             prover: ProverView::default(),
             child: ChildStatus::None,
@@ -179,7 +180,7 @@ impl Model {
             RecordBody::Usage(u) => self.on_usage(t, u),
             RecordBody::Kernel(k) => {
                 self.usage.apply_kernel(t, k);
-                self.kernel = Some(k.as_ref().clone());
+                self.kernels.push(t, k.as_ref().clone());
             }
         }
     }
@@ -290,6 +291,16 @@ impl Model {
         self.forecast.predicted_free(s).map(|(v, _)| v)
     }
 
+    /// The newest kernel reading.
+    pub fn kernel(&self) -> Option<&provetop_shared::Kernel> {
+        self.kernels.latest().map(|(_, k)| k)
+    }
+
+    /// The newest kernel reading at or before `t` (what the kernel said at a cursor).
+    pub fn kernel_at(&self, t: u64) -> Option<(u64, &provetop_shared::Kernel)> {
+        self.kernels.at_or_before(t)
+    }
+
     /// The limit that binds the tree now: (room left, the limit, its name), from the latest
     /// sample (read at every sample: a growing MemTotal is followed) and the latest kernel
     /// record's name for it.
@@ -301,7 +312,7 @@ impl Model {
             Bound::Cgroup => s.cgroup_max,
             Bound::Host => s.mem_total,
         };
-        let named = self.kernel.as_ref().and_then(|k| k.binding.as_ref());
+        let named = self.kernel().and_then(|k| k.binding.as_ref());
         Some((room.bytes, of, limit::name(room.bound, named)))
     }
 

@@ -41,13 +41,11 @@
 //! its end (or of the proof that finished within it); intervals with no proof count only for
 //! the session.
 
-use std::collections::VecDeque;
-use std::sync::Arc;
-
 use provetop_shared::metric::{Metric, Read};
 use provetop_shared::record::GpuReading;
 use provetop_shared::{BatchMode, Kernel, Sample, Usage};
 
+use super::bounded::Thinned;
 use crate::series::{Bucket, Limits, Point, Reading, Series};
 
 /// CPU lane: the tree's cores busy, thousandths of a core.
@@ -156,7 +154,7 @@ pub struct UsageState {
     /// GPU indexes seen beyond [`MAX_GPUS`].
     pub gpus_left_out: u64,
     /// Usage readings, oldest first (thinned, see the module docs).
-    readings: VecDeque<(u64, Arc<Usage>)>,
+    readings: Thinned<Usage>,
     /// Overlap over the whole session.
     pub overlap: Overlap,
     /// Overlap per batch mode, in the order the modes first counted.
@@ -179,7 +177,7 @@ impl UsageState {
             gpus: Vec::new(),
             psi: Series::new(limits),
             gpus_left_out: 0,
-            readings: VecDeque::new(),
+            readings: Thinned::new(MAX_READINGS),
             overlap: Overlap::default(),
             overlap_modes: Vec::new(),
             gpu_busy_ns: 0,
@@ -221,26 +219,12 @@ impl UsageState {
 
     /// The newest usage reading and its time.
     pub fn latest(&self) -> Option<(u64, &Usage)> {
-        self.readings.back().map(|(t, u)| (*t, u.as_ref()))
+        self.readings.latest()
     }
 
     /// The kept reading nearest `t` (the newer on a tie) and its time.
     pub fn reading_at(&self, t: u64) -> Option<(u64, &Usage)> {
-        let i = self.readings.partition_point(|(u, _)| *u < t);
-        let after = self.readings.get(i);
-        let before = i.checked_sub(1).and_then(|j| self.readings.get(j));
-        let best = match (before, after) {
-            (Some(b), Some(a)) => {
-                if t - b.0 < a.0 - t {
-                    b
-                } else {
-                    a
-                }
-            }
-            (Some(x), None) | (None, Some(x)) => x,
-            (None, None) => return None,
-        };
-        Some((best.0, best.1.as_ref()))
+        self.readings.nearest(t)
     }
 
     /// Readings kept.
@@ -283,7 +267,7 @@ impl UsageState {
                 .iter()
                 .map(|g| g.series.heap_bytes())
                 .sum::<usize>()
-            + self.readings.capacity() * std::mem::size_of::<(u64, Arc<Usage>)>()
+            + self.readings.heap_bytes()
     }
 
     /// A sample's GPU readings.
@@ -360,16 +344,7 @@ impl UsageState {
         p.set_lane(CPU_THREADS, Some(u.threads as u64));
         p.set_lane(CPU_INTERVAL, (u.interval_ns > 0).then_some(u.interval_ns));
         self.cpu.push(p);
-        self.readings.push_back((t, Arc::new(u.clone())));
-        if self.readings.len() > MAX_READINGS {
-            // Thin the older half to every other reading: recent readings stay exact.
-            let half = self.readings.len() / 2;
-            let mut k = 0;
-            self.readings.retain(|_| {
-                k += 1;
-                k > half || k % 2 == 1
-            });
-        }
+        self.readings.push(t, u.clone());
         let (gb, gk) = (
             std::mem::take(&mut self.gpu_busy_ns),
             std::mem::take(&mut self.gpu_known_ns),

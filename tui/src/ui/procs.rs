@@ -157,7 +157,8 @@ fn columns(u: &Usage, rows: &[(&ProcUsage, usize)]) -> Vec<Column> {
     cols
 }
 
-/// The lines under the table: the tree's totals, each GPU's details; items whole.
+/// The lines under the table: the tree's totals, its memory cgroup as the kernel charged it
+/// then, each GPU's details; items whole.
 fn notes(app: &App, u: &Usage) -> Vec<Vec<Item<'static>>> {
     let t = &app.theme;
     let dim = t.dim();
@@ -189,10 +190,73 @@ fn notes(app: &App, u: &Usage) -> Vec<Vec<Item<'static>>> {
         kv("read", rate(u.read_bps), 4),
         kv("write", rate(u.write_bps), 4),
     ]];
+    let kernel = match app.cursor() {
+        Some(c) => app.model.kernel_at(c).map(|(_, k)| k),
+        None => app.model.kernel(),
+    };
+    if let Some(cg) = kernel.and_then(|k| k.cgroup.as_ref()) {
+        out.push(cgroup_note(app, cg));
+    }
     for g in &u.gpus {
         out.push(gpu_note(app, g));
     }
     out
+}
+
+/// The tree's memory cgroup: its path, usage against its limits, and memory.stat's breakdown
+/// (what the kernel charges it: page cache, kernel memory and sockets too).
+fn cgroup_note(app: &App, cg: &provetop_shared::CgroupReading) -> Vec<Item<'static>> {
+    let t = &app.theme;
+    let dim = t.dim();
+    let kv = |k: &str, v: Option<u64>, rank: u8| {
+        v.map(|v| {
+            Item::new(
+                rank,
+                vec![
+                    Span::styled(format!(" {k} "), dim),
+                    Span::raw(short_bytes(v)),
+                ],
+            )
+        })
+    };
+    let limit = match (cg.max, cg.high) {
+        (Some(m), Some(h)) if h < m => format!("/{} high", short_bytes(h)),
+        (Some(m), _) => format!("/{} max", short_bytes(m)),
+        (None, Some(h)) => format!("/{} high", short_bytes(h)),
+        (None, None) => String::new(),
+    };
+    let mut items = vec![
+        Item::new(0, vec![Span::styled(" cgroup", t.bold())]),
+        Item::new(
+            0,
+            vec![Span::raw(format!(
+                " {}{limit}",
+                cg.current.map_or("-".into(), short_bytes)
+            ))],
+        ),
+        Item::new(
+            2,
+            vec![Span::styled(
+                format!(" {}", crate::text::inert(&cg.path)),
+                dim,
+            )],
+        ),
+    ];
+    let st = &cg.stat;
+    items.extend(
+        [
+            kv("anon", st.anon, 1),
+            kv("file", st.file, 1),
+            kv("shmem", st.shmem, 3),
+            kv("kernel", st.kernel, 3),
+            kv("sock", st.sock, 5),
+            kv("ptables", st.pagetables, 4),
+            kv("swap", cg.swap, 4),
+        ]
+        .into_iter()
+        .flatten(),
+    );
+    items
 }
 
 fn gpu_note(app: &App, g: &GpuDetail) -> Vec<Item<'static>> {

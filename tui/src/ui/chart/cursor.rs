@@ -1,5 +1,7 @@
 //! The chart's cursor: a reversed column, and a box of the exact values there (the phase, every
-//! series, the baseline's RSS and the difference to it), on the side away from the cursor.
+//! series, the baseline's RSS and the difference to it, then what the kernel said last at
+//! that time: the limit that binds, the cgroup's memory.stat breakdown, memory pressure), on
+//! the side away from the cursor.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -69,6 +71,7 @@ fn cursor_box(buf: &mut Buffer, plot: Rect, cx: u16, c: u64, app: &App) {
         }
         None => lines.push((format!("{when}: no sample"), t.bold())),
     }
+    lines.extend(kernel_lines(app, c));
     if !lines.iter().any(|l| l.0.starts_with("base ")) {
         // No sample of the shown session here: the baseline's value still is one.
         if let Some(b) = &app.baseline {
@@ -117,6 +120,48 @@ fn cursor_box(buf: &mut Buffer, plot: Rect, cx: u16, c: u64, app: &App) {
         }
         buf.set_stringn(area.x + 1, y, text, (w - 2) as usize, *style);
     }
+}
+
+/// The kernel reading at or before the cursor: the limit that binds (size and name), the
+/// cgroup's memory.stat breakdown (`cg anon`, …; what the kernel charges the cgroup, page
+/// cache and kernel memory included), and memory pressure. Nothing without a reading.
+fn kernel_lines(app: &App, c: u64) -> Vec<(String, Style)> {
+    let Some((_, k)) = app.model.kernel_at(c) else {
+        return Vec::new();
+    };
+    let t = &app.theme;
+    let row = |name: &str, v: String| format!("{name:<10} {v:>10}");
+    let mut out = Vec::new();
+    if let Some(b) = &k.binding {
+        out.push((row("limit", fmt_bytes(b.limit)), t.bold()));
+        out.push((format!(" {}", crate::text::inert(&b.name)), t.dim()));
+    }
+    if let Some(cg) = &k.cgroup {
+        if let Some(cur) = cg.current {
+            out.push((row("cgroup", fmt_bytes(cur)), t.text()));
+        }
+        let st = &cg.stat;
+        for (name, v) in [
+            ("cg anon", st.anon),
+            ("cg file", st.file),
+            ("cg shmem", st.shmem),
+            ("cg kernel", st.kernel),
+            ("cg sock", st.sock),
+            ("cg ptables", st.pagetables),
+        ] {
+            if let Some(v) = v {
+                out.push((row(name, fmt_bytes(v)), t.dim()));
+            }
+        }
+    }
+    if let Some(p) = provetop_shared::metric::psi_of(k).and_then(|p| p.memory.as_ref()) {
+        let full = p
+            .full
+            .as_ref()
+            .map_or(String::new(), |f| format!(" full {:.1}%", f.avg10));
+        out.push((format!("psi mem {:.1}%{full}", p.some.avg10), t.dim()));
+    }
+    out
 }
 
 /// The baseline's RSS at the cursor and the difference to the shown RSS `rss`: "base rss
