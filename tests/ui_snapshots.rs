@@ -1035,6 +1035,51 @@ fn the_cgroup_as_the_kernel_charges_it_shows_in_the_process_table_and_the_cursor
     assert!(boxed.contains("cg anon"), "{boxed}");
 }
 
+/// What the kernel did to the tree's memory is marked on the timeline's top row: an OOM kill
+/// `X` (over a limit reached at the same time), a limit reached `^`, a stall `~`.
+#[test]
+fn oom_kills_limits_and_stalls_are_marked_on_the_timeline() {
+    let mut app = live_app(true);
+    let marks = [
+        Mark::MemoryEvent {
+            cgroup: "/job".into(),
+            counter: "max".into(),
+            delta: 3,
+            total: 3,
+        },
+        Mark::OomKill {
+            pid: Some(4242),
+            command: Some("provetop-prover".into()),
+            cgroup: Some("/job".into()),
+            watched: true,
+            text: "OOM kill of pid 4242 (provetop-prover) in /job".into(),
+        },
+        Mark::Stall {
+            scope: "cgroup".into(),
+            resource: "memory".into(),
+            line: "some".into(),
+            stall_us: 150_000,
+            window_us: 1_000_000,
+        },
+    ];
+    for (i, m) in marks.into_iter().enumerate() {
+        // Two marks in one column, then the stall well after.
+        app.clock += if i == 2 { 5 * NS } else { NS / 1000 };
+        app.model
+            .apply(&Record::new(app.clock, RecordBody::Mark(m)));
+    }
+    let text = screen_text(&app, 120, 40);
+    let lines: Vec<&str> = text.lines().collect();
+    let title = lines
+        .iter()
+        .position(|l| l.starts_with("─ phases"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let top = lines[title + 1];
+    assert!(top.contains('X') && top.contains('~'), "{top}\n{text}");
+    assert!(!top.contains('^'), "the kill wins its column: {top}");
+    assert!(text.contains("OOM kill of pid 4242"), "{text}");
+}
+
 /// In replay the process table shows the reading nearest the cursor: a process that had
 /// exited by the end is still listed at a time it ran, with that reading's time.
 #[test]

@@ -32,7 +32,7 @@ use axis::{gutter_label, Axis};
 use baseline::baseline_rows;
 use legend::shade;
 pub use legend::{legend, letter};
-use marks::{cursor_column, mode_marks, warning_marks};
+use marks::{cursor_column, kernel_marks, mode_marks, warning_marks};
 use rows::{fit, prover_phases, Fit};
 pub use rows::{rows, short_phase, Group, RowKey};
 
@@ -82,6 +82,7 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
     baseline_rows(buf, area, gutter, app, &fit.base_rows, fit.rows.len());
     mode_marks(buf, area, gutter, app);
     warning_marks(buf, area, gutter, app);
+    kernel_marks(buf, area, gutter, app);
     cursor_column(buf, area, gutter, app);
 }
 

@@ -1,12 +1,17 @@
-//! What the timeline draws over its rows: the log's warnings, the batch-mode switches and
-//! the cursor's column.
+//! What the timeline draws over its rows: the log's warnings, what the kernel did to the
+//! tree's memory, the batch-mode switches and the cursor's column.
 //!
 //! Each is drawn at its time's column; what falls outside the window is not drawn. A warning
-//! is a `!` on the top row over a bar or an empty cell alike; a mode switch goes into empty
+//! is a `!` on the top row over a bar or an empty cell alike; so are the kernel's marks: an
+//! OOM kill `X`, a limit reached or the OOM killer invoked (memory.events `max`, `oom`, v1
+//! `failcnt`) `^`, throttling over memory.high `h`, a pressure stall caught between samples
+//! `~` (an OOM kill wins its column, then a limit, then the rest); a mode switch goes into empty
 //! cells only (phases stay readable); the cursor restyles its whole column.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+
+use provetop_shared::Mark;
 
 use super::axis::Axis;
 use crate::app::App;
@@ -26,6 +31,37 @@ pub(super) fn warning_marks(buf: &mut Buffer, area: Rect, gutter: u16, app: &App
         };
         if let Some(cell) = buf.cell_mut((x, area.y + 1)) {
             cell.set_char('!').set_style(style);
+        }
+    }
+}
+
+/// The kernel's marks on the tree's memory (see the module docs), on the top row.
+pub(super) fn kernel_marks(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
+    let axis = Axis::new(area, gutter, app);
+    if axis.width() < 2 || area.height < 2 {
+        return;
+    }
+    let t = &app.theme;
+    // (column, precedence, char, style), drawn lowest precedence first.
+    let mut marks: Vec<(u16, u8, char, ratatui::style::Style)> = Vec::new();
+    for (at, m) in app.model.notes.marks.iter() {
+        let mark = match m {
+            Mark::OomKill { .. } => (3, 'X', t.bad()),
+            Mark::MemoryEvent { counter, .. } => match counter.as_str() {
+                "max" | "oom" | "oom_kill" | "oom_group_kill" | "failcnt" => (2, '^', t.warn()),
+                _ => (1, 'h', t.dim()),
+            },
+            Mark::Stall { .. } => (1, '~', t.warn()),
+            _ => continue,
+        };
+        if let Some(x) = axis.column_within(*at) {
+            marks.push((x, mark.0, mark.1, mark.2));
+        }
+    }
+    marks.sort_by_key(|m| m.1);
+    for (x, _, ch, style) in marks {
+        if let Some(cell) = buf.cell_mut((x, area.y + 1)) {
+            cell.set_char(ch).set_style(style);
         }
     }
 }
