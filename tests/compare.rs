@@ -584,3 +584,101 @@ fn a_csv_and_a_session_mix_with_threshold_phases_on_both_sides() {
         "counted only without prover events (see proofs)"
     );
 }
+
+/// A kernel record every second of `recs`'s span: a cgroup bound at `limit` with memory
+/// pressure `psi` (avg10, percent).
+fn with_kernel(mut recs: Vec<Record>, limit: u64, psi: f64) -> Vec<Record> {
+    use provetop_shared::{Binding, Kernel, Psi, PsiLine, PsiResource};
+    let (t0, t1) = (recs[0].t, recs[recs.len() - 1].t);
+    let mut t = t0;
+    while t < t1 {
+        let line = PsiLine {
+            avg10: psi,
+            rate: None,
+        };
+        recs.push(Record::new(
+            t,
+            RecordBody::Kernel(Box::new(Kernel {
+                binding: Some(Binding {
+                    name: "job memory.max".into(),
+                    limit,
+                    used: limit / 2,
+                }),
+                psi_host: Some(Psi {
+                    memory: Some(PsiResource {
+                        some: line.clone(),
+                        full: Some(line),
+                    }),
+                    ..Psi::default()
+                }),
+                ..Kernel::default()
+            })),
+        ));
+        t += 1_000_000_000;
+    }
+    recs.sort_by_key(|r| r.t);
+    recs
+}
+
+#[test]
+fn the_kernel_rows_compare_the_binding_limit_oom_kills_and_pressure_and_gate_on_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = || SynthConfig {
+        seconds: 20.0,
+        ..SynthConfig::default()
+    };
+    let a = dir.path().join("calm.ptop");
+    let b = dir.path().join("squeezed.ptop");
+    write(&a, "h", 20.0, with_kernel(records(cfg()), 256 << 30, 0.5));
+    let mut squeezed = with_kernel(records(cfg()), 200 << 30, 35.0);
+    let end = squeezed.last().unwrap().t;
+    squeezed.push(Record::new(
+        end,
+        RecordBody::Mark(provetop_shared::Mark::OomKill {
+            pid: Some(77),
+            command: Some("worker".into()),
+            cgroup: Some("/job".into()),
+            watched: false,
+            text: "OOM kill of pid 77 (worker) in /job".into(),
+        }),
+    ));
+    write(&b, "h", 20.0, squeezed);
+    let j = json(&compare(&[s(&a), s(&b), "--format", "json"]));
+    assert_eq!(row(&j, "mem_limit")["baseline"], (256u64 << 30) as f64);
+    assert_eq!(
+        row(&j, "mem_limit")["others"][0]["value"],
+        (200u64 << 30) as f64
+    );
+    assert_eq!(row(&j, "oom_kills")["others"][0]["value"], 1.0);
+    assert_eq!(row(&j, "psi_memory_some_max")["others"][0]["value"], 35.0);
+    let text = compare(&[s(&a), s(&b)]).stdout;
+    assert!(text.contains("kernel"), "{text}");
+    assert!(text.contains("35.0%"), "{text}");
+    // The gate: pressure in its own unit, OOM kills as a count.
+    let out = compare(&[s(&a), s(&b), "--fail-if", "psi_memory_some_max > 10%"]);
+    assert_eq!(
+        out.code,
+        provetop::compare::REGRESSION_EXIT,
+        "{}",
+        out.stderr
+    );
+    let out = compare(&[s(&a), s(&b), "--fail-if", "oom_kills > 0"]);
+    assert_eq!(
+        out.code,
+        provetop::compare::REGRESSION_EXIT,
+        "{}",
+        out.stderr
+    );
+    let out = compare(&[s(&a), s(&a), "--fail-if", "psi_memory_some_max > 10%"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // A session without kernel records says so in the row.
+    let old = synth_of(dir.path(), "old.ptop", 20.0);
+    let j = json(&compare(&[s(&old), s(&b), "--format", "json"]));
+    assert!(
+        row(&j, "oom_kills")["baseline_missing"]
+            .as_str()
+            .is_some_and(|m| m.contains("no kernel readings")),
+        "{}",
+        row(&j, "oom_kills")
+    );
+}

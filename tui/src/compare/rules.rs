@@ -60,6 +60,13 @@ const VOCABULARY: &[(&str, Qual, Unit)] = &[
     ("phase_median", Qual::Phase, Unit::Seconds),
     ("phase_p90", Qual::Phase, Unit::Seconds),
     ("phase_peak", Qual::Phase, Unit::Bytes),
+    ("mem_limit", Qual::None, Unit::Bytes),
+    ("oom_kills", Qual::None, Unit::Count),
+    ("limit_events", Qual::None, Unit::Count),
+    ("high_events", Qual::None, Unit::Count),
+    ("psi_memory_some_max", Qual::None, Unit::Percent),
+    ("psi_memory_full_max", Qual::None, Unit::Percent),
+    ("psi_memory_some_mean", Qual::None, Unit::Percent),
 ];
 
 /// The metric names, as an error lists them.
@@ -196,7 +203,13 @@ impl FromStr for FailIf {
             b'-' => (Some(-1.0), v[1..].trim()),
             _ => (None, v),
         };
-        let bound = if let Some(p) = body.strip_suffix('%') {
+        // A percent figure (pressure) takes `10%` as its own unit, as alert rules do; a
+        // change of it is in points (`+5`).
+        let relative = match unit {
+            Unit::Percent => None,
+            _ => body.strip_suffix('%'),
+        };
+        let bound = if let Some(p) = relative {
             let x: f64 = p
                 .trim()
                 .parse()
@@ -209,8 +222,9 @@ impl FromStr for FailIf {
             let x = match unit {
                 Unit::Bytes => parse_bytes(body).map_err(err)? as f64,
                 Unit::Seconds => parse_duration_s(body).map_err(err)?,
-                Unit::Count | Unit::PerHour => {
-                    let b = body.strip_suffix("/h").unwrap_or(body).trim();
+                Unit::Count | Unit::PerHour | Unit::Percent => {
+                    let b = body.strip_suffix("/h").unwrap_or(body);
+                    let b = b.strip_suffix('%').unwrap_or(b).trim();
                     b.parse::<f64>()
                         .ok()
                         .filter(|x| x.is_finite())

@@ -145,6 +145,7 @@ pub fn fmt_value(unit: Unit, v: f64) -> String {
         Unit::Seconds => fmt_secs(v),
         Unit::Count => format!("{v:.0}"),
         Unit::PerHour => format!("{v:.0}/h"),
+        Unit::Percent => format!("{v:.1}%"),
     }
 }
 
@@ -153,6 +154,7 @@ pub fn fmt_diff(unit: Unit, d: f64) -> String {
     fmt_signed(d, |mag| match unit {
         Unit::Count => format!("{mag:.0}"),
         Unit::PerHour => format!("{mag:.0}/h"),
+        Unit::Percent => format!("{mag:.1} pts"),
         Unit::Bytes => fmt_bytes(mag as u64),
         Unit::Seconds if mag == 0.0 => "0s".into(),
         Unit::Seconds => fmt_secs(mag),

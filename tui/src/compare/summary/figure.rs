@@ -11,6 +11,8 @@ pub enum Unit {
     Count,
     /// Sectors per hour.
     PerHour,
+    /// Percent of wall time (pressure).
+    Percent,
 }
 
 impl Unit {
@@ -21,6 +23,7 @@ impl Unit {
             Unit::Seconds => "seconds",
             Unit::Count => "count",
             Unit::PerHour => "per_hour",
+            Unit::Percent => "percent",
         }
     }
 }
@@ -32,6 +35,7 @@ pub enum Section {
     Proofs,
     Mode,
     Phase,
+    Kernel,
 }
 
 impl Section {
@@ -42,6 +46,7 @@ impl Section {
             Section::Proofs => "proofs",
             Section::Mode => "per batch mode",
             Section::Phase => "per phase",
+            Section::Kernel => "kernel",
         }
     }
 }

@@ -11,6 +11,7 @@
 //! section: [`memory`], [`proofs`], [`phases`].
 
 mod figure;
+mod kernel;
 mod memory;
 mod phases;
 mod proofs;
@@ -27,6 +28,7 @@ pub use select::{parse_range, Selection};
 use crate::model::ProofSpan;
 use crate::store::Store;
 use figure::Figures;
+use kernel::kernel_figures;
 use memory::memory;
 use phases::{phases, threshold_phases};
 use proofs::proof_figures;
@@ -164,6 +166,7 @@ pub fn summarize_store(store: &Store, sel: &Selection) -> Summary {
     proof_figures(&mut f, has_events, &chosen, &proofs, store, &series);
     phases(&mut f, store, sel, &chosen);
     threshold_phases(&mut f, store, &sel_readings, interval_ns);
+    kernel_figures(&mut f, store);
 
     Summary {
         name,
