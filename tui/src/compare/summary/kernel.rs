@@ -40,10 +40,10 @@ pub(super) fn kernel_figures(f: &mut Figures, store: &Store) {
                 named_kill = *pid;
             }
             // An exit the kernel log did not name is a kill all the same.
-            RecordBody::Mark(Mark::ChildExited { pid, oom_kill, .. }) => {
-                if *oom_kill && named_kill != Some(*pid) {
-                    kills += 1;
-                }
+            RecordBody::Mark(Mark::ChildExited { pid, oom_kill, .. })
+                if *oom_kill && named_kill != Some(*pid) =>
+            {
+                kills += 1;
             }
             RecordBody::Mark(Mark::MemoryEvent { counter, delta, .. }) => match counter.as_str() {
                 "high" => throttled += delta,
