@@ -352,6 +352,11 @@ fn event_text(e: &Event) -> String {
     }
 }
 
+/// A mark in words, as the log pane and headless stderr give it (inert).
+pub fn mark_line(m: &Mark) -> String {
+    inert(&mark_text(m)).into_owned()
+}
+
 fn mark_text(m: &Mark) -> String {
     match m {
         Mark::Note { text } | Mark::Warning { text } | Mark::OomKill { text, .. } => text.clone(),

@@ -146,6 +146,13 @@ impl Pipeline {
                 RecordBody::Mark(Mark::Warning { text }) => {
                     crate::say!("provetop: warning: {}", crate::text::inert(text));
                 }
+                // What the kernel did to the tree's memory is said as it happens.
+                RecordBody::Mark(Mark::OomKill { text, .. }) => {
+                    crate::say!("provetop: {}", crate::text::inert(text));
+                }
+                RecordBody::Mark(m @ Mark::Stall { .. }) => {
+                    crate::say!("provetop: {}", crate::text::mark_line(m));
+                }
                 RecordBody::Mark(m @ Mark::ChildExited { .. }) => self.last_exit = Some(m.clone()),
                 RecordBody::Mark(m @ Mark::Restart { .. }) => {
                     if let Some(line) = crate::text::restart_line(self.last_exit.as_ref(), m) {
