@@ -6,7 +6,9 @@
 //! bounded by the walk's measured cost, and only when a pid was created on the host since
 //! the last walk, a member's parent changed, or 30 s passed), reads every process's status,
 //! asks for the peak resets and the table reads that reading calls for, and pushes one
-//! [`Sample`] (or, once, a note that the root is gone). A full ring drops records and says how
+//! [`Sample`] (or, once, a note that the root is gone). Over a cgroup's members the walk is
+//! a read of their `cgroup.procs` at the walk cadence, a member's exit ends nothing, and the
+//! cgroup's removal stops the samples silently (the front end says it). A full ring drops records and says how
 //! many, once there is room again.
 
 use std::collections::HashMap;
@@ -20,8 +22,8 @@ use ringbuf::traits::{Observer, Producer};
 use ringbuf::HeapProd;
 
 use super::{
-    park_until, peak, system, tree, usage, SamplerConfig, Shared, TREE_BACKSTOP, TREE_DUTY,
-    TREE_MAX_INTERVAL, TREE_MIN_INTERVAL,
+    members, park_until, peak, system, tree, usage, SamplerConfig, Shared, TREE_BACKSTOP,
+    TREE_DUTY, TREE_MAX_INTERVAL, TREE_MIN_INTERVAL,
 };
 use crate::cgroup::{MemCgroup, UsageReader};
 use crate::procstatus::{MemStatus, StatusReader};
@@ -60,6 +62,9 @@ pub(super) struct Sampler {
     pub(super) gen: u64,
     root: u32,
     root_gone: bool,
+    /// A cgroup's members are the tree instead of a root and its descendants (`watch
+    /// --cgroup`): no member's exit ends the sampling, only the cgroup's removal.
+    members: Option<members::CgroupMembers>,
     children_files: bool,
     /// Parents read once per process, for walks without `children` files.
     parents: tree::ParentCache,
@@ -94,6 +99,7 @@ impl Sampler {
         shared: Arc<Shared>,
         prod: HeapProd<Record>,
         resets: peak::PeakResets,
+        members: Option<members::CgroupMembers>,
     ) -> Self {
         let meminfo = system::MemInfo::open().ok();
         let usage = (cfg.usage_hz > 0.0).then(usage::UsageReader::new);
@@ -112,6 +118,7 @@ impl Sampler {
             gen: 0,
             root: 0,
             root_gone: false,
+            members,
             children_files: tree::has_children_files(),
             parents: tree::ParentCache::default(),
             next_walk: Instant::now(),
@@ -241,9 +248,18 @@ impl Sampler {
         self.order.clear();
         self.no_reset.clear();
         self.root_gone = false;
-        self.cgroup = MemCgroup::of_pid(self.root).map(|c| UsageReader::open(&c));
         self.next_walk = Instant::now();
-        *self.shared.tree.lock().unwrap_or_else(|e| e.into_inner()) = (self.gen, vec![self.root]);
+        let first = match &self.members {
+            Some(m) => {
+                self.cgroup = members::mem_cgroup(m.dir()).map(|c| UsageReader::open(&c));
+                Vec::new()
+            }
+            None => {
+                self.cgroup = MemCgroup::of_pid(self.root).map(|c| UsageReader::open(&c));
+                vec![self.root]
+            }
+        };
+        *self.shared.tree.lock().unwrap_or_else(|e| e.into_inner()) = (self.gen, first);
         self.pinned_stale_said = false;
         // The same root again (the front end confirming the child it started): its usage
         // readings go on; a new tree starts without rates. (The open stat files pin each
@@ -258,6 +274,13 @@ impl Sampler {
     /// and no member's parent changed (then only every [`TREE_BACKSTOP`]).
     fn walk_if_due(&mut self) {
         let now = Instant::now();
+        if self.members.is_some() {
+            // Members move in without a pid being created: read them at the walk cadence.
+            if now >= self.next_walk {
+                self.walk_tree();
+            }
+            return;
+        }
         let known = self.procs.contains_key(&self.root);
         if known && now < self.next_walk {
             return;
@@ -272,7 +295,17 @@ impl Sampler {
 
     fn walk_tree(&mut self) {
         let t0 = Instant::now();
-        let pids = if self.children_files {
+        let pids = if let Some(m) = &self.members {
+            match m.read() {
+                Some(p) => p,
+                // The cgroup was removed: nothing more to sample (the front end says so,
+                // once, from the directory's absence).
+                None => {
+                    self.root_gone = true;
+                    return;
+                }
+            }
+        } else if self.children_files {
             tree::descendants(self.root, true)
         } else {
             self.parents.descendants(self.root, &self.order)
@@ -312,6 +345,9 @@ impl Sampler {
             return;
         }
         self.walk_if_due();
+        if self.root_gone {
+            return;
+        }
         if self.cfg.reset_peak && !self.resets.caught_up() {
             self.shared.late_resets.fetch_add(1, Ordering::Relaxed);
         }
@@ -384,8 +420,12 @@ impl Sampler {
                 self.procs.remove(pid);
             }
             self.order.retain(|p| !gone.contains(p));
+            // A member gone: look for its successor (a restart) at once.
+            if self.members.is_some() {
+                self.next_walk = Instant::now();
+            }
         }
-        if gone.contains(&self.root) || procs == 0 {
+        if self.members.is_none() && (gone.contains(&self.root) || procs == 0) {
             self.root_gone = true;
             let root = self.root;
             self.push(Record::new(
