@@ -407,7 +407,7 @@ impl Pipeline {
         }
         let (text, mark) = match self.watched.as_ref()? {
             Watching::Pid { pid, started_us } => {
-                if Path::new(&format!("/proc/{pid}")).exists() {
+                if !super::watched_exit::ended(*pid, *started_us) {
                     return None;
                 }
                 let mark = super::watched_exit::exit_mark(*pid, *started_us);

@@ -23,9 +23,27 @@ pub struct OomVictim {
 /// When `pid` started, in µs since boot (the kernel log's clock); `None` when it is gone.
 pub fn started_us(pid: u32) -> Option<u64> {
     let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    let ticks: u64 = provetop_collect::procfile::StatFields::parse(&stat)?.num(22)?;
+    started_in(&stat)
+}
+
+fn started_in(stat: &[u8]) -> Option<u64> {
+    let ticks: u64 = provetop_collect::procfile::StatFields::parse(stat)?.num(22)?;
     let hz = provetop_collect::procfile::clk_tck();
     (hz > 0.0).then(|| (ticks as f64 * 1e6 / hz) as u64)
+}
+
+/// Whether watched `pid` (started at `started_us`, where known) has ended: no such process,
+/// a zombie its parent has not reaped yet (it holds no memory and runs no more), or another
+/// process that took its pid.
+pub fn ended(pid: u32, started_us: Option<u64>) -> bool {
+    let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
+        return true;
+    };
+    let fields = provetop_collect::procfile::StatFields::parse(&stat);
+    if fields.and_then(|f| f.state()) == Some('Z') {
+        return true;
+    }
+    matches!((started_us, started_in(&stat)), (Some(a), Some(b)) if a != b)
 }
 
 /// The OOM kill of `pid` the kernel logged at or after `since_us` (µs since boot: the
@@ -121,8 +139,19 @@ mod tests {
     }
 
     #[test]
-    fn a_live_process_started_after_boot() {
-        assert!(started_us(std::process::id()).is_some_and(|s| s > 0));
+    fn a_live_process_started_after_boot_and_a_zombie_has_ended() {
+        let me = std::process::id();
+        assert!(started_us(me).is_some_and(|s| s > 0));
         assert_eq!(started_us(u32::MAX - 1), None);
+        assert!(!ended(me, started_us(me)));
+        assert!(ended(u32::MAX - 1, None));
+        let mut kid = std::process::Command::new("true").spawn().unwrap();
+        let pid = kid.id();
+        let zombie = (0..500).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            ended(pid, None)
+        });
+        assert!(zombie, "an exited, unreaped child has ended");
+        kid.wait().unwrap();
     }
 }
