@@ -148,13 +148,11 @@ impl Monitor {
                     format!("watching every process of {what}{following}"),
                 );
                 if let (Some(u), false) = (&unit, has_log) {
-                    pipeline.note(
-                        model,
-                        format!(
-                            "journald is not running here: the journal of {u} is not followed \
-                             (--log FILE reads a log instead)"
-                        ),
+                    let text = format!(
+                        "journald is not running here: the journal of {u} is not followed \
+                         (--log FILE reads a log instead)"
                     );
+                    warn_at_start(&mut pipeline, model, text);
                 }
                 if !setup.sampler.reset_peak {
                     pipeline.note(
@@ -267,18 +265,23 @@ fn claim(pipeline: &mut Pipeline, model: &mut Model, pid: u32) -> sampler::Sampl
             "{whose} is also sampled by another provetop (pid {holder}): where either resets \
              VmHWM, the other's interval peaks are spoiled"
         );
-        crate::say!("provetop: warning: {text}");
-        let was = std::mem::replace(&mut pipeline.to_stderr, false);
-        pipeline.push(
-            model,
-            provetop_shared::Record::new(
-                provetop_shared::clock::mono_ns(),
-                provetop_shared::RecordBody::Mark(provetop_shared::Mark::Warning { text }),
-            ),
-        );
-        pipeline.to_stderr = was;
+        warn_at_start(pipeline, model, text);
     }
     claim
+}
+
+/// A warning while the session starts: on stderr now (no screen is up yet), and recorded.
+fn warn_at_start(pipeline: &mut Pipeline, model: &mut Model, text: String) {
+    crate::say!("provetop: warning: {text}");
+    let was = std::mem::replace(&mut pipeline.to_stderr, false);
+    pipeline.push(
+        model,
+        provetop_shared::Record::new(
+            provetop_shared::clock::mono_ns(),
+            provetop_shared::RecordBody::Mark(provetop_shared::Mark::Warning { text }),
+        ),
+    );
+    pipeline.to_stderr = was;
 }
 
 /// The async runtime every front end runs on.
