@@ -292,7 +292,7 @@ impl Drop for Journald {
 }
 
 #[test]
-fn watch_unit_resolves_a_cgroup_of_that_name_and_follows_its_journal() {
+fn watch_unit_resolves_a_cgroup_of_that_name_follows_its_journal_and_outlives_a_restart() {
     if Path::new("/run/systemd/system").is_dir() {
         eprintln!("SKIPPED: systemd runs here; the test makes units' cgroups by hand");
         return;
@@ -316,7 +316,7 @@ fn watch_unit_resolves_a_cgroup_of_that_name_and_follows_its_journal() {
         }
     }
     let cg_refs: Vec<&Path> = cgs.iter().map(|p| p.as_path()).collect();
-    let (_hog, _) = member(&cg_refs, 24);
+    let (mut hog, _) = member(&cg_refs, 24);
     if !Path::new("/run/systemd/journal/socket").exists() {
         // No journald of the default namespace: the unit is watched without a log, said.
         let tmp = tempfile::tempdir().unwrap();
@@ -402,14 +402,42 @@ fn watch_unit_resolves_a_cgroup_of_that_name_and_follows_its_journal() {
             );
         }
     }
+    // A restart, as systemd makes one: the unit's cgroup removed, then made again with a new
+    // process in it. The session goes on, and says both.
+    hog.kill().unwrap();
+    hog.wait().unwrap();
+    for c in &cgs {
+        assert!(wait_until(Duration::from_secs(5), || std::fs::remove_dir(
+            c
+        )
+        .is_ok()));
+    }
+    let noted = |what: &str| {
+        load(&s).is_ok_and(|l| {
+            marks(&l).into_iter().any(|(_, m)| {
+                matches!(m, Mark::Note { text } if text.contains(what) && text.contains(&unit))
+            })
+        })
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), || noted("was removed")),
+        "the removal is said"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    for c in &cgs {
+        std::fs::create_dir(c).unwrap();
+    }
+    let (mut again, _) = member(&cg_refs, 40);
+    wait_for_sample(&s, "the restarted unit's member", |procs, rss| {
+        procs >= 1 && rss >= 40 * MIB
+    });
+    assert!(noted("is back"), "the return is said");
+    again.kill().unwrap();
+    again.wait().unwrap();
     signal(p.id(), Signal::SIGTERM);
     let out = finished(p);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
 }
 
 #[test]

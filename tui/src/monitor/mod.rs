@@ -130,7 +130,7 @@ impl Monitor {
                 let s = sampler::spawn_cgroup(setup.sampler.clone(), cgroup.dir.clone())
                     .context("cannot start the sampler")?;
                 pipeline.sampled(s);
-                pipeline.watch_cgroup(&cgroup);
+                pipeline.watch_cgroup(&cgroup, unit.as_deref());
                 let following = match &log {
                     Some(LogSource::Command(argv)) => format!(", following `{}`", argv.join(" ")),
                     _ => String::new(),

@@ -130,11 +130,15 @@ impl Pipeline {
         self.watching_metrics();
     }
 
-    /// Also notice when a watched cgroup is removed (its members come and go meanwhile).
-    pub fn watch_cgroup(&mut self, cgroup: &super::service::Cgroup) {
+    /// Also notice when a watched cgroup is removed (its members come and go meanwhile):
+    /// the end of the session, unless it is `unit`'s, which systemd removes at each stop and
+    /// restart (then its removal and its return are said, and the session goes on).
+    pub fn watch_cgroup(&mut self, cgroup: &super::service::Cgroup, unit: Option<&str>) {
         self.watched = Some(Watching::Cgroup {
             members: provetop_collect::sampler::members::CgroupMembers::new(&cgroup.dir),
             name: cgroup.name.clone(),
+            unit: unit.map(str::to_string),
+            absent: false,
         });
         self.watching_metrics();
     }
@@ -400,10 +404,31 @@ impl Pipeline {
 
     /// The record that says the watched target ended, the first time it is seen gone: a
     /// process's exit (an OOM kill where the kernel log names it), a cgroup's removal (its
-    /// members' exits end nothing).
+    /// members' exits end nothing); a unit's cgroup removed, or back, is a note each time.
     fn watched_end(&mut self) -> Option<Record> {
         if self.watched_gone.is_some() {
             return None;
+        }
+        if let Some(Watching::Cgroup {
+            members,
+            name,
+            unit: Some(unit),
+            absent,
+        }) = self.watched.as_mut()
+        {
+            if members.exists() != *absent {
+                return None;
+            }
+            *absent = !*absent;
+            let text = if *absent {
+                format!("cgroup {name} was removed ({unit} stopped, or restarts): waiting for it")
+            } else {
+                format!("cgroup {name} is back ({unit} started): watching its processes")
+            };
+            return Some(Record::new(
+                mono_ns(),
+                RecordBody::Mark(Mark::Note { text }),
+            ));
         }
         let (text, mark) = match self.watched.as_ref()? {
             Watching::Pid { pid, started_us } => {
@@ -416,7 +441,7 @@ impl Pipeline {
                 };
                 (format!("pid {pid} {reason}"), mark)
             }
-            Watching::Cgroup { members, name } => {
+            Watching::Cgroup { members, name, .. } => {
                 if members.exists() {
                     return None;
                 }
@@ -466,10 +491,13 @@ enum Watching {
     /// A process (and its tree), and when it started (µs since boot), to tell its OOM kill
     /// in the kernel log from an older one of a recycled pid.
     Pid { pid: u32, started_us: Option<u64> },
-    /// A cgroup's members, and its path from the hierarchy's root.
+    /// A cgroup's members, its path from the hierarchy's root, the unit it is of (its
+    /// removal then ends nothing), and whether it is removed now.
     Cgroup {
         members: provetop_collect::sampler::members::CgroupMembers,
         name: String,
+        unit: Option<String>,
+        absent: bool,
     },
 }
 

@@ -40,9 +40,10 @@ pub fn spawn(cfg: SamplerConfig, root_pid: u32) -> io::Result<SamplerHandle> {
 }
 
 /// Start sampling every process of the cgroup at `dir` and of the cgroups below it, as they
-/// come and go (`watch --cgroup`). A member's exit ends nothing, nor does an empty cgroup
-/// (its samples count no process); once the cgroup is removed no more samples come, and the
-/// caller, which sees the directory gone, says so.
+/// come and go (`watch --cgroup`, `--unit`). A member's exit ends nothing, nor does an empty
+/// cgroup (its samples count no process); while the cgroup is removed no samples come, and
+/// they resume if it is made again (a unit's restart). The caller, which sees the directory
+/// gone, says so and decides whether that ends the session.
 pub fn spawn_cgroup(cfg: SamplerConfig, dir: std::path::PathBuf) -> io::Result<SamplerHandle> {
     spawn_over(cfg, 0, Some(CgroupMembers::new(dir)))
 }

@@ -7,8 +7,10 @@
 //! the last walk, a member's parent changed, or 30 s passed), reads every process's status,
 //! asks for the peak resets and the table reads that reading calls for, and pushes one
 //! [`Sample`] (or, once, a note that the root is gone). Over a cgroup's members the walk is
-//! a read of their `cgroup.procs` at the walk cadence, a member's exit ends nothing, and the
-//! cgroup's removal stops the samples silently (the front end says it). A full ring drops records and says how
+//! a read of their `cgroup.procs` at the walk cadence and a member's exit ends nothing;
+//! while the cgroup does not exist (removed; a unit's is, at each restart) no sample comes,
+//! and sampling resumes when it is made again (the front end says both, and decides whether
+//! the removal ends the session). A full ring drops records and says how
 //! many, once there is room again.
 
 use std::collections::HashMap;
@@ -65,6 +67,8 @@ pub(super) struct Sampler {
     /// A cgroup's members are the tree instead of a root and its descendants (`watch
     /// --cgroup`): no member's exit ends the sampling, only the cgroup's removal.
     members: Option<members::CgroupMembers>,
+    /// The cgroup of `members` does not exist now.
+    members_absent: bool,
     children_files: bool,
     /// Parents read once per process, for walks without `children` files.
     parents: tree::ParentCache,
@@ -119,6 +123,7 @@ impl Sampler {
             root: 0,
             root_gone: false,
             members,
+            members_absent: false,
             children_files: tree::has_children_files(),
             parents: tree::ParentCache::default(),
             next_walk: Instant::now(),
@@ -248,6 +253,7 @@ impl Sampler {
         self.order.clear();
         self.no_reset.clear();
         self.root_gone = false;
+        self.members_absent = false;
         self.next_walk = Instant::now();
         let first = match &self.members {
             Some(m) => {
@@ -297,11 +303,21 @@ impl Sampler {
         let t0 = Instant::now();
         let pids = if let Some(m) = &self.members {
             match m.read() {
-                Some(p) => p,
-                // The cgroup was removed: nothing more to sample (the front end says so,
-                // once, from the directory's absence).
+                Some(p) => {
+                    if std::mem::take(&mut self.members_absent) {
+                        // Made again: its files are new ones.
+                        self.cgroup = members::mem_cgroup(m.dir()).map(|c| UsageReader::open(&c));
+                    }
+                    p
+                }
+                // Removed: nothing to sample until it is made again.
                 None => {
-                    self.root_gone = true;
+                    self.members_absent = true;
+                    self.procs.clear();
+                    self.order.clear();
+                    *self.shared.tree.lock().unwrap_or_else(|e| e.into_inner()) =
+                        (self.gen, Vec::new());
+                    self.next_walk = Instant::now() + TREE_MIN_INTERVAL;
                     return;
                 }
             }
@@ -345,7 +361,7 @@ impl Sampler {
             return;
         }
         self.walk_if_due();
-        if self.root_gone {
+        if self.members_absent {
             return;
         }
         if self.cfg.reset_peak && !self.resets.caught_up() {
