@@ -445,7 +445,7 @@ impl Pipeline {
                 if members.exists() {
                     return None;
                 }
-                let text = format!("cgroup {name} was removed: the session ends");
+                let text = format!("cgroup {name} was removed: nothing more to watch");
                 (text.clone(), Mark::Note { text })
             }
         };
