@@ -446,11 +446,18 @@ fn a_watched_process_oom_killed_in_its_memory_cgroup_reads_oom_killed() {
         eprintln!("SKIPPED: no writable memory cgroup here (needs root)");
         return;
     };
-    let Some(cg) = limited_cgroup(&own.dir, own.version == Version::V1, 64 * MIB) else {
+    // A parent of our own: `limited_cgroup`'s name is per process, and another test of this
+    // binary (faults_child's) makes one beside it at the same time.
+    let mut guard = Cgroups(Vec::new());
+    let parent = own
+        .dir
+        .join(format!("provetop-test-watch-oom-{}", std::process::id()));
+    assert!(guard.make(&parent));
+    let Some(cg) = limited_cgroup(&parent, own.version == Version::V1, 64 * MIB) else {
         eprintln!("SKIPPED: cannot limit a memory cgroup here");
         return;
     };
-    let _guard = Cgroups(vec![cg.clone()]);
+    guard.0.push(cg.clone());
     let script = format!(
         "echo $$ > '{}/cgroup.procs' && exec '{}' --stdin",
         cg.display(),
