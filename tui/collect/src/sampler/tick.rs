@@ -65,7 +65,7 @@ pub(super) struct Sampler {
     root: u32,
     root_gone: bool,
     /// A cgroup's members are the tree instead of a root and its descendants (`watch
-    /// --cgroup`): no member's exit ends the sampling, only the cgroup's removal.
+    /// --cgroup`, `--unit`): no member's exit ends the sampling; the cgroup's removal pauses it.
     members: Option<members::CgroupMembers>,
     /// The cgroup of `members` does not exist now.
     members_absent: bool,
