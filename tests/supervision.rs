@@ -1,4 +1,4 @@
-//! Supervising and watching real processes: faults of the child and of provetop, hostile children, process trees, the bundled prover, signals, watch, headless, hooks, foreign provers and their log lines.
+//! Supervising and watching real processes: faults of the child and of provetop, hostile children, process trees, the bundled prover, signals, watch (of a pid, a cgroup, a unit), headless, hooks, foreign provers and their log lines.
 //!
 //! One test binary for these files (each binary is a link of the whole workspace); the
 //! tests that change process-wide state (`usage`'s CPU readings, `alerts`' environment,
@@ -16,3 +16,4 @@ mod loglines;
 mod process_tree;
 mod signals;
 mod watch_peak;
+mod watch_service;

@@ -35,10 +35,10 @@ pub const NS: u64 = 1_000_000_000;
 pub enum Screen {
     /// Supervising a child we started.
     Run,
-    /// Watching an existing process.
+    /// Watching an existing process or a cgroup.
     Watch {
-        /// Its pid.
-        pid: u32,
+        /// What is watched, named ("pid 1234", "cgroup /system.slice/x", "unit x.service").
+        what: String,
     },
     /// Replaying a file.
     Replay(Playback),

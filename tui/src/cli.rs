@@ -248,11 +248,22 @@ pub enum RestartPolicy {
 #[derive(Debug, Clone, Args)]
 pub struct WatchArgs {
     /// Process to watch (with its descendants): `provetop watch 1234` or `--pid 1234`.
-    #[arg(value_name = "PID", required_unless_present = "pid_flag")]
+    #[arg(value_name = "PID", required_unless_present_any = ["pid_flag", "cgroup", "unit"],
+          conflicts_with_all = ["cgroup", "unit"])]
     pid_arg: Option<u32>,
     /// The same, as an option.
-    #[arg(long = "pid", value_name = "PID", conflicts_with = "pid_arg")]
+    #[arg(long = "pid", value_name = "PID", conflicts_with_all = ["pid_arg", "cgroup", "unit"])]
     pid_flag: Option<u32>,
+    /// Watch every process of a cgroup and of the cgroups below it, as they come and go (a
+    /// service's workers, its restarts): its directory (`/sys/fs/cgroup/…`, v1 or v2) or its
+    /// path from the hierarchy's root (`/system.slice/curio.service`). A member's exit ends
+    /// nothing; the cgroup's removal ends the session.
+    #[arg(long, value_name = "DIR", conflicts_with = "unit")]
+    pub cgroup: Option<String>,
+    /// Watch a systemd unit (`.service` added when NAME has no unit type): its cgroup, as
+    /// `--cgroup` does, and, where journald runs, its journal as the `--log`.
+    #[arg(long, value_name = "NAME")]
+    pub unit: Option<String>,
     /// Measure interval peaks by resetting the process's VmHWM after each sample
     /// (`clear_refs` ← 5). Off by default for a process provetop did not start: the reset
     /// is visible to every other reader of VmHWM (`/usr/bin/time`'s max RSS, a job
@@ -263,7 +274,7 @@ pub struct WatchArgs {
     pub reset_peak: bool,
     /// A log the process writes, read for its phases like a supervised child's output
     /// (followed as it grows); `-` reads standard input, e.g. `journalctl -fu curio |
-    /// provetop watch PID --log -`.
+    /// provetop watch PID --log -`. With `--unit`, replaces the unit's journal.
     #[arg(long, value_name = "FILE")]
     pub log: Option<LogSource>,
     /// Monitoring options.
@@ -271,12 +282,29 @@ pub struct WatchArgs {
     pub monitor: MonitorOpts,
 }
 
+/// What `provetop watch` watches, however it was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Watched {
+    /// A process and its descendants.
+    Pid(u32),
+    /// A cgroup, as `--cgroup` names it.
+    Cgroup(String),
+    /// A systemd unit, as `--unit` names it.
+    Unit(String),
+}
+
 impl WatchArgs {
-    /// The process to watch, however it was given.
-    pub fn pid(&self) -> u32 {
-        self.pid_arg
-            .or(self.pid_flag)
-            .expect("clap requires one of PID and --pid")
+    /// What to watch (clap requires one of PID, `--pid`, `--cgroup` and `--unit`, and no
+    /// two: the order here only settles what clap already refused).
+    pub fn watched(&self) -> Watched {
+        if let Some(c) = &self.cgroup {
+            return Watched::Cgroup(c.clone());
+        }
+        if let Some(u) = &self.unit {
+            return Watched::Unit(u.clone());
+        }
+        // Clap requires one of them; 0 is refused as "not a process id" like any bad pid.
+        Watched::Pid(self.pid_arg.or(self.pid_flag).unwrap_or(0))
     }
 }
 
@@ -372,6 +400,9 @@ pub enum LogSource {
     File(PathBuf),
     /// provetop's standard input (`-`).
     Stdin,
+    /// The output of a command that follows a log (`watch --unit`'s journal: `journalctl
+    /// --follow --unit NAME`); never given on the command line.
+    Command(Vec<String>),
 }
 
 impl std::str::FromStr for LogSource {

@@ -63,8 +63,8 @@ pub fn main(s: Setup, target: Target) -> anyhow::Result<i32> {
 
 /// What a screenless session needs to know about its target besides the monitor.
 pub struct Served {
-    /// The pid watched (None: a supervised command).
-    pub watched: Option<u32>,
+    /// What is watched, named ("pid 12", "unit curio.service"; None: a supervised command).
+    pub watched: Option<String>,
     /// The child's log, for its last lines on a failure.
     pub child_log: Option<std::path::PathBuf>,
     command: Vec<String>,
@@ -75,7 +75,7 @@ impl Served {
     /// Before `target` is handed to the monitor.
     pub fn new(target: &Target) -> Served {
         let (watched, restartable) = match target {
-            Target::Pid { pid, .. } => (Some(*pid), false),
+            Target::Pid { .. } | Target::Cgroup { .. } => (target.watched_name(), false),
             Target::Command(spec) => (
                 None,
                 matches!(
@@ -123,11 +123,12 @@ pub async fn serve(
     mut control: Option<ControlServer>,
     stop: impl std::future::Future<Output = i32>,
 ) -> anyhow::Result<(i32, Option<std::path::PathBuf>, Option<String>)> {
-    let watched = served.watched;
+    let watched = served.watched.is_some();
     mon.pipeline.to_stderr = true;
     mon.pipeline.pump_every(monitor::PUMP_EVERY);
     tokio::pin!(stop);
     let mut dead = None;
+    let mut gone = None;
     let (ended, by_itself, recorded) = loop {
         tokio::select! {
             // Records are pumped when they come; a request is answered on arrival, from
@@ -144,7 +145,7 @@ pub async fn serve(
             }
             sig = &mut stop => {
                 let why = format!("got {}", signal_name(sig));
-                if watched.is_none() {
+                if !watched {
                     crate::say!("provetop: {why}: stopping the child");
                 }
                 let (e, r) = mon.stop(m, &why).await;
@@ -153,6 +154,7 @@ pub async fn serve(
         }
         mon.pump(m);
         if mon.pipeline.watched_gone() {
+            gone = mon.pipeline.watched_end_text().map(str::to_string);
             break (None, true, mon.finish(m).await);
         }
         // A dead sampler is fatal: no more samples would come.
@@ -171,19 +173,28 @@ pub async fn serve(
         }
     };
     drop(control);
-    let code = match (&ended, watched) {
-        (Some(exit), _) => {
+    let code = match &ended {
+        Some(exit) => {
             crate::say!("provetop: child {}", exit.reason);
             if by_itself {
                 say_child_tail(m, served.child_log.as_deref(), exit);
             }
             exit_status(exit)
         }
-        (None, Some(pid)) if by_itself => {
-            crate::say!("provetop: pid {pid} exited");
-            0
+        None => {
+            if let Some(text) = gone.filter(|_| by_itself) {
+                crate::say!("provetop: {text}");
+            }
+            // A watched process's status is its parent's; only the kernel's kill is known.
+            match &m.child {
+                crate::model::ChildStatus::Exited {
+                    oom_kill: true,
+                    signal: Some(sig),
+                    ..
+                } if by_itself => 128 + sig,
+                _ => 0,
+            }
         }
-        _ => 0,
     };
     Ok((code, recorded, dead))
 }
@@ -197,7 +208,7 @@ const CHILD_TAIL_BYTES: u64 = 16 * 1024;
 pub fn child_log(target: &Target) -> Option<std::path::PathBuf> {
     match target {
         Target::Command(spec) => spec.log_path.clone(),
-        Target::Pid { .. } => None,
+        Target::Pid { .. } | Target::Cgroup { .. } => None,
     }
 }
 

@@ -66,6 +66,13 @@ impl Driver for LiveDriver {
                 app.quit = true;
             }
         }
+        if let (false, Some(text)) = (self.told_exit, self.monitor.pipeline.watched_end_text()) {
+            if !matches!(app.model.child, ChildStatus::Exited { .. }) {
+                // A cgroup removed: no process exit says it.
+                self.told_exit = true;
+                app.flash(format!("{text}; q quits"), true);
+            }
+        }
         if let ChildStatus::Exited { reason, .. } = &app.model.child {
             if !self.told_exit {
                 self.told_exit = true;
@@ -180,15 +187,17 @@ fn supervised_by(pid: u32) -> Option<String> {
     })
 }
 
-/// `provetop watch PID`.
+/// `provetop watch PID`, `watch --cgroup DIR`, `watch --unit NAME`.
 pub fn main_watch(args: &WatchArgs) -> anyhow::Result<i32> {
-    let target = Target::pid(args.pid(), args.log.clone())?;
-    if let Some(id) = supervised_by(args.pid()) {
-        crate::say!(
-            "provetop: pid {} is supervised by provetop session {id}: `provetop attach {id}` \
-             shows its phases and sends its controls (watch shows memory only)",
-            args.pid()
-        );
+    let watched = args.watched();
+    let target = Target::watch(watched.clone(), args.log.clone())?;
+    if let crate::cli::Watched::Pid(pid) = watched {
+        if let Some(id) = supervised_by(pid) {
+            crate::say!(
+                "provetop: pid {pid} is supervised by provetop session {id}: `provetop attach {id}` \
+                 shows its phases and sends its controls (watch shows memory only)"
+            );
+        }
     }
     let mut s = setup(&args.monitor)?;
     // Not ours to reset unless asked (`--reset-peak`'s help says why).
@@ -196,7 +205,8 @@ pub fn main_watch(args: &WatchArgs) -> anyhow::Result<i32> {
     if args.monitor.headless {
         return crate::headless::main(s, target);
     }
-    screen(s, target, Screen::Watch { pid: args.pid() }, None, None)
+    let what = target.watched_name().unwrap_or_default();
+    screen(s, target, Screen::Watch { what }, None, None)
 }
 
 /// Why the screen ended, for the recording.

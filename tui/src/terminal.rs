@@ -178,7 +178,9 @@ mod tests {
     fn each_screen_without_a_terminal_names_what_does_its_work_without_one() {
         let run = no_terminal(&Screen::Run);
         assert!(run.contains("`provetop run --headless`"), "{run}");
-        let watch = no_terminal(&Screen::Watch { pid: 1 });
+        let watch = no_terminal(&Screen::Watch {
+            what: "pid 1".into(),
+        });
         assert!(watch.contains("`provetop watch --headless`"), "{watch}");
         let attach = no_terminal(&Screen::Attach { read_only: false });
         assert!(attach.contains("attach needs one") && attach.contains("`provetop ls`"));

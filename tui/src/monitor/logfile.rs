@@ -7,7 +7,9 @@
 //! [`POLL`]); one that shrinks was truncated or rotated and is read again from its start.
 //! Of a file already larger than [`BACKLOG`] only the last [`BACKLOG`] bytes are read (from
 //! a line's start): its older lines are history, placed in the past by their timestamps.
-//! Standard input is read to its end.
+//! Standard input is read to its end. A command (`watch --unit`'s `journalctl --follow`) is
+//! read to its end too, its lines marked `file`; it is ended with provetop, and a command
+//! that fails says why in a warning.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -33,6 +35,13 @@ pub const BACKLOG: u64 = 16 << 20;
 pub fn spawn(src: LogSource, rules: Vec<Rule>) -> anyhow::Result<RecordRx> {
     let (tx, rx) = channel::channel(provetop_collect::supervisor::RECORD_CHANNEL);
     let reader: Box<dyn Read + Send> = match &src {
+        LogSource::Command(argv) => {
+            let argv = argv.clone();
+            std::thread::Builder::new()
+                .name("provetop-log".into())
+                .spawn(move || follow_command(argv, rules, tx))?;
+            return Ok(rx);
+        }
         LogSource::Stdin => Box::new(std::io::stdin()),
         LogSource::File(p) => {
             let mut f = provetop_shared::session::open_regular(p)
@@ -60,7 +69,7 @@ fn follow(
 ) {
     let source = match src {
         LogSource::Stdin => OutputSource::Stdin,
-        LogSource::File(_) => OutputSource::File,
+        LogSource::File(_) | LogSource::Command(_) => OutputSource::File,
     };
     let mut sink = LineSink::with_rules(rules);
     let mut buf = vec![0u8; 64 << 10];
@@ -109,5 +118,71 @@ fn follow(
     });
     if let Some(d) = sink.take_over() {
         send(d);
+    }
+}
+
+/// Read the output of `argv` (a command that follows a log) as [`follow`] reads a pipe; the
+/// command is started on this thread, which lives while it runs, so that it ends with
+/// provetop (`PR_SET_PDEATHSIG`). A command that cannot start, or fails, is a warning with
+/// its first words of complaint.
+fn follow_command(argv: Vec<String>, rules: Vec<Rule>, tx: RecordTx) {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    let warn = |text: String| {
+        let _ = tx.blocking_send(Record::new(
+            mono_ns(),
+            provetop_shared::RecordBody::Mark(provetop_shared::Mark::Warning { text }),
+        ));
+    };
+    let Some((prog, args)) = argv.split_first() else {
+        return;
+    };
+    let mut cmd = Command::new(prog);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: the closure runs in the child between fork and exec and only calls prctl(2),
+    // which is async-signal-safe; it touches no memory of the parent's.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let shown = argv.join(" ");
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return warn(format!(
+                "cannot run `{shown}`: {e}: the log is not followed"
+            ))
+        }
+    };
+    let (Some(out), Some(mut err)) = (child.stdout.take(), child.stderr.take()) else {
+        return;
+    };
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = (&mut err).take(4096).read_to_string(&mut s);
+        s
+    });
+    follow(
+        LogSource::Command(Vec::new()),
+        Box::new(out),
+        false,
+        rules,
+        tx.clone(),
+    );
+    let status = child.wait();
+    let complaint = err_reader.join().unwrap_or_default();
+    let first = complaint
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    match status {
+        Ok(s) if s.success() && first.is_empty() => {}
+        Ok(s) => warn(format!("`{shown}` ended ({s}): {}", first.trim())),
+        Err(e) => warn(format!("`{shown}`: {e}")),
     }
 }

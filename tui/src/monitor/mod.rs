@@ -5,7 +5,9 @@
 //! * [`pipeline`]: the records' way from sampler and supervisor to alerts, model, recorder.
 //! * [`recorder`]: appends the records to the session file, flushing at least once a second
 //!   and surviving a full disk.
-//! * [`target`]: the bundled prover, a command, or a pid.
+//! * [`target`]: the bundled prover, a command, a pid, or a cgroup.
+//! * [`service`]: a cgroup or a systemd unit as the target, and the unit's journal.
+//! * [`watched_exit`]: how a watched process ended (an OOM kill, from the kernel log).
 //! * [`signals`]: what stops provetop, and exit statuses.
 //! * [`control`]: the session's control socket (attach, ls, scripts).
 //! * [`own_cpu`]: what watching cost provetop, per thread, for the note a session ends with.
@@ -18,8 +20,10 @@ pub mod metrics;
 pub mod own_cpu;
 pub mod pipeline;
 pub mod recorder;
+pub mod service;
 pub mod signals;
 pub mod target;
+pub mod watched_exit;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -32,6 +36,7 @@ use provetop_shared::session::SessionHeader;
 pub use pipeline::Pipeline;
 pub use target::Target;
 
+use crate::cli::LogSource;
 use crate::model::Model;
 use crate::settings::Setup;
 
@@ -117,6 +122,52 @@ impl Monitor {
                     supervisor: None,
                     grace: Duration::ZERO,
                     _claim: claim,
+                })
+            }
+            Target::Cgroup { cgroup, unit, log } => {
+                let mut pipeline = Pipeline::new(setup.rules.clone(), setup.hook.clone(), record)?;
+                pipeline.serve_metrics(endpoint, model);
+                let s = sampler::spawn_cgroup(setup.sampler.clone(), cgroup.dir.clone())
+                    .context("cannot start the sampler")?;
+                pipeline.sampled(s);
+                pipeline.watch_cgroup(&cgroup, unit.as_deref());
+                let following = match &log {
+                    Some(LogSource::Command(argv)) => format!(", following `{}`", argv.join(" ")),
+                    _ => String::new(),
+                };
+                let has_log = log.is_some();
+                if let Some(src) = log {
+                    pipeline.followed(logfile::spawn(src, setup.log_rules.clone())?);
+                }
+                let what = match &unit {
+                    Some(u) => format!("unit {u} (cgroup {})", cgroup.dir.display()),
+                    None => format!("cgroup {}", cgroup.dir.display()),
+                };
+                pipeline.note(
+                    model,
+                    format!("watching every process of {what}{following}"),
+                );
+                if let (Some(u), false) = (&unit, has_log) {
+                    let text = format!(
+                        "journald is not running here: the journal of {u} is not followed \
+                         (--log FILE reads a log instead)"
+                    );
+                    warn_at_start(&mut pipeline, model, text);
+                }
+                if !setup.sampler.reset_peak {
+                    pipeline.note(
+                        model,
+                        "interval peaks are not measured (VmHWM is not reset in a process \
+                         provetop did not start; --reset-peak does)"
+                            .into(),
+                    );
+                }
+                // No claim: its lock names one process's tree, and a cgroup's members change.
+                Ok(Monitor {
+                    pipeline,
+                    supervisor: None,
+                    grace: Duration::ZERO,
+                    _claim: sampler::SamplingClaim::take(0).0,
                 })
             }
         }
@@ -214,18 +265,23 @@ fn claim(pipeline: &mut Pipeline, model: &mut Model, pid: u32) -> sampler::Sampl
             "{whose} is also sampled by another provetop (pid {holder}): where either resets \
              VmHWM, the other's interval peaks are spoiled"
         );
-        crate::say!("provetop: warning: {text}");
-        let was = std::mem::replace(&mut pipeline.to_stderr, false);
-        pipeline.push(
-            model,
-            provetop_shared::Record::new(
-                provetop_shared::clock::mono_ns(),
-                provetop_shared::RecordBody::Mark(provetop_shared::Mark::Warning { text }),
-            ),
-        );
-        pipeline.to_stderr = was;
+        warn_at_start(pipeline, model, text);
     }
     claim
+}
+
+/// A warning while the session starts: on stderr now (no screen is up yet), and recorded.
+fn warn_at_start(pipeline: &mut Pipeline, model: &mut Model, text: String) {
+    crate::say!("provetop: warning: {text}");
+    let was = std::mem::replace(&mut pipeline.to_stderr, false);
+    pipeline.push(
+        model,
+        provetop_shared::Record::new(
+            provetop_shared::clock::mono_ns(),
+            provetop_shared::RecordBody::Mark(provetop_shared::Mark::Warning { text }),
+        ),
+    );
+    pipeline.to_stderr = was;
 }
 
 /// The async runtime every front end runs on.

@@ -49,8 +49,10 @@ pub struct Pipeline {
     /// When the sampler last woke [`Self::wait`].
     sampler_woke: Instant,
     reported_drops: u64,
-    watched: Option<u32>,
-    watched_gone: bool,
+    watched: Option<Watching>,
+    /// What ended the watched target ("pid 12 OOM-killed (…)", "cgroup /x was removed"),
+    /// once it has.
+    watched_gone: Option<String>,
     hook_failed: bool,
     /// The sampler thread ended without a stop: why (fatal: the session must stop).
     sampler_died: Option<String>,
@@ -87,7 +89,7 @@ impl Pipeline {
             sampler_woke: Instant::now(),
             reported_drops: 0,
             watched: None,
-            watched_gone: false,
+            watched_gone: None,
             hook_failed: false,
             sampler_died: None,
             to_stderr: false,
@@ -120,9 +122,28 @@ impl Pipeline {
         self.note(model, text);
     }
 
-    /// Also notice when a watched (not supervised) process goes away.
+    /// Also notice when a watched (not supervised) process goes away, and whether the
+    /// kernel killed it for memory.
     pub fn watch_pid(&mut self, pid: u32) {
-        self.watched = Some(pid);
+        let started_us = super::watched_exit::started_us(pid);
+        self.watched = Some(Watching::Pid { pid, started_us });
+        self.watching_metrics();
+    }
+
+    /// Also notice when a watched cgroup is removed (its members come and go meanwhile):
+    /// the end of the session, unless it is `unit`'s, which systemd removes at each stop and
+    /// restart (then its removal and its return are said, and the session goes on).
+    pub fn watch_cgroup(&mut self, cgroup: &super::service::Cgroup, unit: Option<&str>) {
+        self.watched = Some(Watching::Cgroup {
+            members: provetop_collect::sampler::members::CgroupMembers::new(&cgroup.dir),
+            name: cgroup.name.clone(),
+            unit: unit.map(str::to_string),
+            absent: false,
+        });
+        self.watching_metrics();
+    }
+
+    fn watching_metrics(&self) {
         if let Some(e) = &self.metrics {
             // No ChildStarted mark comes for a process provetop did not start.
             e.metrics().watching();
@@ -345,20 +366,8 @@ impl Pipeline {
                 }
             }
         }
-        if let Some(pid) = self.watched {
-            if !self.watched_gone && !Path::new(&format!("/proc/{pid}")).exists() {
-                self.watched_gone = true;
-                buf.push(Record::new(
-                    mono_ns(),
-                    RecordBody::Mark(Mark::ChildExited {
-                        pid,
-                        code: None,
-                        signal: None,
-                        oom_kill: false,
-                        reason: "exited (watched: status unknown)".into(),
-                    }),
-                ));
-            }
+        if let Some(r) = self.watched_end() {
+            buf.push(r);
         }
         // Sampler and supervisor interleave: keep the merged batch in time order.
         buf.sort_by_key(|r| r.t);
@@ -390,9 +399,65 @@ impl Pipeline {
         self.sampler_died.as_deref()
     }
 
-    /// Whether the watched process is gone.
+    /// Whether the watched process (or cgroup) is gone.
     pub fn watched_gone(&self) -> bool {
-        self.watched_gone
+        self.watched_gone.is_some()
+    }
+
+    /// What ended the watched target, once it has ended.
+    pub fn watched_end_text(&self) -> Option<&str> {
+        self.watched_gone.as_deref()
+    }
+
+    /// The record that says the watched target ended, the first time it is seen gone: a
+    /// process's exit (an OOM kill where the kernel log names it), a cgroup's removal (its
+    /// members' exits end nothing); a unit's cgroup removed, or back, is a note each time.
+    fn watched_end(&mut self) -> Option<Record> {
+        if self.watched_gone.is_some() {
+            return None;
+        }
+        if let Some(Watching::Cgroup {
+            members,
+            name,
+            unit: Some(unit),
+            absent,
+        }) = self.watched.as_mut()
+        {
+            if members.exists() != *absent {
+                return None;
+            }
+            *absent = !*absent;
+            let text = if *absent {
+                format!("cgroup {name} was removed ({unit} stopped, or restarts): waiting for it")
+            } else {
+                format!("cgroup {name} is back ({unit} started): watching its processes")
+            };
+            return Some(Record::new(
+                mono_ns(),
+                RecordBody::Mark(Mark::Note { text }),
+            ));
+        }
+        let (text, mark) = match self.watched.as_ref()? {
+            Watching::Pid { pid, started_us } => {
+                if !super::watched_exit::ended(*pid, *started_us) {
+                    return None;
+                }
+                let mark = super::watched_exit::exit_mark(*pid, *started_us);
+                let Mark::ChildExited { reason, .. } = &mark else {
+                    return None;
+                };
+                (format!("pid {pid} {reason}"), mark)
+            }
+            Watching::Cgroup { members, name, .. } => {
+                if members.exists() {
+                    return None;
+                }
+                let text = format!("cgroup {name} was removed: nothing more to watch");
+                (text.clone(), Mark::Note { text })
+            }
+        };
+        self.watched_gone = Some(text);
+        Some(Record::new(mono_ns(), RecordBody::Mark(mark)))
     }
 
     /// Note what watching cost, before [`Self::finish`]: the sampler's peak resets (what they
@@ -426,6 +491,21 @@ impl Pipeline {
             }
         }
     }
+}
+
+/// What a watch follows to its end.
+enum Watching {
+    /// A process (and its tree), and when it started (µs since boot), to tell its OOM kill
+    /// in the kernel log from an older one of a recycled pid.
+    Pid { pid: u32, started_us: Option<u64> },
+    /// A cgroup's members, its path from the hierarchy's root, the unit it is of (its
+    /// removal then ends nothing), and whether it is removed now.
+    Cgroup {
+        members: provetop_collect::sampler::members::CgroupMembers,
+        name: String,
+        unit: Option<String>,
+        absent: bool,
+    },
 }
 
 /// Flush and close a recording from a panic hook (never blocks on the lock).

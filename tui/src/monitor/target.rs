@@ -1,4 +1,5 @@
-//! What a session monitors: the bundled prover, a command, or an existing process.
+//! What a session monitors: the bundled prover, a command, an existing process, or a
+//! service (a cgroup, or a systemd unit's cgroup and journal: [`super::service`]).
 
 use std::path::PathBuf;
 
@@ -13,6 +14,14 @@ pub enum Target {
     /// A process provetop did not start, and the log it writes when one is followed
     /// (`watch --log`).
     Pid { pid: u32, log: Option<LogSource> },
+    /// Every process of a cgroup (`watch --cgroup`, `watch --unit`), and the log followed:
+    /// `--log`'s, else a unit's journal where journald runs.
+    Cgroup {
+        cgroup: super::service::Cgroup,
+        /// The unit it was resolved from (`--unit`).
+        unit: Option<String>,
+        log: Option<LogSource>,
+    },
 }
 
 impl Target {
@@ -50,12 +59,52 @@ impl Target {
         Ok(Target::Pid { pid, log })
     }
 
+    /// `provetop watch`'s target, resolved and checked: a pid, a cgroup, or a unit's cgroup
+    /// and journal (`log`, when given, replaces the journal; where journald does not run a
+    /// unit has no log, said when the session starts).
+    pub fn watch(watched: crate::cli::Watched, log: Option<LogSource>) -> anyhow::Result<Target> {
+        use super::service;
+        use crate::cli::Watched;
+        Ok(match watched {
+            Watched::Pid(pid) => Target::pid(pid, log)?,
+            Watched::Cgroup(arg) => Target::Cgroup {
+                cgroup: service::cgroup(&arg)?,
+                unit: None,
+                log,
+            },
+            Watched::Unit(name) => {
+                let unit = service::unit_name(&name);
+                let cgroup = service::unit_cgroup(&unit)?;
+                let log = log.or_else(|| service::journal_command(&unit).map(LogSource::Command));
+                Target::Cgroup {
+                    cgroup,
+                    unit: Some(unit),
+                    log,
+                }
+            }
+        })
+    }
+
+    /// What the session watches, as its screen and its messages name it ("pid 1234",
+    /// "cgroup /system.slice/x", "unit curio.service"); `None` for a supervised command.
+    pub fn watched_name(&self) -> Option<String> {
+        match self {
+            Target::Command(_) => None,
+            Target::Pid { pid, .. } => Some(format!("pid {pid}")),
+            Target::Cgroup { unit: Some(u), .. } => Some(format!("unit {u}")),
+            Target::Cgroup { cgroup, .. } => Some(format!("cgroup {}", cgroup.name)),
+        }
+    }
+
     /// Whether the session reads a log on standard input (`watch --log -`): the screen then
     /// takes its keys from the terminal.
     pub fn reads_stdin(&self) -> bool {
         matches!(
             self,
             Target::Pid {
+                log: Some(LogSource::Stdin),
+                ..
+            } | Target::Cgroup {
                 log: Some(LogSource::Stdin),
                 ..
             }
@@ -67,6 +116,12 @@ impl Target {
         match self {
             Target::Command(spec) => spec.argv.clone(),
             Target::Pid { pid, .. } => vec!["watch".to_string(), pid.to_string()],
+            Target::Cgroup { unit: Some(u), .. } => {
+                vec!["watch".into(), "--unit".into(), u.clone()]
+            }
+            Target::Cgroup { cgroup, .. } => {
+                vec!["watch".into(), "--cgroup".into(), cgroup.name.clone()]
+            }
         }
     }
 }

@@ -137,10 +137,10 @@ fn state(app: &App) -> Item<'static> {
         (Screen::Replay(p), _) if p.abrupt_end && app.clock >= p.end => {
             Span::styled(format!("■ {}", crate::text::ABRUPT_END), t.bad())
         }
-        (Screen::Watch { pid }, ChildStatus::Exited { reason, .. }) => {
-            Span::styled(format!("■ pid {pid} {reason}"), t.bad())
+        (Screen::Watch { what }, ChildStatus::Exited { reason, .. }) => {
+            Span::styled(format!("■ {what} {reason}"), t.bad())
         }
-        (Screen::Watch { pid }, _) => Span::styled(format!("◉ watching pid {pid}"), t.ok()),
+        (Screen::Watch { what }, _) => Span::styled(format!("◉ watching {what}"), t.ok()),
         (Screen::Replay(_), ChildStatus::None) => Span::styled("▷ replay", t.dim()),
         (_, ChildStatus::None) => Span::styled("○ starting", t.dim()),
         (_, ChildStatus::Running { pid, stopped, .. }) => {

@@ -16,6 +16,7 @@ use provetop_shared::Record;
 use ringbuf::traits::{Consumer, Split};
 use ringbuf::{HeapCons, HeapProd, HeapRb};
 
+use super::members::CgroupMembers;
 use super::peak::ResetReport;
 use super::tick::{Sampler, TickReport};
 use super::{gpu, peak, pinned, SamplerConfig, Shared, RING_CAPACITY, THREAD_NAME};
@@ -35,13 +36,30 @@ pub struct SamplerHandle {
 /// [`Mark::Note`](provetop_shared::Mark::Note)) and sampling resumes after
 /// [`SamplerHandle::set_root`].
 pub fn spawn(cfg: SamplerConfig, root_pid: u32) -> io::Result<SamplerHandle> {
+    spawn_over(cfg, root_pid, None)
+}
+
+/// Start sampling every process of the cgroup at `dir` and of the cgroups below it, as they
+/// come and go (`watch --cgroup`, `--unit`). A member's exit ends nothing, nor does an empty
+/// cgroup (its samples count no process); while the cgroup is removed no samples come, and
+/// they resume if it is made again (a unit's restart). The caller, which sees the directory
+/// gone, says so and decides whether that ends the session.
+pub fn spawn_cgroup(cfg: SamplerConfig, dir: std::path::PathBuf) -> io::Result<SamplerHandle> {
+    spawn_over(cfg, 0, Some(CgroupMembers::new(dir)))
+}
+
+fn spawn_over(
+    cfg: SamplerConfig,
+    root_pid: u32,
+    members: Option<CgroupMembers>,
+) -> io::Result<SamplerHandle> {
     cfg.validate()?;
     let (prod, cons) = HeapRb::<Record>::new(RING_CAPACITY).split();
     let shared = Arc::new(Shared::new(root_pid));
     let resets = peak::PeakResets::spawn()?;
     let peak_shared = resets.shared().clone();
 
-    let started = start_threads(&cfg, &shared, prod, resets);
+    let started = start_threads(&cfg, &shared, prod, resets, members);
     let thread = match started {
         Ok(t) => t,
         Err(e) => {
@@ -64,6 +82,7 @@ fn start_threads(
     shared: &Arc<Shared>,
     prod: HeapProd<Record>,
     resets: peak::PeakResets,
+    members: Option<CgroupMembers>,
 ) -> io::Result<JoinHandle<()>> {
     let hz = cfg.hz;
     let maps = shared.spawn_helper("provetop-maps", move |s| pinned::maps_loop(s, hz))?;
@@ -95,7 +114,7 @@ fn start_threads(
                 }
             }
             let _end = WakeOnEnd(s.clone());
-            Sampler::new(cfg, s, prod, resets).run()
+            Sampler::new(cfg, s, prod, resets, members).run()
         })
 }
 

@@ -30,7 +30,8 @@
 //! found locked inside CUDA's mappings): `None` while any process's reading is unknown
 //! (unreadable table, unclassified mapping, not read yet) or stale (`readings.rs`).
 //!
-//! The tree itself is re-discovered at a rate bounded by the walk's measured cost.
+//! The tree itself is re-discovered at a rate bounded by the walk's measured cost: a root
+//! and its descendants, or the members of a cgroup (`members.rs`, for `watch --cgroup`).
 //!
 //! The parts: `shared.rs` the state the threads share, `handle.rs` the app's end (start,
 //! drain, stop), `tick.rs` the schedule and the tick, `readings.rs` what the tick takes from
@@ -41,6 +42,7 @@ mod gpu;
 mod handle;
 pub mod hoststat;
 pub mod maps;
+pub mod members;
 mod peak;
 mod pinned;
 pub mod procstat;
@@ -58,7 +60,7 @@ pub use config::{
     Bounds, SamplerConfig, DEFAULT_GPU_HZ, DEFAULT_HZ, DEFAULT_SMAPS_DUTY, DEFAULT_USAGE_HZ,
     GPU_HZ_BOUNDS, HZ_BOUNDS, SMAPS_DUTY_BOUNDS, USAGE_HZ_BOUNDS,
 };
-pub use handle::{spawn, SamplerHandle};
+pub use handle::{spawn, spawn_cgroup, SamplerHandle};
 pub use peak::{ResetReport, SamplingClaim};
 pub use pinned::{cross_check, read_pinned, smaps_pinned, Check, MAPS_DUTY, MAPS_FLOOR};
 use shared::{GpuState, Shared};

@@ -6,7 +6,11 @@
 //! bounded by the walk's measured cost, and only when a pid was created on the host since
 //! the last walk, a member's parent changed, or 30 s passed), reads every process's status,
 //! asks for the peak resets and the table reads that reading calls for, and pushes one
-//! [`Sample`] (or, once, a note that the root is gone). A full ring drops records and says how
+//! [`Sample`] (or, once, a note that the root is gone). Over a cgroup's members the walk is
+//! a read of their `cgroup.procs` at the walk cadence and a member's exit ends nothing;
+//! while the cgroup does not exist (removed; a unit's is, at each restart) no sample comes,
+//! and sampling resumes when it is made again (the front end says both, and decides whether
+//! the removal ends the session). A full ring drops records and says how
 //! many, once there is room again.
 
 use std::collections::HashMap;
@@ -20,8 +24,8 @@ use ringbuf::traits::{Observer, Producer};
 use ringbuf::HeapProd;
 
 use super::{
-    park_until, peak, system, tree, usage, SamplerConfig, Shared, TREE_BACKSTOP, TREE_DUTY,
-    TREE_MAX_INTERVAL, TREE_MIN_INTERVAL,
+    members, park_until, peak, system, tree, usage, SamplerConfig, Shared, TREE_BACKSTOP,
+    TREE_DUTY, TREE_MAX_INTERVAL, TREE_MIN_INTERVAL,
 };
 use crate::cgroup::{MemCgroup, UsageReader};
 use crate::procstatus::{MemStatus, StatusReader};
@@ -60,6 +64,11 @@ pub(super) struct Sampler {
     pub(super) gen: u64,
     root: u32,
     root_gone: bool,
+    /// A cgroup's members are the tree instead of a root and its descendants (`watch
+    /// --cgroup`, `--unit`): no member's exit ends the sampling; the cgroup's removal pauses it.
+    members: Option<members::CgroupMembers>,
+    /// The cgroup of `members` does not exist now.
+    members_absent: bool,
     children_files: bool,
     /// Parents read once per process, for walks without `children` files.
     parents: tree::ParentCache,
@@ -94,6 +103,7 @@ impl Sampler {
         shared: Arc<Shared>,
         prod: HeapProd<Record>,
         resets: peak::PeakResets,
+        members: Option<members::CgroupMembers>,
     ) -> Self {
         let meminfo = system::MemInfo::open().ok();
         let usage = (cfg.usage_hz > 0.0).then(usage::UsageReader::new);
@@ -112,6 +122,8 @@ impl Sampler {
             gen: 0,
             root: 0,
             root_gone: false,
+            members,
+            members_absent: false,
             children_files: tree::has_children_files(),
             parents: tree::ParentCache::default(),
             next_walk: Instant::now(),
@@ -241,9 +253,19 @@ impl Sampler {
         self.order.clear();
         self.no_reset.clear();
         self.root_gone = false;
-        self.cgroup = MemCgroup::of_pid(self.root).map(|c| UsageReader::open(&c));
+        self.members_absent = false;
         self.next_walk = Instant::now();
-        *self.shared.tree.lock().unwrap_or_else(|e| e.into_inner()) = (self.gen, vec![self.root]);
+        let first = match &self.members {
+            Some(m) => {
+                self.cgroup = members::mem_cgroup(m.dir()).map(|c| UsageReader::open(&c));
+                Vec::new()
+            }
+            None => {
+                self.cgroup = MemCgroup::of_pid(self.root).map(|c| UsageReader::open(&c));
+                vec![self.root]
+            }
+        };
+        *self.shared.tree.lock().unwrap_or_else(|e| e.into_inner()) = (self.gen, first);
         self.pinned_stale_said = false;
         // The same root again (the front end confirming the child it started): its usage
         // readings go on; a new tree starts without rates. (The open stat files pin each
@@ -258,6 +280,13 @@ impl Sampler {
     /// and no member's parent changed (then only every [`TREE_BACKSTOP`]).
     fn walk_if_due(&mut self) {
         let now = Instant::now();
+        if self.members.is_some() {
+            // Members move in without a pid being created: read them at the walk cadence.
+            if now >= self.next_walk {
+                self.walk_tree();
+            }
+            return;
+        }
         let known = self.procs.contains_key(&self.root);
         if known && now < self.next_walk {
             return;
@@ -272,7 +301,27 @@ impl Sampler {
 
     fn walk_tree(&mut self) {
         let t0 = Instant::now();
-        let pids = if self.children_files {
+        let pids = if let Some(m) = &self.members {
+            match m.read() {
+                Some(p) => {
+                    if std::mem::take(&mut self.members_absent) {
+                        // Made again: its files are new ones.
+                        self.cgroup = members::mem_cgroup(m.dir()).map(|c| UsageReader::open(&c));
+                    }
+                    p
+                }
+                // Removed: nothing to sample until it is made again.
+                None => {
+                    self.members_absent = true;
+                    self.procs.clear();
+                    self.order.clear();
+                    *self.shared.tree.lock().unwrap_or_else(|e| e.into_inner()) =
+                        (self.gen, Vec::new());
+                    self.next_walk = Instant::now() + TREE_MIN_INTERVAL;
+                    return;
+                }
+            }
+        } else if self.children_files {
             tree::descendants(self.root, true)
         } else {
             self.parents.descendants(self.root, &self.order)
@@ -312,6 +361,9 @@ impl Sampler {
             return;
         }
         self.walk_if_due();
+        if self.members_absent {
+            return;
+        }
         if self.cfg.reset_peak && !self.resets.caught_up() {
             self.shared.late_resets.fetch_add(1, Ordering::Relaxed);
         }
@@ -384,8 +436,12 @@ impl Sampler {
                 self.procs.remove(pid);
             }
             self.order.retain(|p| !gone.contains(p));
+            // A member gone: look for its successor (a restart) at once.
+            if self.members.is_some() {
+                self.next_walk = Instant::now();
+            }
         }
-        if gone.contains(&self.root) || procs == 0 {
+        if self.members.is_none() && (gone.contains(&self.root) || procs == 0) {
             self.root_gone = true;
             let root = self.root;
             self.push(Record::new(
