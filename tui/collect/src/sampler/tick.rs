@@ -320,6 +320,7 @@ impl Sampler {
         let mut peak = 0u64;
         let mut procs = 0u32;
         let mut gone = Vec::new();
+        let mut root_unmapped = false;
         self.reset_pids.clear();
         self.counted.clear();
         self.maps_marks.clear();
@@ -374,8 +375,11 @@ impl Sampler {
                         self.reset_pids.push(pid);
                     }
                 }
-                // A zombie (exited, not reaped yet) holds no memory.
-                Ok(_) => gone.push(pid),
+                // A zombie (exited, not reaped yet) holds no memory; nor does a kernel thread.
+                Ok(_) => {
+                    root_unmapped |= pid == self.root;
+                    gone.push(pid)
+                }
                 Err(_) => gone.push(pid),
             }
         }
@@ -391,7 +395,7 @@ impl Sampler {
             self.push(Record::new(
                 t,
                 RecordBody::Mark(Mark::Note {
-                    text: format!("process {root} is gone; sampling stopped"),
+                    text: gone_note(root, root_unmapped),
                 }),
             ));
             return;
@@ -478,5 +482,22 @@ impl std::fmt::Display for TickReport {
             self.usage_reads,
             self.usage_mean.as_secs_f64() * 1e6
         )
+    }
+}
+
+/// The note when sampling stops because the root holds no memory: a root that lives on
+/// without a memory map (a kernel thread) is not said to be gone.
+fn gone_note(root: u32, unmapped: bool) -> String {
+    let alive = unmapped
+        && std::fs::read_to_string(format!("/proc/{root}/stat")).is_ok_and(|s| {
+            let state = s
+                .rfind(')')
+                .and_then(|i| s[i + 1..].split_whitespace().next());
+            !matches!(state, Some("Z" | "X") | None)
+        });
+    if alive {
+        format!("process {root} has no memory map (a kernel thread, or exiting): nothing to sample; sampling stopped")
+    } else {
+        format!("process {root} is gone; sampling stopped")
     }
 }
