@@ -485,18 +485,21 @@ impl std::fmt::Display for TickReport {
     }
 }
 
-/// The note when sampling stops because the root holds no memory: a root that lives on
-/// without a memory map (a kernel thread) is not said to be gone.
+/// The note when sampling stops because the root holds no memory: a kernel thread (which lives
+/// on without a memory map) is not said to be gone; an exiting or exited process is.
 fn gone_note(root: u32, unmapped: bool) -> String {
-    let alive = unmapped
+    // PF_KTHREAD, in the flags field (the 9th) of /proc/PID/stat, after the parenthesized name.
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let kthread = unmapped
         && std::fs::read_to_string(format!("/proc/{root}/stat")).is_ok_and(|s| {
-            let state = s
-                .rfind(')')
-                .and_then(|i| s[i + 1..].split_whitespace().next());
-            !matches!(state, Some("Z" | "X") | None)
+            s.rfind(')')
+                .and_then(|i| s[i + 1..].split_whitespace().nth(6)?.parse::<u64>().ok())
+                .is_some_and(|flags| flags & PF_KTHREAD != 0)
         });
-    if alive {
-        format!("process {root} has no memory map (a kernel thread, or exiting): nothing to sample; sampling stopped")
+    if kthread {
+        format!(
+            "process {root} is a kernel thread: it has no user memory to sample; sampling stopped"
+        )
     } else {
         format!("process {root} is gone; sampling stopped")
     }
