@@ -496,3 +496,67 @@ fn run_and_watch_without_a_terminal_name_their_own_headless_form() {
     let _ = sleeper.kill();
     let _ = sleeper.wait();
 }
+
+/// A kernel thread's pid: kthreadd (2) where it is one, else the first found.
+fn a_kernel_thread() -> u32 {
+    let kthread = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            let rest = &s[s.rfind(')').unwrap() + 1..];
+            let flags: u64 = rest.split_whitespace().nth(6).unwrap().parse().unwrap();
+            flags & 0x0020_0000 != 0
+        })
+    };
+    std::iter::once(2)
+        .chain(
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok()),
+        )
+        .find(|&p| kthread(p))
+        .expect("no kernel thread in /proc")
+}
+
+#[test]
+fn watching_a_kernel_thread_or_a_zombie_says_at_once_why_nothing_can_be_sampled() {
+    let dir = tempfile::tempdir().unwrap();
+    let watch = |pid: u32| {
+        let start = std::time::Instant::now();
+        let out = Command::new(provetop())
+            .args(["watch", &pid.to_string(), "--headless", "--record"])
+            .arg(dir.path().join(format!("{pid}.ptop")))
+            .env("XDG_CONFIG_HOME", dir.path())
+            .output()
+            .unwrap();
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(!err.contains("is gone"), "{err}");
+        assert!(!dir.path().join(format!("{pid}.ptop")).exists());
+        err
+    };
+    let k = a_kernel_thread();
+    let err = watch(k);
+    assert!(err.contains(&format!("pid {k} (")), "{err}");
+    assert!(err.contains("is a kernel thread"), "{err}");
+    assert!(err.contains("nothing to sample"), "{err}");
+
+    // A child of this test that has exited and is not reaped yet.
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    let zombie = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+            s.lines()
+                .any(|l| l.starts_with("State:") && l.contains('Z'))
+        })
+    };
+    let t0 = std::time::Instant::now();
+    while !zombie() {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10));
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let err = watch(pid);
+    assert!(err.contains("has exited (a zombie"), "{err}");
+    child.wait().unwrap();
+}

@@ -884,8 +884,9 @@ fn bad_paths_malformed_oversized_and_crowded_requests_are_answered_or_dropped_an
         &r[..r.len().min(200)]
     );
 
-    // Many connections that never finish their request: a few are served (and time out),
-    // the rest closed at once; a scrape gets through once they are gone.
+    // Many connections of one address that never finish their request: beyond the share of
+    // one address the longest waiting are closed at once, the rest when their head times out;
+    // a scrape gets through all along.
     let crowd: Vec<TcpStream> = (0..64)
         .map(|_| {
             let mut c = TcpStream::connect(addr).unwrap();
@@ -906,7 +907,7 @@ fn bad_paths_malformed_oversized_and_crowded_requests_are_answered_or_dropped_an
         }
     }
     assert!(
-        closed >= 64 - 8,
+        closed >= 64 - 32,
         "only {closed} of 64 idle connections were turned away"
     );
     let (code, body) = get(&url, None).unwrap();
@@ -917,7 +918,7 @@ fn bad_paths_malformed_oversized_and_crowded_requests_are_answered_or_dropped_an
         .unwrap()
         .parse()
         .unwrap();
-    assert!(rejected >= 56.0, "{rejected}");
+    assert!(rejected >= 32.0, "{rejected}");
     // The session went on sampling meanwhile, and ends as it should.
     assert!(samples(&body) > before, "{body}");
     stop(&mut pt);

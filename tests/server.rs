@@ -1003,3 +1003,34 @@ fn attach_by_file_tells_apart_two_sessions_recording_to_the_same_name_in_two_fol
     finish(a);
     finish(b);
 }
+
+#[test]
+fn ls_shows_what_it_knows_of_a_session_that_does_not_answer_and_no_row_of_question_marks() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (served, sock, id) = serve_proved(d);
+    let pid = supervisor_pid(&sock);
+    // A supervisor that cannot answer (stopped here; on its way out in the wild): its socket
+    // still accepts, its status never comes.
+    signal(pid, nix::sys::signal::Signal::SIGSTOP);
+    struct Cont(u32);
+    impl Drop for Cont {
+        fn drop(&mut self) {
+            signal(self.0, nix::sys::signal::Signal::SIGCONT);
+        }
+    }
+    let cont = Cont(pid);
+    let (code, out, err) = provetop_out(d, &["ls"]);
+    drop(cont);
+    assert_eq!(code, Some(0), "{err}");
+    let row = out
+        .lines()
+        .find(|l| l.contains(&id))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(!row.contains(" ? "), "{row}");
+    assert!(row.contains(&pid.to_string()), "{row}");
+    assert!(row.contains("s.ptop"), "{row}");
+    assert!(row.contains("not answering"), "{row}");
+    Conn::open(&sock).stop();
+    finish(served);
+}

@@ -5,4 +5,5 @@
 //! `recorder_disk_full`'s file-size limit) keep binaries of their own.
 
 mod metrics;
+mod metrics_crowd;
 mod server;

@@ -91,9 +91,9 @@ pub struct Cli {
     #[arg(long, value_enum, value_name = "WHAT", default_value = "finish")]
     pub on_sigterm: SigtermPolicy,
 
-    /// Refuse a mode switch whose predicted peak heap (measured bytes per constraint of
-    /// earlier proofs × constraints in flight, plus the resident floor) exceeds this, e.g.
-    /// 8GiB.
+    /// Refuse a mode switch whose predicted peak RSS (the resident floor, RSS at idle with the
+    /// SRS loaded, plus the heap bytes per constraint measured by earlier proofs × the
+    /// constraints the mode keeps in flight) exceeds this, e.g. 8GiB.
     #[arg(long, value_name = "BYTES", value_parser = provetop_shared::units::parse_bytes)]
     pub mem_budget: Option<u64>,
 }

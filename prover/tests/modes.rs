@@ -437,3 +437,66 @@ fn rss_falls_back_to_the_floor_between_proofs() {
         "RSS {rss} kB when idle after the proof, {floor} kB before it, peak {hwm} kB"
     );
 }
+
+/// The `predicted peak` a `mode_refused` reason quotes, in bytes.
+fn predicted_peak(reason: &str) -> u64 {
+    let rest = reason
+        .split("predicted peak ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{reason}"));
+    let rest = rest.strip_prefix("RSS ").unwrap_or(rest);
+    let size: String = rest.split(" exceeds").next().unwrap().to_string();
+    provetop_shared::units::parse_bytes(&size).unwrap_or_else(|e| panic!("{reason}: {e}"))
+}
+
+#[test]
+fn mem_budget_predicts_the_rss_peak_a_mode_reaches_not_only_its_heap() {
+    // The bundled prover's default shape (8 partitions of 2^12) and a wider one.
+    for (partitions, constraints) in [(8, 4096), (2, 16384)] {
+        batch_2_peak_is_predicted(partitions, constraints);
+    }
+}
+
+fn batch_2_peak_is_predicted(partitions: u32, constraints: u64) {
+    let cache = tempfile::tempdir().unwrap();
+    let shape = |extra: &[&str]| workload(partitions, constraints, extra);
+    // One measured proof in sps, then the prediction for batch:2 (a 1 MiB budget refuses
+    // every mode, quoting its prediction).
+    let mut d = Daemon::spawn(
+        &shape(&["--mode", "sps", "--mem-budget", "1MiB", "--proofs", "1"]),
+        cache.path(),
+    );
+    finished(&mut d, 1);
+    set_mode(&mut d, "batch:2");
+    let r = d.wait_for("refused", |e| matches!(e, Event::ModeRefused { .. }));
+    let Event::ModeRefused { reason, .. } = &r.event else {
+        unreachable!()
+    };
+    let predicted = predicted_peak(reason);
+    d.close_stdin();
+    d.finish();
+
+    // What a batch:2 proof (two sectors) really peaks at: the daemon's VmHWM, reset once it
+    // is idle so that loading the parameters does not count.
+    let mut d = Daemon::spawn(
+        &shape(&["--mode", "batch:2", "--proofs", "0"]),
+        cache.path(),
+    );
+    d.wait_for("idle", |e| matches!(e, Event::State { .. }));
+    std::fs::write(format!("/proc/{}/clear_refs", d.pid()), "5").unwrap();
+    prove(&mut d, 2);
+    finished(&mut d, 1);
+    let hwm = d.status_kb("VmHWM:").unwrap() * 1024;
+    d.close_stdin();
+    d.finish();
+    eprintln!("predicted {predicted} B, VmHWM {hwm} B: {reason}");
+    assert!(
+        predicted >= hwm,
+        "batch:2 peaks at {hwm} B of RSS, above the {predicted} B predicted: {reason}"
+    );
+    assert!(
+        (predicted as f64) < hwm as f64 * 1.5,
+        "the prediction {predicted} B is far above the {hwm} B peak: {reason}"
+    );
+    assert!(reason.contains("RSS"), "{reason}");
+}

@@ -213,7 +213,8 @@ pub struct RunArgs {
     /// Bundled prover: proofs to run (default: one after another until quit).
     #[arg(long, value_name = "N")]
     pub proofs: Option<u32>,
-    /// Bundled prover: refuse mode switches whose predicted peak exceeds this (e.g. 8GiB).
+    /// Bundled prover: refuse mode switches whose predicted peak RSS (the RSS at idle plus
+    /// what earlier proofs measured per constraint in flight) exceeds this (e.g. 8GiB).
     #[arg(long, value_name = "BYTES")]
     pub mem_budget: Option<String>,
     /// Bundled prover (GPU builds): the GPUs to use, by index as nvidia-smi numbers them

@@ -1,7 +1,9 @@
 //! `provetop ls`: the sessions on this machine. Live ones are asked for their status over
 //! their control sockets (pid, what runs, uptime, proofs, alerts, attached screens); stale
 //! sockets of dead supervisors are removed on the way and said; then the most recent
-//! recordings of the session directory.
+//! recordings of the session directory. A live session that does not answer (on its way out,
+//! or stopped) is shown with what is known without it (id, pid, age, file) and said so; one
+//! that ended meanwhile is left out.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -26,22 +28,13 @@ pub fn main(args: &LsArgs) -> anyhow::Result<i32> {
         out.push_str("live sessions:\n");
         let rows: Vec<Vec<String>> = live
             .iter()
-            .map(|l| {
+            .filter_map(|l| {
                 match Client::connect(&l.socket, STATUS_TIMEOUT)
                     .map_err(anyhow::Error::from)
                     .and_then(|mut c| c.status())
                 {
-                    Ok(s) => live_row(&s),
-                    Err(e) => vec![
-                        l.id.clone(),
-                        "?".into(),
-                        "?".into(),
-                        "?".into(),
-                        "?".into(),
-                        "?".into(),
-                        "?".into(),
-                        format!("(no answer: {e:#})"),
-                    ],
+                    Ok(s) => Some(live_row(&s)),
+                    Err(e) => unanswered_row(&dir, l, &e),
                 }
             })
             .collect();
@@ -103,6 +96,53 @@ fn live_row(s: &Status) -> Vec<String> {
         }),
         crate::text::inert(&what).into_owned(),
     ]
+}
+
+/// The row of a live session that did not answer its status (a supervisor on its way out, or
+/// stopped): what `ls` knows without it (its id, its supervisor's pid from the lock it holds,
+/// its age, its file), and why the rest is missing. `None` when it has ended meanwhile.
+fn unanswered_row(dir: &Path, l: &Found, e: &anyhow::Error) -> Option<Vec<String>> {
+    let key = l.socket.file_stem()?.to_string_lossy().into_owned();
+    if !matches!(control::probe_key(dir, &key), Probe::Live(_)) {
+        return None;
+    }
+    let age = std::time::SystemTime::now()
+        .duration_since(l.since)
+        .map_or("-".into(), |d| fmt_secs(d.as_secs_f64().floor()));
+    Some(vec![
+        l.id.clone(),
+        lock_holder(&l.socket.with_extension("lock")).map_or("-".into(), |p| p.to_string()),
+        age,
+        "-".into(),
+        "-".into(),
+        "-".into(),
+        l.session.as_ref().map_or("-".into(), |p| {
+            crate::text::inert(&p.display().to_string()).into_owned()
+        }),
+        format!("(not answering, exiting or stopped: {e:#})"),
+    ])
+}
+
+/// The pid of the process holding the `flock` on `lock`, from `/proc/locks` (the file is
+/// only looked at, never opened).
+fn lock_holder(lock: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(lock).ok()?;
+    if !m.file_type().is_file() {
+        return None;
+    }
+    let dev = m.dev();
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let want = format!("{major:02x}:{minor:02x}:{}", m.ino());
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|line| {
+        // `1: FLOCK  ADVISORY  WRITE 4242 00:1a:5678 0 EOF`; a waiter's line has `->`.
+        let f: Vec<&str> = line.split_whitespace().collect();
+        (f.get(1) == Some(&"FLOCK") && f.get(5) == Some(&want.as_str()))
+            .then(|| f.get(4)?.parse().ok())
+            .flatten()
+    })
 }
 
 /// Columns padded to their widest cell, two spaces apart, indented by two.

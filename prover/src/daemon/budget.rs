@@ -1,8 +1,9 @@
 //! `--mem-budget`: the memory model learnt from finished proofs, and the peak it predicts for
 //! a mode before a switch to it is allowed.
 //!
-//! Contract: the predicted peak is the resident floor plus bytes per live constraint times
-//! the constraints the mode keeps alive at once. Bytes per constraint is the largest measured
+//! Contract: the predicted peak is of RSS: the resident floor (the RSS at idle, SRS loaded)
+//! plus bytes per live constraint times the constraints the mode keeps alive at once (what a
+//! proof adds to the resident set is the heap it allocates above its start). Bytes per constraint is the largest measured
 //! over proofs that proved and verified with a counted heap (each such proof logs its
 //! measurement on `provetop_prover::heap`), or [`modes::PRIOR_BYTES_PER_CONSTRAINT`] before
 //! the first. A switch is refused when the prediction exceeds the budget; the reason says
@@ -25,8 +26,8 @@ pub(super) struct MemModel {
 }
 
 impl MemModel {
-    /// Predicted peak bytes of a proof of `w` in `mode` above the resident `floor`, the bytes
-    /// per constraint it assumes, and whether that figure was measured.
+    /// Predicted peak RSS of a proof of `w` in `mode`: the resident `floor` and what it adds,
+    /// the bytes per constraint it assumes, and whether that figure was measured.
     fn predict(&self, floor: u64, w: &Workload, mode: BatchMode) -> (u64, f64, bool) {
         let live = modes::live_constraints(
             mode,
@@ -63,7 +64,7 @@ impl MemModel {
             format!("{bpc:.0} B/constraint assumed (no proof measured yet)")
         };
         Some(format!(
-            "predicted peak {} exceeds --mem-budget {} ({basis}, resident floor {})",
+            "predicted peak RSS {} exceeds --mem-budget {} ({basis}, resident floor {})",
             fmt_bytes(peak),
             fmt_bytes(budget),
             fmt_bytes(floor),

@@ -162,11 +162,9 @@ pub fn run(cfg: Config, emitter: Emitter, input: Option<Box<dyn BufRead + Send>>
 
     {
         let mut c = shared.lock();
-        c.floor = if heap::counting() {
-            heap::live()
-        } else {
-            heap::vm_rss().unwrap_or(0)
-        };
+        // The budget is on RSS: the floor is the resident set at idle (SRS, code, stacks,
+        // caches), the heap alone only where RSS cannot be read.
+        c.floor = heap::vm_rss().unwrap_or_else(|| if heap::counting() { heap::live() } else { 0 });
         c.idle_since = Instant::now();
         if cfg.initial_proofs > 0 && c.stop.is_none() {
             shared.queue_sectors(&mut c, cfg.initial_proofs);

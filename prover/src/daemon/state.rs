@@ -35,7 +35,7 @@ pub(super) struct Ctl {
     /// Since when nothing has been proved (`--repeat-every` counts from here).
     pub(super) idle_since: Instant,
     pub(super) mem: MemModel,
-    /// Bytes held with nothing in flight (the resident SRS), measured once it is loaded.
+    /// RSS with nothing in flight (the resident SRS, code, stacks), measured once it is loaded.
     pub(super) floor: u64,
     /// Signals received so far (the second one always aborts).
     pub(super) signals: u32,

@@ -22,6 +22,8 @@ struct Sink {
     out: Option<Box<dyn Write + Send>>,
     failed: bool,
     said_bye: bool,
+    /// Whether a `hello` was written (the tracing layer sends one only where none was).
+    said_hello: bool,
     /// Copies of every message (tests and benchmarks read them back).
     tap: Option<Vec<EventMsg>>,
 }
@@ -47,6 +49,7 @@ impl Emitter {
                 out,
                 failed: false,
                 said_bye: false,
+                said_hello: false,
                 tap,
             })),
         }
@@ -129,6 +132,7 @@ impl Emitter {
             return;
         }
         s.said_bye = matches!(event, Event::Bye { .. });
+        s.said_hello |= matches!(event, Event::Hello { .. });
         let msg = match ts {
             Some(ts) => EventMsg { ts, event },
             None => EventMsg::now(event),
@@ -145,6 +149,11 @@ impl Emitter {
         if let Some(t) = s.tap.as_mut() {
             t.push(msg);
         }
+    }
+
+    /// Whether a `hello` went out through this emitter (or a clone of it).
+    pub fn said_hello(&self) -> bool {
+        self.lock().said_hello
     }
 
     /// `hello`, the first event: this process's pid and the protocol version are filled in.

@@ -7,11 +7,37 @@ use std::sync::{Arc, Mutex};
 use log::{Level, Log, Metadata, Record};
 use provetop_emit::layer::{PhaseLayer, SpanKind};
 use provetop_emit::logger::{Bridge, Intercept};
-use provetop_emit::{Emitter, Event, Phase};
+use provetop_emit::{
+    Backend, BatchMode, Emitter, Event, EventMsg, Phase, ProverConfig, PROTOCOL_VERSION,
+};
 use tracing_subscriber::layer::SubscriberExt;
 
 fn kinds(e: &Emitter) -> Vec<Event> {
     e.taken().into_iter().map(|m| m.event).collect()
+}
+
+/// What a tracing layer wrote after its `hello`, which must come first and name the protocol.
+fn after_hello(e: &Emitter) -> Vec<EventMsg> {
+    let mut got = e.taken();
+    assert!(!got.is_empty(), "nothing written");
+    let hello = got.remove(0);
+    match &hello.event {
+        Event::Hello { protocol, pid, .. } => {
+            assert_eq!(protocol, PROTOCOL_VERSION);
+            assert_eq!(*pid, std::process::id());
+        }
+        other => panic!("the layer's first event is {other:?}, not hello"),
+    }
+    assert!(
+        !got.iter().any(|m| matches!(m.event, Event::Hello { .. })),
+        "a second hello: {got:?}"
+    );
+    got
+}
+
+/// The events a tracing layer wrote after its `hello`.
+fn layer_kinds(e: &Emitter) -> Vec<Event> {
+    after_hello(e).into_iter().map(|m| m.event).collect()
 }
 
 #[test]
@@ -30,7 +56,7 @@ fn spans_become_a_proof_and_its_phases_with_ids_and_partitions_inherited() {
         drop(_h);
         proof.record("verified", true);
     });
-    let got = kinds(&e);
+    let got = layer_kinds(&e);
     let summary: Vec<String> = got
         .iter()
         .map(|ev| match ev {
@@ -86,7 +112,7 @@ fn proofs_without_ids_are_numbered_and_a_recorded_error_fails_one() {
         // A span created but never entered says nothing.
         let _idle = tracing::info_span!("synthesis");
     });
-    let got = kinds(&e);
+    let got = layer_kinds(&e);
     let finished: Vec<(u64, bool, Option<String>)> = got
         .iter()
         .filter_map(|ev| match ev {
@@ -123,7 +149,7 @@ fn a_map_can_rename_spans_and_leave_others_out() {
         let _a = tracing::info_span!("http request").entered();
         let _b = tracing::info_span!("groth16", proof_id = 3u64).entered();
     });
-    let got = kinds(&e);
+    let got = layer_kinds(&e);
     assert_eq!(got.len(), 2);
     assert!(matches!(
         &got[0],
@@ -289,7 +315,7 @@ fn a_phase_ends_when_it_was_last_left_not_when_a_kept_clone_of_it_closes() {
         std::thread::sleep(std::time::Duration::from_millis(200));
         drop(kept);
     });
-    let got = e.taken();
+    let got = after_hello(&e);
     let (start, end) = (&got[0], &got[1]);
     let Event::PhaseEnded { duration_s, .. } = &end.event else {
         panic!("{got:?}")
@@ -321,10 +347,99 @@ fn a_phase_entered_on_several_threads_ends_with_the_last_of_them() {
             }
         });
     });
-    let got = kinds(&e);
+    let got = layer_kinds(&e);
     assert_eq!(got.len(), 2, "{got:?}");
     let Event::PhaseEnded { duration_s, .. } = &got[1] else {
         panic!("{got:?}")
     };
     assert!(*duration_s >= 0.11, "{duration_s}");
+}
+
+/// A proof of two partitions, each a `partition` span with a synthesis span inside that says
+/// its constraints; `counts` are the proof span's own count fields, if any.
+fn two_partition_proof(proof_id: u64, counts: Option<(u32, u64)>) {
+    let proof = match counts {
+        Some((p, c)) => tracing::info_span!("proof", proof_id, partitions = p, constraints = c),
+        None => tracing::info_span!("proof", proof_id),
+    };
+    let _p = proof.enter();
+    for partition in 0..2u32 {
+        let _q = tracing::info_span!("partition", partition).entered();
+        let _s = tracing::info_span!("synthesis", constraints = 1500u64).entered();
+    }
+}
+
+fn started_counts(got: &[Event]) -> Vec<(u64, u32, u64)> {
+    got.iter()
+        .filter_map(|ev| match ev {
+            Event::ProofStarted {
+                proof_id,
+                partitions,
+                constraints,
+                ..
+            } => Some((*proof_id, *partitions, *constraints)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_layer_says_hello_first_and_counts_partitions_and_constraints_of_proofs_with_two_partition_spans(
+) {
+    // Counts the proof span does not give: unknown (0) for the first proof, then what the
+    // previous proof's partition spans showed.
+    let e = Emitter::memory();
+    let subscriber = tracing_subscriber::registry().with(PhaseLayer::new(e.clone()));
+    tracing::subscriber::with_default(subscriber, || {
+        two_partition_proof(1, None);
+        two_partition_proof(2, None);
+        two_partition_proof(3, Some((4, 9000)));
+    });
+    let got = layer_kinds(&e);
+    assert_eq!(
+        started_counts(&got),
+        [(1, 0, 0), (2, 2, 3000), (3, 4, 9000)],
+        "{got:?}"
+    );
+
+    // The prover's own hello is not repeated; the layer's hello says what it was told.
+    let e = Emitter::memory();
+    e.hello("mine 1.0", Backend::Cuda, config(8, 100));
+    let subscriber = tracing_subscriber::registry().with(PhaseLayer::new(e.clone()));
+    tracing::subscriber::with_default(subscriber, || two_partition_proof(1, Some((2, 3000))));
+    let got = after_hello(&e);
+    assert!(matches!(
+        got[0].event,
+        Event::ProofStarted {
+            partitions: 2,
+            constraints: 3000,
+            ..
+        }
+    ));
+
+    let e = Emitter::memory();
+    let layer = PhaseLayer::new(e.clone()).with_hello("told 2.0", Backend::Cpu, None);
+    let subscriber = tracing_subscriber::registry().with(layer);
+    tracing::subscriber::with_default(subscriber, || two_partition_proof(1, Some((2, 3000))));
+    match &e.taken()[0].event {
+        Event::Hello {
+            prover_version,
+            config,
+            ..
+        } => {
+            assert_eq!(prover_version, "told 2.0");
+            assert_eq!((config.partitions, config.constraints), (2, 1500));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+fn config(partitions: u32, constraints: u64) -> ProverConfig {
+    ProverConfig {
+        partitions,
+        constraints,
+        circuit: "c".into(),
+        mode: BatchMode::Single,
+        threads: None,
+    }
 }

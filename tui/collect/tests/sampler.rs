@@ -480,3 +480,37 @@ fn the_reset_report_counts_the_resets_made_and_is_absent_when_none_are() {
     assert_eq!(h.reset_report(), None);
     h.stop();
 }
+
+#[test]
+fn a_kernel_thread_root_is_said_to_have_no_memory_not_to_be_gone() {
+    // kthreadd where pid 2 is it (a kernel thread: no VmRSS line, alive all along).
+    let is_kthread = std::fs::read_to_string("/proc/2/stat").is_ok_and(|s| {
+        let rest = &s[s.rfind(')').unwrap() + 1..];
+        let flags: u64 = rest.split_whitespace().nth(6).unwrap().parse().unwrap();
+        flags & 0x0020_0000 != 0
+    });
+    if !is_kthread {
+        eprintln!("skipped: pid 2 is not a kernel thread here");
+        return;
+    }
+    let mut h = sampler::spawn(SamplerConfig::default(), 2).unwrap();
+    let mut all = Vec::new();
+    let note = |all: &[Record]| {
+        all.iter().find_map(|r| match &r.body {
+            RecordBody::Mark(Mark::Note { text }) if text.starts_with("process 2 ") => {
+                Some(text.clone())
+            }
+            _ => None,
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while note(&all).is_none() {
+        assert!(Instant::now() < deadline, "no note: {all:?}");
+        std::thread::sleep(Duration::from_millis(20));
+        h.drain(&mut all);
+    }
+    let text = note(&all).unwrap();
+    assert!(text.contains("is a kernel thread"), "{text}");
+    assert!(!text.contains("gone"), "{text}");
+    h.stop();
+}

@@ -222,7 +222,47 @@ pub fn check_watch_pid(pid: u32) -> anyhow::Result<()> {
             meta.uid()
         );
     }
-    Ok(())
+    unsampleable(pid).map_or(Ok(()), |why| Err(anyhow::anyhow!(why)))
+}
+
+/// Why the memory of `pid` cannot be sampled at all, when it cannot: a kernel thread (no user
+/// memory map), or a process that has exited (a zombie) or is exiting. `/proc/PID/status` has
+/// no `VmRSS` line in each case.
+fn unsampleable(pid: u32) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    if status.lines().any(|l| l.starts_with("VmRSS:")) {
+        return None;
+    }
+    let field = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map_or("", str::trim)
+    };
+    let name = crate::text::inert(field("Name:")).into_owned();
+    // PF_KTHREAD, in the flags field (the 9th) of /proc/PID/stat, after the parenthesized name.
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let kthread = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace().nth(6)?.parse::<u64>().ok()
+        })
+        .is_some_and(|flags| flags & PF_KTHREAD != 0);
+    let state = field("State:");
+    Some(if kthread {
+        format!(
+            "pid {pid} ({name}) is a kernel thread: it has no user memory (no VmRSS in /proc/{pid}/status), so provetop has nothing to sample; watch a user process"
+        )
+    } else if state.starts_with('Z') || state.starts_with('X') {
+        format!(
+            "pid {pid} ({name}) has exited (a zombie its parent has not reaped): it holds no memory to sample"
+        )
+    } else {
+        format!(
+            "pid {pid} ({name}) has no memory map (no VmRSS in /proc/{pid}/status: it is exiting): nothing to sample"
+        )
+    })
 }
 
 /// The command line of a process, for notes ("?" when unreadable).

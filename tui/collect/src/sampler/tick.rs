@@ -372,6 +372,7 @@ impl Sampler {
         let mut peak = 0u64;
         let mut procs = 0u32;
         let mut gone = Vec::new();
+        let mut root_unmapped = false;
         self.reset_pids.clear();
         self.counted.clear();
         self.maps_marks.clear();
@@ -426,8 +427,11 @@ impl Sampler {
                         self.reset_pids.push(pid);
                     }
                 }
-                // A zombie (exited, not reaped yet) holds no memory.
-                Ok(_) => gone.push(pid),
+                // A zombie (exited, not reaped yet) holds no memory; nor does a kernel thread.
+                Ok(_) => {
+                    root_unmapped |= pid == self.root;
+                    gone.push(pid)
+                }
                 Err(_) => gone.push(pid),
             }
         }
@@ -447,7 +451,7 @@ impl Sampler {
             self.push(Record::new(
                 t,
                 RecordBody::Mark(Mark::Note {
-                    text: format!("process {root} is gone; sampling stopped"),
+                    text: gone_note(root, root_unmapped),
                 }),
             ));
             return;
@@ -534,5 +538,25 @@ impl std::fmt::Display for TickReport {
             self.usage_reads,
             self.usage_mean.as_secs_f64() * 1e6
         )
+    }
+}
+
+/// The note when sampling stops because the root holds no memory: a kernel thread (which lives
+/// on without a memory map) is not said to be gone; an exiting or exited process is.
+fn gone_note(root: u32, unmapped: bool) -> String {
+    // PF_KTHREAD, in the flags field (the 9th) of /proc/PID/stat, after the parenthesized name.
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let kthread = unmapped
+        && std::fs::read_to_string(format!("/proc/{root}/stat")).is_ok_and(|s| {
+            s.rfind(')')
+                .and_then(|i| s[i + 1..].split_whitespace().nth(6)?.parse::<u64>().ok())
+                .is_some_and(|flags| flags & PF_KTHREAD != 0)
+        });
+    if kthread {
+        format!(
+            "process {root} is a kernel thread: it has no user memory to sample; sampling stopped"
+        )
+    } else {
+        format!("process {root} is gone; sampling stopped")
     }
 }

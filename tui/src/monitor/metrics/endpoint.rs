@@ -5,19 +5,25 @@
 //! * `GET /metrics`: 200, OpenMetrics text when `Accept` asks for it
 //!   ([`Format::from_accept`]), Prometheus text 0.0.4 otherwise. Any other path: 404; another
 //!   method on `/metrics`: 405 (a scrape resets the interval peak, so `HEAD` is no probe).
+//! * A connection is served only once its request head has arrived ([`admission`]: slow and
+//!   idle connections wait apart, a bounded number of them, the longest waiting closed first),
+//!   so a bounded number of slow or idle clients cannot crowd out a scraper.
 //! * A malformed request is answered 400 by hyper, a request head over
 //!   [`MAX_REQUEST_HEAD`] bytes 431, and one that does not arrive within
-//!   [`HEAD_TIMEOUT`] is dropped; a request body is never read. No connection lives longer
-//!   than [`CONNECTION_MAX`].
-//! * At most [`MAX_CONNECTIONS`] connections are served at once; one more is closed at
-//!   once and counted (`provetop_metrics_rejected_connections_total`). So a flood of
-//!   scrapers costs a bounded share of the runtime's two threads, and nothing of the
+//!   [`HEAD_TIMEOUT`] is dropped; a request body is never read. One request per connection
+//!   (`Connection: close`: an idle keep-alive connection would hold a serving slot), served
+//!   within [`SERVE_MAX`].
+//! * At most [`MAX_CONNECTIONS`] requests are served at once (more wait for a slot). So a
+//!   flood of scrapers costs a bounded share of the runtime's two threads, and nothing of the
 //!   endpoint's ever blocks the record pipeline beyond one scrape's encoding under the
 //!   metrics' lock.
 //! * Dropping the [`Endpoint`] stops it: the listener and every open connection close.
+//!
+//! [`admission`]: super::admission
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,16 +39,15 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use super::admission::{Admitted, Waiting};
 use super::{Format, Metrics};
 
-/// Connections served at once.
+pub use super::admission::{HEAD_TIMEOUT, MAX_REQUEST_HEAD, MAX_WAITING, MAX_WAITING_PER_PEER};
+
+/// Requests served at once.
 pub const MAX_CONNECTIONS: usize = 8;
-/// Longest request head (request line and headers) read, bytes (hyper's least buffer).
-pub const MAX_REQUEST_HEAD: usize = 8192;
-/// Time a client has to send its request head.
-pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
-/// Longest life of one connection (a keep-alive scraper reconnects).
-pub const CONNECTION_MAX: Duration = Duration::from_secs(60);
+/// Longest time serving one request (a client that does not read its answer is dropped).
+pub const SERVE_MAX: Duration = Duration::from_secs(10);
 
 /// A running endpoint; dropping it stops it.
 #[derive(Debug)]
@@ -92,12 +97,13 @@ impl Drop for Endpoint {
 }
 
 async fn serve(listener: tokio::net::TcpListener, metrics: Metrics) {
-    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut conns = JoinSet::new();
+    let mut waiting = Waiting::default();
     loop {
         while conns.try_join_next().is_some() {}
-        let stream = match listener.accept().await {
-            Ok((s, _)) => s,
+        let (stream, peer) = match listener.accept().await {
+            Ok(s) => s,
             Err(_) => {
                 // Out of file descriptors, or a connection reset before it was taken: wait
                 // a little rather than spin.
@@ -105,27 +111,46 @@ async fn serve(listener: tokio::net::TcpListener, metrics: Metrics) {
                 continue;
             }
         };
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
+        if waiting.make_room(peer.ip()) {
             metrics.rejected();
-            drop(stream);
-            continue;
-        };
-        let m = metrics.clone();
-        conns.spawn(async move {
-            let _permit = permit;
-            let svc = service_fn(move |req| {
-                let m = m.clone();
-                async move { Ok::<_, Infallible>(respond(&m, &req)) }
-            });
-            let conn = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEAD_TIMEOUT)
-                .max_buf_size(MAX_REQUEST_HEAD)
-                .serve_connection(TokioIo::new(stream), svc);
-            // A connection that errs (malformed, reset, timed out) ends; nothing to tell.
-            let _ = tokio::time::timeout(CONNECTION_MAX, conn).await;
-        });
+        }
+        let headed = Arc::new(AtomicBool::new(false));
+        let task = conns.spawn(connection(
+            stream,
+            metrics.clone(),
+            slots.clone(),
+            headed.clone(),
+        ));
+        waiting.push(peer.ip(), task, headed);
     }
+}
+
+/// One connection: wait for its head without a slot, then serve its one request in a slot.
+async fn connection(
+    stream: tokio::net::TcpStream,
+    m: Metrics,
+    slots: Arc<Semaphore>,
+    headed: Arc<AtomicBool>,
+) {
+    let Some(admitted) = Admitted::wait(stream, &headed).await else {
+        return;
+    };
+    // The semaphore is never closed, so this only ends with a slot.
+    let Ok(_slot) = slots.acquire_owned().await else {
+        return;
+    };
+    let svc = service_fn(move |req| {
+        let m = m.clone();
+        async move { Ok::<_, Infallible>(respond(&m, &req)) }
+    });
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .max_buf_size(MAX_REQUEST_HEAD)
+        .keep_alive(false)
+        .serve_connection(TokioIo::new(admitted.io()), svc);
+    // A connection that errs (malformed, reset, timed out) ends; nothing to tell.
+    let _ = tokio::time::timeout(SERVE_MAX, conn).await;
 }
 
 /// The answer to one request.

@@ -396,7 +396,7 @@ fn health(o: &mut Out<'_, '_>, st: &State) -> fmt::Result {
     )?;
     o.counter(
         "metrics_rejected_connections",
-        "connections turned away (too many open at once)",
+        "connections closed before their request head came (too many waiting at once)",
         None,
         st.rejected,
     )

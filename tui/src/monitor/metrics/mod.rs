@@ -28,10 +28,12 @@
 //! The parts: [`state`] folds the records, [`exposition`] writes a scrape through the family
 //! writer [`out`] (the usage families in [`usage`]; the gauges of the metric table from its
 //! Prometheus column), over the bounded label sets of [`labels`] and the histograms of
-//! [`hist`]; [`format`] picks the text format and [`endpoint`] serves it.
+//! [`hist`]; [`format`] picks the text format and [`endpoint`] serves it, taking a connection
+//! once its request head is whole ([`admission`]).
 //!
 //! [`docs/metrics.md`](../../../../docs/metrics.md) lists every metric.
 
+mod admission;
 pub mod endpoint;
 mod exposition;
 mod format;
@@ -102,7 +104,7 @@ impl Metrics {
         self.lock().child_running = true;
     }
 
-    /// A connection the endpoint turned away (too many open).
+    /// A connection the endpoint closed before its request head came (too many waiting).
     pub(crate) fn rejected(&self) {
         self.lock().rejected += 1;
     }
