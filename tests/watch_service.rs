@@ -98,9 +98,28 @@ fn member(cgs: &[&Path], anon_mib: u64) -> (Child, u32) {
     (child, pid)
 }
 
+/// A `provetop watch` that a failing test does not leave behind: killed on drop unless
+/// [`finished`] waited for it.
+struct Watcher(Option<Child>);
+
+impl Watcher {
+    fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, |c| c.id())
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// `provetop watch ARGS --headless --record SESSION` with private directories.
-fn watch(dir: &Path, session: &Path, args: &[&str], env: &[(&str, &str)]) -> Child {
-    Command::new(provetop())
+fn watch(dir: &Path, session: &Path, args: &[&str], env: &[(&str, &str)]) -> Watcher {
+    let child = Command::new(provetop())
         .arg("watch")
         .args(args)
         .args(["--headless", "--record"])
@@ -113,7 +132,8 @@ fn watch(dir: &Path, session: &Path, args: &[&str], env: &[(&str, &str)]) -> Chi
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap()
+        .unwrap();
+    Watcher(Some(child))
 }
 
 /// Wait (up to 30 s) until the latest sample of `session` satisfies `pred`.
@@ -127,8 +147,8 @@ fn wait_for_sample(session: &Path, what: &str, pred: impl Fn(u32, u64) -> bool) 
     assert!(ok, "{what}: the last sample was (procs, rss) = {last:?}");
 }
 
-fn finished(p: Child) -> Output {
-    let out = p.wait_with_output().unwrap();
+fn finished(mut p: Watcher) -> Output {
+    let out = p.0.take().expect("running").wait_with_output().unwrap();
     assert!(out.status.code().is_some(), "provetop was killed: {out:?}");
     out
 }
@@ -421,7 +441,8 @@ fn watch_unit_resolves_a_cgroup_of_that_name_follows_its_journal_and_outlives_a_
     };
     assert!(
         wait_until(Duration::from_secs(10), || noted("was removed")),
-        "the removal is said"
+        "the removal is said: {:?}",
+        load(&s).map(|l| format!("{:?}", marks(&l)))
     );
     std::thread::sleep(Duration::from_millis(500));
     for c in &cgs {

@@ -24,6 +24,8 @@ use crate::text::alert_line;
 /// Longest a routine record (an event, an output line) waits in the channel while the
 /// sampler wakes nothing (its process gone, between two runs): twice the sampler's pace.
 pub const RECORDS_WITHIN: Duration = Duration::from_millis(500);
+/// How often a watched target is looked at when nothing else wakes the pump.
+pub const WATCHED_CHECK: Duration = Duration::from_millis(250);
 /// Least time between two warnings that say how many hook runs were suppressed.
 pub const SUPPRESSED_WARNING_EVERY: Duration = Duration::from_secs(10);
 /// How long hooks still running at the end are waited for before their groups are killed.
@@ -291,8 +293,9 @@ impl Pipeline {
     }
 
     /// Resolves when there is something to pump: the sampler's wake-up (at most once per
-    /// [`Self::pump_every`]) or its end, or the records channel's nudge (a lifecycle mark, a
-    /// backlog, its end: see [`provetop_collect::channel`]). Events wait for the next of these,
+    /// [`Self::pump_every`]) or its end, the records channel's nudge (a lifecycle mark, a
+    /// backlog, its end: see [`provetop_collect::channel`]), or, while a target is watched,
+    /// every [`WATCHED_CHECK`] (its end is looked for then). Events wait for the next of these,
     /// and for [`RECORDS_WITHIN`] at most while the sampler is quiet. A front end without a
     /// screen sleeps here instead of polling: nothing wakes it between samples, not even the
     /// prover's events, and a flood of events is pumped in batches as fast as it arrives.
@@ -311,9 +314,18 @@ impl Pipeline {
                 _ => std::future::pending().await,
             }
         };
+        // A watched target can end while nothing else comes (a cgroup removed has no
+        // samples): look at it every so often.
+        let watching = async {
+            match &self.watched {
+                Some(_) => tokio::time::sleep(WATCHED_CHECK).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = sampler => self.sampler_woke = Instant::now(),
             _ = records => {}
+            _ = watching => {}
         }
     }
 
