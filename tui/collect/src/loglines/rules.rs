@@ -14,13 +14,72 @@
 //! proof's phases, whichever rule read them; without it, all rules' phases are one proof). The action says what a match is: `start` opens the phase, `end` closes
 //! it (with a `duration` capture and no start seen, it opens that long ago), `instant` is a
 //! phase of no length.
+//!
+//! A line costs one pass over all the rules, not one per rule: [`Rules`] matches it against a
+//! `RegexSet` of every pattern first and runs the captures of only the rules that matched. At
+//! most [`MAX_RULES`] rules are read (the config file with more is refused in one line): the
+//! set is compiled when a session starts, and its time and memory grow with the patterns.
 
 use provetop_shared::Phase;
-use regex::Regex;
+use regex::{Regex, RegexSet};
 
 use super::duration::parse_secs;
 use super::envelope::Envelope;
 use super::{At, Hit, Scope};
+
+/// Most rules a config file may hold.
+pub const MAX_RULES: usize = 1000;
+
+/// The user's rules in order, with the set that picks which of them a line matches.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    rules: Vec<Rule>,
+    /// Every rule's pattern; `None` when there are no rules or the set did not compile
+    /// (patterns that together exceed regex's size limit): then each rule is tried in turn.
+    set: Option<RegexSet>,
+    matched: Vec<usize>,
+}
+
+impl Rules {
+    /// The set of `rules` (in the order they are tried).
+    pub fn new(rules: Vec<Rule>) -> Rules {
+        let set = if rules.is_empty() {
+            None
+        } else {
+            RegexSet::new(rules.iter().map(|r| r.regex.as_str())).ok()
+        };
+        Rules {
+            rules,
+            set,
+            matched: Vec::new(),
+        }
+    }
+
+    /// Read a line with the first rule (in order) that matches its message or the whole
+    /// line; that rule's name.
+    pub fn read(&mut self, e: &Envelope<'_>, whole: &str, out: &mut Vec<Hit>) -> Option<&str> {
+        if self.rules.is_empty() {
+            return None;
+        }
+        let Some(set) = &self.set else {
+            let r = self.rules.iter().find(|r| r.read(e, whole, out))?;
+            return Some(&r.name);
+        };
+        self.matched.clear();
+        self.matched.extend(set.matches(&e.msg).iter());
+        if whole != e.msg {
+            self.matched.extend(set.matches(whole).iter());
+            self.matched.sort_unstable();
+            self.matched.dedup();
+        }
+        let i = self
+            .matched
+            .iter()
+            .copied()
+            .find(|&i| self.rules[i].read(e, whole, out))?;
+        Some(&self.rules[i].name)
+    }
+}
 
 /// What a match of a rule means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
