@@ -111,7 +111,8 @@ impl Store {
         Self::build(path, loaded, thresholds, true)
     }
 
-    fn build(path: &Path, loaded: Loaded, thresholds: Thresholds, snapshots: bool) -> Store {
+    fn build(path: &Path, mut loaded: Loaded, thresholds: Thresholds, snapshots: bool) -> Store {
+        place_derived(&mut loaded.records);
         let n = loaded.records.len();
         let every = if snapshots {
             (n / TARGET_SNAPSHOTS).max(MIN_SNAPSHOT_EVERY)
@@ -444,6 +445,37 @@ struct PhaseRow {
     rss: Stats,
     pinned: Stats,
     gpu: Stats,
+}
+
+/// Move each derived record that lies before records recorded ahead of it back to its time.
+/// A phase known by its end and duration (`synthesis time: 79.4s`, a tracing close) starts
+/// in the past: its start is recorded with the line, after the samples of its time, which
+/// the reducer would otherwise count outside every phase. Nothing else moves, and records
+/// keep their order among equal times.
+pub fn place_derived(records: &mut Vec<Record>) {
+    let mut reach = 0u64;
+    let mut late = false;
+    let keys: Vec<u64> = records
+        .iter()
+        .map(|r| {
+            let before = reach;
+            reach = reach.max(r.t);
+            match r.body {
+                RecordBody::Derived(_) if r.t < before => {
+                    late = true;
+                    r.t
+                }
+                RecordBody::Derived(_) => before,
+                _ => reach,
+            }
+        })
+        .collect();
+    if !late {
+        return;
+    }
+    let mut keyed: Vec<(u64, Record)> = keys.into_iter().zip(records.drain(..)).collect();
+    keyed.sort_by_key(|(k, _)| *k);
+    records.extend(keyed.into_iter().map(|(_, r)| r));
 }
 
 /// Memory by the prover's actual phases, from the reducer's phase spans: per phase, how many

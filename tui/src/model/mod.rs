@@ -171,6 +171,10 @@ impl Model {
                 if matches!(m, Mark::Note { text } if text.starts_with(STOPPING_NOTE)) {
                     self.stopping = true;
                 }
+                if matches!(m, Mark::ChildExited { .. }) {
+                    // Phases the child left open end with it.
+                    self.spans.close_all(t, fx);
+                }
                 self.child.apply(t, m, fx);
                 self.notes.apply(t, m, &mut self.log);
             }

@@ -275,18 +275,20 @@ impl Tracker {
         let failed: Vec<OpenKey> = self.calls.drain(i..).collect();
         for key in failed.into_iter().rev() {
             let t0 = self.open.get(&key).copied().unwrap_or(t);
-            self.end_inside(t, g, key.0, t0, out);
             let is_proof = filproofs::is_proof_call(key.1.as_str());
             if is_proof && self.proofs.contains_key(&key.0) {
+                // Its `proof_finished` (not ok) ends its phases: a reader marks them failed.
                 self.proof_finished(t, g, key.0, Some(format!("{}: {why}", key.1)), out);
             } else {
+                self.end_inside(t, g, key.0, t0, true, out);
                 Self::failed_note(out, t, g, &key.1, why);
             }
         }
     }
 
-    /// End at `t` every phase of proof `id` that opened at `t0` or later, latest first.
-    fn end_inside(&mut self, t: u64, g: &str, id: u64, t0: u64, out: &mut Vec<Record>) {
+    /// End at `t` every phase of proof `id` that opened at `t0` or later, latest first; said
+    /// when `emit`, else only forgotten.
+    fn end_inside(&mut self, t: u64, g: &str, id: u64, t0: u64, emit: bool, out: &mut Vec<Record>) {
         let mut inside: Vec<(u64, OpenKey)> = self
             .open
             .iter()
@@ -295,7 +297,11 @@ impl Tracker {
             .collect();
         inside.sort_by_key(|x| std::cmp::Reverse(x.clone()));
         for (_, k) in inside {
-            self.end(t, g, k, out);
+            if emit {
+                self.end(t, g, k, out);
+            } else {
+                self.open.remove(&k);
+            }
         }
     }
 
@@ -337,7 +343,8 @@ impl Tracker {
         let Some((t0, _)) = self.proofs.remove(&id) else {
             return;
         };
-        self.end_inside(t, g, id, t0, out);
+        // A failed proof's phases end with its `proof_finished` (the reader closes them).
+        self.end_inside(t, g, id, t0, error.is_none(), out);
         if error.is_some() {
             self.bellperson.retain(|p| p.id != id);
         }
