@@ -470,6 +470,7 @@ impl Tracker {
                         let id = p.id;
                         self.end(t, g, (id, Phase::Synthesis, None), out);
                     }
+                    None if !(0.0..=MAX_SECS).contains(&secs) => {}
                     None => {
                         // The version line was not seen (the log began later): the
                         // duration places the synthesis.
