@@ -29,9 +29,10 @@ pub fn read(e: &Envelope<'_>, out: &mut Vec<Hit>) -> bool {
     let m = e.msg.trim();
     if e.level == Some(Level::Error) {
         let call = called(m);
-        let ours = e.target.as_deref().is_some_and(|t| {
-            ERROR_TARGETS.iter().any(|p| t.starts_with(p))
-        });
+        let ours = e
+            .target
+            .as_deref()
+            .is_some_and(|t| ERROR_TARGETS.iter().any(|p| t.starts_with(p)));
         if call.is_some() || ours {
             out.push(Hit::CallFailed {
                 call: call.map(str::to_string),

@@ -198,4 +198,3 @@ impl Engine {
         self.tracker.finish(t, out);
     }
 }
-

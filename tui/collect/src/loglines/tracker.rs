@@ -184,14 +184,7 @@ impl Tracker {
         (self.scope_id(g, &at.scope), at.phase, at.partition)
     }
 
-    pub(super) fn apply(
-        &mut self,
-        t: u64,
-        g: &str,
-        target: &str,
-        hit: Hit,
-        out: &mut Vec<Record>,
-    ) {
+    pub(super) fn apply(&mut self, t: u64, g: &str, target: &str, hit: Hit, out: &mut Vec<Record>) {
         let t = self.clamp(t, g, out);
         match hit {
             Hit::CallStart(at) => {

@@ -198,7 +198,8 @@ impl Copier {
         }
         let mut sh = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         if inner_derives(&self.inner) {
-            sh.sink.finish(mono_ns(), |r| forward_derived(&self.inner, r));
+            sh.sink
+                .finish(mono_ns(), |r| forward_derived(&self.inner, r));
         }
         if let Some(d) = sh.sink.take_over() {
             self.inner.forward(d);
@@ -245,10 +246,7 @@ pub(super) fn spawn(
         full: false,
         dropped: 0,
     });
-    let shared = Arc::new(Mutex::new(Shared {
-        log,
-        sink,
-    }));
+    let shared = Arc::new(Mutex::new(Shared { log, sink }));
     let mut done = Vec::new();
     for (fd, source) in [
         (stdout, OutputSource::Stdout),
