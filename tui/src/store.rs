@@ -185,7 +185,8 @@ impl Store {
                         relabel = true;
                     }
                     Effect::StateChanged(_) => relabel = true,
-                    Effect::ProofFinished(p) => {
+                    // Proofs read from log lines have no batch mode to compare.
+                    Effect::ProofFinished(p) if model.has_events() => {
                         if let Some(f) = p.finished_ok() {
                             self.finished.push(f);
                             self.finished_spans.push(p.clone());

@@ -188,6 +188,15 @@ impl Tracker {
         let t = self.clamp(t, g, out);
         match hit {
             Hit::CallStart(at) => {
+                if let Scope::Job(name) = &at.scope {
+                    // A call that names no sector is a proof of its own each time it starts
+                    // (after the one still open, if any, failed).
+                    let key = self.key(g, at.clone());
+                    if let Some(i) = self.calls.iter().position(|k| *k == key) {
+                        self.fail(t, g, i, "started again before it finished", out);
+                    }
+                    self.scopes.remove(&format!("job:{name}"));
+                }
                 let key = self.key(g, at);
                 self.call_start(t, g, key, out);
             }
