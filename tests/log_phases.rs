@@ -338,3 +338,46 @@ fn the_help_of_config_names_log_rules() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.contains("[[log_rule]]"), "{}", o.stdout);
 }
+
+#[test]
+fn classifys_phase_table_keeps_its_columns_for_long_call_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("long.ptop");
+    let seal = "filecoin_proofs::api::seal";
+    let script = format!(
+        "{FIL_LOGGER}
+l INFO {seal} 'seal_commit_phase2:start: SectorId(9)'
+l INFO {seal} 'seal_commit_phase2_circuit_proofs:start: SectorId(9)'; sleep 0.3
+l INFO {seal} 'seal_commit_phase2_circuit_proofs:finish: SectorId(9)'
+l INFO {seal} 'seal_commit_phase2:finish: SectorId(9)'; sleep 0.2"
+    );
+    let out = headless(dir.path(), &s, &["--hz", "20", "--", "sh", "-c", &script]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let c = run_provetop(&["classify", &s.display().to_string()]);
+    assert_eq!(c.code, 0, "{}", c.stderr);
+    let table: Vec<&str> = c
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("prover phases"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(table.len(), 4, "{}", c.stdout);
+    // Every column where the header has it: each row as long as the header, and the spans
+    // column right-aligned under its heading.
+    let at = table[0].find("spans").unwrap() + "spans".len();
+    for row in &table {
+        assert_eq!(
+            row.chars().count(),
+            table[0].chars().count(),
+            "{}",
+            c.stdout
+        );
+        let cut: String = row.chars().take(at).collect();
+        assert!(
+            cut.ends_with(|c: char| c.is_ascii_digit() || c == 's' || c == '-'),
+            "{}",
+            c.stdout
+        );
+    }
+}

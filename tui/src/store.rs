@@ -512,9 +512,11 @@ pub fn phase_table(store: &Store) -> Option<String> {
         "from events"
     };
     let _ = writeln!(out, "prover phases ({whence}):");
+    // The name column as wide as its longest name (a rust-fil-proofs call's can be 30).
+    let w = phase_width(store);
     let _ = writeln!(
         out,
-        "  {:<18} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
+        "  {:<w$} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
         "phase", "spans", "time", "rss min", "rss max", "rss mean", "pinned max", "gpu max"
     );
     let b = |st: &Stats, f: fn(&Stats) -> Option<u64>| f(st).map(fmt_bytes).unwrap_or("-".into());
@@ -523,7 +525,7 @@ pub fn phase_table(store: &Store) -> Option<String> {
         let row = &rows[phase];
         let _ = writeln!(
             out,
-            "  {:<18} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
+            "  {:<w$} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
             crate::text::inert(phase.as_str()),
             row.spans,
             fmt_secs(busy_ns(&row.intervals) as f64 / 1e9),
@@ -538,7 +540,7 @@ pub fn phase_table(store: &Store) -> Option<String> {
         let s = &store.between;
         let _ = writeln!(
             out,
-            "  {:<18} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
+            "  {:<w$} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
             "(no phase open)",
             "-",
             fmt_secs(store.between_ns as f64 / 1e9),
@@ -550,6 +552,18 @@ pub fn phase_table(store: &Store) -> Option<String> {
         );
     }
     Some(out)
+}
+
+/// The width of [`phase_table`]'s name column: its longest phase name (as shown), at least
+/// 18.
+pub fn phase_width(store: &Store) -> usize {
+    store
+        .spans()
+        .iter()
+        .map(|s| crate::text::inert(s.phase.as_str()).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(18)
 }
 
 /// `batch modes (from events)`: per mode, in the order the modes first ran, the proofs that
