@@ -381,3 +381,60 @@ l INFO {seal} 'seal_commit_phase2:finish: SectorId(9)'; sleep 0.2"
         );
     }
 }
+
+#[test]
+fn ls_counts_the_proofs_a_served_childs_log_lines_announce() {
+    use provetop_testkit::procs::{signal, wait_until};
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("run")).unwrap();
+    let env = |c: &mut Command| {
+        c.env("XDG_RUNTIME_DIR", d.join("run"))
+            .env("XDG_STATE_HOME", d.join("state"))
+            .env("XDG_CONFIG_HOME", d.join("config"));
+    };
+    let script = format!(
+        "{FIL_LOGGER}
+for i in 1 2; do
+l INFO {BP} 'Bellperson 0.27.0 is being used!'
+l INFO {BP} 'synthesis time: 10ms'
+l INFO {BP} 'starting proof timer'
+l INFO {BP} 'prover time: 10ms'
+done
+sleep 60"
+    );
+    let mut serve = Command::new(provetop_testkit::bins::provetop());
+    serve
+        .args(["serve", "--record"])
+        .arg(d.join("s.ptop"))
+        .args(["--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    env(&mut serve);
+    let mut served = serve.spawn().unwrap();
+    let ls = || {
+        let mut c = Command::new(provetop_testkit::bins::provetop());
+        c.arg("ls");
+        env(&mut c);
+        String::from_utf8_lossy(&c.output().unwrap().stdout).into_owned()
+    };
+    let mut out = String::new();
+    // The row of the live session: ID PID UPTIME PROOFS …
+    let counted = wait_until(Duration::from_secs(30), || {
+        out = ls();
+        out.lines()
+            .find(|l| l.contains(" sh -c "))
+            .and_then(|l| l.split_whitespace().nth(3).map(str::to_string))
+            .is_some_and(|p| p == "2")
+    });
+    signal(served.id(), nix::sys::signal::Signal::SIGTERM);
+    let _ = wait_until(Duration::from_secs(15), || {
+        served.try_wait().unwrap().is_some()
+    });
+    let _ = served.kill();
+    let _ = served.wait();
+    assert!(counted, "{out}");
+}

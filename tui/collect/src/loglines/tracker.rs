@@ -280,7 +280,13 @@ impl Tracker {
             let is_proof = filproofs::is_proof_call(key.1.as_str());
             if is_proof && self.proofs.contains_key(&key.0) {
                 // Its `proof_finished` (not ok) ends its phases: a reader marks them failed.
-                self.proof_finished(t, g, key.0, Some(format!("{}: {why}", key.1)), out);
+                let name = key.1.as_str();
+                let error = if why.contains(name) {
+                    why.to_string()
+                } else {
+                    format!("{name}: {why}")
+                };
+                self.proof_finished(t, g, key.0, Some(error), out);
             } else {
                 self.end_inside(t, g, key.0, t0, true, out);
                 Self::failed_note(out, t, g, &key.1, why);
