@@ -438,3 +438,37 @@ sleep 60"
     let _ = served.wait();
     assert!(counted, "{out}");
 }
+
+#[test]
+fn ten_thousand_window_posts_in_a_row_each_end_ok_and_leave_nothing_open() {
+    let mut e = Engine::new(Vec::new());
+    let mut out = Vec::new();
+    let api = "filecoin_proofs::api::window_post";
+    for i in 0..10_000u64 {
+        let t = 1_000_000_000 + i * 1_000_000;
+        e.line(
+            &format!("INFO {api}: generate_window_post:start"),
+            t,
+            &mut out,
+        );
+        e.line(
+            &format!("INFO {api}: generate_window_post:finish"),
+            t + 500_000,
+            &mut out,
+        );
+    }
+    assert_eq!(e.open_phases(), 0);
+    let (mut ok, mut failed) = (0, 0);
+    for r in &out {
+        if let RecordBody::Derived(d) = &r.body {
+            if let Event::ProofFinished { ok: o, .. } = d.event {
+                if o {
+                    ok += 1;
+                } else {
+                    failed += 1;
+                }
+            }
+        }
+    }
+    assert_eq!((ok, failed), (10_000, 0));
+}

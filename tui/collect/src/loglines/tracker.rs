@@ -46,6 +46,8 @@ pub struct Tracker {
     pub(super) open: HashMap<OpenKey, u64>,
     /// rust-fil-proofs calls open now, innermost last.
     calls: Vec<OpenKey>,
+    /// The proof id of each call that names no sector, by name, while it is open.
+    unnamed: HashMap<String, u64>,
     /// Proofs announced (`proof_started`) and not finished: id → start.
     proofs: HashMap<u64, (u64, String)>,
     bellperson: VecDeque<BpProof>,
@@ -188,21 +190,23 @@ impl Tracker {
         let t = self.clamp(t, g, out);
         match hit {
             Hit::CallStart(at) => {
+                // A call that names no sector, started again while open: that one failed.
                 if let Scope::Job(name) = &at.scope {
-                    // A call that names no sector is a proof of its own each time it starts
-                    // (after the one still open, if any, failed).
-                    let key = self.key(g, at.clone());
-                    if let Some(i) = self.calls.iter().position(|k| *k == key) {
-                        self.fail(t, g, i, "started again before it finished", out);
+                    if let Some(&id) = self.unnamed.get(name) {
+                        let key = (id, at.phase.clone(), at.partition);
+                        if let Some(i) = self.calls.iter().position(|k| *k == key) {
+                            self.fail(t, g, i, "started again before it finished", out);
+                        }
                     }
-                    self.scopes.remove(&format!("job:{name}"));
                 }
-                let key = self.key(g, at);
-                self.call_start(t, g, key, out);
+                if let Some(key) = self.call_key(g, at, true) {
+                    self.call_start(t, g, key, out);
+                }
             }
             Hit::CallEnd(at) => {
-                let key = self.key(g, at);
-                self.call_end(t, g, key, out);
+                if let Some(key) = self.call_key(g, at, false) {
+                    self.call_end(t, g, key, out);
+                }
             }
             Hit::CallFailed { call, message } => {
                 // The call it names, else (an error of the proofs' own targets) the innermost.
@@ -237,6 +241,28 @@ impl Tracker {
         }
     }
 
+    /// The open key of a rust-fil-proofs call. One that names its sector is a phase of the
+    /// sector's proof; one that names none is a proof of its own each time it starts
+    /// (`starting`), its id kept by name until it ends (`None`: no room, or an end of a
+    /// call not open).
+    fn call_key(&mut self, g: &str, at: At, starting: bool) -> Option<OpenKey> {
+        let Scope::Job(name) = &at.scope else {
+            return Some(self.key(g, at));
+        };
+        let id = match (starting, self.unnamed.get(name)) {
+            (false, id) => *id?,
+            (true, _) => {
+                if !self.unnamed.contains_key(name) && self.unnamed.len() >= MAX_OPEN {
+                    return None;
+                }
+                let id = self.new_id();
+                self.unnamed.insert(name.clone(), id);
+                id
+            }
+        };
+        Some((id, at.phase, at.partition))
+    }
+
     /// A rust-fil-proofs call starts: a start of the same call still open means that one
     /// failed (its finish never came); an outermost proof call is a proof.
     fn call_start(&mut self, t: u64, g: &str, key: OpenKey, out: &mut Vec<Record>) {
@@ -264,6 +290,7 @@ impl Tracker {
             return;
         };
         self.calls.remove(i);
+        self.unnamed.retain(|_, id| *id != key.0);
         self.end(t, g, key.clone(), out);
         let inner_proof = self.calls.iter().any(|k| k.0 == key.0);
         if filproofs::is_proof_call(key.1.as_str()) && !inner_proof {
@@ -276,6 +303,7 @@ impl Tracker {
     fn fail(&mut self, t: u64, g: &str, i: usize, why: &str, out: &mut Vec<Record>) {
         let failed: Vec<OpenKey> = self.calls.drain(i..).collect();
         for key in failed.into_iter().rev() {
+            self.unnamed.retain(|_, id| *id != key.0);
             let t0 = self.open.get(&key).copied().unwrap_or(t);
             let is_proof = filproofs::is_proof_call(key.1.as_str());
             if is_proof && self.proofs.contains_key(&key.0) {
@@ -315,10 +343,15 @@ impl Tracker {
 
     /// An error record: call `name` failed.
     fn failed_note(out: &mut Vec<Record>, t: u64, g: &str, name: &Phase, why: &str) {
+        let message = if why.contains(name.as_str()) {
+            why.to_string()
+        } else {
+            format!("{name} failed: {why}")
+        };
         let event = Event::Log {
             level: "error".into(),
             target: g.to_string(),
-            message: format!("{name} failed: {why}"),
+            message,
         };
         Self::emit(out, t, g, event);
     }
@@ -399,6 +432,7 @@ impl Tracker {
             Self::emit(out, t.max(t0), &g, event);
         }
         self.open.clear();
+        self.unnamed.clear();
         self.bellperson.clear();
     }
 
