@@ -11,10 +11,11 @@
 //! them, through the real supervisor (pipes, line splitting, grammars, the rate limit, the
 //! channel) until its end is seen: lines a second that provetop keeps up with.
 //!
-//! And the user's rules (`rules`): lines a second through an engine of 0, 100 and
-//! [`MAX_RULES`] rules that match none of them, the rules tried through their `RegexSet`
-//! (as the engine does) and, for comparison, one rule after another (as it did before); and
-//! the time to compile that many rules and their set (a session's start).
+//! And the user's rules (`rules`): lines a second through 0, 100 and [`MAX_RULES`] rules
+//! that match none of them (each line's envelope read, then the rules), tried through their
+//! `RegexSet` (as the engine does: `set_N`) and, for comparison, one rule after another (as
+//! it did before: `each_N`); and the time to compile that many rules and their set (a
+//! session's start).
 //!
 //! `cargo bench -p provetop-collect --bench loglines`; numbers in docs/logs.md.
 
@@ -127,15 +128,14 @@ fn rules(c: &mut Criterion) {
     for n in [0, 100, MAX_RULES] {
         let rs = user_rules(n);
         g.bench_function(format!("set_{n}"), |b| {
-            let mut e = Engine::new(rs.clone());
-            let mut out = Vec::new();
-            let mut t = 1u64 << 40;
+            let mut rules = Rules::new(rs.clone());
+            let mut hits = Vec::new();
             b.iter(|| {
                 for l in &set {
-                    t += 1_000;
-                    e.line(l, t, &mut out);
+                    let env = envelope::read(l);
+                    rules.read(&env, l, &mut hits);
+                    hits.clear();
                 }
-                out.clear();
             })
         });
         // Each rule in turn against each line (the matching before the set).

@@ -248,6 +248,7 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
                 .map_err(|e| at.error(&key, &e))?,
         );
     }
+    provetop_collect::loglines::Rules::check(&log_rules)?;
     Ok(FileConfig {
         rules,
         log_rules,
