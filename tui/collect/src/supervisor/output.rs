@@ -101,6 +101,11 @@ impl LineSink {
         sink
     }
 
+    /// Phases the grammars have open now (for tests).
+    pub fn open_phases(&self) -> usize {
+        self.engine.open_phases()
+    }
+
     /// The lines ended at `t` (the child exited): what the grammars had open ended with it
     /// (see [`Engine::finish`]).
     pub fn finish(&mut self, t: u64, mut derived: impl FnMut(Record)) {
