@@ -161,7 +161,8 @@ impl Run {
 fuzz_target!(|data: &[u8]| {
     let user = RULES.get_or_init(user_rules);
     let mut run = Run {
-        sink: LineSink::with_rules(user_rules()),
+        // The rules checked once, cloned (a clone keeps the regexes compiled so far).
+        sink: LineSink::with_rules(user.to_vec()),
         plain: Engine::new(Vec::new()),
         rules: user,
         derived: Vec::new(),
