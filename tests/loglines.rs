@@ -93,10 +93,12 @@ fn a_real_rust_fil_proofs_seal_becomes_its_sealing_phases_with_c2s_bellperson_pr
     // The pipeline in order, one sector.
     assert!(pc1.end <= Some(pc2.start) && pc2.end <= Some(c1.start) && c1.end <= Some(c2.start));
     assert!(c2c.inside(c2));
-    for x in [pc1, pc2, c1, c2] {
+    for x in [pc1, c1, c2] {
         assert_eq!(x.proof, pc1.proof, "one sector, one proof: {x:?}");
         assert_eq!(x.grammar, "fil_proofs");
     }
+    // PC2's lines name no sector: a proof of its own, not the sector named last.
+    assert_ne!(pc2.proof, pc1.proof, "{pc2:?}");
     // 02:00:09.720 → 02:00:09.730 and 02:00:09.731 → 02:01:32.676 (the fil_logger stamps,
     // local time, milliseconds).
     assert!(close(c1.secs(), 0.010, 1e-6), "{}", c1.secs());

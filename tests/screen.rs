@@ -10,5 +10,6 @@ mod event_loop;
 mod hostile_text;
 mod huge_times;
 mod live_tui;
+mod log_screen;
 mod replay_tui;
 mod ui_snapshots;

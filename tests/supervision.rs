@@ -12,6 +12,7 @@ mod foreign_logs;
 mod headless;
 mod hooks;
 mod hostile_child;
+mod log_phases;
 mod loglines;
 mod process_tree;
 mod signals;

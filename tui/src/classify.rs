@@ -343,6 +343,7 @@ fn with_utilisation(store: &Store, table: &str) -> String {
         }
         c
     };
+    let w = crate::store::phase_width(store);
     let mut out = String::with_capacity(table.len() * 2);
     let mut row = 0;
     for (i, line) in table.lines().enumerate() {
@@ -359,7 +360,7 @@ fn with_utilisation(store: &Store, table: &str) -> String {
                 Some(n)
             } else {
                 let p = order.get(row).filter(|(_, ph)| {
-                    line.starts_with(&format!("  {:<18} ", crate::text::inert(ph.as_str())))
+                    line.starts_with(&format!("  {:<w$} ", crate::text::inert(ph.as_str())))
                 });
                 row += 1;
                 p.map(|_| row - 1)

@@ -153,7 +153,8 @@ pub struct MonitorOpts {
     #[arg(long = "alert", value_name = "RULE")]
     pub alerts: Vec<String>,
     /// Config file (TOML): hz, gpu_hz, usage_hz, smaps_duty, rules, thresholds, on_alert, default_rule,
-    /// metrics; a flag wins over it. Default: $XDG_CONFIG_HOME/provetop/config.toml when present.
+    /// metrics, and [[log_rule]] tables (phases from a prover's output lines, docs/logs.md); a
+    /// flag wins over it. Default: $XDG_CONFIG_HOME/provetop/config.toml when present.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Program run on every alert change; details in PROVETOP_ALERT_* environment variables.

@@ -111,7 +111,8 @@ impl Store {
         Self::build(path, loaded, thresholds, true)
     }
 
-    fn build(path: &Path, loaded: Loaded, thresholds: Thresholds, snapshots: bool) -> Store {
+    fn build(path: &Path, mut loaded: Loaded, thresholds: Thresholds, snapshots: bool) -> Store {
+        place_derived(&mut loaded.records);
         let n = loaded.records.len();
         let every = if snapshots {
             (n / TARGET_SNAPSHOTS).max(MIN_SNAPSHOT_EVERY)
@@ -184,7 +185,8 @@ impl Store {
                         relabel = true;
                     }
                     Effect::StateChanged(_) => relabel = true,
-                    Effect::ProofFinished(p) => {
+                    // Proofs read from log lines have no batch mode to compare.
+                    Effect::ProofFinished(p) if model.has_events() => {
                         if let Some(f) = p.finished_ok() {
                             self.finished.push(f);
                             self.finished_spans.push(p.clone());
@@ -446,6 +448,37 @@ struct PhaseRow {
     gpu: Stats,
 }
 
+/// Move each derived record that lies before records recorded ahead of it back to its time.
+/// A phase known by its end and duration (`synthesis time: 79.4s`, a tracing close) starts
+/// in the past: its start is recorded with the line, after the samples of its time, which
+/// the reducer would otherwise count outside every phase. Nothing else moves, and records
+/// keep their order among equal times.
+pub fn place_derived(records: &mut Vec<Record>) {
+    let mut reach = 0u64;
+    let mut late = false;
+    let keys: Vec<u64> = records
+        .iter()
+        .map(|r| {
+            let before = reach;
+            reach = reach.max(r.t);
+            match r.body {
+                RecordBody::Derived(_) if r.t < before => {
+                    late = true;
+                    r.t
+                }
+                RecordBody::Derived(_) => before,
+                _ => reach,
+            }
+        })
+        .collect();
+    if !late {
+        return;
+    }
+    let mut keyed: Vec<(u64, Record)> = keys.into_iter().zip(records.drain(..)).collect();
+    keyed.sort_by_key(|(k, _)| *k);
+    records.extend(keyed.into_iter().map(|(_, r)| r));
+}
+
 /// Memory by the prover's actual phases, from the reducer's phase spans: per phase, how many
 /// spans, the wall time it was open (overlapping partitions counted once), RSS min/max/mean,
 /// and the largest pinned and GPU readings. None for a file without prover events.
@@ -479,9 +512,11 @@ pub fn phase_table(store: &Store) -> Option<String> {
         "from events"
     };
     let _ = writeln!(out, "prover phases ({whence}):");
+    // The name column as wide as its longest name (a rust-fil-proofs call's can be 30).
+    let w = phase_width(store);
     let _ = writeln!(
         out,
-        "  {:<18} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
+        "  {:<w$} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
         "phase", "spans", "time", "rss min", "rss max", "rss mean", "pinned max", "gpu max"
     );
     let b = |st: &Stats, f: fn(&Stats) -> Option<u64>| f(st).map(fmt_bytes).unwrap_or("-".into());
@@ -490,7 +525,7 @@ pub fn phase_table(store: &Store) -> Option<String> {
         let row = &rows[phase];
         let _ = writeln!(
             out,
-            "  {:<18} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
+            "  {:<w$} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
             crate::text::inert(phase.as_str()),
             row.spans,
             fmt_secs(busy_ns(&row.intervals) as f64 / 1e9),
@@ -505,7 +540,7 @@ pub fn phase_table(store: &Store) -> Option<String> {
         let s = &store.between;
         let _ = writeln!(
             out,
-            "  {:<18} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
+            "  {:<w$} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
             "(no phase open)",
             "-",
             fmt_secs(store.between_ns as f64 / 1e9),
@@ -517,6 +552,18 @@ pub fn phase_table(store: &Store) -> Option<String> {
         );
     }
     Some(out)
+}
+
+/// The width of [`phase_table`]'s name column: its longest phase name (as shown), at least
+/// 18.
+pub fn phase_width(store: &Store) -> usize {
+    store
+        .spans()
+        .iter()
+        .map(|s| crate::text::inert(s.phase.as_str()).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(18)
 }
 
 /// `batch modes (from events)`: per mode, in the order the modes first ran, the proofs that

@@ -11,12 +11,18 @@
 //! them, through the real supervisor (pipes, line splitting, grammars, the rate limit, the
 //! channel) until its end is seen: lines a second that provetop keeps up with.
 //!
+//! And the user's rules (`rules`): lines a second through 0, 100 and [`MAX_RULES`] rules
+//! that match none of them (each line's envelope read, then the rules), tried through their
+//! `RegexSet` (as the engine does: `set_N`) and, for comparison, one rule after another (as
+//! it did before: `each_N`); and the time to compile that many rules and their set (a
+//! session's start).
+//!
 //! `cargo bench -p provetop-collect --bench loglines`; numbers in docs/logs.md.
 
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use provetop_collect::loglines::Engine;
+use provetop_collect::loglines::{envelope, Action, Engine, Rule, Rules, MAX_RULES};
 use provetop_collect::supervisor::{self, ChildSpec};
 use tokio::sync::mpsc;
 
@@ -102,5 +108,58 @@ fn output_path(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, lines, output_path);
+/// `n` rules of a prover's own (`myprover-stepN <phase> begins`), none of which the
+/// benchmark's lines match.
+fn user_rules(n: usize) -> Vec<Rule> {
+    (0..n)
+        .map(|i| {
+            let re = format!(r"^myprover-step{i} (?P<phase>\w+) begins( in (?P<duration>\S+))?$");
+            Rule::new(&format!("r{i}"), &re, Action::Start, None).expect("a rule")
+        })
+        .collect()
+}
+
+fn rules(c: &mut Criterion) {
+    let set = golden("fil-seal-2kib-19.1.0-debug.log");
+    let mut g = c.benchmark_group("rules");
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(3));
+    g.throughput(Throughput::Elements(set.len() as u64));
+    for n in [0, 100, MAX_RULES] {
+        let rs = user_rules(n);
+        g.bench_function(format!("set_{n}"), |b| {
+            let mut rules = Rules::new(rs.clone());
+            let mut hits = Vec::new();
+            b.iter(|| {
+                for l in &set {
+                    let env = envelope::read(l);
+                    rules.read(&env, l, &mut hits);
+                    hits.clear();
+                }
+            })
+        });
+        // Each rule in turn against each line (the matching before the set).
+        g.bench_function(format!("each_{n}"), |b| {
+            let mut hits = Vec::new();
+            b.iter(|| {
+                for l in &set {
+                    let env = envelope::read(l);
+                    for r in &rs {
+                        if r.read(&env, l, &mut hits) {
+                            break;
+                        }
+                    }
+                    hits.clear();
+                }
+            })
+        });
+    }
+    g.throughput(Throughput::Elements(MAX_RULES as u64));
+    g.bench_function(format!("compile_{MAX_RULES}"), |b| {
+        b.iter(|| Rules::new(user_rules(MAX_RULES)))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, lines, output_path, rules);
 criterion_main!(benches);

@@ -172,6 +172,10 @@ impl Model {
                 if matches!(m, Mark::Note { text } if text.starts_with(STOPPING_NOTE)) {
                     self.stopping = true;
                 }
+                if matches!(m, Mark::ChildExited { .. }) {
+                    // Phases the child left open end with it.
+                    self.spans.close_all(t, fx);
+                }
                 self.child.apply(t, m, fx);
                 self.notes.apply(t, m, &mut self.log);
             }
@@ -241,7 +245,7 @@ impl Model {
     /// or the SRS load leaves open close before the effect that ends it.
     fn on_event(&mut self, t: u64, e: &provetop_shared::Event, fx: &mut Effects) {
         self.spans.apply(t, e, self.deriving, fx);
-        if let Some(mut end) = self.proofs.apply(t, e, &mut self.log, fx) {
+        if let Some(mut end) = self.proofs.apply(t, e, self.deriving, &mut self.log, fx) {
             // A proof that fails while provetop (or whoever asked the prover to stop) is
             // stopping the session was cut short by the stop: counted apart from failures.
             let stopping = self.stopping
@@ -251,7 +255,10 @@ impl Model {
             }
             self.prover.count(end);
         }
-        self.prover.apply(t, e, &mut self.log, fx);
+        // A proof read from log lines says nothing of its batch mode.
+        if !(self.deriving && matches!(e, provetop_shared::Event::ProofStarted { .. })) {
+            self.prover.apply(t, e, &mut self.log, fx);
+        }
     }
 
     /// Thresholds in use.

@@ -87,6 +87,15 @@ pub fn mode_rows(proofs: &[FinishedProof]) -> Vec<ModeRow> {
         .collect()
 }
 
+/// A log entry of a proof read from the child's log lines.
+fn from_lines(level: &str, message: String) -> Logged {
+    Logged::Event(Event::Log {
+        level: level.into(),
+        target: "log lines".into(),
+        message,
+    })
+}
+
 /// How a `proof_finished` ended, for the prover's counts ([`super::ProverView::count`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ProofEnd {
@@ -115,15 +124,35 @@ pub struct Proofs {
 
 impl Proofs {
     /// An event at `t`: proofs start and finish, the mode changes. Returns how a finished
-    /// proof ended, when the prover counts it.
+    /// proof ended, when the prover counts it. `derived`: read from the child's log lines,
+    /// which say nothing of a proof's mode or verification (the log says neither).
     pub fn apply(
         &mut self,
         t: u64,
         e: &Event,
+        derived: bool,
         log: &mut Log,
         fx: &mut Effects,
     ) -> Option<ProofEnd> {
         match e {
+            Event::ProofStarted { proof_id, .. } if derived => {
+                self.started(t, e, &mut Log::default());
+                log.push(t, from_lines("debug", format!("proof {proof_id} started")));
+            }
+            Event::ProofFinished {
+                proof_id,
+                ok: true,
+                duration_s,
+                ..
+            } if derived => {
+                let end = self.finished(t, e, &mut Log::default(), fx);
+                let secs = provetop_shared::units::fmt_secs(*duration_s);
+                log.push(
+                    t,
+                    from_lines("info", format!("proof {proof_id} done in {secs}")),
+                );
+                return end;
+            }
             Event::ProofStarted { .. } => self.started(t, e, log),
             Event::ProofFinished { .. } => return self.finished(t, e, log, fx),
             Event::ModeChanged { from, to } => {

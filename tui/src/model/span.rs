@@ -85,6 +85,8 @@ pub struct PhaseSpan {
     pub gpu: Stats,
     /// Read from the child's log lines, not sent by it (`Derived` records).
     pub derived: bool,
+    /// It never ended by itself: its proof failed, or the child exited, with it open.
+    pub failed: bool,
 }
 
 impl PhaseSpan {
@@ -101,6 +103,7 @@ impl PhaseSpan {
             pinned: Stats::default(),
             gpu: Stats::default(),
             derived: false,
+            failed: false,
         }
     }
 

@@ -194,8 +194,8 @@ impl Spans {
                 self.end(t, key, *duration_s, derived, fx)
             }
             // A cancelled proof never ran: it has no phases to close.
-            Event::ProofFinished { proof_id, .. } if !e.is_cancelled_proof() => {
-                self.close_of(t, *proof_id, fx)
+            Event::ProofFinished { proof_id, ok, .. } if !e.is_cancelled_proof() => {
+                self.close_of(t, *proof_id, !ok, fx)
             }
             Event::SrsLoading { source, .. } => self.start_srs(t, srs_phase(*source), fx),
             Event::SrsReady { duration_s, .. } => self.close_srs(t, Some(*duration_s), fx),
@@ -255,8 +255,8 @@ impl Spans {
     }
 
     /// Close every phase of `proof_id` still open (the prover failed mid-phase), in start
-    /// order.
-    fn close_of(&mut self, t: u64, proof_id: u64, fx: &mut Effects) {
+    /// order; `failed` when the proof did.
+    fn close_of(&mut self, t: u64, proof_id: u64, failed: bool, fx: &mut Effects) {
         let stale: Vec<SpanKey> = self
             .open
             .iter()
@@ -264,17 +264,40 @@ impl Spans {
             .map(PhaseSpan::key)
             .collect();
         for key in &stale {
-            self.close(t, key, None, fx);
+            self.close_marked(t, key, None, failed, fx);
         }
+    }
+
+    /// The child exited at `t`: every phase still open (and the SRS load) ends there, failed,
+    /// so none grows on the screen or names the header after the exit.
+    pub fn close_all(&mut self, t: u64, fx: &mut Effects) {
+        let open: Vec<SpanKey> = self.open.iter().map(PhaseSpan::key).collect();
+        for key in &open {
+            self.close_marked(t, key, None, true, fx);
+        }
+        self.close_srs(t, None, fx);
     }
 
     /// Close the open span matching `key`; returns whether one was open.
     fn close(&mut self, t: u64, key: &SpanKey, duration_s: Option<f64>, fx: &mut Effects) -> bool {
+        self.close_marked(t, key, duration_s, false, fx)
+    }
+
+    /// [`Spans::close`], the span marked `failed`.
+    fn close_marked(
+        &mut self,
+        t: u64,
+        key: &SpanKey,
+        duration_s: Option<f64>,
+        failed: bool,
+        fx: &mut Effects,
+    ) -> bool {
         let Some(mut span) = self.open.remove(key) else {
             return false;
         };
         span.end = Some(t.max(span.start));
         span.duration_s = duration_s;
+        span.failed = failed;
         self.finish(SpanSource::Prover, span, fx);
         true
     }

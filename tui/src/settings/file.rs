@@ -227,7 +227,18 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
         })
         .transpose()?;
     let mut log_rules = Vec::new();
-    for r in raw.log_rule.unwrap_or_default() {
+    let raw_rules = raw.log_rule.unwrap_or_default();
+    let most = provetop_collect::loglines::MAX_RULES;
+    if raw_rules.len() > most {
+        let at = Place::new(text, raw_rules[most].span());
+        return Err(format!(
+            "line {}: {} [[log_rule]] tables, more than the {most} provetop reads \
+             (each is matched against every output line)",
+            at.line,
+            raw_rules.len()
+        ));
+    }
+    for r in raw_rules {
         let at = Place::new(text, r.span());
         let r = r.into_inner();
         let key = format!("log_rule {:?}", r.name);
@@ -237,6 +248,7 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
                 .map_err(|e| at.error(&key, &e))?,
         );
     }
+    provetop_collect::loglines::Rules::check(&log_rules)?;
     Ok(FileConfig {
         rules,
         log_rules,

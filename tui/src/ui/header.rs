@@ -85,7 +85,9 @@ fn line1(app: &App, named: bool) -> Vec<Item<'static>> {
     l1.extend(processes(app));
     l1.extend(backend(app));
     l1.extend(mode(app));
-    if app.model.has_events() {
+    // Proofs the prover announced, or its log lines did.
+    let m = &app.model;
+    if m.has_events() || !m.proofs.running.is_empty() || !m.proofs.finished.is_empty() {
         l1.push(proof_count(app));
         l1.extend(proof_notes(app));
         l1.extend(per_proof(app));

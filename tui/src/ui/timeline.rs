@@ -28,10 +28,10 @@ use provetop_shared::Phase;
 use crate::app::App;
 use crate::text::inert;
 use crate::ui::{title_line, Item};
-use axis::{gutter_label, Axis};
+use axis::{distinct_labels, gutter_label, Axis};
 use baseline::baseline_rows;
 use legend::shade;
-pub use legend::{legend, letter};
+pub use legend::{legend, letter, Letters};
 use marks::{cursor_column, kernel_marks, mode_marks, warning_marks};
 use rows::{fit, prover_phases, Fit};
 pub use rows::{rows, short_phase, Group, RowKey};
@@ -76,8 +76,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, wanted: &[RowK
         cursor_column(buf, area, gutter, app);
         return;
     }
-    for (i, key) in fit.rows.iter().enumerate() {
-        row(buf, area, gutter, app, area.y + 1 + i as u16, key);
+    let labels: Vec<String> = fit.rows.iter().map(RowKey::label).collect();
+    let labels = distinct_labels(&labels, (gutter - 1) as usize);
+    let letters = window_letters(app);
+    for (i, (key, label)) in fit.rows.iter().zip(&labels).enumerate() {
+        let y = area.y + 1 + i as u16;
+        row(buf, area, gutter, app, y, (key, label, &letters));
     }
     baseline_rows(buf, area, gutter, app, &fit.base_rows, fit.rows.len());
     mode_marks(buf, area, gutter, app);
@@ -141,7 +145,8 @@ fn title_items<'a>(app: &'a App, fit: &Fit) -> Vec<Item<'a>> {
             .map(|s| &s.phase)
             .collect();
         // It stays longer than the proof's name: without it the letters say nothing.
-        let text = |short| format!("  {}", legend(drawn.iter().copied(), short));
+        let letters = window_letters(app);
+        let text = |short| format!("  {}", legend(drawn.iter().copied(), short, &letters));
         items.push(
             Item::new(1, vec![Span::styled(text(false), t.dim())])
                 .or(0, vec![Span::styled(text(true), t.dim())]),
@@ -185,14 +190,23 @@ fn threshold_row(buf: &mut Buffer, area: Rect, gutter: u16, app: &App) {
 }
 
 /// One of the shown session's rows, at line `y`.
-fn row(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, y: u16, key: &RowKey) {
+/// The letters of the phases in the window (the rows and the title's legend agree).
+fn window_letters(app: &App) -> Letters {
+    let (t0, t1) = app.window();
+    Letters::of(app.model.spans_in(t0, t1).map(|s| &s.phase))
+}
+
+type Row<'a> = (&'a RowKey, &'a str, &'a Letters);
+
+fn row(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, y: u16, row: Row<'_>) {
+    let (key, label, letters) = row;
     let t = &app.theme;
     let m = &app.model;
     let (t0, t1) = app.window();
     let axis = Axis::new(area, gutter, app);
     // Open spans run to the latest time seen.
     let now = app.clock.max(m.now());
-    gutter_label(buf, area, gutter, y, &key.label(), t.dim());
+    gutter_label(buf, area, gutter, y, label, t.dim());
     if let RowKey::Group(g) | RowKey::Rest(g) = key {
         // Each cell shows the innermost (latest started) phase of the group over it.
         let rest = matches!(key, RowKey::Rest(_));
@@ -202,26 +216,32 @@ fn row(buf: &mut Buffer, area: Rect, gutter: u16, app: &App, y: u16, key: &RowKe
                 .map(|s| (s.start, s.end_or(now), &s.phase))
                 .filter(|&(_, end, _)| end >= t0),
         );
-        axis.letters(buf, y, &best, |p| {
-            t.phase(p).add_modifier(Modifier::REVERSED)
-        });
+        axis.letters(
+            buf,
+            y,
+            &best,
+            |p| letters.get(p),
+            |p| t.phase(p).add_modifier(Modifier::REVERSED),
+        );
         return;
     }
     let mut cover = axis.no_cover();
     let style: Style = match key {
         RowKey::Part(p, _) | RowKey::Phase(p) => {
-            for s in m.spans_in(t0, t1) {
-                let hit = match key {
+            let mut bars: Vec<(u64, u64)> = m
+                .spans_in(t0, t1)
+                .filter(|s| match key {
                     RowKey::Part(p2, part) => &s.phase == p2 && s.partition == *part,
                     _ => &s.phase == p,
-                };
-                if hit {
-                    let end = s.end_or(now);
-                    if end >= t0 {
-                        axis.cover(&mut cover, s.start, end);
-                    }
-                }
+                })
+                .map(|s| (s.start, s.end_or(now)))
+                .filter(|&(_, end)| end >= t0)
+                .collect();
+            bars.sort_unstable();
+            for &(start, end) in &bars {
+                axis.cover(&mut cover, start, end);
             }
+            axis.part(&mut cover, &bars);
             t.phase(p)
         }
         RowKey::Group(_) | RowKey::Rest(_) | RowKey::Base(_) | RowKey::BaseAll => {

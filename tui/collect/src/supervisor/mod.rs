@@ -383,7 +383,7 @@ fn start_run(
         log,
         pid,
         LOG_CAP,
-        log_rules.to_vec(),
+        output::LineSink::for_run(log_rules.to_vec(), t_start),
     ) {
         Ok(c) => Some(c),
         Err(e) => {

@@ -93,6 +93,30 @@ impl LineSink {
         }
     }
 
+    /// A sink for one run of a child started at `start` (monotonic ns): no phase read from
+    /// its lines begins before it.
+    pub fn for_run(rules: Vec<Rule>, start: u64) -> LineSink {
+        let mut sink = LineSink::with_rules(rules);
+        sink.engine.set_floor(start);
+        sink
+    }
+
+    /// Phases the grammars have open now (for tests).
+    pub fn open_phases(&self) -> usize {
+        self.engine.open_phases()
+    }
+
+    /// The lines ended at `t` (the child exited): what the grammars had open ended with it
+    /// (see [`Engine::finish`]).
+    pub fn finish(&mut self, t: u64, mut derived: impl FnMut(Record)) {
+        let mut out = std::mem::take(&mut self.derived);
+        self.engine.finish(t, &mut out);
+        for rec in out.drain(..) {
+            derived(rec);
+        }
+        self.derived = out;
+    }
+
     /// One whole line `head` (its first bytes; `len` in all) from `source`, arrived at `t`:
     /// read by the grammars when `derive` (never a cut line), then recorded if the rate
     /// allows. Records go to `derived` (never dropped) and `recorded` (may be).
@@ -178,6 +202,10 @@ impl Copier {
             let _ = tokio::time::timeout_at(deadline, d).await;
         }
         let mut sh = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        if inner_derives(&self.inner) {
+            sh.sink
+                .finish(mono_ns(), |r| forward_derived(&self.inner, r));
+        }
         if let Some(d) = sh.sink.take_over() {
             self.inner.forward(d);
         }
@@ -214,7 +242,7 @@ pub(super) fn spawn(
     log: Option<File>,
     pid: u32,
     cap: u64,
-    rules: Vec<Rule>,
+    sink: LineSink,
 ) -> std::io::Result<Copier> {
     let log = log.map(|file| SideLog {
         held: file.metadata().map(|m| m.len()).unwrap_or(0),
@@ -223,10 +251,7 @@ pub(super) fn spawn(
         full: false,
         dropped: 0,
     });
-    let shared = Arc::new(Mutex::new(Shared {
-        log,
-        sink: LineSink::with_rules(rules),
-    }));
+    let shared = Arc::new(Mutex::new(Shared { log, sink }));
     let mut done = Vec::new();
     for (fd, source) in [
         (stdout, OutputSource::Stdout),
@@ -329,10 +354,15 @@ fn side_log(inner: &Inner, sh: &mut Shared, data: &[u8], pid: u32) {
     }
 }
 
+/// Whether the child's lines are read for phases: it does not speak the protocol.
+fn inner_derives(inner: &Inner) -> bool {
+    inner.counters.events.load(Ordering::Relaxed) == 0
+}
+
 /// One whole line: through the grammars (unless the child speaks the protocol: it wins),
 /// and recorded if the rate allows.
 fn one_line(inner: &Inner, sh: &mut Shared, line: Piece<'_>, source: OutputSource) {
-    let derive = inner.counters.events.load(Ordering::Relaxed) == 0;
+    let derive = inner_derives(inner);
     let (head, len) = line.head_and_len();
     sh.sink.line(
         head,

@@ -12,7 +12,6 @@ use ratatui::style::Style;
 
 use provetop_shared::Phase;
 
-use super::legend::letter;
 use crate::app::App;
 use crate::text::inert;
 
@@ -64,6 +63,20 @@ impl Axis {
         }
     }
 
+    /// Keep back-to-back `bars` (sorted by start) apart: where one starts in the half cell
+    /// after (or in) the one the bar before it ended in, the half cell before its start is
+    /// left uncovered, so two proofs one after the other are two bars, not one.
+    pub(super) fn part(&self, cover: &mut [bool], bars: &[(u64, u64)]) {
+        for w in bars.windows(2) {
+            let ((a0, a1), (b0, _)) = (w[0], w[1]);
+            let (end, start) = (self.half(a1), self.half(b0));
+            // Overlapping ones are one phase open throughout; tiny ones keep their cell.
+            if b0 >= a1 && start <= end + 1 && start >= 1 && start - 1 > self.half(a0) {
+                cover[start as usize - 1] = false;
+            }
+        }
+    }
+
     /// The column of an instant at `t` (a plot at least one cell wide).
     pub(super) fn column(&self, t: u64) -> u16 {
         self.x
@@ -109,12 +122,14 @@ impl Axis {
         best
     }
 
-    /// Draw each cell's phase of `best` on row `y` as its letter, styled by `style`.
+    /// Draw each cell's phase of `best` on row `y` as its letter (`letter`), styled by
+    /// `style`.
     pub(super) fn letters(
         &self,
         buf: &mut Buffer,
         y: u16,
         best: &[Option<(u64, &Phase)>],
+        letter: impl Fn(&Phase) -> char,
         style: impl Fn(&Phase) -> Style,
     ) {
         for (x, b) in best.iter().enumerate() {
@@ -125,6 +140,50 @@ impl Axis {
             }
         }
     }
+}
+
+/// The gutter labels of rows labelled `labels`, each at most `w` characters and made inert:
+/// a longer one keeps its head and its tail around a `…` (`generate_window_post` →
+/// `gen…dow_post`), the split chosen so that no two labels cut alike (two that would even
+/// so end in their index).
+pub(super) fn distinct_labels(labels: &[String], w: usize) -> Vec<String> {
+    let labels: Vec<Vec<char>> = labels.iter().map(|l| inert(l).chars().collect()).collect();
+    let cut = |l: &[char], head: usize| -> String {
+        if l.len() <= w {
+            return l.iter().collect();
+        }
+        let head = head.min(w.saturating_sub(1));
+        let tail = w.saturating_sub(1 + head);
+        let mut s: String = l[..head].iter().collect();
+        s.push('…');
+        s.extend(&l[l.len() - tail..]);
+        s
+    };
+    let distinct = |v: &[String]| {
+        let mut seen = std::collections::HashSet::new();
+        v.iter().all(|s| seen.insert(s))
+    };
+    // The head first (most names differ early), then ever more of the tail.
+    let mut heads: Vec<usize> = vec![w.saturating_sub(1)];
+    heads.extend((1..w.saturating_sub(1)).rev());
+    heads.push(0);
+    for head in heads {
+        let out: Vec<String> = labels.iter().map(|l| cut(l, head)).collect();
+        if distinct(&out) {
+            return out;
+        }
+    }
+    labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let n = i.to_string();
+            let mut s: String = l.iter().take(w.saturating_sub(n.len() + 1)).collect();
+            s.push('…');
+            s.push_str(&n);
+            s
+        })
+        .collect()
 }
 
 /// Write `label` right-aligned in the gutter of row `y`, cut to fit, then the gutter's rule.

@@ -9,6 +9,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
 use super::axis::{gutter_label, Axis};
+use super::legend::letter;
 use super::rows::RowKey;
 use crate::app::App;
 
@@ -38,7 +39,7 @@ pub(super) fn baseline_rows(
         gutter_label(buf, area, gutter, y, &key.label(), dim);
         if *key == RowKey::BaseAll {
             let best = axis.innermost(spans.iter().map(|s| (s.start, s.end_or(s.start), &s.phase)));
-            axis.letters(buf, y, &best, |_| dim);
+            axis.letters(buf, y, &best, letter, |_| dim);
             continue;
         }
         let RowKey::Base(phase) = key else { continue };

@@ -10,6 +10,7 @@ use provetop_shared::classify::ThresholdPhase;
 use provetop_shared::protocol::KNOWN_PHASES;
 use provetop_shared::Phase;
 
+use super::rows::short_phase;
 use crate::text::inert;
 
 /// The letter a phase is drawn with on a compact row.
@@ -30,10 +31,67 @@ pub fn letter(p: &Phase) -> char {
     }
 }
 
-/// The legend of the lettered rows: every letter the phases in `phases` are drawn with,
-/// in a fixed order ("G srs gen s synth h/l msm v verify").
-/// `short`: shorter names for narrow screens ("G gen u gpu").
-pub fn legend<'a>(phases: impl IntoIterator<Item = &'a Phase>, short: bool) -> String {
+/// The letters one window's phases are drawn with: a known phase's own ([`letter`]), and for
+/// each other phase (a rust-fil-proofs call, a user rule's phase: read from log lines) a
+/// character of its short name that no other phase in the window is drawn with, so that
+/// `seal_pre_commit_phase1` and `seal_commit_phase1` are not both `s`, nor `s` synthesis.
+#[derive(Debug, Clone, Default)]
+pub struct Letters {
+    others: Vec<(Phase, char)>,
+}
+
+impl Letters {
+    /// The letters of the phases in `phases` (the window's spans').
+    pub fn of<'a>(phases: impl IntoIterator<Item = &'a Phase>) -> Letters {
+        let mut seen: Vec<&Phase> = Vec::new();
+        for p in phases {
+            if !seen.contains(&p) {
+                seen.push(p);
+            }
+        }
+        let mut taken: Vec<char> = seen
+            .iter()
+            .filter(|p| !matches!(p, Phase::Other(_)))
+            .map(|p| letter(p))
+            .collect();
+        let mut others: Vec<&Phase> = seen
+            .into_iter()
+            .filter(|p| matches!(p, Phase::Other(_)))
+            .collect();
+        others.sort();
+        let mut out = Vec::with_capacity(others.len());
+        for p in others {
+            let c = short_phase(p)
+                .chars()
+                .filter(|c| c.is_alphanumeric())
+                .flat_map(|c| [c, c.to_ascii_uppercase(), c.to_ascii_lowercase()])
+                .chain('1'..='9')
+                .find(|c| !taken.contains(c))
+                .unwrap_or_else(|| letter(p));
+            taken.push(c);
+            out.push((p.clone(), c));
+        }
+        Letters { others: out }
+    }
+
+    /// The letter `p` is drawn with.
+    pub fn get(&self, p: &Phase) -> char {
+        self.others
+            .iter()
+            .find(|(o, _)| o == p)
+            .map_or_else(|| letter(p), |(_, c)| *c)
+    }
+}
+
+/// The legend of the lettered rows: every letter the phases in `phases` are drawn with (by
+/// `letters`), in a fixed order ("G srs gen s synth h/l msm v verify", then the other
+/// phases by their short names: "C C1 P PC1"). `short`: shorter names for narrow screens
+/// ("G gen u gpu").
+pub fn legend<'a>(
+    phases: impl IntoIterator<Item = &'a Phase>,
+    short: bool,
+    letters: &Letters,
+) -> String {
     let mut seen: Vec<&Phase> = Vec::new();
     for p in phases {
         if !seen.contains(&p) {
@@ -61,11 +119,11 @@ pub fn legend<'a>(phases: impl IntoIterator<Item = &'a Phase>, short: bool) -> S
         .iter()
         .filter(|p| matches!(p, Phase::Other(_)))
         .map(|p| {
-            let name: String = inert(p.as_str())
+            let name: String = inert(short_phase(p))
                 .chars()
                 .take(if short { 8 } else { 24 })
                 .collect();
-            format!("{} {name}", letter(p))
+            format!("{} {name}", letters.get(p))
         })
         .collect();
     others.sort();
@@ -121,9 +179,12 @@ mod tests {
             Phase::Other("pc1".into()),
         ];
         assert_eq!(
-            legend(&drawn, false),
+            legend(&drawn, false, &Letters::of(&drawn)),
             "G srs gen s synth h/l msm v verify p pc1"
         );
-        assert_eq!(legend(&drawn, true), "G gen s synth h/l msm v verify p pc1");
+        assert_eq!(
+            legend(&drawn, true, &Letters::of(&drawn)),
+            "G gen s synth h/l msm v verify p pc1"
+        );
     }
 }
