@@ -40,6 +40,8 @@ mod config;
 mod gpu;
 mod handle;
 pub mod hoststat;
+mod kernel;
+mod kernel_watch;
 pub mod maps;
 mod peak;
 mod pinned;

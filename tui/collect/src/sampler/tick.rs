@@ -23,7 +23,6 @@ use super::{
     park_until, peak, system, tree, usage, SamplerConfig, Shared, TREE_BACKSTOP, TREE_DUTY,
     TREE_MAX_INTERVAL, TREE_MIN_INTERVAL,
 };
-use crate::cgroup::{MemCgroup, UsageReader};
 use crate::procstatus::{MemStatus, StatusReader};
 
 /// One process being followed.
@@ -51,14 +50,14 @@ pub(super) struct Counted {
 
 /// The sampler thread's state between ticks.
 pub(super) struct Sampler {
-    cfg: SamplerConfig,
+    pub(super) cfg: SamplerConfig,
     pub(super) shared: Arc<Shared>,
     prod: HeapProd<Record>,
     resets: peak::PeakResets,
     pub(super) procs: HashMap<u32, Proc>,
     order: Vec<u32>,
     pub(super) gen: u64,
-    root: u32,
+    pub(super) root: u32,
     root_gone: bool,
     children_files: bool,
     /// Parents read once per process, for walks without `children` files.
@@ -68,8 +67,9 @@ pub(super) struct Sampler {
     walks: tree::WalkGate,
     /// A member's parent changed since the last walk: it may have left the tree.
     reparented: bool,
-    meminfo: Option<system::MemInfo>,
-    cgroup: Option<UsageReader>,
+    pub(super) meminfo: Option<system::MemInfo>,
+    /// The kernel's view of the tree: cgroup, limits, pressure, OOM kills (`kernel.rs`).
+    pub(super) kernel: super::kernel::KernelState,
     no_reset: Vec<u32>,
     pending_drops: u64,
     reset_pids: Vec<u32>,
@@ -118,7 +118,7 @@ impl Sampler {
             walks: tree::WalkGate::default(),
             reparented: false,
             meminfo,
-            cgroup: None,
+            kernel: Default::default(),
             no_reset: Vec::new(),
             pending_drops: 0,
             reset_pids: Vec::new(),
@@ -241,7 +241,9 @@ impl Sampler {
         self.order.clear();
         self.no_reset.clear();
         self.root_gone = false;
-        self.cgroup = MemCgroup::of_pid(self.root).map(|c| UsageReader::open(&c));
+        if !same_root || self.kernel.root != self.root {
+            self.kernel_adopt(None);
+        }
         self.next_walk = Instant::now();
         *self.shared.tree.lock().unwrap_or_else(|e| e.into_inner()) = (self.gen, vec![self.root]);
         self.pinned_stale_said = false;
@@ -325,6 +327,8 @@ impl Sampler {
         self.maps_marks.clear();
         self.tick_procs.clear();
         let usage_due = self.usage.is_some() && Instant::now() >= self.next_usage;
+        // Before the status reads: an OOM victim is still of the tree here.
+        let kernel_due = self.kernel_look();
         for &pid in &self.order {
             let Some(p) = self.procs.get_mut(&pid) else {
                 continue;
@@ -384,9 +388,11 @@ impl Sampler {
                 self.procs.remove(pid);
             }
             self.order.retain(|p| !gone.contains(p));
+            self.kernel_left(&gone);
         }
         if gone.contains(&self.root) || procs == 0 {
             self.root_gone = true;
+            self.kernel_root_gone();
             let root = self.root;
             self.push(Record::new(
                 t,
@@ -425,10 +431,11 @@ impl Sampler {
             s.mem_total = Some(total);
             s.mem_available = Some(avail);
         }
-        if let Some(cg) = &mut self.cgroup {
-            (s.cgroup_current, s.cgroup_max) = cg.read();
-        }
+        let kernel = self.kernel_sample(&mut s, kernel_due);
         self.push(Record::new(t, RecordBody::Sample(s)));
+        if let Some(k) = kernel {
+            self.push(k);
+        }
         // The helpers are woken only now, the sample pushed: a woken helper may take this
         // core at once, and the tick's own work is done by then. The reset still follows
         // the status read by microseconds.
