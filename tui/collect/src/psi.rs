@@ -11,7 +11,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use provetop_shared::record::{Psi, PsiLine, PsiResource};
@@ -164,7 +164,8 @@ impl Trigger {
             let stall_us = (window_us as f64 * share) as u64;
             // The kernel takes the text with its NUL.
             let text = format!("{line} {stall_us} {window_us}\0");
-            file.write_at(text.as_bytes(), 0)?;
+            // A pressure file cannot seek: a plain write.
+            (&file).write_all(text.as_bytes())?;
             Ok(Trigger {
                 file,
                 scope,

@@ -23,6 +23,9 @@ pub struct CgroupReader {
     stat: Option<KeptOpen>,
     events: Option<KeptOpen>,
     failcnt: Option<KeptOpen>,
+    /// v1 `memory.memsw.failcnt`: where memory and swap share a limit, the charges that hit
+    /// it count here, not in `memory.failcnt`.
+    memsw_failcnt: Option<KeptOpen>,
     low: Option<KeptOpen>,
     min: Option<KeptOpen>,
     soft: Option<KeptOpen>,
@@ -54,6 +57,11 @@ impl CgroupReader {
             stat: open("memory.stat", 4096),
             events: open(cg.file("memory.events").unwrap_or_default(), 256),
             failcnt: if v2 { None } else { open("memory.failcnt", 64) },
+            memsw_failcnt: if v2 {
+                None
+            } else {
+                KeptOpen::open(cg.dir.join("memory.memsw.failcnt"), 64).ok()
+            },
             low: if v2 { open("memory.low", 64) } else { None },
             min: if v2 { open("memory.min", 64) } else { None },
             soft: if v2 {
@@ -146,7 +154,9 @@ impl CgroupReader {
     }
 
     /// The event counters, read now (v1: `failcnt` only when `failcnt`, it moves at every
-    /// charge that hits the limit and matters only at the kernel cadence).
+    /// charge that hits the limit and matters only at the kernel cadence; it is
+    /// `memory.failcnt` plus `memory.memsw.failcnt` where swap is accounted, as a charge
+    /// fails on whichever limit it meets first).
     pub fn events(&mut self, failcnt: bool) -> Option<MemEvents> {
         let text = self.events.as_mut()?.read().ok()?;
         let text = String::from_utf8_lossy(text).into_owned();
@@ -154,7 +164,8 @@ impl CgroupReader {
             Version::V2 => parse_events_v2(&text),
             Version::V1 => {
                 let f = if failcnt {
-                    read_number(&mut self.failcnt).map(|n| n.to_string())
+                    let memsw = read_number(&mut self.memsw_failcnt).unwrap_or(0);
+                    read_number(&mut self.failcnt).map(|n| (n + memsw).to_string())
                 } else {
                     None
                 };
