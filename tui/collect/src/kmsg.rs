@@ -287,10 +287,17 @@ mod tests {
     #[test]
     fn killed_lines_of_a_cgroup_and_of_the_host() {
         let (_, l) = parse_record(KILLED).unwrap();
-        assert!(matches!(l, OomLine::Killed { pid: 17738, ref command, memcg: true, .. } if command == "provetop-memhog"));
+        assert!(
+            matches!(l, OomLine::Killed { pid: 17738, ref command, memcg: true, .. } if command == "provetop-memhog")
+        );
         let host = "Out of memory: Killed process 4242 (python3 (x)) total-vm:9kB, anon-rss:1kB";
-        assert!(matches!(parse_message(host), Some(OomLine::Killed { pid: 4242, ref command, memcg: false, .. }) if command == "python3 (x)"));
-        assert_eq!(parse_message("oom_reaper: reaped process 17738 (provetop-memhog)"), None);
+        assert!(
+            matches!(parse_message(host), Some(OomLine::Killed { pid: 4242, ref command, memcg: false, .. }) if command == "python3 (x)")
+        );
+        assert_eq!(
+            parse_message("oom_reaper: reaped process 17738 (provetop-memhog)"),
+            None
+        );
         assert_eq!(parse_record("6,1,2,-;workingset_refault_anon 0\n"), None);
     }
 

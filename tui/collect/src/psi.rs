@@ -195,10 +195,23 @@ mod tests {
             "some avg10=0.02 avg60=1.65 avg300=0.88 total=5245101\nfull avg10=0.01 avg60=0.75 avg300=0.40 total=2569607\n",
         )
         .unwrap();
-        assert_eq!(some, Line { avg10: 0.02, total_us: 5245101 });
-        assert_eq!(full, Some(Line { avg10: 0.01, total_us: 2569607 }));
+        assert_eq!(
+            some,
+            Line {
+                avg10: 0.02,
+                total_us: 5245101
+            }
+        );
+        assert_eq!(
+            full,
+            Some(Line {
+                avg10: 0.01,
+                total_us: 2569607
+            })
+        );
         // Host-wide cpu before Linux 5.13: no full line.
-        let (_, full) = parse("some avg10=57.93 avg60=34.44 avg300=18.50 total=3609828887\n").unwrap();
+        let (_, full) =
+            parse("some avg10=57.93 avg60=34.44 avg300=18.50 total=3609828887\n").unwrap();
         assert_eq!(full, None);
         assert_eq!(parse("garbage\n"), None);
     }
@@ -218,7 +231,11 @@ mod tests {
         }
         let mut p = PsiFiles::cgroup(dir.path()).unwrap();
         let first = p.read(1_000_000_000);
-        assert_eq!(first.memory.as_ref().unwrap().some.rate, None, "no rate at the first reading");
+        assert_eq!(
+            first.memory.as_ref().unwrap().some.rate,
+            None,
+            "no rate at the first reading"
+        );
         w("memory", 1000 + 250_000);
         let second = p.read(1_500_000_000);
         let m = second.memory.unwrap();

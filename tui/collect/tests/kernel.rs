@@ -227,13 +227,19 @@ fn kernel_records_carry_the_cgroups_usage_limit_breakdown_and_counters_and_the_b
     assert!(c.stat.file.is_some(), "{c:?}");
     assert_eq!(c.events.oom_kill, Some(0));
     if cg.version == Version::V1 {
-        assert!(c.events.failcnt.is_some() && c.events.under_oom == Some(false), "{c:?}");
+        assert!(
+            c.events.failcnt.is_some() && c.events.under_oom == Some(false),
+            "{c:?}"
+        );
         assert_eq!(c.swap, Some(0), "memsw − usage with no swap");
     }
     let b = k.binding.as_ref().unwrap();
     assert_eq!(b.name, format!("{name} {}", cg.max_file()));
     assert_eq!(b.limit, 256 * MIB);
-    assert!(k.psi_host.as_ref().is_some_and(|p| p.memory.is_some()), "{k:?}");
+    assert!(
+        k.psi_host.as_ref().is_some_and(|p| p.memory.is_some()),
+        "{k:?}"
+    );
     // The samples carry the binding cgroup's usage and limit.
     let s = all
         .iter()
@@ -280,7 +286,11 @@ fn an_oom_kill_in_the_watched_cgroup_is_marked_with_the_victims_pid_and_command(
         marks(all).any(|m| matches!(m, Mark::MemoryEvent { counter, .. } if counter == "oom_kill"))
     });
     h.stop();
-    assert!(ok, "no OOM-kill mark: {:#?}", marks(&all).collect::<Vec<_>>());
+    assert!(
+        ok,
+        "no OOM-kill mark: {:#?}",
+        marks(&all).collect::<Vec<_>>()
+    );
     let kills: Vec<&Mark> = marks(&all)
         .filter(|m| matches!(m, Mark::OomKill { .. }))
         .collect();
@@ -297,10 +307,18 @@ fn an_oom_kill_in_the_watched_cgroup_is_marked_with_the_victims_pid_and_command(
     };
     assert_eq!(command.as_deref(), Some("provetop-memhog"));
     assert!(*watched);
-    assert!(cgroup.as_deref().is_some_and(|c| c.ends_with(&cg.name())), "{cgroup:?}");
-    assert!(text.starts_with(&format!("OOM kill of pid {pid} (provetop-memhog)")), "{text}");
     assert!(
-        marks(&all).any(|m| matches!(m, Mark::MemoryEvent { counter, delta: 1, .. } if counter == "oom_kill")),
+        cgroup.as_deref().is_some_and(|c| c.ends_with(&cg.name())),
+        "{cgroup:?}"
+    );
+    assert!(
+        text.starts_with(&format!("OOM kill of pid {pid} (provetop-memhog)")),
+        "{text}"
+    );
+    assert!(
+        marks(&all).any(
+            |m| matches!(m, Mark::MemoryEvent { counter, delta: 1, .. } if counter == "oom_kill")
+        ),
         "{:#?}",
         marks(&all).collect::<Vec<_>>()
     );
@@ -375,9 +393,16 @@ fn a_cgroup_squeezed_into_reclaim_moves_its_counters_or_its_memory_pressure() {
         eprintln!("{m:?}");
     }
     if let Some(k) = kernels(&all).last() {
-        eprintln!("host memory pressure: {:?}", k.psi_host.as_ref().and_then(|p| p.memory.clone()));
+        eprintln!(
+            "host memory pressure: {:?}",
+            k.psi_host.as_ref().and_then(|p| p.memory.clone())
+        );
     }
-    assert!(ok, "neither counters nor pressure moved: {:#?}", kernels(&all).last());
+    assert!(
+        ok,
+        "neither counters nor pressure moved: {:#?}",
+        kernels(&all).last()
+    );
 }
 
 #[test]
@@ -390,8 +415,9 @@ fn a_cgroup_removed_while_watched_is_said_once_and_its_readings_become_unavailab
     wait_in_cgroup(&cg, sleeper.pid());
     let mut h = sampler::spawn(watch_cfg(), sleeper.pid()).unwrap();
     let mut all = Vec::new();
-    assert!(until(&mut h, &mut all, Duration::from_secs(10), |all| kernels(all)
-        .any(|k| k.cgroup.is_some())));
+    assert!(until(&mut h, &mut all, Duration::from_secs(10), |all| {
+        kernels(all).any(|k| k.cgroup.is_some())
+    }));
     // Moved out, then its cgroup removed.
     std::fs::write(own.dir.join("cgroup.procs"), sleeper.pid().to_string()).unwrap();
     std::fs::remove_dir(&cg.dir).unwrap();
@@ -401,7 +427,10 @@ fn a_cgroup_removed_while_watched_is_said_once_and_its_readings_become_unavailab
             .filter(|n| n.contains(&cg.name()) && n.contains("was removed while watched"))
             .count()
     };
-    assert!(until(&mut h, &mut all, Duration::from_secs(5), |all| path(all) >= 1));
+    assert!(until(&mut h, &mut all, Duration::from_secs(5), |all| path(
+        all
+    )
+        >= 1));
     std::thread::sleep(Duration::from_millis(1500));
     h.drain(&mut all);
     h.stop();
@@ -414,7 +443,10 @@ fn a_cgroup_removed_while_watched_is_said_once_and_its_readings_become_unavailab
     assert!(moved[0].contains(&own.path()), "{moved:?}");
     // Its readings are now the new cgroup's.
     let last = kernels(&all).last().unwrap();
-    assert_eq!(last.cgroup.as_ref().map(|c| c.path.clone()), Some(own.path()));
+    assert_eq!(
+        last.cgroup.as_ref().map(|c| c.path.clone()),
+        Some(own.path())
+    );
 }
 
 /// cgroup v2 with Linux 6.12's per-file `memory.peak` reset (the lent GPU machines):

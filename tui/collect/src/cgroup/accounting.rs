@@ -156,7 +156,10 @@ mod tests {
         assert_eq!(s.file_dirty, Some(72241152));
         assert_eq!(s.anon_thp, Some(0));
         assert_eq!(s.shmem, Some(0));
-        assert_eq!((s.kernel, s.slab, s.sock, s.pagetables), (None, None, None, None));
+        assert_eq!(
+            (s.kernel, s.slab, s.sock, s.pagetables),
+            (None, None, None, None)
+        );
     }
 
     #[test]
@@ -176,10 +179,20 @@ mod tests {
     fn event_counters_of_both_hierarchies() {
         let e = parse_events_v2("low 0\nhigh 12\nmax 3\noom 1\noom_kill 1\noom_group_kill 0\n");
         assert_eq!(
-            (e.high, e.max, e.oom, e.oom_kill, e.oom_group_kill, e.failcnt),
+            (
+                e.high,
+                e.max,
+                e.oom,
+                e.oom_kill,
+                e.oom_group_kill,
+                e.failcnt
+            ),
             (Some(12), Some(3), Some(1), Some(1), Some(0), None)
         );
-        let e = parse_events_v1("oom_kill_disable 0\nunder_oom 0\noom_kill 1\n", Some("17\n"));
+        let e = parse_events_v1(
+            "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n",
+            Some("17\n"),
+        );
         assert_eq!(
             (e.oom_kill, e.under_oom, e.failcnt, e.high),
             (Some(1), Some(false), Some(17), None)

@@ -204,7 +204,10 @@ mod tests {
             ["curio.service memory.high", "system.slice memory.max"]
         );
         let t = tightest(&rooms).unwrap();
-        assert_eq!((t.name.as_str(), t.room()), ("system.slice memory.max", 100));
+        assert_eq!(
+            (t.name.as_str(), t.room()),
+            ("system.slice memory.max", 100)
+        );
         w(&slice, "memory.current", "100\n");
         let rooms = l.read();
         assert_eq!(tightest(&rooms).unwrap().name, "curio.service memory.high");

@@ -30,7 +30,9 @@ impl PeakReset {
             .read(true)
             .write(true)
             .open(&path)
-            .map_err(|e| format!("memory.peak cannot be reset per file ({e}: Linux before 6.12)"))?;
+            .map_err(|e| {
+                format!("memory.peak cannot be reset per file ({e}: Linux before 6.12)")
+            })?;
         let mut p = PeakReset { file, buf: [0; 32] };
         p.reset()
             .map_err(|e| format!("writing to memory.peak failed ({e}): no per-file reset"))?;

@@ -196,7 +196,11 @@ impl CgroupReader {
             .unwrap_or_default();
         let max = own(super::limits::max_file(self.cg.version));
         let (swap, swap_max, kernel) = if v2 {
-            (read_number(&mut self.swap), limit(&mut self.swap_max), stat.kernel)
+            (
+                read_number(&mut self.swap),
+                limit(&mut self.swap_max),
+                stat.kernel,
+            )
         } else {
             // memsw counts memory and swap together.
             let memsw = read_number(&mut self.swap);

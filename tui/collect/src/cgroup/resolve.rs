@@ -103,7 +103,10 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
             out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
             i += 4;
         } else {
@@ -192,10 +195,7 @@ mod tests {
     fn a_container_mount_of_a_subtree_strips_the_mounts_root() {
         let cg = "0::/kubepods/pod1/ctr\n";
         let mi = "500 400 0:26 /kubepods/pod1 /sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 rw\n";
-        assert_eq!(
-            candidates(cg, mi)[0].dir(),
-            Path::new("/sys/fs/cgroup/ctr")
-        );
+        assert_eq!(candidates(cg, mi)[0].dir(), Path::new("/sys/fs/cgroup/ctr"));
     }
 
     #[test]

@@ -18,10 +18,11 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use provetop_shared::clock::mono_ns;
-use provetop_shared::record::{Binding, Kernel, MemEvents};
+use provetop_shared::record::{Binding, Kernel};
 use provetop_shared::units::fmt_bytes;
 use provetop_shared::{Mark, Record, RecordBody, Sample};
 
+use super::kernel_state::KernelState;
 use super::kernel_watch::KernelWatch;
 use super::tick::Sampler;
 use crate::cgroup::accounting::moved;
@@ -36,40 +37,11 @@ pub const KERNEL_EVERY: Duration = Duration::from_millis(500);
 /// How long an OOM kill seen by the counter waits for the kernel log to name its victim.
 const NAME_WAIT: Duration = Duration::from_millis(200);
 /// How long, once the root is gone, the log is waited for to say whether it was OOM-killed.
-const GONE_WAIT: Duration = Duration::from_millis(100);
+const GONE_WAIT: Duration = Duration::from_millis(50);
 /// Memory stall thresholds of the PSI triggers: this share of each window.
 const STALL_SOME: f64 = 0.15;
 const STALL_FULL: f64 = 0.10;
 const STALL_WINDOW_US: u64 = 1_000_000;
-
-/// The sampler's kernel readers for the current root.
-#[derive(Default)]
-pub(super) struct KernelState {
-    /// The root these readers are of (0: none yet).
-    pub(super) root: u32,
-    /// The root's `/proc/PID/cgroup`, to see it move.
-    pid_cgroup: Option<KeptOpen>,
-    pid_cgroup_text: Vec<u8>,
-    cg: Option<CgroupReader>,
-    limits: Option<Limits>,
-    /// The cgroup limit that binds, as of the last reading: (chain member, limit).
-    bound: Option<(usize, u64)>,
-    /// The counters at the last look.
-    events: Option<MemEvents>,
-    host_psi: Option<PsiFiles>,
-    cg_psi: Option<PsiFiles>,
-    watch: Option<KernelWatch>,
-    /// The kernel log is followed: a counted OOM kill waits for its name.
-    kmsg: bool,
-    next: Option<Instant>,
-    /// OOM kills the counter showed and the log has not named yet, since when.
-    unnamed: Option<(u64, Instant)>,
-    /// Processes of the tree that left it lately (an OOM victim is gone by the time its
-    /// name is read).
-    pub(super) gone: Vec<u32>,
-    /// Whether the cgroup's removal was said.
-    removed_said: bool,
-}
 
 impl Sampler {
     /// Open the kernel readers for the root (at start, on a root change, when the root moved
@@ -305,8 +277,9 @@ impl Sampler {
 
     /// An OOM victim the kernel log named: marked when it was of the tree or in its cgroup.
     fn victim(&mut self, v: Victim) {
-        let watched =
-            self.procs.contains_key(&v.pid) || self.kernel.gone.contains(&v.pid) || v.pid == self.root;
+        let watched = self.procs.contains_key(&v.pid)
+            || self.kernel.gone.contains(&v.pid)
+            || v.pid == self.root;
         let path = self.kernel.cg.as_ref().map(|c| c.path().to_string());
         let in_cgroup = path.as_deref().is_some_and(|p| v.in_cgroup(p));
         if !watched && !in_cgroup {
@@ -474,9 +447,11 @@ impl Sampler {
         let end = Instant::now() + GONE_WAIT;
         if self.kernel.kmsg {
             loop {
-                let named = self.kernel.watch.as_ref().is_some_and(|w| {
-                    lock(&w.shared.victims).iter().any(|v| v.pid == root)
-                });
+                let named = self
+                    .kernel
+                    .watch
+                    .as_ref()
+                    .is_some_and(|w| lock(&w.shared.victims).iter().any(|v| v.pid == root));
                 if named || Instant::now() >= end {
                     break;
                 }
@@ -506,7 +481,10 @@ impl Sampler {
     }
 
     fn note(&mut self, text: String) {
-        self.push(Record::new(mono_ns(), RecordBody::Mark(Mark::Note { text })));
+        self.push(Record::new(
+            mono_ns(),
+            RecordBody::Mark(Mark::Note { text }),
+        ));
     }
 }
 

@@ -133,7 +133,9 @@ fn run(
         }
         if events_rev.is_some_and(|r| !r.is_empty()) {
             // Reading the file through this descriptor is what re-arms the notification.
-            let ok = events.as_ref().is_some_and(|e| e.read_at(&mut buf, 0).is_ok());
+            let ok = events
+                .as_ref()
+                .is_some_and(|e| e.read_at(&mut buf, 0).is_ok());
             if !ok {
                 // Removed: the sampler says so at its next reading.
                 events = None;

@@ -41,6 +41,7 @@ mod gpu;
 mod handle;
 pub mod hoststat;
 mod kernel;
+mod kernel_state;
 mod kernel_watch;
 pub mod maps;
 mod peak;

@@ -69,7 +69,7 @@ pub(super) struct Sampler {
     reparented: bool,
     pub(super) meminfo: Option<system::MemInfo>,
     /// The kernel's view of the tree: cgroup, limits, pressure, OOM kills (`kernel.rs`).
-    pub(super) kernel: super::kernel::KernelState,
+    pub(super) kernel: super::kernel_state::KernelState,
     no_reset: Vec<u32>,
     pending_drops: u64,
     reset_pids: Vec<u32>,
