@@ -295,6 +295,12 @@ fn an_oom_kill_in_the_watched_cgroup_is_marked_with_the_victims_pid_and_command(
         .filter(|m| matches!(m, Mark::OomKill { .. }))
         .collect();
     assert_eq!(kills.len(), 1, "one kill, one mark: {kills:#?}");
+    // Dying, it left its cgroup: no move for that.
+    assert!(
+        !notes(&all).iter().any(|n| n.contains("moved from")),
+        "{:#?}",
+        notes(&all)
+    );
     let Mark::OomKill {
         command,
         cgroup,

@@ -105,8 +105,7 @@ impl CgroupReader {
         match PeakReset::open(&cg.dir) {
             Ok(p) => r.peak = Some(p),
             Err(why) => unavailable.push(format!(
-                "cgroup {}: no interval peak from the kernel: {why}",
-                r.path
+                "no interval peak from the kernel's memory.peak: {why}"
             )),
         }
         (r, unavailable)
@@ -158,18 +157,20 @@ impl CgroupReader {
     /// `memory.failcnt` plus `memory.memsw.failcnt` where swap is accounted, as a charge
     /// fails on whichever limit it meets first).
     pub fn events(&mut self, failcnt: bool) -> Option<MemEvents> {
-        let text = self.events.as_mut()?.read().ok()?;
-        let text = String::from_utf8_lossy(text).into_owned();
+        // Read at every sample on v1: parsed where it lies, no copy.
+        let f = if failcnt && self.cg.version == Version::V1 {
+            let memsw = read_number(&mut self.memsw_failcnt).unwrap_or(0);
+            read_number(&mut self.failcnt).map(|n| n + memsw)
+        } else {
+            None
+        };
+        let text = std::str::from_utf8(self.events.as_mut()?.read().ok()?).ok()?;
         Some(match self.cg.version {
-            Version::V2 => parse_events_v2(&text),
+            Version::V2 => parse_events_v2(text),
             Version::V1 => {
-                let f = if failcnt {
-                    let memsw = read_number(&mut self.memsw_failcnt).unwrap_or(0);
-                    read_number(&mut self.failcnt).map(|n| (n + memsw).to_string())
-                } else {
-                    None
-                };
-                parse_events_v1(&text, f.as_deref())
+                let mut e = parse_events_v1(text, None);
+                e.failcnt = f;
+                e
             }
         })
     }

@@ -36,6 +36,8 @@ use crate::psi::{PsiFiles, Trigger};
 pub const KERNEL_EVERY: Duration = Duration::from_millis(500);
 /// How long an OOM kill seen by the counter waits for the kernel log to name its victim.
 const NAME_WAIT: Duration = Duration::from_millis(200);
+/// How long a kill the log named in the cgroup stands for the counter's next move.
+const NAMED_KEEP: Duration = Duration::from_secs(2);
 /// How long, once the root is gone, the log is waited for to say whether it was OOM-killed.
 const GONE_WAIT: Duration = Duration::from_millis(50);
 /// Memory stall thresholds of the PSI triggers: this share of each window.
@@ -49,9 +51,13 @@ impl Sampler {
     pub(super) fn kernel_adopt(&mut self, moved_from: Option<String>) {
         let root = self.root;
         let old_host = self.kernel.host_psi.take();
+        let said = std::mem::take(&mut self.kernel.said);
+        let gone = std::mem::take(&mut self.kernel.gone);
         // The old watcher thread stops (joined) before the new one starts.
         self.kernel = KernelState {
             root,
+            said,
+            gone,
             ..KernelState::default()
         };
         let k = &mut self.kernel;
@@ -145,8 +151,12 @@ impl Sampler {
         let (rooms, binding) = self.kernel_limits();
         let intro = self.kernel_intro(&rooms, binding.as_ref(), moved_from);
         self.note(intro);
+        // What is unavailable is said once per session, not again for each cgroup.
         for n in notes {
-            self.note(n);
+            if !self.kernel.said.contains(&n) {
+                self.kernel.said.push(n.clone());
+                self.note(n);
+            }
         }
     }
 
@@ -286,8 +296,10 @@ impl Sampler {
             return;
         }
         if in_cgroup {
-            if let Some((n, since)) = self.kernel.unnamed {
-                self.kernel.unnamed = (n > 1).then(|| (n - 1, since));
+            match self.kernel.unnamed {
+                Some((n, since)) => self.kernel.unnamed = (n > 1).then(|| (n - 1, since)),
+                // Named before the counter was read: its move is this kill.
+                None => self.kernel.named.push(Instant::now()),
             }
         }
         let text = v.describe();
@@ -382,11 +394,17 @@ impl Sampler {
                     }
                     if let Some(d) = kills {
                         let k = &mut self.kernel;
+                        k.named.retain(|at| at.elapsed() < NAMED_KEEP);
+                        let credit = (k.named.len() as u64).min(d);
+                        k.named.drain(..credit as usize);
+                        let d = d - credit;
                         let n = k.unnamed.map_or(0, |u| u.0) + d;
-                        k.unnamed = Some((n, Instant::now()));
-                        if !k.kmsg {
-                            // Nothing will name them: marked at the next look.
-                            k.unnamed = Some((n, Instant::now() - NAME_WAIT));
+                        if n > 0 {
+                            k.unnamed = Some((n, Instant::now()));
+                            if !k.kmsg {
+                                // Nothing will name them: marked at the next look.
+                                k.unnamed = Some((n, already_waited()));
+                            }
                         }
                     }
                 }
@@ -424,6 +442,18 @@ impl Sampler {
         if text == k.pid_cgroup_text.as_slice() {
             return false;
         }
+        k.pid_cgroup_text = text.to_vec();
+        // An exiting process leaves its cgroups (v1 shows it in the root) before it is gone.
+        if exiting(self.root) {
+            return false;
+        }
+        // Another controller's move (cpu, …) changes the file too: only a new memory cgroup
+        // counts.
+        let now = MemCgroup::of_pid(self.root);
+        let k = &mut self.kernel;
+        if now.as_ref().map(|c| &c.dir) == k.cg.as_ref().map(|c| &c.cgroup().dir) {
+            return false;
+        }
         let from = k.cg.as_ref().map(|c| c.path().to_string());
         let removed = k.cg.as_ref().is_some_and(CgroupReader::removed);
         if removed && !k.removed_said {
@@ -433,9 +463,7 @@ impl Sampler {
             );
             self.note(text);
         }
-        let gone = std::mem::take(&mut self.kernel.gone);
         self.kernel_adopt(Some(from.unwrap_or_else(|| "no memory cgroup".into())));
-        self.kernel.gone = gone;
         true
     }
 
@@ -466,7 +494,7 @@ impl Sampler {
             }
         }
         if let Some((n, _)) = self.kernel.unnamed {
-            self.kernel.unnamed = Some((n, Instant::now() - NAME_WAIT));
+            self.kernel.unnamed = Some((n, already_waited()));
             self.kernel_look();
         }
     }
@@ -490,4 +518,24 @@ impl Sampler {
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A time [`NAME_WAIT`] ago (now, that early after boot): an unnamed kill marked at the next
+/// look.
+fn already_waited() -> Instant {
+    let now = Instant::now();
+    now.checked_sub(NAME_WAIT).unwrap_or(now)
+}
+
+/// Whether `pid` is exiting or gone (`PF_EXITING` in its stat flags, or a zombie).
+fn exiting(pid: u32) -> bool {
+    const PF_EXITING: u64 = 0x4;
+    let Some(stat) = crate::procfile::read_stat(pid) else {
+        return true;
+    };
+    let Some(f) = crate::procfile::StatFields::parse(stat.as_bytes()) else {
+        return true;
+    };
+    matches!(f.state(), Some('Z' | 'X' | 'x'))
+        || f.num::<u64>(9).is_some_and(|fl| fl & PF_EXITING != 0)
 }

@@ -33,9 +33,13 @@ pub struct KernelState {
     pub(super) next: Option<Instant>,
     /// OOM kills the counter showed and the log has not named yet, since when.
     pub(super) unnamed: Option<(u64, Instant)>,
+    /// Kills the log named in the cgroup before its counter was seen to move.
+    pub(super) named: Vec<Instant>,
     /// Processes of the tree that left it lately (an OOM victim is gone by the time its
     /// name is read).
     pub(super) gone: Vec<u32>,
+    /// What was said unavailable (said once, whatever cgroup comes next).
+    pub(super) said: Vec<String>,
     /// Whether the cgroup's removal was said.
     pub(super) removed_said: bool,
 }
