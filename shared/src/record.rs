@@ -44,7 +44,9 @@ pub enum RecordBody {
     Usage(Usage),
     /// What the kernel enforces and reports: the tree's memory cgroup (accounting, limits,
     /// event counters), the limit that binds, and pressure (PSI), host-wide and the cgroup's.
-    Kernel(Kernel),
+    /// Boxed: it is several times a sample's size, and every record (the sampler's ring
+    /// holds thousands) is as large as the largest kind.
+    Kernel(Box<Kernel>),
 }
 
 /// Where a line of output came from.

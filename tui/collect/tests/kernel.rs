@@ -163,7 +163,7 @@ fn until(
 
 fn kernels(all: &[Record]) -> impl Iterator<Item = &Kernel> {
     all.iter().filter_map(|r| match &r.body {
-        RecordBody::Kernel(k) => Some(k),
+        RecordBody::Kernel(k) => Some(&**k),
         _ => None,
     })
 }

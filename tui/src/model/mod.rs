@@ -177,7 +177,7 @@ impl Model {
             RecordBody::Output(o) => self.log.push(t, Logged::Output(o.clone())),
             RecordBody::Derived(d) => self.on_derived(t, d, fx),
             RecordBody::Usage(u) => self.on_usage(t, u),
-            RecordBody::Kernel(k) => self.kernel = Some(k.clone()),
+            RecordBody::Kernel(k) => self.kernel = Some((**k).clone()),
         }
     }
 

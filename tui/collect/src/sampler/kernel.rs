@@ -421,12 +421,12 @@ impl Sampler {
         let psi_cgroup = self.kernel.cg_psi.as_mut().map(|p| p.read(t));
         Some(Record::new(
             t,
-            RecordBody::Kernel(Kernel {
+            RecordBody::Kernel(Box::new(Kernel {
                 cgroup,
                 binding,
                 psi_host,
                 psi_cgroup,
-            }),
+            })),
         ))
     }
 
