@@ -330,6 +330,41 @@ fn an_oom_kill_in_the_watched_cgroup_is_marked_with_the_victims_pid_and_command(
     );
 }
 
+#[test]
+fn an_oom_kill_of_another_process_in_the_watched_cgroup_is_marked_as_not_of_the_tree() {
+    let Some(cg) = TestCgroup::new("other", 48 * MIB) else {
+        return;
+    };
+    let sleeper = Proc::sh(&cg.join_then("exec sleep 60"));
+    wait_in_cgroup(&cg, sleeper.pid());
+    let mut h = sampler::spawn(watch_cfg(), sleeper.pid()).unwrap();
+    let mut all = Vec::new();
+    assert!(until(&mut h, &mut all, Duration::from_secs(10), |all| {
+        kernels(all).any(|k| k.cgroup.is_some())
+    }));
+    let hog = Proc::sh(&cg.join_then(&format!(
+        "exec {} --anon 256",
+        sh_quote(&memhog().display().to_string())
+    )));
+    let killed = Instant::now();
+    let pid = hog.pid();
+    let ok = until(&mut h, &mut all, Duration::from_secs(10), |all| {
+        marks(all).any(|m| matches!(m, Mark::OomKill { pid: Some(p), .. } if *p == pid))
+            && marks(all)
+                .any(|m| matches!(m, Mark::MemoryEvent { counter, .. } if counter == "oom_kill"))
+    });
+    eprintln!("marked within {:?} of the hog's start", killed.elapsed());
+    h.stop();
+    assert!(ok, "{:#?}", marks(&all).collect::<Vec<_>>());
+    let kills: Vec<&Mark> = marks(&all)
+        .filter(|m| matches!(m, Mark::OomKill { .. }))
+        .collect();
+    assert_eq!(kills.len(), 1, "{kills:#?}");
+    assert!(
+        matches!(kills[0], Mark::OomKill { watched: false, command: Some(c), .. } if c == "provetop-memhog")
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_child_oom_killed_right_after_joining_a_memory_cgroup_is_reported_as_an_oom_kill_naming_it(
 ) {

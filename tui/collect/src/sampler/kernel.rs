@@ -23,7 +23,7 @@ use provetop_shared::units::fmt_bytes;
 use provetop_shared::{Mark, Record, RecordBody, Sample};
 
 use super::kernel_state::KernelState;
-use super::kernel_watch::KernelWatch;
+use super::kernel_watch::{v1_oom_notify, KernelWatch, Notify};
 use super::tick::Sampler;
 use crate::cgroup::accounting::moved;
 use crate::cgroup::limits::tightest;
@@ -80,7 +80,9 @@ impl Sampler {
                         Ok(p) => k.cg_psi = Some(p),
                         Err(why) => notes.push(format!("cgroup pressure unavailable: {why}")),
                     }
-                    events_file = std::fs::File::open(c.dir.join("memory.events")).ok();
+                    events_file = std::fs::File::open(c.dir.join("memory.events"))
+                        .ok()
+                        .map(Notify::Events);
                     for (line, share) in [("some", STALL_SOME), ("full", STALL_FULL)] {
                         if let Ok(t) = Trigger::open(
                             &c.dir.join("memory.pressure"),
@@ -95,6 +97,14 @@ impl Sampler {
                     }
                 }
             }
+            None => {}
+        }
+        if let Some(c) = cg.as_ref().filter(|c| c.version == Version::V1) {
+            // Without it, the OOM-kill counter is read at every sample.
+            events_file = v1_oom_notify(&c.dir).ok();
+        }
+        match &cg {
+            Some(_) => {}
             None => notes.push(format!(
                 "pid {root}: no memory cgroup found (no memory controller mounted, or its files unreadable): cgroup readings unavailable"
             )),
@@ -137,6 +147,7 @@ impl Sampler {
             }
         };
         k.kmsg = kmsg.is_some();
+        k.notified = events_file.is_some();
         if kmsg.is_some() || events_file.is_some() || !triggers.is_empty() {
             match KernelWatch::spawn(kmsg, events_file, triggers) {
                 Ok(w) => k.watch = Some(w),
@@ -255,12 +266,7 @@ impl Sampler {
         for v in victims {
             self.victim(v);
         }
-        let v1 = self
-            .kernel
-            .cg
-            .as_ref()
-            .is_some_and(|c| c.cgroup().version == Version::V1);
-        let polled = self.kernel.watch.is_some() && !v1;
+        let polled = self.kernel.watch.is_some() && self.kernel.notified;
         if !due && !polled {
             let kills = self
                 .kernel

@@ -30,6 +30,9 @@ pub struct KernelState {
     pub(super) watch: Option<KernelWatch>,
     /// The kernel log is followed: a counted OOM kill waits for its name.
     pub(super) kmsg: bool,
+    /// The kernel notifies the counters' moves (the watcher sets `events_moved`): they are
+    /// not read at every sample.
+    pub(super) notified: bool,
     pub(super) next: Option<Instant>,
     /// OOM kills the counter showed and the log has not named yet, since when.
     pub(super) unnamed: Option<(u64, Instant)>,

@@ -1,6 +1,7 @@
 //! `provetop-kernel`: the thread that waits on what the kernel announces, so the sampler
 //! never polls for it: the kernel log (`/dev/kmsg`, readable when a record is written: OOM
-//! victims), v2's `memory.events` (the kernel notifies a modification: `POLLPRI`) and PSI
+//! victims), v2's `memory.events` (the kernel notifies a modification: `POLLPRI`) or v1's
+//! OOM notification (an eventfd registered for `memory.oom_control`), and PSI
 //! triggers (`POLLPRI` when a stall passes a threshold). It sleeps in one `poll` and hands
 //! what it found to the sampler through [`WatchShared`], which the tick looks at through one
 //! atomic load.
@@ -16,6 +17,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::eventfd::{EfdFlags, EventFd};
 use provetop_shared::Mark;
 
 use crate::kmsg::{Kmsg, Victim};
@@ -26,6 +28,50 @@ pub const THREAD_NAME: &str = "provetop-kernel";
 
 /// Least time between two stall marks of one trigger (a sustained stall fires every window).
 const STALL_GAP: Duration = Duration::from_secs(5);
+
+/// How the kernel tells that a cgroup's event counters moved.
+#[derive(Debug)]
+pub enum Notify {
+    /// v2: `memory.events` itself, polled for `POLLPRI` (re-armed by reading it).
+    Events(File),
+    /// v1: an eventfd registered with `cgroup.event_control` for `memory.oom_control`
+    /// (signalled when the cgroup meets the OOM killer), and that file, kept open.
+    OomEventFd {
+        efd: EventFd,
+        /// Held for as long as the registration.
+        _oom_control: File,
+    },
+}
+
+impl Notify {
+    fn fd(&self) -> (std::os::fd::BorrowedFd<'_>, PollFlags) {
+        match self {
+            Notify::Events(f) => (f.as_fd(), PollFlags::POLLPRI),
+            Notify::OomEventFd { efd, .. } => (efd.as_fd(), PollFlags::POLLIN),
+        }
+    }
+
+    /// Take the notification; `false` when the source is gone (the cgroup was removed).
+    fn take(&self, buf: &mut [u8]) -> bool {
+        match self {
+            Notify::Events(f) => f.read_at(buf, 0).is_ok(),
+            Notify::OomEventFd { efd, .. } => efd.read().is_ok(),
+        }
+    }
+}
+
+/// Register an eventfd for a v1 cgroup's OOM notification (`cgroup.event_control`).
+pub fn v1_oom_notify(dir: &std::path::Path) -> io::Result<Notify> {
+    use std::os::fd::AsRawFd;
+    let oom = File::open(dir.join("memory.oom_control"))?;
+    let efd = EventFd::from_flags(EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)?;
+    let line = format!("{} {}", efd.as_raw_fd(), oom.as_raw_fd());
+    std::fs::write(dir.join("cgroup.event_control"), line)?;
+    Ok(Notify::OomEventFd {
+        efd,
+        _oom_control: oom,
+    })
+}
 
 /// What the thread found, for the sampler.
 #[derive(Debug, Default)]
@@ -47,10 +93,10 @@ pub struct KernelWatch {
 }
 
 impl KernelWatch {
-    /// Start waiting on `kmsg`, `events` (a v2 `memory.events`) and `triggers`.
+    /// Start waiting on `kmsg`, `events` (the cgroup's counters moved) and `triggers`.
     pub fn spawn(
         kmsg: Option<Kmsg>,
-        events: Option<File>,
+        events: Option<Notify>,
         triggers: Vec<Trigger>,
     ) -> io::Result<KernelWatch> {
         let (wake, stop) = UnixStream::pair()?;
@@ -79,7 +125,7 @@ impl Drop for KernelWatch {
 fn run(
     mut stop: UnixStream,
     mut kmsg: Option<Kmsg>,
-    mut events: Option<File>,
+    mut events: Option<Notify>,
     mut triggers: Vec<Trigger>,
     shared: &WatchShared,
 ) {
@@ -93,7 +139,8 @@ fn run(
                 fds.push(PollFd::new(k.fd(), PollFlags::POLLIN));
             }
             if let Some(e) = &events {
-                fds.push(PollFd::new(e.as_fd(), PollFlags::POLLPRI));
+                let (fd, flags) = e.fd();
+                fds.push(PollFd::new(fd, flags));
             }
             for t in &triggers {
                 fds.push(PollFd::new(t.file.as_fd(), PollFlags::POLLPRI));
@@ -132,10 +179,8 @@ fn run(
             }
         }
         if events_rev.is_some_and(|r| !r.is_empty()) {
-            // Reading the file through this descriptor is what re-arms the notification.
-            let ok = events
-                .as_ref()
-                .is_some_and(|e| e.read_at(&mut buf, 0).is_ok());
+            // Reading it is what re-arms the notification.
+            let ok = events.as_ref().is_some_and(|e| e.take(&mut buf));
             if !ok {
                 // Removed: the sampler says so at its next reading.
                 events = None;
