@@ -35,9 +35,20 @@ impl TestCgroup {
             eprintln!("SKIPPED: no memory cgroup controller readable here");
             return None;
         };
-        let dir = own
-            .dir
-            .join(format!("provetop-kernel-{name}-{}", std::process::id()));
+        // v2: a cgroup with processes cannot give its children the memory controller (no
+        // internal processes), so where ours did not, the test's cgroup is our sibling.
+        let parent = match own.version {
+            Version::V2
+                if !std::fs::read_to_string(own.dir.join("cgroup.subtree_control"))
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .any(|c| c == "memory") =>
+            {
+                own.dir.parent().unwrap_or(&own.dir).to_path_buf()
+            }
+            _ => own.dir.clone(),
+        };
+        let dir = parent.join(format!("provetop-kernel-{name}-{}", std::process::id()));
         if let Err(e) = std::fs::create_dir(&dir) {
             eprintln!("SKIPPED: cannot make {} ({e}): needs root", dir.display());
             return None;

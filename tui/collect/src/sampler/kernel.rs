@@ -159,7 +159,7 @@ impl Sampler {
         }
         k.events = k.cg.as_mut().and_then(|c| c.events(true));
         // The first reading, and the note that names the cgroup and its limits.
-        let (rooms, binding) = self.kernel_limits();
+        let (rooms, binding) = self.kernel_limits(None);
         let intro = self.kernel_intro(&rooms, binding.as_ref(), moved_from);
         self.note(intro);
         // What is unavailable is said once per session, not again for each cgroup.
@@ -172,7 +172,10 @@ impl Sampler {
     }
 
     /// Read the chain's limits and find the binding one (kept for the samples).
-    fn kernel_limits(&mut self) -> (Vec<Room>, Option<Binding>) {
+    /// `host` is (MemTotal, MemAvailable) as the sample read them (at most
+    /// [`super::system::RELAXED_EVERY`] old, every sample when memory runs short); `None`
+    /// reads them now.
+    fn kernel_limits(&mut self, host: Option<(u64, u64)>) -> (Vec<Room>, Option<Binding>) {
         let rooms = self
             .kernel
             .limits
@@ -181,7 +184,7 @@ impl Sampler {
             .unwrap_or_default();
         let tight = tightest(&rooms).cloned();
         self.kernel.bound = tight.as_ref().map(|r| (r.member, r.limit));
-        let host = self.meminfo.as_mut().and_then(|m| m.read().ok());
+        let host = host.or_else(|| self.meminfo.as_mut().and_then(|m| m.read().ok()));
         let binding = match (tight, host) {
             (Some(r), Some((_, avail))) if r.room() > avail => None,
             (Some(r), _) => Some(Binding {
@@ -358,10 +361,12 @@ impl Sampler {
     fn kernel_reading(&mut self, s: &mut Sample) -> Option<Record> {
         let t = mono_ns();
         self.kernel.next = Some(Instant::now() + KERNEL_EVERY);
-        if self.kernel_moved() {
+        // A move is rare and the file lists every hierarchy: looked at every other reading.
+        self.kernel.readings += 1;
+        if self.kernel.readings % 2 == 0 && self.kernel_moved() {
             return None;
         }
-        let (rooms, binding) = self.kernel_limits();
+        let (rooms, binding) = self.kernel_limits(s.mem_total.zip(s.mem_available));
         let k = &mut self.kernel;
         let mut cgroup = None;
         if let Some(cg) = k.cg.as_mut() {

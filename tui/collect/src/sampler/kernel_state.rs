@@ -34,6 +34,8 @@ pub struct KernelState {
     /// not read at every sample.
     pub(super) notified: bool,
     pub(super) next: Option<Instant>,
+    /// Full readings taken.
+    pub(super) readings: u64,
     /// OOM kills the counter showed and the log has not named yet, since when.
     pub(super) unnamed: Option<(u64, Instant)>,
     /// Kills the log named in the cgroup before its counter was seen to move.
