@@ -68,47 +68,15 @@ impl Sampler {
         let mut notes = Vec::new();
         let cg = MemCgroup::of_pid(root);
         let mut triggers = Vec::new();
-        let mut events_file = None;
-        match &cg {
-            Some(c) => {
-                let (r, unavailable) = CgroupReader::open(c);
-                notes.extend(unavailable);
-                k.cg = Some(r);
-                k.limits = Some(Limits::open(c));
-                if c.version == Version::V2 {
-                    match PsiFiles::cgroup(&c.dir) {
-                        Ok(p) => k.cg_psi = Some(p),
-                        Err(why) => notes.push(format!("cgroup pressure unavailable: {why}")),
-                    }
-                    events_file = std::fs::File::open(c.dir.join("memory.events"))
-                        .ok()
-                        .map(Notify::Events);
-                    for (line, share) in [("some", STALL_SOME), ("full", STALL_FULL)] {
-                        if let Ok(t) = Trigger::open(
-                            &c.dir.join("memory.pressure"),
-                            "cgroup",
-                            "memory",
-                            line,
-                            share,
-                            STALL_WINDOW_US,
-                        ) {
-                            triggers.push(t);
-                        }
-                    }
-                }
+        let events_file = match &cg {
+            Some(c) => open_cgroup(k, c, &mut notes, &mut triggers),
+            None => {
+                notes.push(format!(
+                    "pid {root}: no memory cgroup found (no memory controller mounted, or its files unreadable): cgroup readings unavailable"
+                ));
+                None
             }
-            None => {}
-        }
-        if let Some(c) = cg.as_ref().filter(|c| c.version == Version::V1) {
-            // Without it, the OOM-kill counter is read at every sample.
-            events_file = v1_oom_notify(&c.dir).ok();
-        }
-        match &cg {
-            Some(_) => {}
-            None => notes.push(format!(
-                "pid {root}: no memory cgroup found (no memory controller mounted, or its files unreadable): cgroup readings unavailable"
-            )),
-        }
+        };
         k.host_psi = match old_host {
             Some(h) => Some(h),
             None => match PsiFiles::host() {
@@ -549,4 +517,41 @@ fn exiting(pid: u32) -> bool {
     };
     matches!(f.state(), Some('Z' | 'X' | 'x'))
         || f.num::<u64>(9).is_some_and(|fl| fl & PF_EXITING != 0)
+}
+
+/// Open the readers of the root's cgroup `c` into `k`, arm its pressure triggers, and say how
+/// its counters' moves will be told (v2 `memory.events`, v1 an OOM eventfd; `None`: read at
+/// every sample).
+fn open_cgroup(
+    k: &mut KernelState,
+    c: &MemCgroup,
+    notes: &mut Vec<String>,
+    triggers: &mut Vec<Trigger>,
+) -> Option<Notify> {
+    let (r, unavailable) = CgroupReader::open(c);
+    notes.extend(unavailable);
+    k.cg = Some(r);
+    k.limits = Some(Limits::open(c));
+    if c.version == Version::V1 {
+        return v1_oom_notify(&c.dir).ok();
+    }
+    match PsiFiles::cgroup(&c.dir) {
+        Ok(p) => k.cg_psi = Some(p),
+        Err(why) => notes.push(format!("cgroup pressure unavailable: {why}")),
+    }
+    for (line, share) in [("some", STALL_SOME), ("full", STALL_FULL)] {
+        if let Ok(t) = Trigger::open(
+            &c.dir.join("memory.pressure"),
+            "cgroup",
+            "memory",
+            line,
+            share,
+            STALL_WINDOW_US,
+        ) {
+            triggers.push(t);
+        }
+    }
+    std::fs::File::open(c.dir.join("memory.events"))
+        .ok()
+        .map(Notify::Events)
 }
