@@ -68,15 +68,10 @@ impl Sampler {
         let mut notes = Vec::new();
         let cg = MemCgroup::of_pid(root);
         let mut triggers = Vec::new();
-        let events_file = match &cg {
-            Some(c) => open_cgroup(k, c, &mut notes, &mut triggers),
-            None => {
-                notes.push(format!(
-                    "pid {root}: no memory cgroup found (no memory controller mounted, or its files unreadable): cgroup readings unavailable"
-                ));
-                None
-            }
-        };
+        // Without a cgroup the intro says so (and what binds).
+        let events_file = cg
+            .as_ref()
+            .and_then(|c| open_cgroup(k, c, &mut notes, &mut triggers));
         k.host_psi = match old_host {
             Some(h) => Some(h),
             None => match PsiFiles::host() {
@@ -180,7 +175,13 @@ impl Sampler {
     ) -> String {
         let root = self.root;
         let Some(cg) = &self.kernel.cg else {
-            return format!("pid {root}: not in a memory cgroup provetop can read");
+            let mut s = format!(
+                "pid {root}: no memory cgroup readable (the hierarchy's root, no memory controller, or unreadable files): cgroup readings unavailable"
+            );
+            if let Some(b) = binding {
+                s.push_str(&format!("; binding: {}", b.name));
+            }
+            return s;
         };
         let v = match cg.cgroup().version {
             Version::V1 => "cgroup v1",

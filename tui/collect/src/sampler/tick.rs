@@ -392,10 +392,11 @@ impl Sampler {
         }
         if gone.contains(&self.root) || procs == 0 {
             self.root_gone = true;
+            // Whether the kernel killed it comes first (marks stamped now).
             self.kernel_root_gone();
             let root = self.root;
             self.push(Record::new(
-                t,
+                mono_ns(),
                 RecordBody::Mark(Mark::Note {
                     text: format!("process {root} is gone; sampling stopped"),
                 }),
