@@ -509,7 +509,7 @@ fn a_watched_process_oom_killed_in_its_memory_cgroup_reads_oom_killed() {
     );
     let out = finished(p);
     let err = String::from_utf8_lossy(&out.stderr);
-    let named = format!("Killed process {pid} (provetop-memhog)");
+    let named = format!("OOM kill of pid {pid} (provetop-memhog)");
     assert!(
         err.contains(&format!("pid {pid} OOM-killed (")) && err.contains(&named),
         "{err}"

@@ -44,6 +44,8 @@ pub enum RecordBody {
     Usage(Usage),
     /// What the kernel enforces and reports: the tree's memory cgroup (accounting, limits,
     /// event counters), the limit that binds, and pressure (PSI), host-wide and the cgroup's.
+    /// Boxed: it is several times a sample's size, and every record (the sampler's ring
+    /// holds thousands) is as large as the largest kind.
     Kernel(Box<Kernel>),
 }
 
@@ -136,8 +138,9 @@ pub struct Sample {
     /// MemTotal of the system.
     pub mem_total: Option<u64>,
     /// Usage of the cgroup whose limit binds (`cgroup_max`): memory.current (v1
-    /// usage_in_bytes) every sample while a cgroup limit applies; without one, once a second
-    /// (with the limits' re-read) and `None` in between.
+    /// usage_in_bytes) every sample while a cgroup limit applies; without one, the tree's own
+    /// cgroup's at each kernel reading (twice a second, with the limits' re-read) and `None`
+    /// in between. (Sessions of older builds: once a second.)
     pub cgroup_current: Option<u64>,
     /// The cgroup limit that binds: of `memory.max` and `memory.high` (v1 `limit_in_bytes`)
     /// of the tree's cgroup and of each of its ancestors, the one with the least room left.

@@ -21,10 +21,12 @@
 pub mod cgroup;
 pub mod channel;
 pub mod hook;
+pub mod kmsg;
 pub mod lines;
 pub mod loglines;
 pub mod procfile;
 pub mod procstatus;
+pub mod psi;
 pub mod sampler;
 pub mod supervisor;
 pub mod xdg;

@@ -4,6 +4,7 @@
 
 mod gpu;
 mod hook_runner;
+mod kernel;
 mod loglines_fuzz;
 mod pinned_maps;
 mod sampler;

@@ -22,13 +22,17 @@ struct Hog {
 
 impl Hog {
     fn start(args: &[&str]) -> Hog {
-        let mut child = Command::new(memhog())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .expect("start memhog");
+        // Started as a helper of this process: in its own process group, a supervisor test
+        // running beside it would otherwise take it for an orphan of its tree and kill it.
+        let mut child = provetop_collect::supervisor::spawn_helper(|| {
+            Command::new(memhog())
+                .args(args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .process_group(0)
+                .spawn()
+        })
+        .expect("start memhog");
         let stdin = child.stdin.take().unwrap();
         let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
@@ -66,6 +70,7 @@ impl Drop for Hog {
             nix::sys::signal::Signal::SIGKILL,
         );
         let _ = self.child.wait();
+        provetop_collect::supervisor::helper_ended(self.child.id());
     }
 }
 

@@ -68,8 +68,11 @@ pub fn mem_cgroup(dir: &Path) -> Option<crate::cgroup::MemCgroup> {
     } else {
         return None;
     };
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = crate::cgroup::resolve::mount_of(dir, &mountinfo)?;
     Some(MemCgroup {
         dir: dir.to_path_buf(),
+        mount,
         version,
     })
 }

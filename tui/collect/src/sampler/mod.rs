@@ -20,6 +20,17 @@
 //!   utilisation twice per NVML sample period between, so a reading's is the mean of every
 //!   period since the last (`gpu.rs`).
 //!
+//! * `provetop-kernel` waits in one `poll` on what the kernel announces: the kernel log
+//!   (OOM victims named), the cgroup's event counters (v2 `memory.events`, v1 an OOM
+//!   eventfd) and PSI memory stall triggers (`kernel_watch.rs`).
+//!
+//! Twice a second, and at once when an event counter moved, the tick also takes a kernel
+//! reading (`kernel.rs`): the root's memory cgroup (usage, limits, `memory.stat`, counters,
+//! v2's per-file interval peak), the limits of its ancestors and the host's MemAvailable
+//! (the one with least room binds, and names the sample's `cgroup_current`/`cgroup_max`),
+//! and pressure, pushed as a [`RecordBody::Kernel`](provetop_shared::RecordBody::Kernel),
+//! with a mark for every counter that moved and every OOM kill in the tree or its cgroup.
+//!
 //! At `usage_hz` (default 2 Hz) the tick also takes a usage reading (`usage.rs`): CPU time,
 //! threads, faults, context switches and storage I/O per process of the tree, the host's
 //! load and the GPU details, pushed as a
@@ -41,6 +52,9 @@ mod config;
 mod gpu;
 mod handle;
 pub mod hoststat;
+mod kernel;
+mod kernel_state;
+mod kernel_watch;
 pub mod maps;
 pub mod members;
 mod peak;

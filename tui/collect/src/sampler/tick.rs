@@ -27,7 +27,6 @@ use super::{
     members, park_until, peak, system, tree, usage, SamplerConfig, Shared, TREE_BACKSTOP,
     TREE_DUTY, TREE_MAX_INTERVAL, TREE_MIN_INTERVAL,
 };
-use crate::cgroup::{MemCgroup, UsageReader};
 use crate::procstatus::{MemStatus, StatusReader};
 
 /// One process being followed.
@@ -55,18 +54,18 @@ pub(super) struct Counted {
 
 /// The sampler thread's state between ticks.
 pub(super) struct Sampler {
-    cfg: SamplerConfig,
+    pub(super) cfg: SamplerConfig,
     pub(super) shared: Arc<Shared>,
     prod: HeapProd<Record>,
     resets: peak::PeakResets,
     pub(super) procs: HashMap<u32, Proc>,
     order: Vec<u32>,
     pub(super) gen: u64,
-    root: u32,
+    pub(super) root: u32,
     root_gone: bool,
     /// A cgroup's members are the tree instead of a root and its descendants (`watch
     /// --cgroup`, `--unit`): no member's exit ends the sampling; the cgroup's removal pauses it.
-    members: Option<members::CgroupMembers>,
+    pub(super) members: Option<members::CgroupMembers>,
     /// The cgroup of `members` does not exist now.
     members_absent: bool,
     children_files: bool,
@@ -77,8 +76,9 @@ pub(super) struct Sampler {
     walks: tree::WalkGate,
     /// A member's parent changed since the last walk: it may have left the tree.
     reparented: bool,
-    meminfo: Option<system::MemInfo>,
-    cgroup: Option<UsageReader>,
+    pub(super) meminfo: Option<system::MemInfo>,
+    /// The kernel's view of the tree: cgroup, limits, pressure, OOM kills (`kernel.rs`).
+    pub(super) kernel: super::kernel_state::KernelState,
     no_reset: Vec<u32>,
     pending_drops: u64,
     reset_pids: Vec<u32>,
@@ -130,7 +130,7 @@ impl Sampler {
             walks: tree::WalkGate::default(),
             reparented: false,
             meminfo,
-            cgroup: None,
+            kernel: Default::default(),
             no_reset: Vec::new(),
             pending_drops: 0,
             reset_pids: Vec::new(),
@@ -254,16 +254,13 @@ impl Sampler {
         self.no_reset.clear();
         self.root_gone = false;
         self.members_absent = false;
+        if !same_root || self.kernel.root != self.root {
+            self.kernel_adopt(None);
+        }
         self.next_walk = Instant::now();
         let first = match &self.members {
-            Some(m) => {
-                self.cgroup = members::mem_cgroup(m.dir()).map(|c| UsageReader::open(&c));
-                Vec::new()
-            }
-            None => {
-                self.cgroup = MemCgroup::of_pid(self.root).map(|c| UsageReader::open(&c));
-                vec![self.root]
-            }
+            Some(_) => Vec::new(),
+            None => vec![self.root],
         };
         *self.shared.tree.lock().unwrap_or_else(|e| e.into_inner()) = (self.gen, first);
         self.pinned_stale_said = false;
@@ -306,7 +303,7 @@ impl Sampler {
                 Some(p) => {
                     if std::mem::take(&mut self.members_absent) {
                         // Made again: its files are new ones.
-                        self.cgroup = members::mem_cgroup(m.dir()).map(|c| UsageReader::open(&c));
+                        self.kernel_adopt(None);
                     }
                     p
                 }
@@ -378,6 +375,8 @@ impl Sampler {
         self.maps_marks.clear();
         self.tick_procs.clear();
         let usage_due = self.usage.is_some() && Instant::now() >= self.next_usage;
+        // Before the status reads: an OOM victim is still of the tree here.
+        let kernel_due = self.kernel_look();
         for &pid in &self.order {
             let Some(p) = self.procs.get_mut(&pid) else {
                 continue;
@@ -444,12 +443,15 @@ impl Sampler {
             if self.members.is_some() {
                 self.next_walk = Instant::now();
             }
+            self.kernel_left(&gone);
         }
         if self.members.is_none() && (gone.contains(&self.root) || procs == 0) {
             self.root_gone = true;
+            // Whether the kernel killed it comes first (marks stamped now).
+            self.kernel_root_gone();
             let root = self.root;
             self.push(Record::new(
-                t,
+                mono_ns(),
                 RecordBody::Mark(Mark::Note {
                     text: gone_note(root, root_unmapped),
                 }),
@@ -485,10 +487,11 @@ impl Sampler {
             s.mem_total = Some(total);
             s.mem_available = Some(avail);
         }
-        if let Some(cg) = &mut self.cgroup {
-            (s.cgroup_current, s.cgroup_max) = cg.read();
-        }
+        let kernel = self.kernel_sample(&mut s, kernel_due);
         self.push(Record::new(t, RecordBody::Sample(s)));
+        if let Some(k) = kernel {
+            self.push(k);
+        }
         // The helpers are woken only now, the sample pushed: a woken helper may take this
         // core at once, and the tick's own work is done by then. The reset still follows
         // the status read by microseconds.

@@ -349,6 +349,8 @@ struct Running {
     /// The reading of its output into the session (and the side log).
     output: Option<output::Copier>,
     started: Instant,
+    /// When it was started, on the records' clock (the kernel log is searched from then).
+    started_ns: u64,
     cgroups: Vec<(MemCgroup, Option<u64>)>,
     /// Its `/proc/PID/cgroup` when the cgroups were last looked at.
     cgroup_text: Option<String>,
@@ -409,6 +411,7 @@ fn start_run(
         reader,
         output,
         started: Instant::now(),
+        started_ns: t_start,
         cgroups,
         cgroup_text: None,
     }
@@ -562,8 +565,23 @@ async fn wait_run(inner: &Arc<Inner>, run: &mut Running) -> ExitInfo {
         .cgroups
         .iter()
         .any(|(c, before)| matches!((before, c.oom_kills()), (Some(b), Some(a)) if a > *b));
+    // Killed by SIGKILL, not by provetop: the kernel log says whether the OOM killer did it
+    // and names the cgroup (a child that moved into a memory cgroup and was killed before the
+    // cgroup poll saw it is known this way).
+    let sigkill = matches!(&status, Ok(st) if std::os::unix::process::ExitStatusExt::signal(st) == Some(Signal::SIGKILL as i32));
+    let victim = if sigkill && !stopped {
+        let (pid, since) = (run.pid, run.started_ns);
+        tokio::task::spawn_blocking(move || {
+            crate::kmsg::oom_kill_of(pid, since, exit::OOM_NAME_WAIT)
+        })
+        .await
+        .ok()
+        .flatten()
+    } else {
+        None
+    };
     match status {
-        Ok(st) => ExitInfo::from_status(st, oom, stopped),
+        Ok(st) => ExitInfo::from_status(st, oom, stopped, victim.as_ref()),
         Err(e) => ExitInfo::unknown(format!("lost track of the child: {e}")),
     }
 }

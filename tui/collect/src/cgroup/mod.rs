@@ -1,14 +1,28 @@
-//! The memory cgroup of a process: usage, limit and the OOM-kill counter.
+//! The memory cgroup of a process, as the kernel enforces and accounts it.
 //!
-//! cgroup v2 (`memory.current`, `memory.max`, `memory.events: oom_kill`) is the target; the
-//! v1 memory controller (`memory.usage_in_bytes`, `memory.limit_in_bytes`,
-//! `memory.oom_control: oom_kill`) is read where a host still runs it, so
-//! limits and OOM kills are seen on both.
+//! cgroup v2 (`memory.current`, `memory.max`, `memory.events`, …) is the target; the v1
+//! memory controller (`memory.usage_in_bytes`, `memory.limit_in_bytes`,
+//! `memory.oom_control`, …) is read where a host still runs it, so limits, accounting and
+//! OOM kills are seen on both. The parts: `resolve` finds the cgroup of a pid (v1, v2,
+//! hybrid hosts); `accounting` parses `memory.stat` and the event counters; `limits` reads
+//! the limits of a cgroup and of each ancestor and finds the one that binds; `reader` keeps a
+//! cgroup's files open and reads each at the rate it changes; `peak` is v2's per-file
+//! `memory.peak` reset.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::procfile::KeptOpen;
+
+pub mod accounting;
+pub mod limits;
+pub mod peak;
+pub mod reader;
+pub mod resolve;
+
+pub use limits::{Limits, Room};
+pub use reader::CgroupReader;
+pub use resolve::resolve;
 
 /// Which cgroup hierarchy a [`MemCgroup`] lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,11 +38,13 @@ pub enum Version {
 pub struct MemCgroup {
     /// Directory in the cgroup filesystem.
     pub dir: PathBuf,
+    /// Where its hierarchy is mounted (the hierarchy's root, as this process sees it).
+    pub mount: PathBuf,
     pub version: Version,
 }
 
 /// Above this a v1 limit means "no limit" (the kernel writes PAGE_COUNTER_MAX rounded).
-const V1_UNLIMITED: u64 = 1 << 60;
+pub(crate) const V1_UNLIMITED: u64 = 1 << 60;
 
 impl MemCgroup {
     /// The memory cgroup of `pid`, if a memory controller is mounted and readable.
@@ -38,6 +54,57 @@ impl MemCgroup {
             .or_else(|_| fs::read_to_string("/proc/self/mountinfo"))
             .ok()?;
         resolve(&cg, &mounts)
+    }
+
+    /// Its path in its hierarchy: `/system.slice/curio.service`, `/` for the root.
+    pub fn path(&self) -> String {
+        resolve::hierarchy_path(&self.mount, &self.dir)
+    }
+
+    /// Its last path component, as an operator names it ("curio.service"); `/` for the root.
+    pub fn name(&self) -> String {
+        match self.dir.strip_prefix(&self.mount) {
+            Ok(rel) if !rel.as_os_str().is_empty() => self
+                .dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "/".into()),
+            _ => "/".into(),
+        }
+    }
+
+    /// This cgroup and each of its ancestors below the hierarchy's root (whose limits are
+    /// the host's), nearest first.
+    pub fn chain(&self) -> Vec<MemCgroup> {
+        let mut out = Vec::new();
+        let mut dir = self.dir.as_path();
+        while dir != self.mount && dir.starts_with(&self.mount) {
+            out.push(MemCgroup {
+                dir: dir.to_path_buf(),
+                mount: self.mount.clone(),
+                version: self.version,
+            });
+            match dir.parent() {
+                Some(p) => dir = p,
+                None => break,
+            }
+        }
+        out
+    }
+
+    /// The hierarchy's file name for a v2 name (`memory.max` → v1 `memory.limit_in_bytes`);
+    /// `None` where v1 has no such file.
+    pub fn file(&self, v2: &'static str) -> Option<&'static str> {
+        match self.version {
+            Version::V2 => Some(v2),
+            Version::V1 => Some(match v2 {
+                "memory.current" => "memory.usage_in_bytes",
+                "memory.max" => "memory.limit_in_bytes",
+                "memory.stat" => "memory.stat",
+                "memory.events" => "memory.oom_control",
+                _ => return None,
+            }),
+        }
     }
 
     /// Limit in bytes; `None` when unlimited.
@@ -122,78 +189,13 @@ impl UsageReader {
 }
 
 /// The number a cgroup file holds; `None` for "max" (v2's "no limit") or when unreadable.
-fn read_number(f: &mut Option<KeptOpen>) -> Option<u64> {
+pub(crate) fn read_number(f: &mut Option<KeptOpen>) -> Option<u64> {
     let text = f.as_mut()?.read().ok()?;
     std::str::from_utf8(text).ok()?.trim().parse().ok()
 }
 
 fn read_u64(p: &Path) -> Option<u64> {
     fs::read_to_string(p).ok()?.trim().parse().ok()
-}
-
-/// Resolve a `/proc/PID/cgroup` text against a `mountinfo` text.
-pub fn resolve(cgroup: &str, mountinfo: &str) -> Option<MemCgroup> {
-    // v1 memory controller wins when present: on hybrid hosts the unified hierarchy has no
-    // memory controller.
-    let mut v2_path = None;
-    let mut v1_path = None;
-    for line in cgroup.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (_id, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
-        if ctrls.is_empty() {
-            v2_path = Some(path.to_string());
-        } else if ctrls.split(',').any(|c| c == "memory") {
-            v1_path = Some(path.to_string());
-        }
-    }
-    let mut v2_mount = None;
-    let mut v1_mount = None;
-    for line in mountinfo.lines() {
-        // id parent major:minor root mountpoint options [optional...] - fstype source superopts
-        let Some((left, right)) = line.split_once(" - ") else {
-            continue;
-        };
-        let l: Vec<&str> = left.split(' ').collect();
-        let r: Vec<&str> = right.split(' ').collect();
-        if l.len() < 5 || r.is_empty() {
-            continue;
-        }
-        let (root, mnt) = (l[3], l[4]);
-        match r[0] {
-            "cgroup2" => v2_mount = Some((root.to_string(), mnt.to_string())),
-            "cgroup"
-                if r.get(2)
-                    .is_some_and(|o| o.split(',').any(|c| c == "memory")) =>
-            {
-                v1_mount = Some((root.to_string(), mnt.to_string()))
-            }
-            _ => {}
-        }
-    }
-    let join = |(root, mnt): (String, String), path: String, v| {
-        // Inside a cgroup namespace the mount's root is "/" and paths are relative to it;
-        // outside one, strip the mount's root from the process's path.
-        let rel = path
-            .strip_prefix(root.as_str())
-            .unwrap_or(&path)
-            .trim_start_matches('/')
-            .to_string();
-        let dir = Path::new(&mnt).join(rel);
-        dir.is_dir().then_some(MemCgroup { dir, version: v })
-    };
-    if let (Some(m), Some(p)) = (v1_mount, v1_path) {
-        if let Some(c) = join(m, p, Version::V1) {
-            return Some(c);
-        }
-    }
-    if let (Some(m), Some(p)) = (v2_mount, v2_path) {
-        let c = join(m, p, Version::V2)?;
-        // The unified root and hybrid unified mounts have no memory controller files.
-        if c.dir.join("memory.current").exists() {
-            return Some(c);
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -209,6 +211,19 @@ mod tests {
             );
             assert!(c.oom_kills().is_some(), "{c:?} has no oom_kill counter");
         }
+    }
+
+    #[test]
+    fn a_cgroups_chain_runs_up_to_below_the_hierarchys_root() {
+        let c = MemCgroup {
+            dir: PathBuf::from("/sys/fs/cgroup/system.slice/curio.service"),
+            mount: PathBuf::from("/sys/fs/cgroup"),
+            version: Version::V2,
+        };
+        assert_eq!(c.path(), "/system.slice/curio.service");
+        assert_eq!(c.name(), "curio.service");
+        let chain: Vec<String> = c.chain().iter().map(|c| c.path()).collect();
+        assert_eq!(chain, ["/system.slice/curio.service", "/system.slice"]);
     }
 
     #[test]
