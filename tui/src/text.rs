@@ -365,7 +365,7 @@ fn mark_text(m: &Mark) -> String {
             counter,
             delta,
             total,
-        } => format!("{cgroup}: memory.events {counter} +{delta} (now {total})"),
+        } => format!("{cgroup}: {counter} +{delta} (now {total})"),
         Mark::Stall {
             scope,
             resource,

@@ -70,8 +70,12 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     let l1 = line1(app, area.width >= 100);
     buf.set_line(area.x, area.y, &Line::from(fit(l1, room)), area.width);
     if area.height > 1 {
-        let l2 = line2(app);
-        buf.set_line(area.x, area.y + 1, &Line::from(fit(l2, room)), area.width);
+        let mut l2 = fit(line2(app), room);
+        // The phase gave way: the line starts at the next item, not at its separator.
+        if l2.first().is_some_and(|s| s.content == sep(app).content) {
+            l2.remove(0);
+        }
+        buf.set_line(area.x, area.y + 1, &Line::from(l2), area.width);
     }
 }
 
@@ -139,8 +143,21 @@ fn state(app: &App) -> Item<'static> {
         (Screen::Replay(p), _) if p.abrupt_end && app.clock >= p.end => {
             Span::styled(format!("■ {}", crate::text::ABRUPT_END), t.bad())
         }
-        (Screen::Watch { what }, ChildStatus::Exited { reason, .. }) => {
-            Span::styled(format!("■ {what} {reason}"), t.bad())
+        (
+            Screen::Watch { what },
+            ChildStatus::Exited {
+                reason, oom_kill, ..
+            },
+        ) => {
+            let short = Span::styled(
+                format!("■ {what} {}", short_reason(reason, *oom_kill)),
+                t.bad(),
+            );
+            return Item::new(
+                rank::KEPT,
+                vec![Span::styled(format!("■ {what} {reason}"), t.bad())],
+            )
+            .or(rank::KEPT, vec![short]);
         }
         (Screen::Watch { what }, _) => Span::styled(format!("◉ watching {what}"), t.ok()),
         (Screen::Replay(_), ChildStatus::None) => Span::styled("▷ replay", t.dim()),
@@ -163,17 +180,35 @@ fn state(app: &App) -> Item<'static> {
         (
             _,
             ChildStatus::Exited {
-                pid, code, reason, ..
+                pid,
+                code,
+                reason,
+                oom_kill,
+                ..
             },
         ) => {
             let style = if *code == Some(0) { t.text() } else { t.bad() };
-            Span::styled(format!("■ pid {pid} {reason}"), style)
+            let short = format!("■ pid {pid} {}", short_reason(reason, *oom_kill));
+            return Item::new(
+                rank::KEPT,
+                vec![Span::styled(format!("■ pid {pid} {reason}"), style)],
+            )
+            .or(rank::KEPT, vec![Span::styled(short, style)]);
         }
         (_, ChildStatus::Restarting { attempt, backoff_s }) => {
             Span::styled(format!("↻ restart #{attempt} in {backoff_s:.0}s"), t.warn())
         }
     };
     Item::new(rank::KEPT, vec![state])
+}
+
+/// An exit's reason in its short form, for a narrow header (the log has it whole): an OOM
+/// kill says so; any other, its words before the parenthesis ("killed by SIGKILL").
+fn short_reason(reason: &str, oom_kill: bool) -> &str {
+    if oom_kill {
+        return "OOM-killed";
+    }
+    reason.split(" (").next().unwrap_or(reason)
 }
 
 /// The processes in the tree, when more than one.
@@ -580,17 +615,35 @@ fn limit(app: &App, oom_shown: bool) -> Option<Item<'static>> {
     let host = name == provetop_shared::limit::HOST;
     let short = of.is_some_and(|l| room < l / 10);
     let style = if short { t.bad() } else { t.dim() };
+    let left = short_bytes(room);
     let text = match (host, of) {
-        (true, _) => format!("avail {}", short_bytes(room)),
-        (false, Some(l)) => format!("{} left of {} {name}", short_bytes(room), short_bytes(l)),
-        (false, None) => format!("{} left before {name}", short_bytes(room)),
+        (true, _) => format!("avail {left}"),
+        (false, Some(l)) => format!("{left} left of {} {name}", short_bytes(l)),
+        (false, None) => format!("{left} left before {name}"),
     };
     let rank = match (oom_shown, host) {
         (true, _) => rank::KEPT,
         (false, true) => rank::AVAILABLE,
         (false, false) => rank::CGROUP_LIMIT,
     };
-    Some(Item::new(rank, vec![sep(app), Span::styled(text, style)]))
+    // Narrower: the cgroup without its file ("0.4G left, curio.service"), then the room alone.
+    let cgroup = name.split(' ').next().unwrap_or(&name).to_string();
+    let mut item = Item::new(rank, vec![sep(app), Span::styled(text, style)]);
+    if !host {
+        item = item
+            .or(
+                rank,
+                vec![
+                    sep(app),
+                    Span::styled(format!("{left} left, {cgroup}"), style),
+                ],
+            )
+            .or(
+                rank,
+                vec![sep(app), Span::styled(format!("{left} left"), style)],
+            );
+    }
+    Some(item)
 }
 
 #[cfg(test)]

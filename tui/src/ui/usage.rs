@@ -381,12 +381,24 @@ fn strip(app: &App, rows: Rows, line: Line, n: &Now, cols: usize) -> (String, Ve
             let Some(lane) = psi_lane(m) else {
                 return (String::new(), vec![None; cols]);
             };
-            let cells = u
+            let mut cells: Vec<Option<u8>> = u
                 .psi
                 .columns(t0, t1, cols)
                 .iter()
                 .map(|c| Some(level(c.lane_range(lane)?.1, 100 * 100)))
                 .collect();
+            // A reading (an average over the last 10 s) stands until the next, due within
+            // [`PSI_STANDS_NS`]: the columns between two readings show the one before.
+            let col_ns = (t1.saturating_sub(t0) / cols.max(1) as u64).max(1);
+            let reach = (PSI_STANDS_NS / col_ns) as usize;
+            let mut last: Option<(u8, usize)> = None;
+            for (x, c) in cells.iter_mut().enumerate() {
+                match (*c, last) {
+                    (Some(v), _) => last = Some((v, x)),
+                    (None, Some((v, at))) if x - at <= reach => *c = Some(v),
+                    _ => {}
+                }
+            }
             let v = n
                 .psi
                 .as_ref()
@@ -434,6 +446,9 @@ fn gpu_level(c: &Bucket<GPU_LANES>, m: Metric) -> Option<u8> {
     };
     Some(level(v, full))
 }
+
+/// How long a pressure reading stands on the strip: two of the kernel readings' intervals.
+const PSI_STANDS_NS: u64 = 1_000_000_000;
 
 const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
