@@ -42,17 +42,31 @@ impl MemModel {
         (floor + (bpc * live as f64) as u64, bpc, measured)
     }
 
-    /// Why a switch to `mode` is refused, if `budget` refuses it.
+    /// Why a switch to `mode` is refused, if `budget` refuses it: its predicted peak RSS over
+    /// the budget, or over `reach` (what this process can reach before the limit that binds
+    /// it, and that limit's name) where that is less.
     pub(super) fn over_budget(
         &self,
         budget: Option<u64>,
+        reach: Option<(u64, String)>,
         floor: u64,
         w: &Workload,
         mode: BatchMode,
     ) -> Option<String> {
         let budget = budget?;
         let (peak, bpc, measured) = self.predict(floor, w, mode);
-        if peak <= budget {
+        let (cap, what) = match reach {
+            Some((r, name)) if r < budget => (
+                r,
+                format!(
+                    "what this process can reach before {name}, {} (--mem-budget {})",
+                    fmt_bytes(r),
+                    fmt_bytes(budget)
+                ),
+            ),
+            _ => (budget, format!("--mem-budget {}", fmt_bytes(budget))),
+        };
+        if peak <= cap {
             return None;
         }
         let basis = if measured {
@@ -64,9 +78,8 @@ impl MemModel {
             format!("{bpc:.0} B/constraint assumed (no proof measured yet)")
         };
         Some(format!(
-            "predicted peak RSS {} exceeds --mem-budget {} ({basis}, resident floor {})",
+            "predicted peak RSS {} exceeds {what} ({basis}, resident floor {})",
             fmt_bytes(peak),
-            fmt_bytes(budget),
             fmt_bytes(floor),
         ))
     }

@@ -20,6 +20,7 @@ mod budget;
 mod controls;
 mod mode;
 mod queue;
+mod reach;
 mod scheduler;
 mod signals;
 mod state;

@@ -1,6 +1,7 @@
 //! Batch-mode requests (`set_mode` controls).
 //!
-//! Contract: a request for the effective mode is only logged. One over `--mem-budget` gets
+//! Contract: a request for the effective mode is only logged. One over `--mem-budget` (or over
+//! what the process can reach before the limit that binds it, where that is less) gets
 //! `mode_refused` and changes nothing. Otherwise, with proofs in flight, it becomes the
 //! pending switch (a later request replaces it) and takes effect at the next proof boundary:
 //! the proof in flight keeps the mode it started with. With nothing in flight, it takes
@@ -21,9 +22,11 @@ impl Shared {
             });
             return;
         }
-        if let Some(reason) = c
-            .mem
-            .over_budget(self.mem_budget, c.floor, &self.workload, mode)
+        // What the kernel allows is read only where a budget is checked.
+        let reach = self.mem_budget.and_then(|_| super::reach::now());
+        if let Some(reason) =
+            c.mem
+                .over_budget(self.mem_budget, reach, c.floor, &self.workload, mode)
         {
             self.emitter.emit(Event::ModeRefused {
                 requested: mode,

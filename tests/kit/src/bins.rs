@@ -88,7 +88,11 @@ fn cargo_build_as(package: &str, kind: &str, bin: &str) -> PathBuf {
     // with the binaries they need beside them.
     if std::env::var_os("PROVETOP_PREBUILT_BINS").is_some() {
         let p = dir.join(bin);
-        assert!(p.is_file(), "{} missing (PROVETOP_PREBUILT_BINS is set)", p.display());
+        assert!(
+            p.is_file(),
+            "{} missing (PROVETOP_PREBUILT_BINS is set)",
+            p.display()
+        );
         return p;
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

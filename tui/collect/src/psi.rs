@@ -146,9 +146,27 @@ pub struct Trigger {
     pub line: &'static str,
     pub stall_us: u64,
     pub window_us: u64,
+    /// The file, read again to confirm a wake-up.
+    path: PathBuf,
+    /// The line's `total` (µs) when last confirmed (or armed).
+    total_us: Option<u64>,
 }
 
 impl Trigger {
+    /// Whether the line's stall time really grew by the threshold since the trigger was armed
+    /// or last confirmed. Some kernels wake a new trigger at once (its window starting from
+    /// zero, not from the total then): the wake-up alone is not a stall.
+    pub fn confirmed(&mut self) -> bool {
+        let Some(now) = line_total(&self.path, self.line) else {
+            return false;
+        };
+        let grew = self
+            .total_us
+            .is_some_and(|t| now.saturating_sub(t) >= self.stall_us);
+        self.total_us = Some(now);
+        grew
+    }
+
     /// Arm a trigger on `path`: `share` of each `window_us` stalled. Where the kernel refuses
     /// the window (unprivileged, before the 2 s rule was relaxed), a 2 s window is tried.
     pub fn open(
@@ -173,6 +191,8 @@ impl Trigger {
                 line,
                 stall_us,
                 window_us,
+                path: path.to_path_buf(),
+                total_us: line_total(path, line),
             })
         };
         arm(window_us).or_else(|e| {
@@ -182,6 +202,15 @@ impl Trigger {
                 Err(e)
             }
         })
+    }
+}
+
+/// The `total` (µs) of the `some` or `full` line of the pressure file at `path`, read now.
+fn line_total(path: &Path, line: &str) -> Option<u64> {
+    let (some, full) = parse(&std::fs::read_to_string(path).ok()?)?;
+    match line {
+        "full" => full.map(|l| l.total_us),
+        _ => Some(some.total_us),
     }
 }
 

@@ -193,6 +193,9 @@ fn run(
             if r.contains(PollFlags::POLLERR) || r.contains(PollFlags::POLLNVAL) {
                 dead.push(i);
             } else if r.contains(PollFlags::POLLPRI) {
+                if !triggers[i].confirmed() {
+                    continue;
+                }
                 let now = Instant::now();
                 if last_stall[i].is_some_and(|at| now.duration_since(at) < STALL_GAP) {
                     continue;
