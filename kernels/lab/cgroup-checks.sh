@@ -87,13 +87,16 @@ fi
 if [[ $steps == *" reclaim "* ]]; then
   log "reclaim: memory.high 300 MiB, working set growing past it"
   if [ $v = 2 ]; then cg=$(mk ptop-reclaim max 314572800); else cg=$(mk ptop-reclaim 314572800); fi
-  ( echo "anon 256"; sleep 4; for i in $(seq 1 8); do echo "anon 64"; sleep 0.5; done; sleep 6; echo exit ) |
+  # Throttled at memory.high the hog may never get through its list: it is killed at 20 s.
+  ( echo "anon 256"; sleep 4; for i in $(seq 1 8); do echo "anon 64"; sleep 0.5; done; sleep 30 ) |
     sh -c "echo \$\$ > $cg/cgroup.procs && exec $bin/provetop-memhog --stdin" > "$out/reclaim-hog.log" 2>&1 &
   sleep 0.3
   hog=$(pgrep -n -f provetop-memhog)
-  "$bin/provetop" watch --headless --hz 20 --record "$out/reclaim.ptop" "$hog" > "$out/reclaim.log" 2>&1
+  "$bin/provetop" watch --headless --hz 20 --record "$out/reclaim.ptop" "$hog" > "$out/reclaim.log" 2>&1 &
+  w=$!
+  sleep 20; kill -9 "$hog"; wait $w
   echo "watch exit $?"; tail -5 "$out/reclaim.log"
-  wait; rmdir "$cg" 2>/dev/null
+  rmdir "$cg" 2>/dev/null
 fi
 
 if [[ $steps == *" removal "* ]]; then
@@ -116,9 +119,10 @@ if [[ $steps == *" peak "* ]]; then
   hog=$(pgrep -n -f provetop-memhog)
   "$bin/provetop" watch --headless --hz 20 --record "$out/peak.ptop" "$hog" > "$out/peak.log" 2>&1 &
   w=$!
-  sleep 29
+  sleep 31
+  # Its spikes are over (it sleeps on until killed): its VmHWM is the spikes' own, untouched.
   grep VmHWM "/proc/$hog/status" > "$out/peak-vmhwm.txt"
-  wait $w; echo "watch exit $?"; cat "$out/peak.log" "$out/peak-vmhwm.txt"
+  kill "$hog"; wait $w; echo "watch exit $?"; cat "$out/peak.log" "$out/peak-vmhwm.txt"
   rmdir "$cg" 2>/dev/null
 fi
 

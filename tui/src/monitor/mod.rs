@@ -40,6 +40,12 @@ use crate::cli::LogSource;
 use crate::model::Model;
 use crate::settings::Setup;
 
+/// What `watch` says of interval peaks without `--reset-peak`.
+const WATCHED_PEAK_NOTE: &str = "interval peaks come from the cgroup's memory.peak where the \
+    kernel resets it for provetop's file alone (cgroup v2, Linux 6.12 and later); elsewhere \
+    they are not measured (VmHWM is not reset in a process provetop did not start; \
+    --reset-peak does)";
+
 /// How often a stopping session pumps the records of its ending child.
 pub const TICK: Duration = Duration::from_millis(50);
 
@@ -110,12 +116,7 @@ impl Monitor {
                 pipeline.note(model, text);
                 let claim = claim(&mut pipeline, model, pid);
                 if !setup.sampler.reset_peak {
-                    pipeline.note(
-                        model,
-                        "interval peaks are not measured (VmHWM is not reset in a process \
-                         provetop did not start; --reset-peak does)"
-                            .into(),
-                    );
+                    pipeline.note(model, WATCHED_PEAK_NOTE.into());
                 }
                 Ok(Monitor {
                     pipeline,
@@ -155,12 +156,7 @@ impl Monitor {
                     warn_at_start(&mut pipeline, model, text);
                 }
                 if !setup.sampler.reset_peak {
-                    pipeline.note(
-                        model,
-                        "interval peaks are not measured (VmHWM is not reset in a process \
-                         provetop did not start; --reset-peak does)"
-                            .into(),
-                    );
+                    pipeline.note(model, WATCHED_PEAK_NOTE.into());
                 }
                 // No claim: its lock names one process's tree, and a cgroup's members change.
                 Ok(Monitor {
