@@ -8,7 +8,7 @@ use std::fmt;
 
 use prometheus_client::registry::Unit;
 use provetop_shared::limit::HOST;
-use provetop_shared::metric::Metric;
+use provetop_shared::metric::KERNEL_CSV_COLUMNS;
 use provetop_shared::{CgroupReading, Kernel, MemEvents, MemStat, Psi, PsiResource};
 
 use super::labels::cut;
@@ -20,14 +20,8 @@ fn bytes() -> Option<Unit> {
 
 /// The families of the latest kernel record, and the OOM kills seen in the session.
 pub(super) fn kernel_gauges(o: &mut Out<'_, '_>, k: &Kernel) -> fmt::Result {
-    for m in [
-        Metric::MemLimit,
-        Metric::PsiMemorySome,
-        Metric::PsiMemoryFull,
-        Metric::PsiCpuSome,
-        Metric::PsiIoSome,
-        Metric::PsiIoFull,
-    ] {
+    // The kernel record's metrics of the table: the same as the CSV's kernel columns.
+    for m in KERNEL_CSV_COLUMNS {
         o.metric(m, m.of_kernel(k).map(|v| Value::reading(m.unit(), v)))?;
     }
     if let Some(b) = &k.binding {
