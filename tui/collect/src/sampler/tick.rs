@@ -349,6 +349,57 @@ impl Sampler {
         self.next_walk = Instant::now() + rest;
     }
 
+    /// Forget the processes of this tick that are `gone`; when the tree's root is (or no
+    /// process was counted), say so, stop sampling it and return true. Over a cgroup's
+    /// members a process gone ends nothing.
+    fn forget_gone(&mut self, gone: &[u32], procs: u32, root_unmapped: bool) -> bool {
+        if !gone.is_empty() {
+            for pid in gone {
+                self.procs.remove(pid);
+            }
+            self.order.retain(|p| !gone.contains(p));
+            // A member gone: look for its successor (a restart) at once.
+            if self.members.is_some() {
+                self.next_walk = Instant::now();
+            }
+            self.kernel_left(gone);
+        }
+        if self.members.is_some() || (!gone.contains(&self.root) && procs > 0) {
+            return false;
+        }
+        self.root_gone = true;
+        // Whether the kernel killed it comes first (marks stamped now).
+        self.kernel_root_gone();
+        let root = self.root;
+        self.push(Record::new(
+            mono_ns(),
+            RecordBody::Mark(Mark::Note {
+                text: gone_note(root, root_unmapped),
+            }),
+        ));
+        true
+    }
+
+    /// The sample's GPU readings (the NVML thread's latest, of this tree) and the host's
+    /// MemTotal and MemAvailable.
+    fn system_readings(&mut self, s: &mut Sample) {
+        {
+            let g = self.shared.gpu.lock().unwrap_or_else(|e| e.into_inner());
+            if g.gen == self.gen {
+                s.gpu_used = g.used;
+                s.gpus = g.gpus.clone();
+            }
+        }
+        if let Some((total, avail)) = self
+            .meminfo
+            .as_mut()
+            .and_then(|m| m.reading(Instant::now()))
+        {
+            s.mem_total = Some(total);
+            s.mem_available = Some(avail);
+        }
+    }
+
     fn tick(&mut self) {
         if self.shared.gen.load(Ordering::Acquire) != self.gen {
             self.adopt_root();
@@ -434,28 +485,7 @@ impl Sampler {
                 Err(_) => gone.push(pid),
             }
         }
-        if !gone.is_empty() {
-            for pid in &gone {
-                self.procs.remove(pid);
-            }
-            self.order.retain(|p| !gone.contains(p));
-            // A member gone: look for its successor (a restart) at once.
-            if self.members.is_some() {
-                self.next_walk = Instant::now();
-            }
-            self.kernel_left(&gone);
-        }
-        if self.members.is_none() && (gone.contains(&self.root) || procs == 0) {
-            self.root_gone = true;
-            // Whether the kernel killed it comes first (marks stamped now).
-            self.kernel_root_gone();
-            let root = self.root;
-            self.push(Record::new(
-                mono_ns(),
-                RecordBody::Mark(Mark::Note {
-                    text: gone_note(root, root_unmapped),
-                }),
-            ));
+        if self.forget_gone(&gone, procs, root_unmapped) {
             return;
         }
         let mut s = Sample {
@@ -472,21 +502,7 @@ impl Sampler {
         };
         s.pinned = self.pinned();
         self.shared.tree_rss.store(sum.rss, Ordering::Release);
-        {
-            let g = self.shared.gpu.lock().unwrap_or_else(|e| e.into_inner());
-            if g.gen == self.gen {
-                s.gpu_used = g.used;
-                s.gpus = g.gpus.clone();
-            }
-        }
-        if let Some((total, avail)) = self
-            .meminfo
-            .as_mut()
-            .and_then(|m| m.reading(Instant::now()))
-        {
-            s.mem_total = Some(total);
-            s.mem_available = Some(avail);
-        }
+        self.system_readings(&mut s);
         let kernel = self.kernel_sample(&mut s, kernel_due);
         self.push(Record::new(t, RecordBody::Sample(s)));
         if let Some(k) = kernel {
