@@ -208,10 +208,15 @@ pub(super) fn with_checksum(mut json: Vec<u8>) -> Vec<u8> {
 /// anything: None when it checks, or when the header has none (a file older than it).
 fn checksum_damage(raw: &[u8]) -> Option<String> {
     let raw = raw.trim_ascii_end();
-    let body = raw.strip_suffix(b"}")?;
-    // The last field: `,"KEY":DIGITS`.
+    // The last field: `,"KEY":DIGITS`. A flip can turn a digit into JSON whitespace (`0` and
+    // the space are one bit apart), which leaves the JSON valid: whitespace is skipped here too.
+    let body = raw.strip_suffix(b"}")?.trim_ascii_end();
     let digits_at = body.iter().rposition(|b| !b.is_ascii_digit())? + 1;
-    let head = body[..digits_at].strip_suffix(b"\":")?;
+    let head = body[..digits_at]
+        .trim_ascii_end()
+        .strip_suffix(b":")?
+        .trim_ascii_end()
+        .strip_suffix(b"\"")?;
     let key_at = head.iter().rposition(|&b| b == b'"')?;
     let key = &head[key_at + 1..];
     let sep = head[..key_at].last().copied();

@@ -131,3 +131,29 @@ fn csv_rows_and_errors() {
     let e = load_bytes(p, b"timestamp,rss_kb\n1,99999999999999999\n").unwrap_err();
     assert!(e.to_string().contains("absurd"));
 }
+
+#[test]
+fn a_checksum_digit_turned_to_whitespace_is_still_seen_as_damage() {
+    // `0` and the space are one bit apart: such a flip leaves the header's JSON valid and its
+    // checksum a different number, wherever in the number the digit was.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.ptop");
+    write(&p, &recs());
+    let data = std::fs::read(&p).unwrap();
+    let key = b"\"header_crc\":";
+    let at = data.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+    let digits = data[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    assert!(digits > 1, "{digits}");
+    for i in [0, digits - 1] {
+        let mut d = data.clone();
+        d[at + i] = b' ';
+        let l = load_bytes(&p, &d).unwrap();
+        assert_eq!(l.records, recs(), "digit {i}");
+        assert_eq!(l.warnings.len(), 1, "digit {i}: {:?}", l.warnings);
+        assert!(
+            l.warnings[0].message.contains("checksum"),
+            "{:?}",
+            l.warnings
+        );
+    }
+}
