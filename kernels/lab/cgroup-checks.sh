@@ -18,7 +18,7 @@
 #   bash kernels/lab/cgroup-checks.sh BIN_DIR OUT_DIR
 #
 # STEPS picks some of "host alert quick reclaim removal peak prover". OUT_DIR gets every log
-# and recording; check-cgroup-results.py reads them.
+# and recording: `provetop export` or `replay` them (docs/kernel.md says what each step shows).
 set -uo pipefail
 bin=$(cd "${1:?BIN_DIR}" && pwd)
 out=${2:?OUT_DIR}

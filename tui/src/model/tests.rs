@@ -103,6 +103,24 @@ fn proof_run(m: &mut Model, id: u64, t0: u64) {
 }
 
 /// Start and finish a proof of `sectors` sectors in `mode` (no phases).
+/// A proof that ended without a proof, at 10 s.
+fn not_ok(id: u64, duration_s: f64, error: &str, cancelled: bool, requeued_as: Vec<u64>) -> Record {
+    ev(
+        10 * S,
+        Event::ProofFinished {
+            proof_id: id,
+            ok: false,
+            verified: false,
+            duration_s,
+            mode: BatchMode::Single,
+            phases: vec![],
+            error: Some(error.into()),
+            cancelled,
+            requeued_as,
+        },
+    )
+}
+
 fn bare_proof(m: &mut Model, id: u64, mode: BatchMode, sectors: u32, from: u64, to: u64) {
     m.apply(&ev(
         from,
@@ -182,22 +200,7 @@ fn mode_rows_sum_per_mode_in_the_order_modes_ran() {
 
 #[test]
 fn a_proof_that_fails_while_the_session_stops_is_counted_as_stopped_not_failed() {
-    let failed = |id: u64| {
-        ev(
-            10 * S,
-            Event::ProofFinished {
-                proof_id: id,
-                ok: false,
-                verified: false,
-                duration_s: 1.0,
-                mode: BatchMode::Single,
-                phases: vec![],
-                error: Some("aborted".into()),
-                cancelled: false,
-                requeued_as: vec![],
-            },
-        )
-    };
+    let failed = |id: u64| not_ok(id, 1.0, "aborted", false, vec![]);
     // Before any stop: a failure.
     let mut m = Model::new(Thresholds::default());
     m.apply(&ev(0, hello()));
@@ -230,22 +233,8 @@ fn cancelled_proofs_are_counted_apart_from_failures() {
     let mut m = Model::new(Thresholds::default());
     m.apply(&ev(0, hello()));
     proof_run(&mut m, 1, S);
-    let end = |id, error: &str, cancelled, requeued_as: Vec<u64>| {
-        ev(
-            10 * S,
-            Event::ProofFinished {
-                proof_id: id,
-                ok: false,
-                verified: false,
-                duration_s: 0.0,
-                mode: BatchMode::Single,
-                phases: vec![],
-                error: Some(error.into()),
-                cancelled,
-                requeued_as,
-            },
-        )
-    };
+    let end =
+        |id, error: &str, cancelled, requeued_as| not_ok(id, 0.0, error, cancelled, requeued_as);
     let stop = "cancelled before it started (signal)";
     m.apply(&end(2, stop, true, vec![]));
     m.apply(&end(3, stop, true, vec![]));

@@ -115,15 +115,7 @@ impl Monitor {
                 let text = format!("watching pid {pid} ({})", target::cmdline(pid));
                 pipeline.note(model, text);
                 let claim = claim(&mut pipeline, model, pid);
-                if !setup.sampler.reset_peak {
-                    pipeline.note(model, WATCHED_PEAK_NOTE.into());
-                }
-                Ok(Monitor {
-                    pipeline,
-                    supervisor: None,
-                    grace: Duration::ZERO,
-                    _claim: claim,
-                })
+                Ok(watching(pipeline, model, setup, claim))
             }
             Target::Cgroup { cgroup, unit, log } => {
                 let mut pipeline = Pipeline::new(setup.rules.clone(), setup.hook.clone(), record)?;
@@ -155,16 +147,9 @@ impl Monitor {
                     );
                     warn_at_start(&mut pipeline, model, text);
                 }
-                if !setup.sampler.reset_peak {
-                    pipeline.note(model, WATCHED_PEAK_NOTE.into());
-                }
                 // No claim: its lock names one process's tree, and a cgroup's members change.
-                Ok(Monitor {
-                    pipeline,
-                    supervisor: None,
-                    grace: Duration::ZERO,
-                    _claim: sampler::SamplingClaim::take(0).0,
-                })
+                let claim = sampler::SamplingClaim::take(0).0;
+                Ok(watching(pipeline, model, setup, claim))
             }
         }
     }
@@ -249,6 +234,25 @@ impl Monitor {
 
 /// Claim sampling `pid`'s tree; another provetop already sampling it (or a tree holding
 /// it) is said on stderr and recorded as a warning.
+/// The monitor of a target provetop did not start (a pid, a cgroup): nothing to supervise,
+/// and where no VmHWM reset runs, a note on where interval peaks come from.
+fn watching(
+    mut pipeline: Pipeline,
+    model: &mut Model,
+    setup: &Setup,
+    claim: sampler::SamplingClaim,
+) -> Monitor {
+    if !setup.sampler.reset_peak {
+        pipeline.note(model, WATCHED_PEAK_NOTE.into());
+    }
+    Monitor {
+        pipeline,
+        supervisor: None,
+        grace: Duration::ZERO,
+        _claim: claim,
+    }
+}
+
 fn claim(pipeline: &mut Pipeline, model: &mut Model, pid: u32) -> sampler::SamplingClaim {
     let (claim, others) = sampler::SamplingClaim::take(pid);
     for (holder, root) in others {
