@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use provetop_shared::clock::mono_ns;
-use provetop_shared::record::{Binding, Kernel};
+use provetop_shared::record::{Binding, Kernel, MemEvents};
 use provetop_shared::units::fmt_bytes;
 use provetop_shared::{Mark, Record, RecordBody, Sample};
 
@@ -233,7 +233,11 @@ impl Sampler {
             if w.shared.pending.swap(false, Ordering::AcqRel) {
                 victims = std::mem::take(&mut *lock(&w.shared.victims));
                 stalls = std::mem::take(&mut *lock(&w.shared.stalls));
-                due |= w.shared.events_moved.swap(false, Ordering::AcqRel);
+                // Under reclaim `high` moves by the thousand a second: only a kill is worth a
+                // reading before the cadence's next one.
+                if w.shared.events_moved.swap(false, Ordering::AcqRel) {
+                    due |= self.kills_moved();
+                }
             }
         }
         for m in stalls {
@@ -244,13 +248,7 @@ impl Sampler {
         }
         let polled = self.kernel.watch.is_some() && self.kernel.notified;
         if !due && !polled {
-            let kills = self
-                .kernel
-                .cg
-                .as_mut()
-                .and_then(|c| c.events(false))
-                .and_then(|e| e.oom_kill);
-            due |= kills != self.kernel.events.as_ref().and_then(|e| e.oom_kill);
+            due |= self.kills_moved();
         }
         if let Some((n, since)) = self.kernel.unnamed {
             if now.duration_since(since) >= NAME_WAIT {
@@ -265,6 +263,14 @@ impl Sampler {
             }
         }
         due
+    }
+
+    /// Whether the cgroup's kill counters (`oom`, `oom_kill`, `oom_group_kill`) moved since
+    /// the last full reading: its counters file read now, alone.
+    fn kills_moved(&mut self) -> bool {
+        let kills = |e: &MemEvents| (e.oom, e.oom_kill, e.oom_group_kill);
+        let now = self.kernel.cg.as_mut().and_then(|c| c.events(false));
+        now.as_ref().map(kills) != self.kernel.events.as_ref().map(kills)
     }
 
     /// An OOM victim the kernel log named: marked when it was of the tree or in its cgroup.
@@ -365,7 +371,11 @@ impl Sampler {
                         .iter()
                         .find(|(c, _, _)| *c == "oom_kill")
                         .map(|&(_, d, _)| d);
-                    for (counter, delta, total) in moves {
+                    let marked = self
+                        .kernel
+                        .counter_marks
+                        .marks(moves.clone(), Instant::now());
+                    for (counter, delta, total) in marked {
                         self.push(Record::new(
                             t,
                             RecordBody::Mark(Mark::MemoryEvent {

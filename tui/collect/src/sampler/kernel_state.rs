@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use provetop_shared::record::MemEvents;
 
+use super::counter_marks::CounterMarks;
 use super::kernel_watch::KernelWatch;
 use crate::cgroup::{CgroupReader, Limits};
 use crate::procfile::KeptOpen;
@@ -25,6 +26,8 @@ pub struct KernelState {
     pub(super) bound: Option<(usize, u64)>,
     /// The counters at the last look.
     pub(super) events: Option<MemEvents>,
+    /// Which of the counters' moves are marked (the charge counters paced).
+    pub(super) counter_marks: CounterMarks,
     pub(super) host_psi: Option<PsiFiles>,
     pub(super) cg_psi: Option<PsiFiles>,
     pub(super) watch: Option<KernelWatch>,

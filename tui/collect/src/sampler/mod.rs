@@ -49,6 +49,7 @@
 //! the helpers' pinned and GPU readings.
 
 mod config;
+mod counter_marks;
 mod gpu;
 mod handle;
 pub mod hoststat;
