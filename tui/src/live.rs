@@ -17,7 +17,6 @@ use crate::monitor::signals::signal_name;
 use crate::monitor::{self, Monitor, Target};
 use crate::settings::{rule_lines, setup, watchdog_rule, Setup};
 use crate::text::control_text;
-use crate::theme::Theme;
 
 /// The live screen's driver: a monitoring session, and the prover's controls.
 pub struct LiveDriver {
@@ -88,6 +87,17 @@ impl Driver for LiveDriver {
     }
 
     fn act(&mut self, app: &mut App, a: Action) {
+        if a == Action::MarkDone {
+            // Into the session now, as the control socket's `mark` does; a cursor placed back
+            // in time is named in the text (the recording's times only go forward).
+            if let Some((at, text)) = app.view.mark_done.take() {
+                let text = crate::ui::mark_text(app, at, &text);
+                let note = crate::text::mark_note(&text);
+                self.monitor.pipeline.note(&mut app.model, note);
+                app.flash(format!("marked: {text}"), false);
+            }
+            return;
+        }
         if a == Action::Detach {
             match (&self.host, &self.control) {
                 // The file is what an attached screen shows: without one, attach has nothing.
@@ -234,7 +244,8 @@ fn screen(
     // The child's last lines, taken from the screen's model for a failure said after it.
     let mut tail: Vec<String> = Vec::new();
     let (result, recorded, failed) = rt.block_on(async {
-        let mut app = App::new(kind, s.thresholds, Theme::from_env(), mono_ns());
+        let mut app = App::new(kind, s.thresholds, s.look.theme, mono_ns());
+        app.mouse = s.look.mouse;
         app.baseline = baseline.map(|b| b.for_live(app.origin));
         app.rule_lines = rule_lines(&s.rules);
         app.recording = s.record.as_ref().map(|p| p.display().to_string());
