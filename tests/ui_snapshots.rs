@@ -163,7 +163,7 @@ fn with_usage(recs: Vec<Record>, gpus: u32) -> Vec<Record> {
 }
 
 /// [`live_app`] with utilisation readings of `gpus` GPUs.
-fn live_usage_app(gpus: u32) -> App {
+pub(crate) fn live_usage_app(gpus: u32) -> App {
     live_app_of(true, |recs| with_usage(recs, gpus))
 }
 

@@ -118,7 +118,7 @@ where
                     dirty = true;
                     None
                 }
-                Some(Ok(TermEvent::Mouse(m))) if !app.asking && !app.view.searching && app.view.mark.is_none() => {
+                Some(Ok(TermEvent::Mouse(m))) if app.mouse && !app.asking && !app.view.searching && app.view.mark.is_none() => {
                     if let Some(a) = crate::mouse::action(app, &m) {
                         if let Some(rest) = app.act(a) {
                             driver.act(app, rest);

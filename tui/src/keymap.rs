@@ -302,9 +302,9 @@ pub const LIVE_VIEW: Section = Section {
     ],
 };
 
-const MARK_HELP: &str = "add a mark at the cursor (type it; Enter adds)";
-const AXIS_HELP: &str = "memory axis: linear / log / split";
-const GPU_SCALE_HELP: &str = "GPU memory rows: of the card / of the most seen";
+const MARK_HELP: &str = "mark at the cursor (type it)";
+const AXIS_HELP: &str = "memory axis: linear/log/split";
+const GPU_SCALE_HELP: &str = "GPU memory: card / most seen";
 
 /// Commands sent to the supervised prover.
 pub const PROVER: Section = Section {
@@ -447,28 +447,15 @@ pub const MOUSE: Section = Section {
         b(
             &[],
             "click",
-            "chart, usage, timeline: the cursor there (drag moves it)",
+            "plots: cursor; header, footer, row name: its key",
             Action::CursorAt(0),
         ),
         b(
             &[],
             "wheel",
-            "chart, usage, timeline: zoom in / out",
+            "plots: zoom; log, table, help: scroll",
             Action::ZoomIn,
         ),
-        b(
-            &[],
-            "wheel",
-            "log, process table, help: scroll",
-            Action::LogOlder,
-        ),
-        b(
-            &[],
-            "click",
-            "a header or footer item, a timeline row's name: what its key opens",
-            Action::Modes,
-        ),
-        b(&[], "click", "with a box open: close it", Action::Escape),
     ],
 };
 

@@ -48,8 +48,6 @@ pub struct Setup {
     /// The file's log-line rules, for every line engine of the session (the child's output,
     /// `watch --log`).
     pub log_rules: Vec<provetop_collect::loglines::Rule>,
-    /// The screen's palette and mouse.
-    pub look: screen::Look,
 }
 
 /// The precedence rule: the flag when given, else the config file's value, else the default.
@@ -166,7 +164,6 @@ pub fn resolve(opts: &MonitorOpts, file: &FileConfig) -> anyhow::Result<Setup> {
         record,
         metrics: layer(opts.metrics.map(|m| m.0), file.metrics.map(Some), None),
         log_rules: file.log_rules.clone(),
-        look: screen::resolve(&opts.screen, file),
     })
 }
 

@@ -103,7 +103,7 @@ pub(crate) fn drop_columns<C>(
 /// Lay the screen out; `timeline_rows` is how many Gantt rows the data would like, `usage`
 /// the utilisation panel's heights (compact, full; see [`usage::heights`]). The panel's rows
 /// come out of the chart's: its full form while the chart keeps 20 rows, else its compact
-/// form, else its title line alone, while the chart keeps 7.
+/// form, else its title and one strip, else its title line alone, while the chart keeps 7.
 pub fn layout(area: Rect, replay: bool, timeline_rows: u16, usage: (u16, u16)) -> Layout {
     let header_h = 2;
     let footer_h = 1;
@@ -123,6 +123,9 @@ pub fn layout(area: Rect, replay: bool, timeline_rows: u16, usage: (u16, u16)) -
         full
     } else if chart_h >= compact + CHART_KEEPS {
         compact
+    } else if compact > 2 && chart_h >= 2 + CHART_KEEPS {
+        // One strip at least (the title and its first line) while the chart keeps its 7.
+        2
     } else if chart_h > CHART_KEEPS {
         1
     } else {
@@ -505,6 +508,15 @@ mod tests {
     }
 
     #[test]
+    fn a_replay_at_80x24_keeps_a_usage_strip_beside_four_timeline_rows() {
+        let l = layout(Rect::new(0, 0, 80, 24), true, 4, (4, 7));
+        assert_eq!(l.timeline.height, 5, "{l:?}");
+        assert_eq!(l.usage.height, 2, "{l:?}");
+        assert!(l.chart.height >= CHART_KEEPS, "{l:?}");
+        assert_eq!(l.footer.y, 23);
+    }
+
+    #[test]
     fn layout_80x24_fits() {
         let l = layout(Rect::new(0, 0, 80, 24), false, 3, (0, 0));
         assert_eq!(l.footer.y, 23);
@@ -534,8 +546,12 @@ mod tests {
         // Eight GPUs on 200×60: the full form would leave the chart too few rows.
         let l = layout(Rect::new(0, 0, 200, 60), false, 9, (4, 19));
         assert_eq!(l.usage.height, 4, "{l:?}");
-        // Less room: the title line alone (the chart keeps its 7), then nothing.
+        // Less room: the title and one strip, then the title line alone (the chart keeps
+        // its 7), then nothing.
         let l = layout(Rect::new(0, 0, 80, 20), false, 3, (4, 7));
+        assert_eq!(l.usage.height, 2, "{l:?}");
+        assert!(l.chart.height >= CHART_KEEPS, "{l:?}");
+        let l = layout(Rect::new(0, 0, 80, 19), false, 3, (4, 7));
         assert_eq!(l.usage.height, 1, "{l:?}");
         assert!(l.chart.height >= CHART_KEEPS, "{l:?}");
         let l = layout(Rect::new(0, 0, 80, 16), false, 3, (4, 7));
