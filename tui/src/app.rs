@@ -142,7 +142,7 @@ pub struct Drawn {
     /// How far the process table can scroll (0: it fits).
     pub procs_scroll_max: usize,
     /// Where the parts of the screen were drawn, for the mouse.
-    pub areas: crate::mouse::Areas,
+    pub areas: crate::areas::Areas,
 }
 
 impl Default for Drawn {
@@ -151,7 +151,7 @@ impl Default for Drawn {
             plot_cols: 60,
             help_scroll_max: 0,
             procs_scroll_max: 0,
-            areas: crate::mouse::Areas::default(),
+            areas: crate::areas::Areas::default(),
         }
     }
 }

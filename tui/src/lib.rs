@@ -5,6 +5,7 @@
 //! view draws the state. Replay, classify and export read the same records from a file.
 
 pub mod app;
+pub mod areas;
 pub mod attach;
 pub mod baseline;
 pub mod classify;

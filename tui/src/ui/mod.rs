@@ -183,7 +183,7 @@ pub fn draw(f: &mut Frame, app: &App) -> Drawn {
         plot_cols: l.chart.width.saturating_sub(l.gutter),
         help_scroll_max: 0,
         procs_scroll_max: 0,
-        areas: crate::mouse::Areas {
+        areas: crate::areas::Areas {
             chart: l.chart,
             usage: l.usage,
             timeline: l.timeline,
@@ -345,14 +345,14 @@ pub fn title_line(buf: &mut Buffer, area: Rect, app: &App, name: &str, items: Ve
 }
 
 /// A click on a timeline row's name opens the modes table (the phases of each mode compared).
-fn timeline_targets(area: Rect, gutter: u16, areas: &mut crate::mouse::Areas) {
+fn timeline_targets(area: Rect, gutter: u16, areas: &mut crate::areas::Areas) {
     if area.height > 1 {
         let names = Rect::new(area.x, area.y + 1, gutter, area.height - 1);
         areas.target(names, crate::app::Action::Modes);
     }
 }
 
-fn footer(buf: &mut Buffer, area: Rect, app: &App, areas: &mut crate::mouse::Areas) {
+fn footer(buf: &mut Buffer, area: Rect, app: &App, areas: &mut crate::areas::Areas) {
     if area.height == 0 {
         return;
     }
