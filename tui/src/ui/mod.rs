@@ -514,6 +514,10 @@ mod tests {
         assert_eq!(l.usage.height, 2, "{l:?}");
         assert!(l.chart.height >= CHART_KEEPS, "{l:?}");
         assert_eq!(l.footer.y, 23);
+        // 200×60 beside a timeline of sixteen partitions and more: the compact form.
+        let l = layout(Rect::new(0, 0, 200, 60), true, 24, (5, 9));
+        assert!(l.timeline.height >= 17, "{l:?}");
+        assert_eq!(l.usage.height, 5, "{l:?}");
     }
 
     #[test]
