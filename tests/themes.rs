@@ -83,3 +83,38 @@ fn the_memory_title_names_the_axis_and_the_usage_title_the_gpu_scale() {
     let s = title(&app);
     assert!(s.contains("gmem scale: most seen"), "{s}");
 }
+
+#[test]
+fn swap_is_drawn_and_named_only_where_the_tree_has_some() {
+    use provetop_shared::RecordBody;
+    let screen = |app: &App| {
+        let mut term = Terminal::new(TestBackend::new(200, 60)).unwrap();
+        term.draw(|f| {
+            provetop::ui::draw(f, app);
+        })
+        .unwrap();
+        buffer_text(term.backend().buffer())
+    };
+    let none = crate::ui_snapshots::live_app_of(true, |recs| recs);
+    let legend = |s: &str| {
+        s.lines()
+            .find(|l| l.starts_with("─ memory"))
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        !legend(&screen(&none)).contains("swap"),
+        "{}",
+        screen(&none)
+    );
+    let swapped = crate::ui_snapshots::live_app_of(true, |mut recs| {
+        for r in &mut recs {
+            if let RecordBody::Sample(s) = &mut r.body {
+                s.swap = Some(3 << 30);
+            }
+        }
+        recs
+    });
+    let s = screen(&swapped);
+    assert!(legend(&s).contains("swap 3.00G"), "{s}");
+}

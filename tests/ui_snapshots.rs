@@ -36,7 +36,7 @@ fn live_app(events: bool) -> App {
 
 /// The live screen of `pid 4242 provetop-prover --daemon` recording to /tmp/x.ptop, after
 /// 90 s of the synthetic session (prover events when `events`) as `with` makes it over.
-fn live_app_of(events: bool, with: impl FnOnce(Vec<Record>) -> Vec<Record>) -> App {
+pub(crate) fn live_app_of(events: bool, with: impl FnOnce(Vec<Record>) -> Vec<Record>) -> App {
     let cfg = SynthConfig {
         events,
         seconds: 90.0,
