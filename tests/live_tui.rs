@@ -159,6 +159,11 @@ fn panic_restores_terminal_kills_child_keeps_recording() {
     assert!(s.contains("PROVETOP-EXIT=101"), "{s}");
     assert!(s.contains("panicking on purpose"), "{s}");
     assert_eq!(tmux.format("#{alternate_on}"), "0");
+    assert_eq!(
+        tmux.format("#{mouse_any_flag}"),
+        "0",
+        "mouse capture left on"
+    );
     assert!(!alive(child), "child {child} outlived provetop");
     let l = load(&dir.path().join("s.ptop")).expect("recording survives the panic");
     assert!(l

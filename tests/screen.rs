@@ -11,5 +11,7 @@ mod hostile_text;
 mod huge_times;
 mod live_tui;
 mod log_screen;
+mod mouse_tui;
 mod replay_tui;
+mod themes;
 mod ui_snapshots;

@@ -36,7 +36,7 @@ fn live_app(events: bool) -> App {
 
 /// The live screen of `pid 4242 provetop-prover --daemon` recording to /tmp/x.ptop, after
 /// 90 s of the synthetic session (prover events when `events`) as `with` makes it over.
-fn live_app_of(events: bool, with: impl FnOnce(Vec<Record>) -> Vec<Record>) -> App {
+pub(crate) fn live_app_of(events: bool, with: impl FnOnce(Vec<Record>) -> Vec<Record>) -> App {
     let cfg = SynthConfig {
         events,
         seconds: 90.0,
@@ -163,7 +163,7 @@ fn with_usage(recs: Vec<Record>, gpus: u32) -> Vec<Record> {
 }
 
 /// [`live_app`] with utilisation readings of `gpus` GPUs.
-fn live_usage_app(gpus: u32) -> App {
+pub(crate) fn live_usage_app(gpus: u32) -> App {
     live_app_of(true, |recs| with_usage(recs, gpus))
 }
 
@@ -760,6 +760,19 @@ fn per_partition_timeline_rows_appear_when_there_is_room() {
     for l in ["G srs gen", "L srs load", "p prove", "u gpu setup"] {
         assert!(rows[0].contains(l), "{l}: {}", rows[0]);
     }
+    // In proof order: the SRS first, then synthesis's partitions, then the prove call.
+    let names: Vec<&str> = rows[1..]
+        .iter()
+        .filter_map(|r| r.split('│').next())
+        .map(str::trim)
+        .collect();
+    let at = |n: &str| names.iter().position(|x| *x == n);
+    let (srs, p0, p7, prove) = (at("srs"), at("synth p0"), at("synth p7"), at("prove"));
+    assert!(
+        srs.is_some() && p0.is_some() && prove.is_some(),
+        "{names:?}"
+    );
+    assert!(srs < p0 && p7 < prove, "{names:?}");
 }
 
 /// Twenty-four partitions do not fit one row each even at 200×60: the rows fold to one per

@@ -8,6 +8,7 @@ pub use crate::keymap::Action;
 use crate::keymap::{self, Section};
 use crate::model::Model;
 use crate::theme::Theme;
+pub use crate::view_options::{GpuScale, LogFilter, MemAxis, ProcSort};
 
 /// Time-window zoom levels, seconds.
 pub const ZOOMS: &[u64] = &[
@@ -103,87 +104,16 @@ pub struct View {
     pub searching: bool,
     /// Rows the help is scrolled down (on a screen too small for all of it).
     pub help_scroll: usize,
+    /// A mark being typed (`M`): where it goes and its text so far; keys go to it.
+    pub mark: Option<(u64, String)>,
+    /// A mark typed in full, for the driver to add ([`Action::MarkDone`]).
+    pub mark_done: Option<(u64, String)>,
+    /// The memory chart's vertical axis (`y`).
+    pub mem_axis: MemAxis,
+    /// What the per-GPU memory rows are drawn against (`Y`).
+    pub gpu_scale: GpuScale,
     /// What the last frame was drawn with (the event loop keeps it).
     pub drawn: Drawn,
-}
-
-/// The process table's sort column (`s` cycles): the largest first, pid the smallest
-/// first, `tree` the reading's own order (root first, children under their parent).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProcSort {
-    Rss,
-    Cores,
-    Gpu,
-    Threads,
-    Pid,
-    Tree,
-}
-
-impl ProcSort {
-    /// The next column of the cycle.
-    pub fn next(self) -> ProcSort {
-        match self {
-            ProcSort::Rss => ProcSort::Cores,
-            ProcSort::Cores => ProcSort::Gpu,
-            ProcSort::Gpu => ProcSort::Threads,
-            ProcSort::Threads => ProcSort::Pid,
-            ProcSort::Pid => ProcSort::Tree,
-            ProcSort::Tree => ProcSort::Rss,
-        }
-    }
-
-    /// Its name in the table's title.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProcSort::Rss => "rss",
-            ProcSort::Cores => "cores",
-            ProcSort::Gpu => "gpu",
-            ProcSort::Threads => "threads",
-            ProcSort::Pid => "pid",
-            ProcSort::Tree => "tree",
-        }
-    }
-}
-
-/// What the log pane shows (`o` cycles).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogFilter {
-    /// Everything.
-    All,
-    /// Only the child's output lines (and a followed log's).
-    Output,
-    /// Only provetop's own entries: events, alerts, marks, controls.
-    Monitor,
-}
-
-impl LogFilter {
-    /// The next filter of the cycle.
-    pub fn next(self) -> LogFilter {
-        match self {
-            LogFilter::All => LogFilter::Output,
-            LogFilter::Output => LogFilter::Monitor,
-            LogFilter::Monitor => LogFilter::All,
-        }
-    }
-
-    /// Its name in the pane's title.
-    pub fn name(self) -> &'static str {
-        match self {
-            LogFilter::All => "all",
-            LogFilter::Output => "output",
-            LogFilter::Monitor => "provetop",
-        }
-    }
-
-    /// Whether an entry passes.
-    pub fn shows(self, what: &crate::model::Logged) -> bool {
-        let output = matches!(what, crate::model::Logged::Output(_));
-        match self {
-            LogFilter::All => true,
-            LogFilter::Output => output,
-            LogFilter::Monitor => !output,
-        }
-    }
 }
 
 impl View {
@@ -202,8 +132,8 @@ impl View {
 }
 
 /// What a frame was drawn with, that the next key reads (cursor steps are plot columns; the
-/// help scrolls as far as it overflowed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// help scrolls as far as it overflowed; a click lands where things were drawn).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Drawn {
     /// Width of the plot in columns.
     pub plot_cols: u16,
@@ -211,6 +141,8 @@ pub struct Drawn {
     pub help_scroll_max: usize,
     /// How far the process table can scroll (0: it fits).
     pub procs_scroll_max: usize,
+    /// Where the parts of the screen were drawn, for the mouse.
+    pub areas: crate::areas::Areas,
 }
 
 impl Default for Drawn {
@@ -219,6 +151,7 @@ impl Default for Drawn {
             plot_cols: 60,
             help_scroll_max: 0,
             procs_scroll_max: 0,
+            areas: crate::areas::Areas::default(),
         }
     }
 }
@@ -266,6 +199,8 @@ pub struct App {
     /// `asking`, the next key answers.
     pub ask_quit: bool,
     pub asking: bool,
+    /// Mouse events are asked of the terminal (`--no-mouse`, the config's `mouse`).
+    pub mouse: bool,
 }
 
 impl App {
@@ -310,6 +245,10 @@ impl App {
                 log_query: None,
                 searching: false,
                 help_scroll: 0,
+                mark: None,
+                mark_done: None,
+                mem_axis: MemAxis::Linear,
+                gpu_scale: GpuScale::Card,
                 drawn: Drawn::default(),
             },
             screen,
@@ -325,6 +264,7 @@ impl App {
             detach: false,
             ask_quit,
             asking: false,
+            mouse: true,
         }
     }
 
@@ -409,6 +349,35 @@ impl App {
         self.view.log_back = 0;
     }
 
+    /// A key while a mark is typed (`M`): characters add to it, Backspace takes one off,
+    /// Enter completes it (returns [`Action::MarkDone`] for the driver; an empty text is
+    /// "mark"), Esc drops it.
+    pub fn mark_key(&mut self, k: &crossterm::event::KeyEvent) -> Option<Action> {
+        use crossterm::event::KeyCode;
+        let (at, text) = self.view.mark.as_mut()?;
+        match k.code {
+            KeyCode::Char(c) if text.chars().count() < 200 => text.push(c),
+            KeyCode::Backspace => {
+                text.pop();
+            }
+            KeyCode::Enter => {
+                let text = match text.trim() {
+                    "" => "mark".to_string(),
+                    t => t.to_string(),
+                };
+                self.view.mark_done = Some((*at, text));
+                self.view.mark = None;
+                return Some(Action::MarkDone);
+            }
+            KeyCode::Esc => {
+                self.view.mark = None;
+                self.flash("mark dropped", false);
+            }
+            _ => {}
+        }
+        None
+    }
+
     /// Handle the actions that only concern the view; returns the ones the driver must handle.
     pub fn act(&mut self, a: Action) -> Option<Action> {
         match a {
@@ -464,6 +433,35 @@ impl App {
                 } else {
                     self.view.cursor = None;
                 }
+            }
+            Action::Mark => {
+                // At the cursor, else at the newest data.
+                let at = self.cursor().unwrap_or(self.clock);
+                self.view.mark = Some((at, String::new()));
+            }
+            Action::CursorAt(t) => {
+                let (t0, t1) = self.window();
+                self.view.cursor = Some(t.clamp(t0, t1));
+            }
+            Action::MemAxis => {
+                self.view.mem_axis = self.view.mem_axis.next();
+                let text = match self.view.mem_axis {
+                    MemAxis::Linear => "memory axis: linear from 0",
+                    MemAxis::Log => "memory axis: logarithmic",
+                    MemAxis::Split => "memory axis: split (small values below, large above)",
+                };
+                self.flash(text, false);
+            }
+            Action::GpuMemScale => {
+                self.view.gpu_scale = match self.view.gpu_scale {
+                    GpuScale::Card => GpuScale::Seen,
+                    GpuScale::Seen => GpuScale::Card,
+                };
+                let text = match self.view.gpu_scale {
+                    GpuScale::Card => "GPU memory rows: of the card's memory",
+                    GpuScale::Seen => "GPU memory rows: of the most seen",
+                };
+                self.flash(text, false);
             }
             Action::ZoomIn => {
                 self.view.zoom = self.view.zoom.saturating_sub(1);

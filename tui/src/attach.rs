@@ -21,7 +21,6 @@ use crate::app::{Action, App, Screen};
 use crate::event_loop::{self, Driver, Exit};
 use crate::follow::{Follower, Item};
 use crate::monitor::control::{self, Client, Probe, Request};
-use crate::theme::Theme;
 
 pub use crate::cli::AttachArgs;
 use crate::sessions::{live_sessions, Found};
@@ -279,6 +278,9 @@ impl Driver for FollowDriver {
     }
 
     fn act(&mut self, app: &mut App, a: Action) {
+        if a == Action::MarkDone {
+            return self.mark(app);
+        }
         let Some(link) = self.link.as_mut() else {
             return;
         };
@@ -313,6 +315,38 @@ impl Driver for FollowDriver {
         }
         self.stopped = Some(asked.map_err(|e| format!("{e:#}")));
         true
+    }
+}
+
+impl FollowDriver {
+    /// The mark typed: into the session through its socket (attached; the supervisor notes
+    /// it now, as `provetop mark` does), else (a followed file: nothing to write to) into
+    /// this screen's view at the mark's time.
+    fn mark(&mut self, app: &mut App) {
+        let Some((at, text)) = app.view.mark_done.take() else {
+            return;
+        };
+        match self.link.as_mut() {
+            Some(link) if !link.gone => {
+                let text = crate::ui::mark_text(app, at, &text);
+                match link.ask(&Request::Mark { text: text.clone() }) {
+                    Ok(_) => app.flash(format!("marked: {text}"), false),
+                    Err(e) => app.flash(format!("mark not added: {e:#}"), true),
+                }
+            }
+            Some(_) => app.flash("mark not added: the session ended", true),
+            None => {
+                let note = crate::text::mark_note(&text);
+                app.model.apply(&provetop_shared::Record::new(
+                    at,
+                    provetop_shared::RecordBody::Mark(provetop_shared::Mark::Note { text: note }),
+                ));
+                app.flash(
+                    format!("marked on this screen: {text} (the file is not written)"),
+                    false,
+                );
+            }
+        }
     }
 }
 
@@ -357,6 +391,7 @@ pub fn main(args: &AttachArgs) -> anyhow::Result<i32> {
     let start = Start {
         hello: Some(hello),
         rule_lines: status.rule_lines.clone(),
+        look: crate::settings::screen::load(&args.screen, None)?,
     };
     let (exit, warnings, stopped) = run(follower, Some(link), screen, thresholds, &file, start)?;
     let result = match (exit, stopped) {
@@ -381,11 +416,16 @@ pub fn main(args: &AttachArgs) -> anyhow::Result<i32> {
 }
 
 /// `provetop replay --follow FILE`.
-pub fn follow_main(file: &Path, thresholds: Thresholds) -> anyhow::Result<i32> {
+pub fn follow_main(
+    file: &Path,
+    thresholds: Thresholds,
+    look: crate::settings::screen::Look,
+) -> anyhow::Result<i32> {
     let follower = Follower::open(file)?;
     let start = Start {
         hello: None,
         rule_lines: Vec::new(),
+        look,
     };
     let (exit, warnings, _) = run(follower, None, Screen::Follow, thresholds, file, start)?;
     for w in warnings {
@@ -398,6 +438,8 @@ pub fn follow_main(file: &Path, thresholds: Thresholds) -> anyhow::Result<i32> {
 struct Start {
     hello: Option<String>,
     rule_lines: Vec<(String, u64)>,
+    /// The screen's palette and mouse.
+    look: crate::settings::screen::Look,
 }
 
 /// How the screen ended, the warnings to print, and the fate of a `stop` it sent.
@@ -423,7 +465,8 @@ fn run(
         ended_told: false,
         stopped: None,
     };
-    let mut app = App::new(screen, thresholds, Theme::from_env(), mono_ns());
+    let mut app = App::new(screen, thresholds, start.look.theme, mono_ns());
+    app.mouse = start.look.mouse;
     app.recording = Some(file.display().to_string());
     if let Some(h) = start.hello {
         app.flash(h, false);

@@ -153,7 +153,7 @@ pub struct MonitorOpts {
     #[arg(long = "alert", value_name = "RULE")]
     pub alerts: Vec<String>,
     /// Config file (TOML): hz, gpu_hz, usage_hz, smaps_duty, rules, thresholds, on_alert, default_rule,
-    /// metrics, and [[log_rule]] tables (phases from a prover's output lines, docs/logs.md); a
+    /// metrics, theme, mouse, and [[log_rule]] tables (phases from a prover's output lines, docs/logs.md); a
     /// flag wins over it. Default: $XDG_CONFIG_HOME/provetop/config.toml when present.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -180,6 +180,42 @@ pub struct MonitorOpts {
     /// nothing even where the config file's `metrics` says. Off by default.
     #[arg(long, value_name = "ADDR", value_parser = metrics_arg)]
     pub metrics: Option<MetricsAt>,
+    /// The screen's theme and mouse.
+    #[command(flatten)]
+    pub screen: ScreenOpts,
+}
+
+/// How the screen looks and what it takes: flags of every command with a screen (`run`,
+/// `watch`, `replay`, `attach`). Each is an `Option`, `None` when not given, so the config
+/// file's `theme` and `mouse` (then the default) decide ([`crate::settings::screen`]).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ScreenOpts {
+    /// The screen's colours: default, light (a light background) or colorblind (the
+    /// Okabe–Ito palette). NO_COLOR (non-empty) turns colours off whatever the theme.
+    #[arg(long, value_name = "NAME", value_parser = theme_arg)]
+    pub theme: Option<crate::theme::Palette>,
+    /// Take no mouse events (the terminal keeps its own selection and scrolling); the mouse
+    /// is on by default.
+    #[arg(long, overrides_with = "mouse")]
+    pub no_mouse: bool,
+    /// Take mouse events even where the config file says `mouse = false`.
+    #[arg(long, overrides_with = "no_mouse")]
+    pub mouse: bool,
+}
+
+impl ScreenOpts {
+    /// The mouse as the flags say it (`None`: neither flag given).
+    pub fn mouse_flag(&self) -> Option<bool> {
+        match (self.mouse, self.no_mouse) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        }
+    }
+}
+
+fn theme_arg(s: &str) -> Result<crate::theme::Palette, String> {
+    s.parse()
 }
 
 /// `provetop run`.
@@ -332,6 +368,9 @@ pub struct ReplayArgs {
     /// the start (the `b` key: proof 1, 2, … of each); the cursor box gives both values.
     #[arg(long, value_name = "FILE", conflicts_with = "follow")]
     pub baseline: Option<PathBuf>,
+    /// The screen's theme and mouse.
+    #[command(flatten)]
+    pub screen: ScreenOpts,
 }
 
 /// `provetop classify`.
@@ -385,6 +424,9 @@ pub struct AttachArgs {
     /// Phase threshold lines in GiB: idle,gpu,synth,peak (default: the supervisor's).
     #[arg(long, value_name = "GIB,GIB,GIB,GIB")]
     pub thresholds: Option<Thresholds>,
+    /// The screen's theme and mouse.
+    #[command(flatten)]
+    pub screen: ScreenOpts,
 }
 
 /// `provetop ls`.

@@ -109,6 +109,25 @@ where
                     dirty = true;
                     None
                 }
+                Some(Ok(TermEvent::Key(k))) if k.kind == KeyEventKind::Press && app.view.mark.is_some() => {
+                    // The key is part of the mark being typed.
+                    if let Some(done) = app.mark_key(&k) {
+                        driver.act(app, done);
+                    }
+                    last_draw = tokio::time::Instant::now() - FRAME;
+                    dirty = true;
+                    None
+                }
+                Some(Ok(TermEvent::Mouse(m))) if app.mouse && !app.asking && !app.view.searching && app.view.mark.is_none() => {
+                    if let Some(a) = crate::mouse::action(app, &m) {
+                        if let Some(rest) = app.act(a) {
+                            driver.act(app, rest);
+                        }
+                        last_draw = tokio::time::Instant::now() - FRAME;
+                        dirty = true;
+                    }
+                    app.quit.then_some(Exit::Quit)
+                }
                 Some(Ok(TermEvent::Key(k))) if k.kind == KeyEventKind::Press && app.view.searching => {
                     // The key is part of the log search being typed.
                     app.search_key(&k);
@@ -159,7 +178,7 @@ pub async fn run_on_terminal<D: Driver>(
     stop: impl std::future::Future<Output = i32>,
     stdin_taken: bool,
 ) -> anyhow::Result<Exit> {
-    let mut tui = crate::terminal::Tui::enter(stdin_taken, &app.screen)?;
+    let mut tui = crate::terminal::Tui::enter(stdin_taken, &app.screen, app.mouse)?;
     let input = crossterm::event::EventStream::new();
     run(&mut tui.terminal, app, driver, input, stop).await
 }

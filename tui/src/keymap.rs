@@ -69,6 +69,16 @@ pub enum Action {
     Detach,
     /// Replay with `--baseline`: align the baseline at the next anchor (start, proof N).
     BaselineAlign,
+    /// Put the cursor at this record time (a click on the chart, the usage or the timeline).
+    CursorAt(u64),
+    /// Type a mark to add at the cursor (or now).
+    Mark,
+    /// The mark typed is complete: the driver adds it ([`crate::app::View::mark`]).
+    MarkDone,
+    /// Switch the memory axis: linear from 0, logarithmic, split (`y`).
+    MemAxis,
+    /// Switch the per-GPU memory rows' scale: the card's total or the largest value seen.
+    GpuMemScale,
 }
 
 /// One key (modifiers other than shift matter for characters; all matter otherwise).
@@ -286,8 +296,15 @@ pub const LIVE_VIEW: Section = Section {
             "cursor right, 10 columns",
             Action::Cursor(10),
         ),
+        b(&[k('M')], "M", MARK_HELP, Action::Mark),
+        b(&[k('y')], "y", AXIS_HELP, Action::MemAxis),
+        b(&[k('Y')], "Y", GPU_SCALE_HELP, Action::GpuMemScale),
     ],
 };
+
+const MARK_HELP: &str = "mark at the cursor (type it)";
+const AXIS_HELP: &str = "memory axis: linear/log/split";
+const GPU_SCALE_HELP: &str = "GPU memory: card / most seen";
 
 /// Commands sent to the supervised prover.
 pub const PROVER: Section = Section {
@@ -417,6 +434,28 @@ pub const REPLAY_VIEW: Section = Section {
             "cursor right, 10 columns",
             Action::Cursor(10),
         ),
+        b(&[k('M')], "M", MARK_HELP, Action::Mark),
+        b(&[k('y')], "y", AXIS_HELP, Action::MemAxis),
+        b(&[k('Y')], "Y", GPU_SCALE_HELP, Action::GpuMemScale),
+    ],
+};
+
+/// What the mouse does (listed in the help while the mouse is on; no key triggers these).
+pub const MOUSE: Section = Section {
+    title: "mouse",
+    bindings: &[
+        b(
+            &[],
+            "click",
+            "plots: cursor; header, footer, row name: its key",
+            Action::CursorAt(0),
+        ),
+        b(
+            &[],
+            "wheel",
+            "plots: zoom; log, table, help: scroll",
+            Action::ZoomIn,
+        ),
     ],
 };
 
@@ -473,19 +512,21 @@ pub const BASELINE: Section = Section {
 };
 
 /// Key sections of the live screen, in help order.
-pub const LIVE: &[Section] = &[GLOBAL, LIVE_VIEW, PROVER, SESSION, LOG];
+pub const LIVE: &[Section] = &[GLOBAL, LIVE_VIEW, PROVER, SESSION, LOG, MOUSE];
 /// Key sections of an attached screen (`provetop attach`).
-pub const ATTACH: &[Section] = &[GLOBAL_ATTACH, LIVE_VIEW, PROVER, SESSION_ATTACH, LOG];
+pub const ATTACH: &[Section] = &[GLOBAL_ATTACH, LIVE_VIEW, PROVER, SESSION_ATTACH, LOG, MOUSE];
 /// Key sections of a read-only attached screen: no prover keys, quitting leaves it running.
-pub const ATTACH_READ_ONLY: &[Section] = &[GLOBAL_WATCH_ATTACHED, LIVE_VIEW, SESSION_ATTACH, LOG];
+pub const ATTACH_READ_ONLY: &[Section] =
+    &[GLOBAL_WATCH_ATTACHED, LIVE_VIEW, SESSION_ATTACH, LOG, MOUSE];
 /// Key sections of `replay --follow` (a file followed: no prover to command).
-pub const FOLLOW: &[Section] = &[GLOBAL_REPLAY, LIVE_VIEW, LOG];
+pub const FOLLOW: &[Section] = &[GLOBAL_REPLAY, LIVE_VIEW, LOG, MOUSE];
 /// Key sections of `watch` (no prover to command).
-pub const WATCH: &[Section] = &[GLOBAL_WATCH, LIVE_VIEW, LOG];
+pub const WATCH: &[Section] = &[GLOBAL_WATCH, LIVE_VIEW, LOG, MOUSE];
 /// Key sections of the replay screen, in help order.
-pub const REPLAY: &[Section] = &[GLOBAL_REPLAY, PLAYBACK, REPLAY_VIEW, LOG];
+pub const REPLAY: &[Section] = &[GLOBAL_REPLAY, PLAYBACK, REPLAY_VIEW, LOG, MOUSE];
 /// Key sections of a replay with a baseline drawn in.
-pub const REPLAY_BASELINE: &[Section] = &[GLOBAL_REPLAY, PLAYBACK, REPLAY_VIEW, BASELINE, LOG];
+pub const REPLAY_BASELINE: &[Section] =
+    &[GLOBAL_REPLAY, PLAYBACK, REPLAY_VIEW, BASELINE, LOG, MOUSE];
 
 /// The footer hints of a screen's sections, in their order.
 pub fn hints(sections: &[Section]) -> Vec<Hint> {
@@ -504,6 +545,18 @@ pub fn hints_for(sections: &[Section], prover_keys: bool) -> Vec<Hint> {
         .collect();
     v.sort_by_key(|h| h.order);
     v
+}
+
+/// What a click on the footer hint `keys` does: its first binding's action, for the hints
+/// that only change the view (not the prover's, nor quitting or detaching: a stray click
+/// must not stop or command a prover).
+pub fn hint_action(sections: &[Section], keys: &str) -> Option<Action> {
+    let b = sections
+        .iter()
+        .filter(|s| s.title != PROVER.title)
+        .flat_map(|s| s.bindings.iter())
+        .find(|b| b.hint.is_some_and(|h| h.keys == keys))?;
+    (!matches!(b.action, Action::Quit | Action::Detach)).then_some(b.action)
 }
 
 /// The action of a key event, looking through `sections` in order.

@@ -5,6 +5,7 @@
 //! view draws the state. Replay, classify and export read the same records from a file.
 
 pub mod app;
+pub mod areas;
 pub mod attach;
 pub mod baseline;
 pub mod classify;
@@ -20,6 +21,7 @@ pub mod keymap;
 pub mod live;
 pub mod model;
 pub mod monitor;
+pub mod mouse;
 pub mod replay;
 pub mod say;
 pub mod series;
@@ -30,3 +32,4 @@ pub mod terminal;
 pub mod text;
 pub mod theme;
 pub mod ui;
+pub mod view_options;

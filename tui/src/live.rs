@@ -15,9 +15,9 @@ use crate::model::ChildStatus;
 use crate::monitor::control::{self, ControlServer};
 use crate::monitor::signals::signal_name;
 use crate::monitor::{self, Monitor, Target};
+use crate::settings::screen::Look;
 use crate::settings::{rule_lines, setup, watchdog_rule, Setup};
 use crate::text::control_text;
-use crate::theme::Theme;
 
 /// The live screen's driver: a monitoring session, and the prover's controls.
 pub struct LiveDriver {
@@ -88,6 +88,17 @@ impl Driver for LiveDriver {
     }
 
     fn act(&mut self, app: &mut App, a: Action) {
+        if a == Action::MarkDone {
+            // Into the session now, as the control socket's `mark` does; a cursor placed back
+            // in time is named in the text (the recording's times only go forward).
+            if let Some((at, text)) = app.view.mark_done.take() {
+                let text = crate::ui::mark_text(app, at, &text);
+                let note = crate::text::mark_note(&text);
+                self.monitor.pipeline.note(&mut app.model, note);
+                app.flash(format!("marked: {text}"), false);
+            }
+            return;
+        }
         if a == Action::Detach {
             match (&self.host, &self.control) {
                 // The file is what an attached screen shows: without one, attach has nothing.
@@ -165,7 +176,8 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
         h.on_hangup = args.detach_on_hangup;
         h
     });
-    screen(s, target, Screen::Run, host, baseline)
+    let look = look_of(&args.monitor)?;
+    screen(s, look, target, Screen::Run, host, baseline)
 }
 
 /// `provetop serve`: `run --headless` by another name, for a service manager's unit.
@@ -206,7 +218,13 @@ pub fn main_watch(args: &WatchArgs) -> anyhow::Result<i32> {
         return crate::headless::main(s, target);
     }
     let what = target.watched_name().unwrap_or_default();
-    screen(s, target, Screen::Watch { what }, None, None)
+    let look = look_of(&args.monitor)?;
+    screen(s, look, target, Screen::Watch { what }, None, None)
+}
+
+/// The screen's palette and mouse: its flags over the same config file [`setup`] read.
+fn look_of(opts: &crate::cli::MonitorOpts) -> anyhow::Result<Look> {
+    crate::settings::screen::load(&opts.screen, opts.config.as_deref())
 }
 
 /// Why the screen ended, for the recording.
@@ -222,6 +240,7 @@ fn why(exit: &anyhow::Result<Exit>) -> String {
 
 fn screen(
     s: Setup,
+    look: Look,
     target: Target,
     kind: Screen,
     host: Option<Host>,
@@ -234,7 +253,8 @@ fn screen(
     // The child's last lines, taken from the screen's model for a failure said after it.
     let mut tail: Vec<String> = Vec::new();
     let (result, recorded, failed) = rt.block_on(async {
-        let mut app = App::new(kind, s.thresholds, Theme::from_env(), mono_ns());
+        let mut app = App::new(kind, s.thresholds, look.theme, mono_ns());
+        app.mouse = look.mouse;
         app.baseline = baseline.map(|b| b.for_live(app.origin));
         app.rule_lines = rule_lines(&s.rules);
         app.recording = s.record.as_ref().map(|p| p.display().to_string());

@@ -28,6 +28,9 @@ pub struct ReplayDriver {
     abrupt: bool,
     /// The model has been told so (at the end; a seek back forgets it).
     told_abrupt: bool,
+    /// Marks added on this screen (`M`): in the view only (the file is not written), applied
+    /// again after each seek back rebuilds the model.
+    marks: Vec<Record>,
 }
 
 /// Whether a session file ends without provetop's stop: its last lifecycle mark is a start
@@ -64,6 +67,7 @@ impl ReplayDriver {
             last: Instant::now(),
             abrupt,
             told_abrupt: false,
+            marks: Vec::new(),
         }
     }
 
@@ -111,6 +115,9 @@ impl ReplayDriver {
             self.applied = self.store.index_at(t);
             app.clock = t;
             self.told_abrupt = false;
+            for m in &self.marks {
+                app.model.apply(m);
+            }
             self.tell_abrupt_end(app);
         }
         // A cursor placed earlier stays put; the window follows the position.
@@ -173,6 +180,20 @@ impl Driver for ReplayDriver {
     fn act(&mut self, app: &mut App, a: Action) {
         let clock = app.clock;
         let target = match a {
+            Action::MarkDone => {
+                if let Some((at, text)) = app.view.mark_done.take() {
+                    let note = crate::text::mark_note(&text);
+                    let rec = Record::new(at, RecordBody::Mark(Mark::Note { text: note }));
+                    app.model.apply(&rec);
+                    self.marks.push(rec);
+                    let when = crate::ui::fmt_clock(at.saturating_sub(app.origin), true);
+                    app.flash(
+                        format!("marked at {when}: {text} (this view only: replay does not write the file)"),
+                        false,
+                    );
+                }
+                return;
+            }
             Action::PlayPause => {
                 let at_end = clock >= self.store.end();
                 if let Some(p) = Self::playback(app) {
@@ -246,16 +267,19 @@ pub fn parse_start(s: &str) -> anyhow::Result<u64> {
 /// `provetop replay FILE`.
 pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
     if args.follow {
-        return crate::attach::follow_main(&args.file, args.thresholds);
+        let look = crate::settings::screen::load(&args.screen, None)?;
+        return crate::attach::follow_main(&args.file, args.thresholds, look);
     }
     if !(args.speed.is_finite() && (0.25..=64.0).contains(&args.speed)) {
         anyhow::bail!("--speed {}: must be between 0.25 and 64", args.speed);
     }
     let start = args.start.as_deref().map(parse_start).transpose()?;
+    let look = crate::settings::screen::load(&args.screen, None)?;
     let store = open(&args.file, args)?;
     let warnings: Vec<String> = store.warnings().iter().map(|w| w.to_string()).collect();
     let mut driver = ReplayDriver::new(store);
-    let mut app = driver.app(args.speed, Theme::from_env());
+    let mut app = driver.app(args.speed, look.theme);
+    app.mouse = look.mouse;
     if let Some(b) = &args.baseline {
         let b = crate::baseline::Baseline::open(b, args.thresholds)?;
         app.baseline = Some(b.for_replay(driver.store(), crate::baseline::Align::Start));

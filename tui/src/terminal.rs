@@ -1,6 +1,8 @@
-//! The terminal: raw mode + alternate screen on the way in, restored on every way out —
-//! normal return, error, panic (hook), the signals that stop provetop (the loop ends, the
-//! guard drops: [`crate::monitor::signals::stop_signal`]) and fatal ones (a handler).
+//! The terminal: raw mode + alternate screen (+ mouse capture, unless turned off) on the way
+//! in, restored on every way out — normal return, error, panic (hook), the signals that stop
+//! provetop (the loop ends, the guard drops: [`crate::monitor::signals::stop_signal`]) and
+//! fatal ones (a handler). Mouse capture left on would turn every later click in the shell
+//! into escape sequences, so it is turned off on each of those ways as well.
 
 use std::io::{self, Stdout, Write};
 use std::mem::ManuallyDrop;
@@ -8,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use crossterm::cursor::Show;
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
 };
@@ -37,8 +40,15 @@ pub fn no_terminal(screen: &Screen) -> String {
 /// Whether the terminal is in raw mode / alternate screen now.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
-/// Leave raw mode and the alternate screen (idempotent; safe from a panic hook).
+/// Whether mouse capture is on now.
+static MOUSE: AtomicBool = AtomicBool::new(false);
+
+/// Leave mouse capture, raw mode and the alternate screen (idempotent; safe from a panic
+/// hook).
 pub fn restore() {
+    if MOUSE.swap(false, Ordering::SeqCst) {
+        let _ = execute!(io::stdout(), DisableMouseCapture);
+    }
     if ACTIVE.swap(false, Ordering::SeqCst) {
         let _ = disable_raw_mode();
         let mut out = io::stdout();
@@ -46,6 +56,10 @@ pub fn restore() {
         let _ = out.flush();
     }
 }
+
+/// What crossterm's `DisableMouseCapture` writes, for the fatal-signal handler (which cannot
+/// call crossterm): every mouse mode it turns on, off.
+const MOUSE_OFF: &[u8] = b"\x1b[?1006l\x1b[?1015l\x1b[?1003l\x1b[?1002l\x1b[?1000l";
 
 /// The terminal's settings before raw mode, for [`on_fatal_signal`] (which cannot call into
 /// crossterm: only async-signal-safe calls there).
@@ -66,12 +80,16 @@ const FATAL_SIGNALS: [nix::sys::signal::Signal; 5] = {
 extern "C" fn on_fatal_signal(sig: nix::libc::c_int) {
     if ACTIVE.swap(false, Ordering::SeqCst) {
         const LEAVE: &[u8] = b"\x1b[?1049l\x1b[?25h";
+        let mouse = MOUSE.swap(false, Ordering::SeqCst);
         // SAFETY: tcsetattr, write and raise are async-signal-safe; the termios was saved
-        // before the handler was installed and is never written again; LEAVE is a valid
-        // buffer of its length.
+        // before the handler was installed and is never written again; LEAVE and MOUSE_OFF
+        // are valid buffers of their lengths.
         unsafe {
             if let Some(t) = SAVED_TERMIOS.get() {
                 nix::libc::tcsetattr(0, nix::libc::TCSANOW, t);
+            }
+            if mouse {
+                nix::libc::write(1, MOUSE_OFF.as_ptr().cast(), MOUSE_OFF.len());
             }
             nix::libc::write(1, LEAVE.as_ptr().cast(), LEAVE.len());
         }
@@ -109,10 +127,11 @@ pub struct Tui {
 }
 
 impl Tui {
-    /// Enter raw mode and the alternate screen for `screen`. Fails with a clear message,
-    /// [`no_terminal`], when stdout is not a terminal. `stdin_taken`: standard input is data
-    /// (`watch --log -`), so the keys come from the terminal (`/dev/tty`).
-    pub fn enter(stdin_taken: bool, screen: &Screen) -> anyhow::Result<Tui> {
+    /// Enter raw mode and the alternate screen for `screen`, with mouse capture when `mouse`.
+    /// Fails with a clear message, [`no_terminal`], when stdout is not a terminal.
+    /// `stdin_taken`: standard input is data (`watch --log -`), so the keys come from the
+    /// terminal (`/dev/tty`).
+    pub fn enter(stdin_taken: bool, screen: &Screen, mouse: bool) -> anyhow::Result<Tui> {
         use std::io::IsTerminal;
         // With `watch --log -` standard input is the log; keys come from /dev/tty (crossterm
         // opens it when standard input is not a terminal).
@@ -129,6 +148,14 @@ impl Tui {
         if let Err(e) = execute!(out, EnterAlternateScreen, Hide) {
             restore();
             anyhow::bail!("cannot switch to the alternate screen: {e}");
+        }
+        if mouse {
+            // Marked on first: a write that half failed is still undone on the way out.
+            MOUSE.store(true, Ordering::SeqCst);
+            if let Err(e) = execute!(out, EnableMouseCapture) {
+                restore();
+                anyhow::bail!("cannot turn mouse capture on (--no-mouse goes without): {e}");
+            }
         }
         let terminal = match Terminal::new(CrosstermBackend::new(io::stdout())) {
             Ok(t) => t,

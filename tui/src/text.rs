@@ -10,6 +10,15 @@ use provetop_shared::{Alert, AlertLevel, AlertState, Control, Event, Mark, SrsSo
 pub use crate::model::prover::state_name;
 use crate::model::{HelloInfo, LogLevel, Logged, SrsState};
 
+/// How a person's mark reads in the session's notes (the control socket's `mark`, the
+/// screen's `M`): the timeline marks the notes that start so.
+pub const MARK_PREFIX: &str = "mark: ";
+
+/// The note of a mark with `text` (made inert: it comes from a person or a script).
+pub fn mark_note(text: &str) -> String {
+    format!("{MARK_PREFIX}{}", inert(text))
+}
+
 /// Text from a child (phase names, messages, log lines) made safe to print on a terminal or
 /// in a table: every control character (C0, DEL, C1: ESC, BEL, CR, LF, TAB…) and every
 /// bidirectional override is shown as a visible escape (`\x1b`, `\r`, `\n`, `\u{202e}`), so

@@ -72,6 +72,33 @@ impl Tmux {
         assert!(st.success());
     }
 
+    /// Send bytes to the program as its terminal input, as they are (`send-keys -H`).
+    pub fn send_bytes(&self, bytes: &[u8]) {
+        let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let st = self
+            .cmd()
+            .args(["send-keys", "-t", "main", "-H"])
+            .args(&hex)
+            .status()
+            .expect("tmux send-keys -H");
+        assert!(st.success());
+    }
+
+    /// A mouse event as an xterm SGR sequence (`ESC [ < button ; column ; row M`, `m` for a
+    /// release), at a 0-based cell: button 0 is the left button, 32 added a drag, 64 and 65
+    /// the wheel up and down.
+    pub fn sgr_mouse(&self, button: u16, x: u16, y: u16, press: bool) {
+        let end = if press { 'M' } else { 'm' };
+        let seq = format!("\x1b[<{button};{};{}{end}", x + 1, y + 1);
+        self.send_bytes(seq.as_bytes());
+    }
+
+    /// A left click (press and release) at a 0-based cell.
+    pub fn click(&self, x: u16, y: u16) {
+        self.sgr_mouse(0, x, y, true);
+        self.sgr_mouse(0, x, y, false);
+    }
+
     /// Resize the window (the program in it gets SIGWINCH).
     pub fn resize(&self, w: u16, h: u16) {
         let st = self

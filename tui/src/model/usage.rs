@@ -153,6 +153,9 @@ pub struct UsageState {
     pub psi: Series<PSI_LANES>,
     /// GPU indexes seen beyond [`MAX_GPUS`].
     pub gpus_left_out: u64,
+    /// The most device memory any GPU was seen using (bytes; 0: none yet): the per-GPU
+    /// memory rows' scale when drawn against the most seen.
+    pub gpu_mem_seen: u64,
     /// Usage readings, oldest first (thinned, see the module docs).
     readings: Thinned<Usage>,
     /// Overlap over the whole session.
@@ -177,6 +180,7 @@ impl UsageState {
             gpus: Vec::new(),
             psi: Series::new(limits),
             gpus_left_out: 0,
+            gpu_mem_seen: 0,
             readings: Thinned::new(MAX_READINGS),
             overlap: Overlap::default(),
             overlap_modes: Vec::new(),
@@ -310,6 +314,9 @@ impl UsageState {
             }
             p.set_lane(GPU_TOTAL, (g.total > 0).then_some(g.total));
             p.set_lane(GPU_PROC, Some(g.proc_used));
+            if let Some(used) = gpu_lane(Metric::GpuMem).and_then(|l| p.lane(l)) {
+                self.gpu_mem_seen = self.gpu_mem_seen.max(used);
+            }
             self.gpus[at].series.push(p);
         }
     }

@@ -11,6 +11,8 @@
 //! on_alert = ["/usr/local/bin/page-oncall", "--team", "provers"]   # argv, no shell
 //! default_rule = true     # keep the built-in rules: RSS > 90 % of the limit, predicted_free < 0
 //! metrics = "127.0.0.1:9464"   # serve /metrics there (a bare port: loopback); off when unset
+//! theme = "light"         # the screen's colours: default, light, colorblind (NO_COLOR wins)
+//! mouse = false           # the screen takes no mouse events (on by default)
 //! ```
 //! Unknown keys are errors (a typo must not silently disable an alert), and so is a value out
 //! of its range ([`provetop_collect::sampler::HZ_BOUNDS`] and its neighbours, the same bounds as the
@@ -56,6 +58,10 @@ pub struct FileConfig {
     /// Line rules for provers provetop has no grammar for (`[[log_rule]]` tables, see
     /// [`provetop_collect::loglines::rules`]).
     pub log_rules: Vec<provetop_collect::loglines::Rule>,
+    /// The screen's palette.
+    pub theme: Option<crate::theme::Palette>,
+    /// Whether the screen takes the mouse.
+    pub mouse: Option<bool>,
     /// The file it was read from (None when no file was found).
     pub source: Option<PathBuf>,
 }
@@ -75,6 +81,8 @@ struct Raw {
     default_rule: Option<bool>,
     metrics: Option<Spanned<String>>,
     log_rule: Option<Vec<Spanned<RawLogRule>>>,
+    theme: Option<Spanned<String>>,
+    mouse: Option<bool>,
 }
 
 /// One `[[log_rule]]` table as written.
@@ -249,7 +257,17 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
         );
     }
     provetop_collect::loglines::Rules::check(&log_rules)?;
+    let theme = raw
+        .theme
+        .map(|v| {
+            v.get_ref()
+                .parse()
+                .map_err(|e: String| Place::new(text, v.span()).error("theme", &e))
+        })
+        .transpose()?;
     Ok(FileConfig {
+        theme,
+        mouse: raw.mouse,
         rules,
         log_rules,
         on_alert,
@@ -378,6 +396,19 @@ mod tests {
             e,
             "line 1: thresholds: a size: bytes, or a string such as \"10GiB\""
         );
+    }
+
+    #[test]
+    fn the_screen_keys_are_a_theme_by_name_and_mouse_on_or_off() {
+        let c = parse_config("theme = \"colorblind\"\nmouse = false").unwrap();
+        assert_eq!(c.theme, Some(crate::theme::Palette::ColorBlind));
+        assert_eq!(c.mouse, Some(false));
+        let e = parse_config("hz = 1\ntheme = \"solarized\"").unwrap_err();
+        assert!(
+            e.starts_with("line 2: theme = \"solarized\": unknown theme"),
+            "{e}"
+        );
+        assert!(parse_config("mouse = \"no\"").is_err());
     }
 
     #[test]

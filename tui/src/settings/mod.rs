@@ -13,6 +13,7 @@
 //! the file says `default_rule = false`.
 
 pub mod file;
+pub mod screen;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -24,11 +24,11 @@ use ratatui::text::Span;
 
 use provetop_shared::units::MIB;
 
-use crate::app::App;
+use crate::app::{App, MemAxis};
 use crate::series::{Bucket, Metric, Reading};
 use crate::ui::{short_bytes, title_line, Item};
 pub use axes::{nice_max, tick_step};
-use axes::{x_axis, y_axis, Scale};
+use axes::{x_axis, y_axis, Kind, Scale};
 pub use braille::Braille;
 use cursor::cursor;
 
@@ -39,6 +39,7 @@ fn layers(app: &App) -> &'static [Metric] {
             Metric::File,
             Metric::Shmem,
             Metric::Anon,
+            Metric::Swap,
             Metric::Gpu,
             Metric::Pinned,
             Metric::PinnedReported,
@@ -96,6 +97,16 @@ fn legend(app: &App, r: Option<&Reading>) -> Vec<Item<'static>> {
                 ],
             ));
         }
+    }
+    // Swap is recorded always; it is said (and drawn) only where the tree has some.
+    if let Some((_, hi)) = r.range(Metric::Swap).filter(|r| r.1 > 0) {
+        out.push(Item::new(
+            4,
+            vec![
+                Span::styled(" swap ", t.metric(Metric::Swap)),
+                Span::raw(short_bytes(hi)),
+            ],
+        ));
     }
     out
 }
@@ -163,7 +174,13 @@ fn title(buf: &mut Buffer, row: Rect, app: &App) {
             ],
         ));
     }
-    title_line(buf, row, app, "memory", items);
+    // The axis is named when it is not the plain one.
+    let name = match app.view.mem_axis {
+        MemAxis::Linear => "memory",
+        MemAxis::Log => "memory (log axis)",
+        MemAxis::Split => "memory (split axis)",
+    };
+    title_line(buf, row, app, name, items);
 }
 
 /// The layers drawn over `cols`: a series that is zero across the window (no pinned memory,
@@ -211,11 +228,47 @@ fn scale(
             .max()
             .unwrap_or(MIB),
     );
+    let kind = match app.view.mem_axis {
+        MemAxis::Linear => Kind::Linear,
+        MemAxis::Log => Kind::log(lowest_level(cols, layers), top),
+        MemAxis::Split => Kind::split(low_rss(cols), top),
+    };
     let scale = Scale {
         top,
         dots_h: grid.dots_h(),
+        kind,
     };
     (scale, hlines)
+}
+
+/// The bottom a log axis needs: the lowest of the drawn series' typical levels (each one's
+/// median over the columns; a start-up value near 0 would waste the axis on decades nothing
+/// stays in).
+fn lowest_level(cols: &[Bucket], layers: &[Metric]) -> u64 {
+    layers
+        .iter()
+        .filter_map(|l| {
+            let mut v: Vec<u64> = cols
+                .iter()
+                .filter_map(|c| c.max(*l))
+                .filter(|v| *v > 0)
+                .collect();
+            let mid = v.len() / 2;
+            (!v.is_empty()).then(|| *v.select_nth_unstable(mid).1)
+        })
+        .min()
+        .unwrap_or(MIB)
+}
+
+/// Where the small values lie, for a split axis: the median of RSS's low over the columns
+/// (the level a prover rests at between its peaks).
+fn low_rss(cols: &[Bucket]) -> u64 {
+    let mut lows: Vec<u64> = cols.iter().filter_map(|c| c.min(Metric::Rss)).collect();
+    if lows.is_empty() {
+        return MIB;
+    }
+    let mid = lows.len() / 2;
+    *lows.select_nth_unstable(mid).1
 }
 
 /// Threshold lines, dashed across the plot.

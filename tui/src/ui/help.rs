@@ -58,7 +58,7 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 /// The help's blocks with texts wrapped at `text_w` columns.
 fn blocks(app: &App, text_w: usize) -> Vec<Block> {
     let mut out = Vec::new();
-    for s in app.sections() {
+    for s in sections(app) {
         out.push(vec![Row::Title(s.title.to_string())]);
         for b in s.bindings {
             let mut lines = wrap(b.help, text_w).into_iter();
@@ -71,6 +71,14 @@ fn blocks(app: &App, text_w: usize) -> Vec<Block> {
         }
     }
     out
+}
+
+/// The sections the help lists: the screen's, the mouse's only while the mouse is on.
+fn sections(app: &App) -> impl Iterator<Item = &'static crate::keymap::Section> + Clone {
+    let mouse = app.mouse;
+    app.sections()
+        .iter()
+        .filter(move |s| mouse || s.title != crate::keymap::MOUSE.title)
 }
 
 /// Split `blocks` into `n` columns of about equal height, between blocks.
@@ -93,7 +101,7 @@ fn columns(blocks: Vec<Block>, n: usize) -> Vec<Vec<Row>> {
 /// Draw the help over the middle of `area`; returns how far it can scroll.
 pub fn draw(buf: &mut Buffer, area: Rect, app: &App) -> usize {
     let t = &app.theme;
-    let bindings = app.sections().iter().flat_map(|s| s.bindings.iter());
+    let bindings = sections(app).flat_map(|s| s.bindings.iter());
     let key_w = bindings
         .clone()
         .map(|b| b.label.chars().count())

@@ -103,7 +103,7 @@ pub(crate) fn drop_columns<C>(
 /// Lay the screen out; `timeline_rows` is how many Gantt rows the data would like, `usage`
 /// the utilisation panel's heights (compact, full; see [`usage::heights`]). The panel's rows
 /// come out of the chart's: its full form while the chart keeps 20 rows, else its compact
-/// form, else its title line alone, while the chart keeps 7.
+/// form, else its title and one strip, else its title line alone, while the chart keeps 7.
 pub fn layout(area: Rect, replay: bool, timeline_rows: u16, usage: (u16, u16)) -> Layout {
     let header_h = 2;
     let footer_h = 1;
@@ -123,6 +123,9 @@ pub fn layout(area: Rect, replay: bool, timeline_rows: u16, usage: (u16, u16)) -
         full
     } else if chart_h >= compact + CHART_KEEPS {
         compact
+    } else if compact > 2 && chart_h >= 2 + CHART_KEEPS {
+        // One strip at least (the title and its first line) while the chart keeps its 7.
+        2
     } else if chart_h > CHART_KEEPS {
         1
     } else {
@@ -180,8 +183,17 @@ pub fn draw(f: &mut Frame, app: &App) -> Drawn {
         plot_cols: l.chart.width.saturating_sub(l.gutter),
         help_scroll_max: 0,
         procs_scroll_max: 0,
+        areas: crate::areas::Areas {
+            chart: l.chart,
+            usage: l.usage,
+            timeline: l.timeline,
+            log: l.log,
+            gutter: l.gutter,
+            ..Default::default()
+        },
     };
     header::draw(buf, l.header, app);
+    crate::mouse::header_targets(buf, l.header, &mut drawn.areas);
     chart::draw(buf, l.chart, l.gutter, app);
     usage::draw(
         buf,
@@ -195,7 +207,8 @@ pub fn draw(f: &mut Frame, app: &App) -> Drawn {
     if let Screen::Replay(p) = &app.screen {
         posbar::draw(buf, l.posbar, app, p);
     }
-    footer(buf, l.footer, app);
+    footer(buf, l.footer, app, &mut drawn.areas);
+    timeline_targets(l.timeline, l.gutter, &mut drawn.areas);
     if app.view.procs {
         drawn.procs_scroll_max = procs::draw(buf, area, app);
     }
@@ -331,12 +344,32 @@ pub fn title_line(buf: &mut Buffer, area: Rect, app: &App, name: &str, items: Ve
     buf.set_line(area.x, area.y, &Line::from(spans), area.width);
 }
 
-fn footer(buf: &mut Buffer, area: Rect, app: &App) {
+/// A click on a timeline row's name opens the modes table (the phases of each mode compared).
+fn timeline_targets(area: Rect, gutter: u16, areas: &mut crate::areas::Areas) {
+    if area.height > 1 {
+        let names = Rect::new(area.x, area.y + 1, gutter, area.height - 1);
+        areas.target(names, crate::app::Action::Modes);
+    }
+}
+
+fn footer(buf: &mut Buffer, area: Rect, app: &App, areas: &mut crate::areas::Areas) {
     if area.height == 0 {
         return;
     }
     let t = &app.theme;
     let mut spans: Vec<Span> = Vec::new();
+    if let Some((at, text)) = &app.view.mark {
+        // The mark being typed takes the footer.
+        let when = fmt_clock(at.saturating_sub(app.origin), true);
+        let spans = vec![
+            Span::styled(format!("mark at {when}: "), t.bold()),
+            Span::raw(text.clone()),
+            Span::styled("▏", t.bold()),
+            Span::styled("  Enter adds · Esc drops", t.dim()),
+        ];
+        buf.set_line(area.x, area.y, &Line::from(spans), area.width);
+        return;
+    }
     if app.view.frozen.is_some() {
         spans.push(Span::styled(" FROZEN ", t.cursor()));
         spans.push(Span::raw(" "));
@@ -365,8 +398,34 @@ fn footer(buf: &mut Buffer, area: Rect, app: &App) {
         })
         .collect();
     let room = (area.width as usize + 1).saturating_sub(spans_width(&spans));
+    let lead = spans.len();
     spans.extend(fit(items, room));
+    // Each hint kept is its keys' span then its ":what " span: a click on either is its key.
+    let mut x = area.x + spans_width(&spans[..lead]) as u16;
+    let sections = app.sections();
+    for pair in spans[lead..].chunks(2) {
+        let w = spans_width(pair) as u16;
+        if let Some(a) = crate::keymap::hint_action(sections, &pair[0].content) {
+            let w = w.min((area.x + area.width).saturating_sub(x));
+            areas.target(Rect::new(x, area.y, w, 1), a);
+        }
+        x = x.saturating_add(w);
+    }
     buf.set_line(area.x, area.y, &Line::from(spans), area.width);
+}
+
+/// A mark's text as a live session records it: the text, and the cursor's session time when
+/// the mark was put back in time (the note itself is recorded now; more than a second back,
+/// the text says where it belongs).
+pub fn mark_text(app: &App, at: u64, text: &str) -> String {
+    if app.clock.saturating_sub(at) > NS {
+        format!(
+            "{text} (at {})",
+            fmt_clock(at.saturating_sub(app.origin), true)
+        )
+    } else {
+        text.to_string()
+    }
 }
 
 /// Compact bytes for tight places: "0", "512K", "1.5M", "12.3G", "203G".
@@ -449,6 +508,19 @@ mod tests {
     }
 
     #[test]
+    fn a_replay_at_80x24_keeps_a_usage_strip_beside_four_timeline_rows() {
+        let l = layout(Rect::new(0, 0, 80, 24), true, 4, (4, 7));
+        assert_eq!(l.timeline.height, 5, "{l:?}");
+        assert_eq!(l.usage.height, 2, "{l:?}");
+        assert!(l.chart.height >= CHART_KEEPS, "{l:?}");
+        assert_eq!(l.footer.y, 23);
+        // 200×60 beside a timeline of sixteen partitions and more: the compact form.
+        let l = layout(Rect::new(0, 0, 200, 60), true, 24, (5, 9));
+        assert!(l.timeline.height >= 17, "{l:?}");
+        assert_eq!(l.usage.height, 5, "{l:?}");
+    }
+
+    #[test]
     fn layout_80x24_fits() {
         let l = layout(Rect::new(0, 0, 80, 24), false, 3, (0, 0));
         assert_eq!(l.footer.y, 23);
@@ -478,8 +550,12 @@ mod tests {
         // Eight GPUs on 200×60: the full form would leave the chart too few rows.
         let l = layout(Rect::new(0, 0, 200, 60), false, 9, (4, 19));
         assert_eq!(l.usage.height, 4, "{l:?}");
-        // Less room: the title line alone (the chart keeps its 7), then nothing.
+        // Less room: the title and one strip, then the title line alone (the chart keeps
+        // its 7), then nothing.
         let l = layout(Rect::new(0, 0, 80, 20), false, 3, (4, 7));
+        assert_eq!(l.usage.height, 2, "{l:?}");
+        assert!(l.chart.height >= CHART_KEEPS, "{l:?}");
+        let l = layout(Rect::new(0, 0, 80, 19), false, 3, (4, 7));
         assert_eq!(l.usage.height, 1, "{l:?}");
         assert!(l.chart.height >= CHART_KEEPS, "{l:?}");
         let l = layout(Rect::new(0, 0, 80, 16), false, 3, (4, 7));

@@ -24,7 +24,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Span;
 
-use crate::app::App;
+use crate::app::{App, GpuScale};
 use crate::model::usage::{
     gpu_lane, psi_lane, CPU_HOST, CPU_INTERVAL, CPU_LANES, CPU_NCPU, CPU_TREE, GPU_LANES, GPU_TOTAL,
 };
@@ -39,6 +39,8 @@ pub enum Rows {
     None,
     /// The title line alone, with the values.
     Title,
+    /// The title and the first line of the compact form.
+    One,
     /// One line per resource: cores, the busiest GPU, the fullest GPU memory.
     Compact,
     /// The tree's and the host's cores, and each GPU's utilisation and memory.
@@ -65,6 +67,11 @@ fn lines(app: &App, rows: Rows) -> Vec<Line> {
     let mut v = Vec::new();
     match rows {
         Rows::None | Rows::Title => {}
+        Rows::One => {
+            let mut all = lines(app, Rows::Compact);
+            all.truncate(1);
+            v = all;
+        }
         Rows::Compact => {
             if cpu {
                 v.push(Line::TreeCores);
@@ -116,6 +123,7 @@ pub fn rows_for(app: &App, height: u16) -> Rows {
         0 => Rows::None,
         h if h >= full => Rows::Full,
         h if h >= compact => Rows::Compact,
+        h if h >= 2 => Rows::One,
         _ => Rows::Title,
     }
 }
@@ -279,6 +287,17 @@ fn title_items(app: &App, n: &Now) -> Vec<Item<'static>> {
             ),
         );
     }
+    if app.view.gpu_scale == GpuScale::Seen && !n.gpus.is_empty() {
+        // The rows' scale is said: a full block is the most seen, not the card.
+        let lead = if items.is_empty() { "" } else { " │ " };
+        items.push(Item::new(
+            1,
+            vec![
+                Span::styled(format!("{lead}gmem scale: most seen "), t.dim()),
+                Span::styled(short_bytes(u.gpu_mem_seen), t.bold()),
+            ],
+        ));
+    }
     if let Some(r) = &n.psi {
         let lead = if items.is_empty() { "" } else { " │ " };
         let v = |m: Metric| psi_lane(m).and_then(|l| top(r, l)).map_or("-".into(), pct);
@@ -353,7 +372,7 @@ fn strip(app: &App, rows: Rows, line: Line, n: &Now, cols: usize) -> (String, Ve
             let per: Vec<Vec<Bucket<GPU_LANES>>> =
                 u.gpus.iter().map(|g| gpu_cols(&g.series)).collect();
             let cells = (0..cols)
-                .map(|x| per.iter().filter_map(|c| gpu_level(&c[x], m)).max())
+                .map(|x| per.iter().filter_map(|c| gpu_level(app, &c[x], m)).max())
                 .collect();
             let label = match m {
                 Metric::GpuUtil => {
@@ -410,7 +429,7 @@ fn strip(app: &App, rows: Rows, line: Line, n: &Now, cols: usize) -> (String, Ve
             let g = &u.gpus[i];
             let cells = gpu_cols(&g.series)
                 .iter()
-                .map(|c| gpu_level(c, m))
+                .map(|c| gpu_level(app, c, m))
                 .collect();
             let label = match m {
                 Metric::GpuUtil => {
@@ -436,11 +455,14 @@ fn level(v: u64, full: u64) -> u8 {
 }
 
 /// The height of per-GPU metric `m` in one column of a GPU's series, over its scale: memory
-/// over the GPU's total (the table's limit for it; its own value without a total), a
-/// percent over 100 %.
-fn gpu_level(c: &Bucket<GPU_LANES>, m: Metric) -> Option<u8> {
+/// over the GPU's total (the table's limit for it; its own value without a total), or over
+/// the most any GPU was seen using (`Y`: a prover using a few GiB of a large card reads as
+/// a shape, not a flat `▁`); a percent over 100 %.
+fn gpu_level(app: &App, c: &Bucket<GPU_LANES>, m: Metric) -> Option<u8> {
     let v = c.lane_range(gpu_lane(m)?)?.1;
+    let seen = app.model.usage.gpu_mem_seen;
     let full = match m.def().limit {
+        Some(Limit::GpuTotal) if app.view.gpu_scale == GpuScale::Seen && seen > 0 => seen,
         Some(Limit::GpuTotal) => c.lane_range(GPU_TOTAL).map_or(v, |r| r.1),
         _ => 100,
     };

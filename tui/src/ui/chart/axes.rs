@@ -1,5 +1,6 @@
-//! The chart's axes: the vertical scale (a "nice" maximum, values to dot rows) with its
-//! labels, and the time axis with its ticks on round times.
+//! The chart's axes: the vertical scale (a "nice" maximum, values to dot rows; linear from
+//! 0, logarithmic, or split in two linear halves) with its labels, and the time axis with
+//! its ticks on round times.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -72,14 +73,112 @@ pub fn tick_step(span: u64, max_ticks: u64) -> u64 {
 pub(super) struct Scale {
     pub(super) top: u64,
     pub(super) dots_h: u32,
+    pub(super) kind: Kind,
+}
+
+/// How values map to heights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// Linear from 0.
+    Linear,
+    /// Logarithmic from `lo` (values at or below it sit on the bottom row).
+    Log { lo: u64 },
+    /// Linear from 0 to `at` over the lower half, from `at` to the top over the upper half.
+    Split { at: u64 },
+}
+
+/// Round values a log axis is labelled at: 1, 10, 100 of each unit.
+const DECADES: [u64; 9] = [
+    KIB,
+    10 * KIB,
+    100 * KIB,
+    MIB,
+    10 * MIB,
+    100 * MIB,
+    GIB,
+    10 * GIB,
+    100 * GIB,
+];
+
+impl Kind {
+    /// A log axis whose bottom is the round value at or below `min` (the smallest value
+    /// drawn above 0), at least 1 MiB and at most a sixteenth of `top`.
+    pub(super) fn log(min: u64, top: u64) -> Kind {
+        let lo = DECADES
+            .iter()
+            .copied()
+            .filter(|d| *d <= min.max(MIB))
+            .max()
+            .unwrap_or(MIB);
+        Kind::Log {
+            lo: lo.min(top / 16).max(KIB),
+        }
+    }
+
+    /// A split axis: the lower half up to a round value over `low` (where the small values
+    /// lie), kept between a sixty-fourth and a quarter of `top`.
+    pub(super) fn split(low: u64, top: u64) -> Kind {
+        let at = nice_max(low).clamp((top / 64).max(1), (top / 4).max(1));
+        Kind::Split { at }
+    }
 }
 
 impl Scale {
+    /// Where `v` lies between the bottom (0) and the top (1).
+    fn frac(&self, v: u64) -> f64 {
+        let top = self.top.max(1) as f64;
+        let v = v as f64;
+        match self.kind {
+            Kind::Linear => v / top,
+            Kind::Log { lo } => {
+                let lo = lo.max(1) as f64;
+                if v <= lo {
+                    0.0
+                } else {
+                    (v / lo).ln() / (top / lo).ln().max(f64::MIN_POSITIVE)
+                }
+            }
+            Kind::Split { at } => {
+                let at = at.max(1) as f64;
+                if v <= at {
+                    v / at * 0.5
+                } else {
+                    0.5 + (v - at) / (top - at).max(1.0) * 0.5
+                }
+            }
+        }
+    }
+
     /// The dot row of value `v` (clamped to the plot).
     pub(super) fn ydot(&self, v: u64) -> u32 {
-        ((v as f64 / self.top as f64) * (self.dots_h - 1) as f64)
+        (self.frac(v) * (self.dots_h - 1) as f64)
             .round()
             .clamp(0.0, (self.dots_h - 1) as f64) as u32
+    }
+
+    /// The values labelled on the axis, bottom up, for a plot of `rows` rows: the top, the
+    /// bottom and the halves (quarters on a tall chart) of a linear axis; the round values of
+    /// a log axis; 0, the split, the top (and the middle of each half on a tall chart).
+    fn labels(&self, rows: u16) -> Vec<u64> {
+        let parts: u64 = if rows >= 16 {
+            4
+        } else if rows >= 5 {
+            2
+        } else {
+            1
+        };
+        let top = self.top;
+        match self.kind {
+            Kind::Linear => (0..=parts)
+                .map(|k| if k == parts { top } else { top / parts * k })
+                .collect(),
+            Kind::Log { lo } => std::iter::once(lo)
+                .chain(DECADES.iter().copied().filter(|d| *d > lo && *d < top))
+                .chain([top])
+                .collect(),
+            Kind::Split { at } if parts >= 4 => vec![0, at / 2, at, at + (top - at) / 2, top],
+            Kind::Split { at } => vec![0, at, top],
+        }
     }
 }
 
@@ -112,18 +211,28 @@ pub(super) fn y_axis(
             dim,
         );
     };
-    let parts: u64 = if plot.height >= 16 {
-        4
-    } else if plot.height >= 5 {
-        2
-    } else {
-        1
-    };
-    let top = scale.top;
-    for k in 0..=parts {
-        let v = top / parts * k;
-        let row = plot.height - 1 - (scale.ydot(v) / 4) as u16;
-        label_at(buf, row, if k == parts { top } else { v });
+    // Bottom up; a label whose row is taken (a log axis's decades close together) is left
+    // out, the top's always shown.
+    let labels = scale.labels(plot.height);
+    let mut rows: Vec<(u16, u64)> = Vec::new();
+    for (i, v) in labels.iter().enumerate() {
+        let row = plot.height - 1 - (scale.ydot(*v) / 4) as u16;
+        let last = i + 1 == labels.len();
+        if let Some(at) = rows.iter().position(|(r, _)| *r == row) {
+            if !last {
+                continue;
+            }
+            rows.remove(at);
+        }
+        rows.push((row, *v));
+    }
+    for (row, v) in rows {
+        label_at(buf, row, v);
+    }
+    if let Kind::Split { at } = scale.kind {
+        // The break: the axis line changes where the scale does.
+        let row = plot.height - 1 - (scale.ydot(at) / 4) as u16;
+        buf.set_string(area.x + gutter - 1, plot.y + row, "╪", dim);
     }
 }
 
@@ -204,6 +313,48 @@ fn ticks(live: bool, t0: u64, t1: u64, origin: u64, step: u64, max_ticks: u64) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_axis_gives_a_small_series_beside_a_large_one_room_to_show_its_shape() {
+        let lin = Scale {
+            top: 8 * GIB,
+            dots_h: 80,
+            kind: Kind::Linear,
+        };
+        let log = Scale {
+            kind: Kind::log(300 * MIB, 8 * GIB),
+            ..lin
+        };
+        // 686 MiB under an 8 GiB top: near the floor of the linear axis, halfway up the log one.
+        let a = 686 * MIB;
+        assert!(lin.ydot(a) <= 7, "{}", lin.ydot(a));
+        assert!(
+            log.ydot(a) >= 4 * lin.ydot(a) && log.ydot(a) > 30,
+            "{}",
+            log.ydot(a)
+        );
+        assert_eq!(log.ydot(8 * GIB), 79);
+        assert_eq!(log.labels(20)[0], 100 * MIB);
+        assert!(log.labels(20).contains(&GIB));
+    }
+
+    #[test]
+    fn a_split_axis_puts_the_small_values_in_its_lower_half() {
+        let split = Scale {
+            top: 8 * GIB,
+            dots_h: 81,
+            kind: Kind::split(900 * MIB, 8 * GIB),
+        };
+        let at = 1000 * MIB;
+        assert_eq!(split.kind, Kind::Split { at });
+        assert_eq!(split.ydot(at), 40);
+        assert!(split.ydot(700 * MIB) > 25);
+        assert!(split.ydot(6 * GIB) > 60);
+        let mid = at + (8 * GIB - at) / 2;
+        assert_eq!(split.labels(20), vec![0, at / 2, at, mid, 8 * GIB]);
+        // A "low" as large as the top keeps the split at a quarter of it.
+        assert_eq!(Kind::split(8 * GIB, 8 * GIB), Kind::Split { at: 2 * GIB });
+    }
 
     #[test]
     fn nice_scale() {

@@ -5,7 +5,9 @@
 //! is a `!` on the top row over a bar or an empty cell alike; so are the kernel's marks: an
 //! OOM kill `X`, a limit reached or the OOM killer invoked (memory.events `max`, `oom`, v1
 //! `failcnt`) `^`, throttling over memory.high `h`, a pressure stall caught between samples
-//! `~` (an OOM kill wins its column, then a limit, then the rest); a mode switch goes into empty
+//! `~`, a mark added by a person (the screen's `M`, `provetop mark`, the control socket's
+//! `mark`) `*` (an OOM kill wins its column, then a limit or a mark, then the rest); a mode
+//! switch goes into empty
 //! cells only (phases stay readable); the cursor restyles its whole column.
 
 use ratatui::buffer::Buffer;
@@ -52,6 +54,7 @@ pub(super) fn kernel_marks(buf: &mut Buffer, area: Rect, gutter: u16, app: &App)
                 _ => (1, 'h', t.dim()),
             },
             Mark::Stall { .. } => (1, '~', t.warn()),
+            Mark::Note { text } if text.starts_with(crate::text::MARK_PREFIX) => (2, '*', t.bold()),
             _ => continue,
         };
         if let Some(x) = axis.column_within(*at) {

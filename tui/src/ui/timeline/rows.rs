@@ -168,7 +168,8 @@ fn own_rows(app: &App, t0: u64, t1: u64, max: usize) -> Vec<RowKey> {
 }
 
 /// One row per partition of the phases that have partitions, the other phases lettered on
-/// a row per group.
+/// a row per group; in proof order (the SRS, then synthesis's partitions, then the prove
+/// call, then verification), a group's lettered row before its partitions' rows.
 fn per_partition(rows: &[RowKey]) -> Vec<RowKey> {
     let mut out: Vec<RowKey> = rows
         .iter()
@@ -185,6 +186,12 @@ fn per_partition(rows: &[RowKey]) -> Vec<RowKey> {
     rest.sort();
     rest.dedup();
     out.extend(rest.into_iter().map(RowKey::Rest));
+    // Stable: the partitions keep their order within their group.
+    out.sort_by_key(|r| match r {
+        RowKey::Rest(g) => (*g, 0),
+        RowKey::Part(p, _) => (Group::of(p), 1),
+        _ => (Group::Other, 2),
+    });
     out
 }
 
