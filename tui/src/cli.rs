@@ -46,6 +46,12 @@ pub enum Command {
     /// Compare sessions (or CSVs) with a baseline: one table of memory, throughput and
     /// phases as value, difference and ratio; `--fail-if` gates a CI run on it.
     Compare(CompareArgs),
+    /// Every provetop a Prometheus scrapes, one row each (state, memory against its limit,
+    /// GPU, time to OOM, proofs/h, alerts), read back through Prometheus's HTTP API.
+    Fleet(crate::fleet::FleetArgs),
+    /// The remote side of `attach HOST:SESSION` and `ls HOST`, run over SSH (not for people).
+    #[command(name = "remote-bridge", hide = true)]
+    RemoteBridge(crate::remote::bridge::BridgeArgs),
 }
 
 /// Seconds between SIGTERM and SIGKILL when stopping the child, unless `--grace` says.
@@ -373,9 +379,18 @@ pub struct ExportArgs {
 #[derive(Debug, Clone, Args)]
 pub struct AttachArgs {
     /// The session: its id (as `provetop ls` shows it, or a unique part of it), or its
-    /// session file. Without it, the only live session.
+    /// session file. Without it, the only live session. `HOST:SESSION` attaches to a
+    /// session on another machine through `ssh HOST` (the user's keys, config and agent),
+    /// read-only unless `--control`.
     #[arg(value_name = "SESSION", conflicts_with = "latest")]
     pub session: Option<String>,
+    /// With `HOST:SESSION`: send controls (keys) and let q stop the remote prover.
+    #[arg(long, conflicts_with = "read_only")]
+    pub control: bool,
+    /// With `HOST:SESSION`: the provetop to run on the remote side [default: `provetop`,
+    /// found by the remote PATH].
+    #[arg(long, value_name = "PATH", env = "PROVETOP_REMOTE_PROVETOP")]
+    pub remote_provetop: Option<String>,
     /// The live session started last.
     #[arg(long)]
     pub latest: bool,
@@ -393,6 +408,12 @@ pub struct LsArgs {
     /// How many recent recordings to list.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub recent: usize,
+    /// List the live sessions of another machine, through `ssh HOST`.
+    #[arg(value_name = "HOST")]
+    pub host: Option<String>,
+    /// With HOST: the provetop to run there [default: `provetop`, found by the remote PATH].
+    #[arg(long, value_name = "PATH", env = "PROVETOP_REMOTE_PROVETOP")]
+    pub remote_provetop: Option<String>,
 }
 
 /// Where the log lines come from.

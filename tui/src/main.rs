@@ -54,6 +54,8 @@ fn main() {
         Some(Command::Serve(a)) => provetop::live::main_serve(a),
         Some(Command::Attach(a)) => provetop::attach::main(a),
         Some(Command::Ls(a)) => provetop::sessions::main(a),
+        Some(Command::Fleet(a)) => provetop::fleet::main(a),
+        Some(Command::RemoteBridge(a)) => provetop::remote::bridge::main(a),
         None => provetop::live::main_run(&default_run()),
     };
     match result {

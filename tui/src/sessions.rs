@@ -19,6 +19,9 @@ const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// `provetop ls`.
 pub fn main(args: &LsArgs) -> anyhow::Result<i32> {
+    if let Some(host) = &args.host {
+        return crate::remote::ls::main(host, args.remote_provetop.as_deref());
+    }
     let dir = control::socket_dir()?;
     let (live, stale) = live_sessions(&dir);
     let mut out = String::new();
@@ -74,7 +77,8 @@ pub fn main(args: &LsArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-fn live_row(s: &Status) -> Vec<String> {
+/// A live session's row of the table: what its status says.
+pub fn live_row(s: &Status) -> Vec<String> {
     let proofs = if s.proofs_failed > 0 {
         format!("{} ({} failed)", s.proofs_done, s.proofs_failed)
     } else {
@@ -146,7 +150,7 @@ fn lock_holder(lock: &Path) -> Option<u32> {
 }
 
 /// Columns padded to their widest cell, two spaces apart, indented by two.
-fn table(head: &[String], rows: &[Vec<String>]) -> String {
+pub fn table(head: &[String], rows: &[Vec<String>]) -> String {
     let n = head.len();
     let mut w = vec![0; n];
     for r in std::iter::once(head).chain(rows.iter().map(|r| r.as_slice())) {
