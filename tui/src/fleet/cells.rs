@@ -67,6 +67,12 @@ pub fn cells(r: &Row) -> Vec<String> {
         r.time_to_oom_s.map_or("-".into(), fmt_secs),
         r.proofs_per_hour.map_or("-".into(), |p| format!("{p:.1}")),
         alerts,
-        r.scrape_age_s.map_or("-".into(), |a| fmt_secs(a.round())),
+        r.scrape_age_s.map_or("-".into(), |a| {
+            if a < 60.0 {
+                format!("{a:.0}s")
+            } else {
+                fmt_secs(a.round())
+            }
+        }),
     ]
 }

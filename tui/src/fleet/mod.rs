@@ -130,7 +130,7 @@ fn once(args: &FleetArgs, prom: &prom::Prom) -> anyhow::Result<i32> {
     let reading = rows::read(prom, &args.jobs());
     let health = rows::health(&reading, Duration::from_secs_f64(args.stale), args.slow());
     if reading.failed.len() == reading.queries {
-        anyhow::bail!("{}", health.join("; "));
+        anyhow::bail!("{}: {}", crate::text::inert(prom.url()), health.join("; "));
     }
     let shown = shown(args.filter.as_deref(), args.sort, &reading);
     let out = match args.format {

@@ -131,7 +131,13 @@ impl Prom {
                 return Err(self.bad(if timed_out {
                     format!("no answer within {:.0?}", self.timeout)
                 } else {
-                    format!("cannot query: {}", one_line(&t.to_string()))
+                    // Its text starts with the whole URL (the query in it): the why is after.
+                    let text = t.to_string();
+                    let why = match text.split_once("://") {
+                        Some((_, rest)) => rest.split_once(": ").map_or(rest, |(_, w)| w),
+                        None => &text,
+                    };
+                    format!("cannot query: {}", one_line(why))
                 }));
             }
         };

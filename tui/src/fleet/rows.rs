@@ -463,8 +463,12 @@ pub fn health(r: &Reading, stale_after: Duration, slow_after: Duration) -> Vec<S
 
 fn first_error(failed: &[String]) -> String {
     let e = failed.first().map(String::as_str).unwrap_or_default();
-    // "name: Prometheus at URL: why": the why.
-    e.split_once(": ").map_or(e, |(_, rest)| rest).to_string()
+    // "name: Prometheus at URL: why": the why (the URL is said beside it).
+    let e = e.split_once(": ").map_or(e, |(_, rest)| rest);
+    e.strip_prefix("Prometheus at ")
+        .and_then(|r| r.split_once(": "))
+        .map_or(e, |(_, why)| why)
+        .to_string()
 }
 
 #[cfg(test)]

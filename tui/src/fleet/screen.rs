@@ -86,7 +86,8 @@ pub fn draw(f: &mut Frame<'_>, v: &FleetView) {
     } else {
         let mut text = v.health.join(" · ");
         if let (true, Some((_, at))) = (v.health[0].starts_with("Prometheus DOWN"), &v.good) {
-            text.push_str(&format!(" · rows from {} s ago", at.elapsed().as_secs()));
+            // Said first: the error may be cut at the screen's edge.
+            text = format!("rows from {} s ago · {text}", at.elapsed().as_secs());
         }
         Line::from(Span::styled(
             text,

@@ -252,8 +252,8 @@ mod tests {
 
     #[test]
     fn remote_targets_are_told_from_local_names() {
-        assert_eq!(Target::parse("s-12"), None);
-        assert_eq!(Target::parse("/tmp/a:b.ptop"), None);
+        assert!(Target::parse("s-12").is_none());
+        assert!(Target::parse("/tmp/a:b.ptop").is_none());
         let t = Target::parse("me@box:s-12").unwrap().unwrap();
         assert_eq!((t.host.as_str(), t.session.as_str()), ("me@box", "s-12"));
         let v6 = Target::parse("[::1]:s-1").unwrap().unwrap();
