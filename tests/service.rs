@@ -7,4 +7,5 @@
 mod fleet;
 mod metrics;
 mod metrics_crowd;
+mod remote;
 mod server;
