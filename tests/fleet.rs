@@ -490,3 +490,58 @@ fn a_prometheus_url_that_answers_html_garbage_or_nothing_is_one_line_within_the_
         "{err}"
     );
 }
+
+/// The shipped rules file's alerts: name and expression (whitespace folded).
+fn shipped_alerts() -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(
+        provetop_testkit::fixtures::repo().join("assets/prometheus/provetop.rules.yml"),
+    )
+    .unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let Some(name) = l.trim().strip_prefix("- alert: ") else {
+            continue;
+        };
+        let (j, e) = lines[i..]
+            .iter()
+            .enumerate()
+            .find_map(|(k, x)| x.trim().strip_prefix("expr:").map(|e| (i + k, e.trim())))
+            .unwrap();
+        let mut expr = e.to_string();
+        if expr == "|" {
+            let indent = |s: &str| s.len() - s.trim_start().len();
+            let base = indent(lines[j]);
+            expr = lines[j + 1..]
+                .iter()
+                .take_while(|x| indent(x) > base && !x.trim().is_empty())
+                .map(|x| x.trim())
+                .collect::<Vec<_>>()
+                .join(" ");
+        }
+        out.push((
+            name.trim().to_string(),
+            expr.split_whitespace().collect::<Vec<_>>().join(" "),
+        ));
+    }
+    out
+}
+
+#[test]
+fn a_fleet_row_turns_red_on_the_shipped_alerts_own_expressions() {
+    let shipped = shipped_alerts();
+    for (name, expr) in provetop::fleet::rows::RED {
+        let s = shipped
+            .iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{name} is not shipped"));
+        assert_eq!(s.1, expr, "{name}");
+    }
+    // Every shipped alert is a red rule of the fleet (ProvetopDown: a row that is down).
+    for (n, _) in &shipped {
+        assert!(
+            n == "ProvetopDown" || provetop::fleet::rows::RED.iter().any(|(r, _)| r == n),
+            "{n}"
+        );
+    }
+}
