@@ -356,13 +356,6 @@ impl Driver for FollowDriver {
 
 /// `provetop attach`.
 pub fn main(args: &AttachArgs) -> anyhow::Result<i32> {
-    if let Some(t) = args
-        .session
-        .as_deref()
-        .and_then(crate::remote::Target::parse)
-    {
-        return crate::remote::attach::main(args, &t?);
-    }
     let dir = control::socket_dir()?;
     let (id, socket) = resolve(&dir, args.session.as_deref(), args.latest)?;
     let mut client = connect(&socket, args.read_only)?;

@@ -19,9 +19,6 @@ const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// `provetop ls`.
 pub fn main(args: &LsArgs) -> anyhow::Result<i32> {
-    if let Some(host) = &args.host {
-        return crate::remote::ls::main(host, args.remote_provetop.as_deref());
-    }
     let dir = control::socket_dir()?;
     let (live, stale) = live_sessions(&dir);
     let mut out = String::new();

@@ -328,20 +328,8 @@ fn rows(got: &BTreeMap<String, Vec<Series>>, now: f64) -> Vec<Row> {
     out
 }
 
-/// What the rows are sorted by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
-pub enum SortKey {
-    /// Red rows first, then by host.
-    Red,
-    Host,
-    State,
-    Rss,
-    /// RSS as a share of the binding limit.
-    Limit,
-    Tto,
-    Proofs,
-    Age,
-}
+/// What the rows are sorted by (`--sort`, the `s` key).
+pub use crate::cli::FleetSort as SortKey;
 
 impl SortKey {
     pub const ALL: [SortKey; 8] = [

@@ -149,7 +149,7 @@ pub fn draw(f: &mut Frame<'_>, v: &FleetView) {
 /// How one stretch of the screen ended.
 enum Outcome {
     Quit(i32),
-    History(Row),
+    History(Box<Row>),
 }
 
 /// `provetop fleet` on the terminal.
@@ -288,7 +288,13 @@ fn key(
         KeyCode::Char('r') => {
             let _ = poke.send(());
         }
-        KeyCode::Enter => return v.shown().get(v.selected).cloned().map(Outcome::History),
+        KeyCode::Enter => {
+            return v
+                .shown()
+                .get(v.selected)
+                .cloned()
+                .map(|r| Outcome::History(Box::new(r)))
+        }
         _ => {}
     }
     None

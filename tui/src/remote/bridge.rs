@@ -10,36 +10,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use clap::{Args, Subcommand};
-
 use super::wire::{self, Frame};
 use crate::attach::{resolve, REPLY_TIMEOUT};
 use crate::monitor::control::{self, Client, Probe, Request};
 
-/// `provetop remote-bridge`.
-#[derive(Debug, Clone, Args)]
-pub struct BridgeArgs {
-    #[command(subcommand)]
-    pub what: BridgeWhat,
-}
-
-/// What the bridge does.
-#[derive(Debug, Clone, Subcommand)]
-pub enum BridgeWhat {
-    /// The live sessions, once.
-    Ls,
-    /// Stream a session and carry its controls.
-    Attach {
-        /// The session's id (or a unique part of it).
-        session: String,
-        /// Forward controls (else the connection is read-only).
-        #[arg(long)]
-        control: bool,
-        /// Start the file at this byte (what the local copy already holds).
-        #[arg(long, default_value_t = 0)]
-        offset: u64,
-    },
-}
+pub use crate::cli::{BridgeArgs, BridgeWhat};
 
 /// How often the file is looked at for new bytes.
 const POLL: Duration = Duration::from_millis(100);
