@@ -400,6 +400,20 @@ fn fleet_lists_a_proving_an_idle_and_an_oom_killed_session_as_their_own_status_s
         wide.contains("SESSION") && wide.contains("PINNED") && wide.contains("GPU%"),
         "{wide}"
     );
+    // Enter: the selected row's history from range queries, on the live screen's chart; q
+    // comes back to the fleet.
+    t.keys(&["Enter"]);
+    let history = t.wait_for("the history", Duration::from_secs(15), |s| {
+        s.contains("─ memory ─")
+    });
+    assert!(
+        history.contains("history from Prometheus") || history.contains("Prometheus http://"),
+        "{history}"
+    );
+    t.keys(&["q"]);
+    t.wait_for("the fleet again", Duration::from_secs(10), |s| {
+        s.contains("provetop fleet ·")
+    });
     let mut prom = prom;
     let _ = prom.proc.0.kill();
     let _ = prom.proc.0.wait();
