@@ -16,7 +16,7 @@ use crate::event_loop::{self, Driver};
 use crate::theme::Theme;
 
 /// Most points a series of the history holds (the step grows with the window).
-const POINTS: f64 = 720.0;
+const POINTS: f64 = 2000.0;
 
 /// The history's columns: (name, query of one host, `$k` its selector).
 const SERIES: [(&str, &str); 14] = [
@@ -179,6 +179,9 @@ pub fn show(prom: &Prom, row: &Row, now: f64, window: f64) -> anyhow::Result<()>
     }
     app.origin = app.model.first_t().unwrap_or(1);
     app.clock = records.last().map_or(1, |r| r.t);
+    // The whole history in view: a point per scrape is far sparser than the sampler's.
+    let span = app.clock.saturating_sub(app.origin) as f64 / 1e9;
+    app.view.zoom = crate::app::View::zoom_for(span.max(60.0));
     app.recording = Some(format!(
         "Prometheus {}: {} ({}), last {}",
         crate::text::inert(prom.url()),
