@@ -164,7 +164,7 @@ pub struct FollowDriver {
 }
 
 /// How an attached screen reaches its supervisor: its control socket on this machine
-/// ([`Link`]), or a bridge over SSH to another ([`crate::remote`]).
+/// (the session's `Link`), or a bridge over SSH to another ([`crate::remote`]).
 pub trait Reach {
     /// Send one request; its reply (an `ok:false` reply is an error with its text).
     fn ask(&mut self, req: &Request) -> anyhow::Result<serde_json::Value>;

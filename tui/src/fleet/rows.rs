@@ -481,17 +481,33 @@ mod tests {
     fn down_partial_slow_and_stale_are_said_and_ok_is_silent() {
         let s = Duration::from_secs(60);
         let slow = Duration::from_secs(2);
-        let fresh = Row { scrape_age_s: Some(1.0), ..Row::default() };
-        let ok = Reading { rows: vec![fresh.clone()], queries: 27, ..Reading::default() };
+        let fresh = Row {
+            scrape_age_s: Some(1.0),
+            ..Row::default()
+        };
+        let ok = Reading {
+            rows: vec![fresh.clone()],
+            queries: 27,
+            ..Reading::default()
+        };
         assert!(health(&ok, s, slow).is_empty());
         let down = Reading {
             queries: 2,
             failed: vec!["up: Prometheus at http://p: no answer within 5s".into(); 2],
             ..Reading::default()
         };
-        assert_eq!(health(&down, s, slow), ["Prometheus DOWN: no answer within 5s"]);
+        assert_eq!(
+            health(&down, s, slow),
+            ["Prometheus DOWN: no answer within 5s"]
+        );
         let partial = Reading {
-            rows: vec![fresh.clone(), Row { scrape_age_s: Some(300.0), ..Row::default() }],
+            rows: vec![
+                fresh.clone(),
+                Row {
+                    scrape_age_s: Some(300.0),
+                    ..Row::default()
+                },
+            ],
             queries: 27,
             failed: vec!["rss: Prometheus at http://p: HTTP 503: overloaded".into()],
             warnings: vec!["some store unavailable".into()],

@@ -2,7 +2,7 @@
 //! another machine. The remote bridge streams the session file; its bytes are appended to a
 //! local copy (`$XDG_STATE_HOME/provetop/remote/HOST/ID.ptop`, started afresh by each attach)
 //! that the screen follows as it follows a local file, and controls travel as control-socket
-//! requests over the same channel ([`Remote`], the screen's [`Reach`]).
+//! requests over the same channel (`Remote`, the screen's [`Reach`]).
 //!
 //! A dropped connection (the network, a killed `ssh`) ends nothing remote: the screen says the
 //! prover goes on, and a thread reconnects (backing off to [`RETRY_MAX`]), asking the bridge
