@@ -308,11 +308,12 @@ fn fleet_lists_a_proving_an_idle_and_an_oom_killed_session_as_their_own_status_s
     doc = fleet_json(&prom.url);
     let after = statuses(dir);
     assert_eq!(doc["health"], serde_json::json!(["ok"]), "{doc:#}");
-    // The proving prover: its proofs between the two statuses, its mode, its state.
+    // The proving prover: its proofs between the two statuses (Prometheus's counter is as of its
+    // last scrape, up to a second and a few short proofs behind), its mode, its state.
     let p = row(&doc, &ids[0]);
     let n = p["proofs_ok"].as_f64().unwrap();
     assert!(
-        before[&ids[0]].proofs_done as f64 - 1.0 <= n && n <= after[&ids[0]].proofs_done as f64,
+        before[&ids[0]].proofs_done as f64 - 3.0 <= n && n <= after[&ids[0]].proofs_done as f64,
         "{n} proofs vs {:?} .. {:?}",
         before[&ids[0]].proofs_done,
         after[&ids[0]].proofs_done
