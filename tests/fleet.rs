@@ -94,14 +94,14 @@ pub fn statuses(dir: &Path) -> std::collections::BTreeMap<String, Status> {
         .collect()
 }
 
-/// A real Prometheus scraping `targets` every second, the first target with a hostile
-/// `host` label (an escape sequence and a bidirectional override).
-struct Prometheus {
-    proc: Reaped,
-    url: String,
+/// A real Prometheus scraping `targets` every second; with `hostile`, the first target with a
+/// hostile `host` label (an escape sequence and a bidirectional override).
+pub struct Prometheus {
+    pub proc: Reaped,
+    pub url: String,
 }
 
-fn prometheus(bin: &Path, dir: &Path, targets: &[u16]) -> Prometheus {
+pub fn prometheus(bin: &Path, dir: &Path, targets: &[u16], hostile: bool) -> Prometheus {
     let list = |ps: &[u16]| {
         ps.iter()
             .map(|p| format!("\"127.0.0.1:{p}\""))
@@ -113,9 +113,14 @@ fn prometheus(bin: &Path, dir: &Path, targets: &[u16]) -> Prometheus {
         &config,
         format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: provetop\n    \
-             static_configs:\n      - targets: [{}]\n        labels:\n          host: \"evil\\e[2J\\u202e\"\n      \
+             static_configs:\n      - targets: [{}]\n{}      \
              - targets: [{}]\n",
             list(&targets[..1]),
+            if hostile {
+                "        labels:\n          host: \"evil\\e[2J\\u202e\"\n"
+            } else {
+                ""
+            },
             list(&targets[1..])
         ),
     )
@@ -234,7 +239,7 @@ fn fleet_lists_a_proving_an_idle_and_an_oom_killed_session_as_their_own_status_s
     let ports = [free_port(), free_port(), free_port()];
     let _ = prover();
     // Prometheus first, so it sees the OOM-kill counter at 0 before the kill (an increase).
-    let prom = prometheus(&prom_bin, dir, &ports);
+    let prom = prometheus(&prom_bin, dir, &ports, true);
     let proving = serve(
         dir,
         "proving",

@@ -15,7 +15,7 @@ use provetop_testkit::bins::{prover, provetop};
 use provetop_testkit::procs::wait_until;
 use provetop_testkit::tmux::{have_tmux, sh_quote, Tmux};
 
-use crate::fleet::{free_port, have, serve, statuses, Reaped};
+use crate::fleet::{free_port, have, prometheus, serve, statuses, Reaped};
 
 /// An sshd on a loopback port allowing one generated key, and the client's config for it.
 struct Sshd {
@@ -168,10 +168,11 @@ fn attach_over_ssh_shows_the_live_screen_switches_the_mode_lists_and_survives_a_
     let dir = tmp.path();
     let s = sshd(&bin, dir);
     let rp = remote_provetop(dir);
+    let metrics = free_port();
     let _session = serve(
         dir,
         "remote",
-        free_port(),
+        metrics,
         &[
             "--",
             prover().to_str().unwrap(),
@@ -208,6 +209,31 @@ fn attach_over_ssh_shows_the_live_screen_switches_the_mode_lists_and_survives_a_
         text.contains("live sessions on 127.0.0.1:") && text.contains(&id),
         "{text}"
     );
+    // From the fleet screen: `a` on the row attaches over ssh, read-only; d comes back.
+    if let Some(prom_bin) = have("prometheus", "prometheus") {
+        let prom = prometheus(&prom_bin, dir, &[metrics], false);
+        let cmd = format!(
+            "PROVETOP_SSH={} PROVETOP_REMOTE_PROVETOP={} XDG_STATE_HOME={} {} fleet --prometheus {} \
+             --refresh 1; sleep 60",
+            sh_quote(&s.ssh),
+            sh_quote(&rp.display().to_string()),
+            sh_quote(&dir.join("local-state").display().to_string()),
+            sh_quote(&provetop().display().to_string()),
+            prom.url
+        );
+        let f = Tmux::start("remote-fleet", 160, 30, &cmd);
+        f.wait_for("the session's row", Duration::from_secs(20), |x| {
+            x.contains(&id)
+        });
+        f.keys(&["a"]);
+        f.wait_for("the attached screen", Duration::from_secs(20), |x| {
+            x.contains(&format!("attached to 127.0.0.1:{id} over ssh (read-only"))
+        });
+        f.keys(&["d"]);
+        f.wait_for("the fleet again", Duration::from_secs(10), |x| {
+            x.contains("provetop fleet ·")
+        });
+    }
     // The live screen, with controls.
     let cmd = format!(
         "PROVETOP_SSH={} XDG_STATE_HOME={} {} attach 127.0.0.1:{id} --control --remote-provetop {}; sleep 60",

@@ -1,11 +1,13 @@
 //! The fleet screen: the rows of the latest reading under a header that says how Prometheus
 //! answered. A thread reads every `--refresh` seconds (or at `r`); the screen never waits
-//! for Prometheus. Keys: ↑/↓ (j/k) move, Enter opens the row's history, s cycles the sort,
-//! / types a filter (Enter keeps it, Esc clears it), r refreshes now, q quits.
+//! for Prometheus. Keys: ↑/↓ (j/k) move, Enter opens the row's history, a attaches to the
+//! row's session over ssh (read-only: `provetop attach HOST:SESSION`), s cycles the sort, /
+//! types a filter (Enter keeps it, Esc clears it), r refreshes now, q quits.
 
 use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use crossterm::event::{Event as TermEvent, EventStream, KeyCode, KeyEventKind, KeyModifiers};
 use futures::StreamExt;
 use ratatui::layout::{Constraint, Layout};
@@ -33,6 +35,8 @@ pub struct FleetView {
     pub selected: usize,
     pub refreshed: Option<Instant>,
     pub theme: Theme,
+    /// What the last history or attach said (an error), for the footer.
+    pub note: Option<String>,
 }
 
 impl FleetView {
@@ -137,8 +141,10 @@ pub fn draw(f: &mut Frame<'_>, v: &FleetView) {
     );
     let keys = if v.typing {
         format!("filter: {}▏ (Enter keeps, Esc clears)", v.filter)
+    } else if let Some(n) = &v.note {
+        n.clone()
     } else {
-        "↑↓ move · Enter history · s sort · / filter · r refresh · q quit".into()
+        "↑↓ move · Enter history · a attach · s sort · / filter · r refresh · q quit".into()
     };
     f.render_widget(
         Paragraph::new(keys).style(Style::default().add_modifier(Modifier::DIM)),
@@ -150,6 +156,42 @@ pub fn draw(f: &mut Frame<'_>, v: &FleetView) {
 enum Outcome {
     Quit(i32),
     History(Box<Row>),
+    Attach(Box<Row>),
+}
+
+/// `HOST:SESSION` of a row: its `host` label (the shipped scrape config's: the target
+/// without its port), else its instance without the port.
+pub fn attach_target(r: &Row) -> Option<String> {
+    let session = r.session.as_ref()?;
+    let host = match r.host.rsplit_once(':') {
+        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => r.host.as_str(),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Some(format!("{host}:{session}"))
+}
+
+/// `provetop attach HOST:SESSION` for the row, read-only; what went wrong, if anything.
+fn attach(r: &Row) -> Option<String> {
+    let Some(target) = attach_target(r) else {
+        return Some(
+            "this row has no session id (provetop_session_info): nothing to attach".into(),
+        );
+    };
+    let t = match crate::remote::Target::parse(&target)? {
+        Ok(t) => t,
+        Err(e) => return Some(format!("{e:#}")),
+    };
+    let cli = crate::cli::Cli::try_parse_from(["provetop", "attach", target.as_str()]);
+    let Ok(crate::cli::Cli {
+        command: Some(crate::cli::Command::Attach(args)),
+    }) = cli
+    else {
+        return Some(format!("cannot attach to {}", crate::text::inert(&target)));
+    };
+    crate::remote::attach::main(&args, &t)
+        .err()
+        .map(|e| crate::text::inert(&format!("attach: {e:#}")).into_owned())
 }
 
 /// `provetop fleet` on the terminal.
@@ -187,6 +229,7 @@ pub fn main(args: &FleetArgs, prom: Prom, window: f64) -> anyhow::Result<i32> {
         selected: 0,
         refreshed: None,
         theme: Theme::from_env(),
+        note: None,
     };
     crate::terminal::install_panic_hook(|| {});
     let rt = crate::monitor::runtime()?;
@@ -204,8 +247,11 @@ pub fn main(args: &FleetArgs, prom: Prom, window: f64) -> anyhow::Result<i32> {
             Outcome::Quit(code) => return Ok(code),
             Outcome::History(row) => {
                 let now = view.good.as_ref().map_or(0.0, |(r, _)| r.at);
-                history::show(&prom, &row, now, window)?;
+                view.note = history::show(&prom, &row, now, window)
+                    .err()
+                    .map(|e| format!("history: {e:#}"));
             }
+            Outcome::Attach(row) => view.note = attach(&row),
         }
     }
 }
@@ -271,8 +317,16 @@ fn key(
         v.selected = 0;
         return None;
     }
+    v.note = None;
     match code {
         KeyCode::Char('q') => return Some(Outcome::Quit(0)),
+        KeyCode::Char('a') => {
+            return v
+                .shown()
+                .get(v.selected)
+                .cloned()
+                .map(|r| Outcome::Attach(Box::new(r)))
+        }
         KeyCode::Char('c') if mods.contains(KeyModifiers::CONTROL) => {
             return Some(Outcome::Quit(0))
         }
@@ -298,4 +352,25 @@ fn key(
         _ => {}
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_attaches_to_its_host_without_the_port() {
+        let mut r = Row {
+            host: "127.0.0.1:9464".into(),
+            session: Some("run1-42".into()),
+            ..Row::default()
+        };
+        assert_eq!(attach_target(&r).as_deref(), Some("127.0.0.1:run1-42"));
+        r.host = "prover-01".into();
+        assert_eq!(attach_target(&r).as_deref(), Some("prover-01:run1-42"));
+        r.host = "[::1]:9464".into();
+        assert_eq!(attach_target(&r).as_deref(), Some("::1:run1-42"));
+        r.session = None;
+        assert_eq!(attach_target(&r), None);
+    }
 }
