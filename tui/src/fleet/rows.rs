@@ -86,7 +86,10 @@ pub const RED: [(&str, &str); 7] = [
     ),
     ("ProvetopPredictedOOM", "provetop_predicted_free_bytes < 0"),
     ("ProvetopAlert", "provetop_alert_active == 1"),
-    ("ProvetopOOMKill", "increase(provetop_oom_kills_total[15m]) > 0"),
+    (
+        "ProvetopOOMKill",
+        "increase(provetop_oom_kills_total[15m]) > 0 or (provetop_oom_kills_total > 0 unless provetop_oom_kills_total offset 15m)",
+    ),
     (
         "ProvetopNearBindingLimit",
         "provetop_memory_limit_room_bytes < 0.05 * provetop_memory_limit_bytes",
@@ -239,12 +242,17 @@ fn rows(got: &BTreeMap<String, Vec<Series>>, now: f64) -> Vec<Row> {
         .iter()
         .filter(|s| builds.contains_key(&key(s)) || s.value == 0.0)
     {
-        rows.entry(key(s)).or_default().up = Some(s.value == 1.0);
+        let r = rows.entry(key(s)).or_default();
+        r.up = Some(s.value == 1.0);
+        // A target that is down has only `up` to name its host.
+        r.host = s.labels.get("host").cloned().unwrap_or_default();
     }
     for (k, s) in &builds {
         let r = rows.entry(k.clone()).or_default();
         r.version = s.labels.get("version").cloned();
-        r.host = s.labels.get("host").cloned().unwrap_or_default();
+        if let Some(h) = s.labels.get("host") {
+            r.host = h.clone();
+        }
     }
     for ((job, instance), r) in rows.iter_mut() {
         r.job = job.clone();
