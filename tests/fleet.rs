@@ -52,10 +52,6 @@ impl Drop for Reaped {
 pub fn serve(dir: &Path, name: &str, port: u16, args: &[&str]) -> Reaped {
     let run = dir.join("run");
     std::fs::create_dir_all(&run).unwrap();
-    std::os::unix::fs::PermissionsExt::set_mode(
-        &mut std::fs::metadata(&run).unwrap().permissions(),
-        0o700,
-    );
     std::fs::set_permissions(&run, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     let err = dir.join(format!("{name}.err"));
     let child = Command::new(provetop())
