@@ -4,6 +4,8 @@
 //! tests that change process-wide state (`usage`'s CPU readings, `alerts`' environment,
 //! `recorder_disk_full`'s file-size limit) keep binaries of their own.
 
+mod fleet;
 mod metrics;
 mod metrics_crowd;
+mod remote;
 mod server;

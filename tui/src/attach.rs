@@ -150,14 +150,37 @@ fn by_file(dir: &Path, file: &Path) -> anyhow::Result<(String, PathBuf)> {
 /// Feeds a screen from a followed file, and (attached) sends its keys' controls.
 pub struct FollowDriver {
     follower: Follower,
-    /// The supervisor's socket (None: `replay --follow`, or the supervisor is gone).
-    link: Option<Link>,
+    /// The way to the supervisor (None: `replay --follow`).
+    link: Option<Box<dyn Reach>>,
+    /// The supervisor is gone.
+    gone: bool,
     warnings: Vec<String>,
     /// Newest record time applied.
     last_t: u64,
     ended_told: bool,
     /// What became of the `stop` a confirmed quit sent.
     stopped: Option<Result<(), String>>,
+}
+
+/// How an attached screen reaches its supervisor: its control socket on this machine
+/// (the session's `Link`), or a bridge over SSH to another ([`crate::remote`]).
+pub trait Reach {
+    /// Send one request; its reply (an `ok:false` reply is an error with its text).
+    fn ask(&mut self, req: &Request) -> anyhow::Result<serde_json::Value>;
+    /// Looked at every tick: whether the supervisor is gone for good; news of the way to it
+    /// (a dropped connection, a reconnection) goes to the footer.
+    fn check(&mut self, app: &mut App) -> Reached;
+    /// The screen cannot send controls.
+    fn read_only(&self) -> bool;
+}
+
+/// What [`Reach::check`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reached {
+    /// The supervisor runs (or may: a dropped connection is being remade).
+    Live,
+    /// The supervisor is gone: the session ended.
+    Gone,
 }
 
 /// The attached session's socket.
@@ -171,7 +194,7 @@ struct Link {
     gone: bool,
 }
 
-impl Link {
+impl Reach for Link {
     /// Ask, reconnecting once if the connection was lost (a dropped client comes back).
     fn ask(&mut self, req: &Request) -> anyhow::Result<serde_json::Value> {
         if let Some(c) = self.client.as_mut() {
@@ -185,6 +208,27 @@ impl Link {
         let v = c.ask(req);
         self.client = Some(c);
         v
+    }
+
+    fn check(&mut self, _app: &mut App) -> Reached {
+        if !self.gone && self.checked.elapsed() >= LIVENESS_EVERY {
+            self.checked = Instant::now();
+            if let Some(dir) = self.socket.parent() {
+                if !matches!(control::probe(dir, &self.id), Probe::Live(_)) {
+                    self.gone = true;
+                    self.client = None;
+                }
+            }
+        }
+        if self.gone {
+            Reached::Gone
+        } else {
+            Reached::Live
+        }
+    }
+
+    fn read_only(&self) -> bool {
+        self.read_only
     }
 }
 
@@ -256,16 +300,10 @@ impl Driver for FollowDriver {
         }
         app.clock = self.clock();
         if let Some(link) = self.link.as_mut() {
-            if !link.gone && link.checked.elapsed() >= LIVENESS_EVERY {
-                link.checked = Instant::now();
-                if let Some(dir) = link.socket.parent() {
-                    if !matches!(control::probe(dir, &link.id), Probe::Live(_)) {
-                        link.gone = true;
-                        link.client = None;
-                    }
-                }
+            if !self.gone && link.check(app) == Reached::Gone {
+                self.gone = true;
             }
-            if link.gone && !self.ended_told {
+            if self.gone && !self.ended_told {
                 self.ended_told = true;
                 // Its last records (the stop, the child's exit) may still be unread.
                 self.poll_file(app);
@@ -292,7 +330,7 @@ impl Driver for FollowDriver {
             return;
         };
         let text = crate::text::control_text(&control);
-        if link.gone {
+        if self.gone {
             return app.flash(format!("{text}: not sent: the session ended"), true);
         }
         match link.ask(&Request::Control { control }) {
@@ -305,7 +343,7 @@ impl Driver for FollowDriver {
         let Some(link) = self.link.as_mut() else {
             return false;
         };
-        if exit != Exit::Quit || link.gone || link.read_only {
+        if exit != Exit::Quit || self.gone || link.read_only() {
             return false;
         }
         let asked = link.ask(&Request::Stop).map(|_| ());
@@ -326,8 +364,9 @@ impl FollowDriver {
         let Some((at, text)) = app.view.mark_done.take() else {
             return;
         };
+        let gone = self.gone;
         match self.link.as_mut() {
-            Some(link) if !link.gone => {
+            Some(link) if !gone => {
                 let text = crate::ui::mark_text(app, at, &text);
                 match link.ask(&Request::Mark { text: text.clone() }) {
                     Ok(_) => app.flash(format!("marked: {text}"), false),
@@ -393,7 +432,14 @@ pub fn main(args: &AttachArgs) -> anyhow::Result<i32> {
         rule_lines: status.rule_lines.clone(),
         look: crate::settings::screen::load(&args.screen, None)?,
     };
-    let (exit, warnings, stopped) = run(follower, Some(link), screen, thresholds, &file, start)?;
+    let (exit, warnings, stopped) = run(
+        follower,
+        Some(Box::new(link)),
+        screen,
+        thresholds,
+        &file,
+        start,
+    )?;
     let result = match (exit, stopped) {
         (Ok(Exit::Detach), _) => {
             crate::say!("provetop: detached from {id}; the prover goes on (provetop attach {id})");
@@ -435,23 +481,24 @@ pub fn follow_main(
 }
 
 /// What the screen starts with besides the file: a footer greeting, the alert rules' lines.
-struct Start {
-    hello: Option<String>,
-    rule_lines: Vec<(String, u64)>,
+pub struct Start {
+    pub hello: Option<String>,
+    pub rule_lines: Vec<(String, u64)>,
     /// The screen's palette and mouse.
-    look: crate::settings::screen::Look,
+    pub look: crate::settings::screen::Look,
 }
 
 /// How the screen ended, the warnings to print, and the fate of a `stop` it sent.
-type Ran = (
+pub type Ran = (
     anyhow::Result<Exit>,
     Vec<String>,
     Option<Result<(), String>>,
 );
 
-fn run(
+/// The attached (or following) screen on `follower`'s file until it ends.
+pub fn run(
     follower: Follower,
-    link: Option<Link>,
+    link: Option<Box<dyn Reach>>,
     screen: Screen,
     thresholds: Thresholds,
     file: &Path,
@@ -460,6 +507,7 @@ fn run(
     let mut driver = FollowDriver {
         follower,
         link,
+        gone: false,
         warnings: Vec::new(),
         last_t: 0,
         ended_told: false,

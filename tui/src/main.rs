@@ -52,8 +52,21 @@ fn main() {
         Some(Command::Watch(a)) => provetop::live::main_watch(a),
         Some(Command::Replay(a)) => provetop::replay::main(a),
         Some(Command::Serve(a)) => provetop::live::main_serve(a),
-        Some(Command::Attach(a)) => provetop::attach::main(a),
-        Some(Command::Ls(a)) => provetop::sessions::main(a),
+        // `HOST:SESSION` and `ls HOST`: another machine's, over ssh.
+        Some(Command::Attach(a)) => match a
+            .session
+            .as_deref()
+            .and_then(provetop::remote::Target::parse)
+        {
+            Some(t) => t.and_then(|t| provetop::remote::attach::main(a, &t)),
+            None => provetop::attach::main(a),
+        },
+        Some(Command::Ls(a)) => match &a.host {
+            Some(h) => provetop::remote::ls::main(h, a.remote_provetop.as_deref()),
+            None => provetop::sessions::main(a),
+        },
+        Some(Command::Fleet(a)) => provetop::fleet::main(a),
+        Some(Command::RemoteBridge(a)) => provetop::remote::bridge::main(a),
         None => provetop::live::main_run(&default_run()),
     };
     match result {

@@ -74,7 +74,8 @@ pub fn main(args: &LsArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-fn live_row(s: &Status) -> Vec<String> {
+/// A live session's row of the table: what its status says.
+pub fn live_row(s: &Status) -> Vec<String> {
     let proofs = if s.proofs_failed > 0 {
         format!("{} ({} failed)", s.proofs_done, s.proofs_failed)
     } else {
@@ -146,7 +147,7 @@ fn lock_holder(lock: &Path) -> Option<u32> {
 }
 
 /// Columns padded to their widest cell, two spaces apart, indented by two.
-fn table(head: &[String], rows: &[Vec<String>]) -> String {
+pub fn table(head: &[String], rows: &[Vec<String>]) -> String {
     let n = head.len();
     let mut w = vec![0; n];
     for r in std::iter::once(head).chain(rows.iter().map(|r| r.as_slice())) {

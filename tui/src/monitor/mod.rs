@@ -78,7 +78,16 @@ impl Monitor {
         // Listening comes first: a port that cannot be had starts nothing.
         let endpoint = setup
             .metrics
-            .map(|a| metrics::Endpoint::start(a, metrics::Metrics::new(&setup.rules)))
+            .map(|a| {
+                let m = metrics::Metrics::new(&setup.rules);
+                m.session(&control::session_id(
+                    setup
+                        .record
+                        .as_deref()
+                        .unwrap_or(std::path::Path::new("provetop")),
+                ));
+                metrics::Endpoint::start(a, m)
+            })
             .transpose()?;
         match target {
             Target::Command(spec) => {

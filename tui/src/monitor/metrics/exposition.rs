@@ -65,6 +65,16 @@ fn info(o: &mut Out<'_, '_>, st: &State) -> fmt::Result {
     o.enc
         .encode_descriptor("build", "provetop's build", None, MetricType::Info)?
         .encode_info(&[("version", env!("CARGO_PKG_VERSION"))])?;
+    if let Some(id) = &st.session {
+        o.enc
+            .encode_descriptor(
+                "session",
+                "the session: its id, as provetop ls names it",
+                None,
+                MetricType::Info,
+            )?
+            .encode_info(&[("session", id.as_str())])?;
+    }
     if let Some(p) = &st.prover {
         let mode = st.mode.map(|m| m.to_string()).unwrap_or_default();
         o.enc

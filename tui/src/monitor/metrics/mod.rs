@@ -98,6 +98,12 @@ impl Metrics {
         st.recording_failing = failing;
     }
 
+    /// The session's id, as `provetop ls` and the control socket name it: exported as
+    /// `provetop_session_info{session}` (one series; the fleet screen's attach target).
+    pub fn session(&self, id: &str) {
+        self.lock().session = Some(labels::cut(id));
+    }
+
     /// The session watches a process that runs now (`watch PID`): it counts as the child
     /// until its end is recorded.
     pub fn watching(&self) {

@@ -46,6 +46,8 @@ pub(super) const CGROUP_HELD_NS: u64 = 2_000_000_000;
 /// Everything a scrape shows, folded from the records.
 #[derive(Debug, Default)]
 pub(super) struct State {
+    /// The session's id (`provetop_session_info`), where it has one.
+    pub(super) session: Option<String>,
     pub(super) sample: Option<Sample>,
     /// The latest cgroup memory.current read (when, bytes): without a limit the sampler reads
     /// it once a second, not every sample, and the gauge holds it for [`CGROUP_HELD_NS`].
