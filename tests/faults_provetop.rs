@@ -501,7 +501,10 @@ fn watch_of_another_users_process_is_a_one_line_error() {
     let target = std::process::id();
     let euid = nix::unistd::geteuid().as_raw();
     let out = if euid == 0 {
-        let Ok(o) = Command::new("setpriv")
+        let Some(setpriv) = provetop_testkit::system::need("setpriv", "util-linux") else {
+            return;
+        };
+        let Ok(o) = Command::new(setpriv)
             .args([
                 "--reuid",
                 "65534",
@@ -521,8 +524,7 @@ fn watch_of_another_users_process_is_a_one_line_error() {
             .env("HOME", "/nonexistent")
             .output()
         else {
-            eprintln!("SKIPPED: setpriv (util-linux) is not installed");
-            return;
+            panic!("setpriv did not run");
         };
         o
     } else {

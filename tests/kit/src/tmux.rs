@@ -3,17 +3,11 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Whether tmux is installed; prints why a test is skipped when it is not.
-pub fn have_tmux(test: &str) -> bool {
-    let ok = Command::new("tmux")
-        .arg("-V")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!("SKIPPED {test}: tmux is not installed (apt-get install tmux)");
-    }
-    ok
+/// Whether tmux is installed; prints why a test is skipped when it is not (a failure under
+/// `PROVETOP_REQUIRE_SYSTEM_TOOLS=1`: [`crate::system`]). `_test` is kept for the callers:
+/// the skip line names the running test itself.
+pub fn have_tmux(_test: &str) -> bool {
+    crate::system::have("tmux", "tmux")
 }
 
 /// A private tmux server with one window running a command.
