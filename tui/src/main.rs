@@ -54,6 +54,10 @@ fn main() {
         Some(Command::Serve(a)) => provetop::live::main_serve(a),
         Some(Command::Attach(a)) => provetop::attach::main(a),
         Some(Command::Ls(a)) => provetop::sessions::main(a),
+        Some(Command::Status(a)) => provetop::control_cli::status(a),
+        Some(Command::Mark(a)) => provetop::control_cli::mark(a),
+        Some(Command::Completions(a)) => provetop::clidoc::completions(a),
+        Some(Command::Man(a)) => provetop::clidoc::man(a),
         None => provetop::live::main_run(&default_run()),
     };
     match result {
