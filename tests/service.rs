@@ -7,3 +7,5 @@
 mod metrics;
 mod metrics_crowd;
 mod server;
+mod cli_docs;
+mod units;

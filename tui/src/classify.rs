@@ -108,7 +108,7 @@ pub fn render_log(store: &Store) -> String {
     spans.sort_by_key(|s| (s.start, s.proof_id));
     for s in spans {
         let secs = match s.end {
-            Some(e) => format!("{:.3}", e.saturating_sub(s.start) as f64 / 1e9),
+            Some(e) => format!("{:.6}", e.saturating_sub(s.start) as f64 / 1e9),
             None => "open".to_string(),
         };
         let _ = writeln!(

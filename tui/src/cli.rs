@@ -233,7 +233,7 @@ pub struct RunArgs {
     pub gpus: Option<String>,
     /// Accepted for older scripts: a hangup detaches by default now (`--stop-on-hangup`
     /// stops instead).
-    #[arg(long, hide = true, conflicts_with = "stop_on_hangup")]
+    #[arg(long, hide = true, overrides_with = "stop_on_hangup")]
     pub detach_on_hangup: bool,
     /// When the screen's terminal hangs up (an SSH connection dropped), stop the prover and
     /// end the session, instead of detaching as `d` does (the default: the prover goes on in

@@ -8,8 +8,9 @@
 //! * Time is the log's own: each line is placed at its timestamp (read by the envelope
 //!   parsers: env_logger, fil_logger, GOLOG JSON, journald, tracing). A line without one
 //!   takes the time of the last line that had one (lines before the first stamped line, that
-//!   of the first). The axis starts one second before the earliest stamp, and the header's
-//!   anchors map it back to wall-clock time, so replay and classify say the log's own dates.
+//!   of the first). The axis starts [`LEAD_NS`] before the earliest stamp (room for spans
+//!   that lines state by their duration), and the header's anchors map it back to
+//!   wall-clock time, so replay and classify say the log's own dates.
 //!   No arrival time enters: a line stamped to the second is placed at that second.
 //! * A stamp without a zone (fil_logger: lotus, curio, rust-fil-proofs; journald's `short`)
 //!   is local time *of this machine* (`TZ` decides), at that date (daylight saving
@@ -26,13 +27,15 @@ use std::io::BufRead;
 use std::path::Path;
 
 use anyhow::Context;
-use provetop_collect::loglines::{ansi, envelope, Engine, Rule};
+use provetop_collect::loglines::{ansi, envelope, Engine, Rule, MAX_SECS};
 use provetop_collect::supervisor::MAX_OUTPUT_LINE;
 use provetop_shared::session::{Loaded, SessionHeader, SourceKind};
 use provetop_shared::{Mark, OutputLine, OutputSource, Record, RecordBody};
 
-/// Where the axis starts: this long before the earliest stamp (so no record is at 0).
-const LEAD_NS: i128 = 1_000_000_000;
+/// Where the axis starts: this long before the earliest stamp, so that a span a line states
+/// by its duration alone (`synthesis time: 79.4s` as the log's first line) keeps its start
+/// (the grammars believe durations up to [`MAX_SECS`] and a day more is room).
+const LEAD_NS: i128 = (MAX_SECS as i128 + 86_400) * 1_000_000_000;
 
 /// One line of the file, with the wall time it carries.
 struct Line {
@@ -111,8 +114,9 @@ pub fn load(path: &Path, rules: Vec<Rule>) -> anyhow::Result<Loaded> {
     let min = lines.iter().filter_map(|l| l.wall).min().unwrap_or(first);
     let origin = min - LEAD_NS;
     let axis = |wall: i128| (wall - origin) as u64;
+    // No floor: a log has no child start, and what its lines say of the time before their
+    // first stamp is the log's own.
     let mut engine = Engine::new(rules);
-    engine.set_floor(axis(min));
     let mut records = Vec::with_capacity(lines.len() * 2);
     let mut derived = Vec::new();
     let mut wall = first;

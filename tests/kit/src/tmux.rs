@@ -17,7 +17,13 @@ pub struct Tmux {
 
 impl Tmux {
     /// Start `shell_cmd` (run by sh) in a detached session of the given size.
+    ///
+    /// With `PROVETOP_STOP_ON_HANGUP=1` exported: a test ends by killing its tmux server,
+    /// and a live screen that detached on that hangup (the default) would leave its
+    /// supervisor and prover running after the test. A test of the default unsets it in its
+    /// command.
     pub fn start(name: &str, w: u16, h: u16, shell_cmd: &str) -> Tmux {
+        let shell_cmd = &format!("export PROVETOP_STOP_ON_HANGUP=1; {shell_cmd}");
         let socket = format!("provetop-test-{name}-{}", std::process::id());
         let t = Tmux { socket };
         let st = t
