@@ -34,7 +34,11 @@ fn complete_in_bash(bash: &std::path::Path, script: &str, func: &str, line: &str
          printf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
         f = f.display(),
         cmd = words[0],
-        words = words.iter().map(|w| format!("{w:?}")).collect::<Vec<_>>().join(" "),
+        words = words
+            .iter()
+            .map(|w| format!("{w:?}"))
+            .collect::<Vec<_>>()
+            .join(" "),
         cword = words.len() - 1,
         cur = words[words.len() - 1],
         prev = words[words.len() - 2],
@@ -46,12 +50,23 @@ fn complete_in_bash(bash: &std::path::Path, script: &str, func: &str, line: &str
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(prog.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(prog.as_bytes())
+        .unwrap();
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let registered = String::from_utf8_lossy(&o.stderr);
-    assert!(registered.contains(&format!("-F {func} {}", words[0])), "{registered}");
-    String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect()
+    assert!(
+        registered.contains(&format!("-F {func} {}", words[0])),
+        "{registered}"
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
@@ -64,8 +79,15 @@ fn the_bash_completion_is_valid_bash_and_completes_subcommands_and_flags_in_a_re
         .args(["-n", "-c", &script])
         .output()
         .unwrap();
-    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
-    assert_eq!(complete_in_bash(&bash, &script, "_provetop", "provetop cl"), ["classify"]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert_eq!(
+        complete_in_bash(&bash, &script, "_provetop", "provetop cl"),
+        ["classify"]
+    );
     let subs = complete_in_bash(&bash, &script, "_provetop", "provetop s");
     for want in ["serve", "status"] {
         assert!(subs.iter().any(|s| s == want), "{subs:?}");
@@ -74,7 +96,12 @@ fn the_bash_completion_is_valid_bash_and_completes_subcommands_and_flags_in_a_re
     assert_eq!(flags, ["--stop-on-hangup"]);
     // The prover's, from its own definitions.
     let script = out(&prover(), &["--completions", "bash"]);
-    let flags = complete_in_bash(&bash, &script, "_provetop-prover", "provetop-prover --parti");
+    let flags = complete_in_bash(
+        &bash,
+        &script,
+        "_provetop__prover",
+        "provetop-prover --parti",
+    );
     assert_eq!(flags, ["--partitions"]);
 }
 
@@ -82,11 +109,17 @@ fn the_bash_completion_is_valid_bash_and_completes_subcommands_and_flags_in_a_re
 fn every_shell_gets_a_completion_script_naming_the_subcommands() {
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let s = out(&provetop(), &["completions", shell]);
-        assert!(s.contains("classify") && s.contains("attach"), "{shell}: {s}");
+        assert!(
+            s.contains("classify") && s.contains("attach"),
+            "{shell}: {s}"
+        );
         let p = out(&prover(), &["--completions", shell]);
         assert!(p.contains("partitions"), "{shell}: {p}");
     }
-    let o = Command::new(provetop()).args(["completions", "tcsh"]).output().unwrap();
+    let o = Command::new(provetop())
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
 
@@ -100,7 +133,10 @@ fn man_renders_the_pages_of_provetop_its_subcommands_and_the_prover() {
     let pages: Vec<&str> = pages.lines().collect();
     assert!(pages.len() >= 12, "{pages:?}");
     let top = dir.path().join("provetop.1");
-    assert_eq!(std::fs::read(&top).unwrap(), out(&provetop(), &["man"]).into_bytes());
+    assert_eq!(
+        std::fs::read(&top).unwrap(),
+        out(&provetop(), &["man"]).into_bytes()
+    );
     let prover_page = dir.path().join("provetop-prover.1");
     std::fs::write(&prover_page, out(&prover(), &["--man"])).unwrap();
     for (page, want) in [
@@ -119,7 +155,11 @@ fn man_renders_the_pages_of_provetop_its_subcommands_and_the_prover() {
             .unwrap();
         let text = String::from_utf8_lossy(&o.stdout);
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(o.status.success() && err.trim().is_empty(), "{}: {err}", page.display());
+        assert!(
+            o.status.success() && err.trim().is_empty(),
+            "{}: {err}",
+            page.display()
+        );
         // man-db hyphenates and justifies; the flag names stay whole.
         assert!(text.contains(want), "{}: {text}", page.display());
         assert!(text.contains("SYNOPSIS"), "{}: {text}", page.display());

@@ -827,8 +827,14 @@ fn the_plain_live_screen_detaches_when_its_terminal_is_killed_and_attach_brings_
             .any(|t| t.starts_with("the screen's terminal hung up (detached")),
         "{n:?}"
     );
-    assert!(n.iter().any(|t| t.starts_with("screen attached (client")), "{n:?}");
-    assert!(n.iter().any(|t| t.starts_with("screen detached (client")), "{n:?}");
+    assert!(
+        n.iter().any(|t| t.starts_with("screen attached (client")),
+        "{n:?}"
+    );
+    assert!(
+        n.iter().any(|t| t.starts_with("screen detached (client")),
+        "{n:?}"
+    );
 }
 
 #[test]

@@ -19,9 +19,18 @@ fn status_json_parses_and_its_numbers_are_the_sessions() {
     let (served, sock, id) = serve_proved(d);
     let mut c = Conn::open(&sock);
     let before = c.status();
-    let s: Value = serde_json::from_str(&ok_out(d, &["status", "--json"])).expect("one JSON object");
+    let s: Value =
+        serde_json::from_str(&ok_out(d, &["status", "--json"])).expect("one JSON object");
     let after = c.status();
-    for key in ["id", "pid", "child_pid", "command", "prover", "started_unix_s", "session"] {
+    for key in [
+        "id",
+        "pid",
+        "child_pid",
+        "command",
+        "prover",
+        "started_unix_s",
+        "session",
+    ] {
         assert_eq!(s[key], before[key], "{key}: {s}");
     }
     assert_eq!(s["id"], id.as_str());
@@ -37,7 +46,11 @@ fn status_json_parses_and_its_numbers_are_the_sessions() {
         "{s}"
     );
     // By id, by a part of it, by the session file: the same session; the text form says it.
-    for by in [id.as_str(), &id[..id.len() - 1], &d.join("s.ptop").display().to_string()] {
+    for by in [
+        id.as_str(),
+        &id[..id.len() - 1],
+        &d.join("s.ptop").display().to_string(),
+    ] {
         let t = ok_out(d, &["status", by]);
         assert!(t.contains(&format!("id:         {id}")), "{by}: {t}");
         assert!(
@@ -45,19 +58,25 @@ fn status_json_parses_and_its_numbers_are_the_sessions() {
             "{by}: {t}"
         );
     }
+    let (code, _, err) = provetop_out(d, &["status", "no-such-session"]);
+    assert_eq!((code, err.lines().count()), (Some(1), 1), "{err}");
+    c.stop();
+    finish(served);
     // What was proved is in the file the session records.
     let recorded = load(&d.join("s.ptop")).unwrap().records;
     let finished = recorded
         .iter()
         .filter(|r| {
-            matches!(&r.body, RecordBody::Event(provetop_shared::Event::ProofFinished { ok: true, .. }))
+            matches!(
+                &r.body,
+                RecordBody::Event(provetop_shared::Event::ProofFinished { ok: true, .. })
+            )
         })
         .count() as u64;
-    assert!(finished >= done, "{finished} proofs in the file, status said {done}");
-    let (code, _, err) = provetop_out(d, &["status", "no-such-session"]);
-    assert_eq!((code, err.lines().count()), (Some(1), 1), "{err}");
-    c.stop();
-    finish(served);
+    assert!(
+        finished >= done,
+        "{finished} proofs in the file, status said {done}"
+    );
 }
 
 #[test]
@@ -151,7 +170,10 @@ fn a_screens_hello_and_its_going_are_noted_in_the_session() {
     let (served, sock, _) = serve_proved(d);
     {
         let mut c = Conn::open(&sock);
-        assert_eq!(c.ask(r#"{"cmd":"hello","read_only":true,"screen":true}"#)["ok"], true);
+        assert_eq!(
+            c.ask(r#"{"cmd":"hello","read_only":true,"screen":true}"#)["ok"],
+            true
+        );
         c.status();
     }
     // A script's connection is no screen: nothing noted.
@@ -167,6 +189,8 @@ fn a_screens_hello_and_its_going_are_noted_in_the_session() {
     let n = notes(&d.join("s.ptop"));
     let screens: Vec<&String> = n.iter().filter(|t| t.starts_with("screen ")).collect();
     assert_eq!(screens.len(), 2, "{n:?}");
-    assert!(screens[0].starts_with("screen attached (client ") && screens[0].ends_with(", read-only)"));
+    assert!(
+        screens[0].starts_with("screen attached (client ") && screens[0].ends_with(", read-only)")
+    );
     assert!(screens[1].starts_with("screen detached (client "));
 }

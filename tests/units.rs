@@ -32,11 +32,20 @@ fn entries(path: &Path) -> Vec<(String, String, String)> {
             section = s.to_string();
             continue;
         }
-        assert!(!l.ends_with('\\'), "{}:{}: continuation line", path.display(), i + 1);
+        assert!(
+            !l.ends_with('\\'),
+            "{}:{}: continuation line",
+            path.display(),
+            i + 1
+        );
         let (k, val) = l
             .split_once('=')
             .unwrap_or_else(|| panic!("{}:{}: not KEY=VALUE: {l}", path.display(), i + 1));
-        v.push((section.clone(), k.trim().to_string(), val.trim().to_string()));
+        v.push((
+            section.clone(),
+            k.trim().to_string(),
+            val.trim().to_string(),
+        ));
     }
     v
 }
@@ -45,19 +54,56 @@ fn entries(path: &Path) -> Vec<(String, String, String)> {
 fn known(section: &str) -> &'static [&'static str] {
     match section {
         "Unit" => &[
-            "Description", "Documentation", "After", "Before", "Wants", "Requires", "BindsTo",
-            "PartOf", "Conflicts", "ConditionPathExists",
+            "Description",
+            "Documentation",
+            "After",
+            "Before",
+            "Wants",
+            "Requires",
+            "BindsTo",
+            "PartOf",
+            "Conflicts",
+            "ConditionPathExists",
         ],
         "Service" => &[
-            "Type", "User", "Group", "EnvironmentFile", "Environment", "StateDirectory",
-            "StateDirectoryMode", "RuntimeDirectory", "RuntimeDirectoryMode", "ExecStart",
-            "KillMode", "TimeoutStopSec", "Restart", "RestartSec", "LimitMEMLOCK", "LimitNOFILE",
-            "NoNewPrivileges", "ProtectSystem", "ProtectHome", "PrivateTmp", "PrivateDevices",
-            "ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs",
-            "ProtectControlGroups", "ProtectClock", "ProtectHostname", "RestrictRealtime",
-            "RestrictSUIDSGID", "RestrictNamespaces", "LockPersonality",
-            "MemoryDenyWriteExecute", "SystemCallArchitectures", "SystemCallFilter",
-            "RestrictAddressFamilies", "CapabilityBoundingSet", "AmbientCapabilities", "UMask",
+            "Type",
+            "User",
+            "Group",
+            "EnvironmentFile",
+            "Environment",
+            "StateDirectory",
+            "StateDirectoryMode",
+            "RuntimeDirectory",
+            "RuntimeDirectoryMode",
+            "ExecStart",
+            "KillMode",
+            "TimeoutStopSec",
+            "Restart",
+            "RestartSec",
+            "LimitMEMLOCK",
+            "LimitNOFILE",
+            "NoNewPrivileges",
+            "ProtectSystem",
+            "ProtectHome",
+            "PrivateTmp",
+            "PrivateDevices",
+            "ProtectKernelTunables",
+            "ProtectKernelModules",
+            "ProtectKernelLogs",
+            "ProtectControlGroups",
+            "ProtectClock",
+            "ProtectHostname",
+            "RestrictRealtime",
+            "RestrictSUIDSGID",
+            "RestrictNamespaces",
+            "LockPersonality",
+            "MemoryDenyWriteExecute",
+            "SystemCallArchitectures",
+            "SystemCallFilter",
+            "RestrictAddressFamilies",
+            "CapabilityBoundingSet",
+            "AmbientCapabilities",
+            "UMask",
             "ReadWritePaths",
         ],
         "Install" => &["WantedBy", "RequiredBy", "Alias"],
@@ -67,8 +113,8 @@ fn known(section: &str) -> &'static [&'static str] {
 
 /// ExecStart's words with the instance `demo` and the example environment file's values
 /// (systemd splits an unbraced `$VAR` into words; an unset one is no word).
-fn exec_start(path: &Path) -> Vec<String> {
-    let env_text = std::fs::read_to_string(unit("provetop.env.example")).unwrap();
+fn exec_start(path: &Path, env_file: &str) -> Vec<String> {
+    let env_text = std::fs::read_to_string(unit(env_file)).unwrap();
     let env: Vec<(&str, &str)> = env_text
         .lines()
         .filter(|l| !l.trim_start().starts_with('#'))
@@ -107,26 +153,39 @@ fn every_section_and_key_of_the_shipped_units_is_one_systemd_knows() {
 
 #[test]
 fn each_units_exec_start_is_a_command_line_provetop_accepts() {
-    let serve = exec_start(&unit("provetop@.service"));
+    let serve = exec_start(&unit("provetop@.service"), "provetop.env.example");
     assert_eq!(serve[0], "/usr/local/bin/provetop");
-    match Cli::try_parse_from(&serve).unwrap_or_else(|e| panic!("{serve:?}: {e}")).command {
+    match Cli::try_parse_from(&serve)
+        .unwrap_or_else(|e| panic!("{serve:?}: {e}"))
+        .command
+    {
         Some(Sub::Serve(a)) => {
             assert_eq!(a.command[0], "/usr/local/bin/provetop-prover", "{serve:?}");
             assert!(a.monitor.metrics.is_some());
         }
         other => panic!("{serve:?}: not serve: {other:?}"),
     }
-    let watch = exec_start(&unit("provetop-watch@.service"));
-    match Cli::try_parse_from(&watch).unwrap_or_else(|e| panic!("{watch:?}: {e}")).command {
+    let watch = exec_start(
+        &unit("provetop-watch@.service"),
+        "provetop-watch.env.example",
+    );
+    match Cli::try_parse_from(&watch)
+        .unwrap_or_else(|e| panic!("{watch:?}: {e}"))
+        .command
+    {
         Some(Sub::Watch(a)) => {
             assert_eq!(a.unit.as_deref(), Some("demo"));
             assert!(a.monitor.headless);
+            assert!(a.monitor.metrics.is_some());
         }
         other => panic!("{watch:?}: not watch: {other:?}"),
     }
     // Without the environment file: serve runs the bundled prover.
     let bare: Vec<&str> = vec!["/usr/local/bin/provetop", "serve", "--"];
-    assert!(matches!(Cli::try_parse_from(bare).unwrap().command, Some(Sub::Serve(_))));
+    assert!(matches!(
+        Cli::try_parse_from(bare).unwrap().command,
+        Some(Sub::Serve(_))
+    ));
 }
 
 #[test]

@@ -20,8 +20,9 @@ const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 fn connect(session: Option<&str>, latest: bool) -> anyhow::Result<(String, Client)> {
     let dir = control::socket_dir()?;
     let (id, socket) = crate::attach::resolve(&dir, session, latest)?;
-    let c = Client::connect(&socket, REPLY_TIMEOUT)
-        .map_err(|e| anyhow::anyhow!("session {id}: cannot connect to {}: {e}", socket.display()))?;
+    let c = Client::connect(&socket, REPLY_TIMEOUT).map_err(|e| {
+        anyhow::anyhow!("session {id}: cannot connect to {}: {e}", socket.display())
+    })?;
     Ok((id, c))
 }
 
@@ -71,7 +72,10 @@ pub fn text(s: &Status) -> String {
     };
     line("id:", inert(&s.id));
     line("pid:", s.pid.to_string());
-    line("child pid:", s.child_pid.map_or_else(none, |p| p.to_string()));
+    line(
+        "child pid:",
+        s.child_pid.map_or_else(none, |p| p.to_string()),
+    );
     line("command:", inert(&s.command.join(" ")));
     line("prover:", s.prover.as_deref().map_or_else(none, inert));
     line(

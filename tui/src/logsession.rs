@@ -162,10 +162,7 @@ pub fn load(path: &Path, rules: Vec<Rule>) -> anyhow::Result<Loaded> {
         .map(|text| Record::new(t0, RecordBody::Mark(Mark::Note { text })))
         .collect();
     all.append(&mut records);
-    let mut header = SessionHeader::now(
-        vec!["log".into(), path.display().to_string()],
-        0.0,
-    );
+    let mut header = SessionHeader::now(vec!["log".into(), path.display().to_string()], 0.0);
     header.host = String::new();
     // Record time t is wall time origin + t.
     header.wall_anchor = origin.max(0) as u64;

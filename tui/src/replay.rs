@@ -246,7 +246,11 @@ pub fn parse_start(s: &str) -> anyhow::Result<u64> {
 /// `provetop replay FILE`.
 pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
     // Clap requires FILE or --log.
-    let file = args.file.as_deref().or(args.log.as_deref()).unwrap_or(Path::new("-"));
+    let file = args
+        .file
+        .as_deref()
+        .or(args.log.as_deref())
+        .unwrap_or(Path::new("-"));
     if args.follow {
         return crate::attach::follow_main(file, args.thresholds);
     }
