@@ -151,11 +151,11 @@ fn classify_log_gives_the_durations_the_provers_own_lines_tell_within_a_millisec
 fn classify_log_on_the_kits_field_log_gives_the_provers_own_durations() {
     let field = repo().join("../shared/field-logs/rust-fil-proofs-19.1.0-seal-2kib-cpu.log");
     if !field.is_file() {
-        eprintln!(
-            "SKIPPED: the kit's field log is not here ({}); the project's own capture of the \
-             same sealing is checked by the test beside this one",
+        provetop_testkit::system::say_skipped(&format!(
+            "classify_log_on_the_kits_field_log: the kit's field log is not here ({}); the \
+             project's own capture of the same sealing is checked by the test beside this one",
             field.display()
-        );
+        ));
         return;
     }
     assert_durations_are_the_provers_own(&field);

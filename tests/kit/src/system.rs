@@ -47,8 +47,16 @@ pub fn need(program: &str, package: &str) -> Option<PathBuf> {
     if required() {
         panic!("{line}, and {REQUIRE_VAR} is set: CI must not skip");
     }
-    eprintln!("SKIPPED {line}");
+    say_skipped(&line);
     None
+}
+
+/// Print `SKIPPED <what>` on the real standard error: not through `eprintln!`, which the
+/// test harness captures (and shows only for failures), so that `cargo test` shows it.
+pub fn say_skipped(what: &str) {
+    use std::io::Write;
+    // One write: stderr is unbuffered, and a line written in parts mixes with the harness'.
+    let _ = std::io::stderr().write_all(format!("SKIPPED {what}\n").as_bytes());
 }
 
 /// Whether `program` is there ([`need`] without the path).
