@@ -332,3 +332,29 @@ fn compare_accepts_a_log_beside_a_session_and_replay_log_opens_it() {
     );
     assert!(err.contains("/nonexistent.log"), "{err}");
 }
+
+#[test]
+fn replay_log_shows_the_logs_phases_and_lines_on_the_screen() {
+    use provetop_testkit::tmux::{have_tmux, sh_quote, Tmux};
+    if !have_tmux("replay_log_shows_the_logs_phases_and_lines_on_the_screen") {
+        return;
+    }
+    let log = golden("fil-seal-2kib-19.1.0-debug.log");
+    let t = Tmux::start(
+        "replay-log",
+        100,
+        30,
+        &format!(
+            "env TZ=UTC XDG_CONFIG_HOME=/nonexistent {} replay --log {} --speed 64; sleep 600",
+            sh_quote(&provetop().display().to_string()),
+            sh_quote(&log.display().to_string())
+        ),
+    );
+    // At 64× the 83 s of the log play in under 2 s: its end shows every phase row.
+    let s = t.wait_for("the log's end", std::time::Duration::from_secs(20), |s| {
+        s.contains("end") && s.contains("synth") && s.contains("prove")
+    });
+    assert!(s.contains("proofs 1"), "{s}");
+    assert!(s.contains("file"), "the log's lines in the log pane: {s}");
+    t.keys(&["q"]);
+}

@@ -78,7 +78,10 @@ fn ls_text(
     if !recent.is_empty() {
         let folder = crate::recordings::sessions_dir();
         match &folder {
-            Some(f) => out.push_str(&format!("recent recordings ({}):\n", f.display())),
+            Some(f) => out.push_str(&format!(
+                "recent recordings ({}, and --record files elsewhere):\n",
+                f.display()
+            )),
             None => out.push_str("recent recordings:\n"),
         }
         let rows: Vec<Vec<String>> = recent
