@@ -98,13 +98,14 @@ pub struct Cli {
     pub mem_budget: Option<u64>,
 
     /// Print a shell's completion script for provetop-prover (bash, zsh, fish, elvish,
-    /// powershell) and exit: the prover's `provetop completions`.
-    #[arg(long, value_name = "SHELL", exclusive = true)]
+    /// powershell) and exit: the prover's `provetop completions`. Every other flag is
+    /// ignored then (not refused: $PROVETOP_EVENTS_FD may be set around it).
+    #[arg(long, value_name = "SHELL")]
     pub completions: Option<clap_complete::Shell>,
 
     /// Print provetop-prover's man page (roff; `provetop-prover --man | man -l -`) and exit:
     /// the prover's `provetop man`.
-    #[arg(long, exclusive = true)]
+    #[arg(long)]
     pub man: bool,
 }
 
