@@ -212,8 +212,14 @@ fn systemd_analyze_verify_passes_on_the_shipped_units_without_a_word() {
         std::fs::write(&f, text).unwrap();
         files.push(f);
     }
-    let o = Command::new(analyze)
-        .arg("verify")
+    let mut verify = Command::new(analyze);
+    verify.arg("verify");
+    // Its Documentation=man: check runs man-db's `man`; without man-db (the man page test
+    // says SKIPPED for it) that check alone is left out.
+    if provetop_testkit::system::find("man").is_none() {
+        verify.arg("--man=no");
+    }
+    let o = verify
         .args(&files)
         .env("MANPATH", d.join("man"))
         .env("SYSTEMD_LOG_COLOR", "0")
