@@ -117,10 +117,11 @@ pub fn load(path: &Path, rules: Vec<Rule>) -> anyhow::Result<Loaded> {
     // No floor: a log has no child start, and what its lines say of the time before their
     // first stamp is the log's own.
     let mut engine = Engine::new(rules);
-    let mut records = Vec::with_capacity(lines.len() * 2);
+    let n_lines = lines.len();
+    let mut records = Vec::with_capacity(n_lines * 2);
     let mut derived = Vec::new();
     let mut wall = first;
-    for l in &lines {
+    for l in lines {
         wall = l.wall.unwrap_or(wall);
         let t = axis(wall);
         if l.cut.is_none() {
@@ -131,16 +132,15 @@ pub fn load(path: &Path, rules: Vec<Rule>) -> anyhow::Result<Loaded> {
             t,
             RecordBody::Output(OutputLine {
                 source: OutputSource::File,
-                text: l.text.clone(),
+                text: l.text,
                 cut: l.cut,
             }),
         ));
         records.append(&mut derived);
     }
     let mut notes = vec![format!(
-        "session built from the log {} ({} lines, {} with a timestamp): no memory readings",
+        "session built from the log {} ({n_lines} lines, {} with a timestamp): no memory readings",
         path.display(),
-        lines.len(),
         seen.stamped
     )];
     if seen.local > 0 {
