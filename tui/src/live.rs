@@ -162,9 +162,10 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
     }
     // Split before any thread exists, so that `d` can leave the supervisor running.
     let host = crate::detach::split().map(|mut h| {
-        // Detach on a hangup unless told to stop (`--detach-on-hangup`, the old opt-in, is
-        // the default now).
-        h.on_hangup = !args.stop_on_hangup;
+        // Detach on a hangup unless told to stop. `--detach-on-hangup`, the old opt-in, is
+        // the default now; given, it wins over PROVETOP_STOP_ON_HANGUP (clap's overrides do
+        // not reach a value from the environment).
+        h.on_hangup = args.detach_on_hangup || !args.stop_on_hangup;
         h
     });
     screen(s, target, Screen::Run, host, baseline)
