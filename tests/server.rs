@@ -838,6 +838,34 @@ fn the_plain_live_screen_detaches_when_its_terminal_is_killed_and_attach_brings_
 }
 
 #[test]
+fn with_provetop_stop_on_hangup_set_a_hangup_stops_the_plain_screen() {
+    let name = "server-hangup-stop";
+    let Some(dir) = screen_test(name) else {
+        return;
+    };
+    let d = dir.path();
+    // The testkit's tmux exports PROVETOP_STOP_ON_HANGUP=1 (its tests end by killing it).
+    let t = live(name, d, "", "");
+    let (sock, pid, _stop) = left_supervisor(d);
+    drop(t);
+    assert!(
+        wait_until(Duration::from_secs(30), || !alive(pid)),
+        "the supervisor went on after the hangup"
+    );
+    assert!(!sock.exists(), "its socket is left");
+    let n = notes(&d.join("s.ptop"));
+    assert!(
+        !n.iter()
+            .any(|t| t.starts_with("the screen's terminal hung up")),
+        "{n:?}"
+    );
+    assert!(
+        n.iter().any(|t| t.starts_with("provetop stopping: ")),
+        "{n:?}"
+    );
+}
+
+#[test]
 fn detach_on_hangup_is_still_accepted_beside_stop_on_hangup() {
     let parse = |flag: &str| {
         let mut cmd = Command::new(provetop());

@@ -238,7 +238,8 @@ pub struct RunArgs {
     /// When the screen's terminal hangs up (an SSH connection dropped), stop the prover and
     /// end the session, instead of detaching as `d` does (the default: the prover goes on in
     /// the background and `provetop attach` brings the screen back).
-    #[arg(long)]
+    #[arg(long, env = "PROVETOP_STOP_ON_HANGUP", overrides_with = "detach_on_hangup",
+          value_parser = clap::builder::FalseyValueParser::new())]
     pub stop_on_hangup: bool,
     /// A baseline session (or CSV) drawn in dim on the chart and the timeline, each proof
     /// aligned with the baseline's proof of the same number (its last once there are more):
