@@ -105,7 +105,7 @@ fn status_matches_the_attached_screens_header() {
 }
 
 #[test]
-fn a_mark_from_the_command_line_is_in_the_session_its_export_and_its_classify() {
+fn a_mark_from_the_command_line_is_in_the_session_its_export_and_its_replay() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let (served, sock, id) = serve_proved(d);
@@ -123,9 +123,17 @@ fn a_mark_from_the_command_line_is_in_the_session_its_export_and_its_classify() 
     let i = n.iter().position(|t| t == "mark: before the switch to sps");
     let j = n.iter().position(|t| t == "mark: second, by id");
     assert!(matches!((i, j), (Some(i), Some(j)) if i < j), "{n:?}");
-    // The export (what replay reads too) carries it at its time.
+    // The export carries it at its time.
     let out = ok_out(d, &["export", "--format", "jsonl", file.to_str().unwrap()]);
     assert!(out.contains("mark: before the switch to sps"), "{out}");
+    // Replay: the log the replay screen draws, as its store rebuilds it at the file's end.
+    let store = provetop::store::Store::open(&file).unwrap();
+    let model = store.model_at(store.end());
+    let logged = model.log.iter().any(|e| {
+        matches!(&e.what, provetop::model::log::Logged::Mark(provetop_shared::Mark::Note { text })
+            if text == "mark: before the switch to sps")
+    });
+    assert!(logged, "the replay's log has no mark");
 }
 
 #[test]
