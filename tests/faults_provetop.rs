@@ -129,7 +129,15 @@ fn signal_on_screen(name: &str, sig: Signal, status: i32) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (tmux, me, child) = start_screen(name, dir.path(), (80, 24), "", "", "sleep 600");
+    // A hangup detaches by default; these tests are of stopping.
+    let (tmux, me, child) = start_screen(
+        name,
+        dir.path(),
+        (80, 24),
+        "",
+        "--stop-on-hangup",
+        "sleep 600",
+    );
     assert_eq!(tmux.format("#{alternate_on}"), "1");
     std::thread::sleep(Duration::from_millis(1200));
     signal(me, sig);
@@ -172,17 +180,24 @@ fn sighup_restores_terminal_stops_child_and_finalizes_recording() {
 }
 
 #[test]
-fn terminal_hangup_stops_child_and_finalizes_recording() {
+fn with_stop_on_hangup_a_terminal_hangup_stops_child_and_finalizes_recording() {
     // The terminal itself goes away (the SSH connection drops): tmux closes the pty.
     // Before: ratatui's Drop reported the hidden cursor with eprintln! on the dead terminal,
     // which panicked, then panicked again in the panic hook: abort (134), child killed
     // without its grace period, the end of the recording lost.
-    if !have_tmux("terminal_hangup_stops_child_and_finalizes_recording") {
+    if !have_tmux("with_stop_on_hangup_a_terminal_hangup_stops_child_and_finalizes_recording") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (mut screen, _me, child) =
-        start_screen("hangup", dir.path(), (80, 24), "", "", "sleep 600");
+    // `--stop-on-hangup`: the old behaviour (the default detaches: tests/server.rs).
+    let (mut screen, _me, child) = start_screen(
+        "hangup",
+        dir.path(),
+        (80, 24),
+        "",
+        "--stop-on-hangup",
+        "sleep 600",
+    );
     std::thread::sleep(Duration::from_millis(1200));
     screen.hang_up(); // kill-server: the pty is closed under provetop
     let code = exit_code_file(dir.path(), Duration::from_secs(30));
@@ -501,7 +516,10 @@ fn watch_of_another_users_process_is_a_one_line_error() {
     let target = std::process::id();
     let euid = nix::unistd::geteuid().as_raw();
     let out = if euid == 0 {
-        let Ok(o) = Command::new("setpriv")
+        let Some(setpriv) = provetop_testkit::system::need("setpriv", "util-linux") else {
+            return;
+        };
+        let Ok(o) = Command::new(setpriv)
             .args([
                 "--reuid",
                 "65534",
@@ -521,8 +539,7 @@ fn watch_of_another_users_process_is_a_one_line_error() {
             .env("HOME", "/nonexistent")
             .output()
         else {
-            eprintln!("SKIPPED: setpriv (util-linux) is not installed");
-            return;
+            panic!("setpriv did not run");
         };
         o
     } else {

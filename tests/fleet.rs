@@ -16,18 +16,9 @@ use provetop_testkit::procs::wait_until;
 use provetop_testkit::tmux::{have_tmux, sh_quote, Tmux};
 use serde_json::Value;
 
-/// A program, or `None` after one `SKIPPED` line naming the Debian package.
-pub fn have(program: &str, package: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let found = std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin")])
-        .map(|d| d.join(program))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        eprintln!("SKIPPED: needs {package} (apt-get install {package}; .ci/run installs it)");
-    }
-    found
-}
+/// A program, or `None` after one `SKIPPED` line naming the Debian package (a failure where
+/// CI requires it).
+pub use provetop_testkit::system::need as have;
 
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

@@ -338,8 +338,7 @@ fn the_shell_prover_of_the_protocol_doc_lands_its_events_in_the_session_without_
 
 #[test]
 fn the_python_prover_of_the_protocol_doc_lands_its_events_in_the_session() {
-    if Command::new("python3").arg("-V").output().is_err() {
-        eprintln!("skipped: no python3 on PATH");
+    if !provetop_testkit::system::have("python3", "python3") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

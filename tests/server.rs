@@ -780,25 +780,100 @@ fn watch_of_a_served_prover_points_to_attach() {
 }
 
 #[test]
-fn with_detach_on_hangup_the_live_screen_detaches_when_its_terminal_is_killed() {
+fn the_plain_live_screen_detaches_when_its_terminal_is_killed_and_attach_brings_it_back() {
     let name = "server-hangup";
     let Some(dir) = screen_test(name) else {
         return;
     };
     let d = dir.path();
-    let t = live(name, d, "--detach-on-hangup", "");
+    // The README's first command, with no flag about hangups (and without the testkit's
+    // PROVETOP_STOP_ON_HANGUP).
+    prover();
+    std::fs::create_dir_all(d.join("run")).unwrap();
+    let t = Tmux::start(
+        name,
+        100,
+        30,
+        &format!(
+            "unset PROVETOP_STOP_ON_HANGUP; {} {} run --record {} --partitions 2 --constraints 2000",
+            env_sh(d),
+            sh_quote(&provetop().display().to_string()),
+            sh_quote(&d.join("s.ptop").display().to_string())
+        ),
+    );
+    t.wait_for("the prover running", Duration::from_secs(30), |s| {
+        s.contains("running pid")
+    });
     let (sock, pid, _stop) = left_supervisor(d);
     // The SSH connection drops: the terminal and everything in its session get a hangup.
     drop(t);
     assert_proves_on(&sock, "the prover stopped proving after the hangup");
     assert!(alive(pid));
+    // The operator logs in again: `provetop attach` brings the screen back, history and all.
+    let id = id_of(&sock);
+    let a = attach("server-hangup-back", d, "");
+    a.wait_for("the screen back", Duration::from_secs(20), |s| {
+        s.contains(&format!("attached to {id}")) || s.contains("proof 1 done")
+    });
+    a.wait_for("its prover running", Duration::from_secs(20), |s| {
+        s.contains("running pid")
+    });
+    a.keys(&["d"]);
+    exited_0(&a, "ATTACH", "the prompt back", Duration::from_secs(10));
     stop_and_wait(&sock, pid);
     let n = notes(&d.join("s.ptop"));
     assert!(
         n.iter()
-            .any(|t| t.starts_with("the screen's terminal hung up (--detach-on-hangup)")),
+            .any(|t| t.starts_with("the screen's terminal hung up (detached")),
         "{n:?}"
     );
+    assert!(
+        n.iter().any(|t| t.starts_with("screen attached (client")),
+        "{n:?}"
+    );
+    assert!(
+        n.iter().any(|t| t.starts_with("screen detached (client")),
+        "{n:?}"
+    );
+}
+
+#[test]
+fn with_provetop_stop_on_hangup_set_a_hangup_stops_the_plain_screen() {
+    let name = "server-hangup-stop";
+    let Some(dir) = screen_test(name) else {
+        return;
+    };
+    let d = dir.path();
+    // The testkit's tmux exports PROVETOP_STOP_ON_HANGUP=1 (its tests end by killing it).
+    let t = live(name, d, "", "");
+    let (sock, pid, _stop) = left_supervisor(d);
+    drop(t);
+    assert!(
+        wait_until(Duration::from_secs(30), || !alive(pid)),
+        "the supervisor went on after the hangup"
+    );
+    assert!(!sock.exists(), "its socket is left");
+    let n = notes(&d.join("s.ptop"));
+    assert!(
+        !n.iter()
+            .any(|t| t.starts_with("the screen's terminal hung up")),
+        "{n:?}"
+    );
+    assert!(
+        n.iter().any(|t| t.starts_with("provetop stopping: ")),
+        "{n:?}"
+    );
+}
+
+#[test]
+fn detach_on_hangup_is_still_accepted_beside_stop_on_hangup() {
+    let parse = |flag: &str| {
+        let mut cmd = Command::new(provetop());
+        cmd.args(["run", flag, "--help"]);
+        cmd.output().unwrap().status.success()
+    };
+    assert!(parse("--detach-on-hangup"), "the old flag is refused");
+    assert!(parse("--stop-on-hangup"));
 }
 
 #[test]
@@ -821,6 +896,10 @@ fn status_tells_an_attached_screen_the_supervisors_threshold_and_rule_lines() {
     c.stop();
     finish(served);
 }
+
+// `status`, `mark`, `ls --json`: the socket from the command line (tests/server_cli.rs).
+#[path = "server_cli.rs"]
+mod cli;
 
 // The socket directory and its files (security), the socket's name, `ls` and `attach FILE`.
 

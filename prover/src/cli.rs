@@ -96,6 +96,42 @@ pub struct Cli {
     /// constraints the mode keeps in flight) exceeds this, e.g. 8GiB.
     #[arg(long, value_name = "BYTES", value_parser = provetop_shared::units::parse_bytes)]
     pub mem_budget: Option<u64>,
+
+    /// Print a shell's completion script for provetop-prover (bash, zsh, fish, elvish,
+    /// powershell) and exit: the prover's `provetop completions`. Every other flag is
+    /// ignored then (not refused: $PROVETOP_EVENTS_FD may be set around it).
+    #[arg(long, value_name = "SHELL")]
+    pub completions: Option<clap_complete::Shell>,
+
+    /// Print provetop-prover's man page (roff; `provetop-prover --man | man -l -`) and exit:
+    /// the prover's `provetop man`.
+    #[arg(long)]
+    pub man: bool,
+}
+
+/// `--completions SHELL` and `--man`: made from these clap definitions, written to stdout.
+fn print_doc(cli: &Cli) -> Option<i32> {
+    use clap::CommandFactory;
+    use std::io::Write;
+    let mut out = Vec::new();
+    if let Some(shell) = cli.completions {
+        clap_complete::generate(shell, &mut Cli::command(), "provetop-prover", &mut out);
+    } else if cli.man {
+        if let Err(e) = clap_mangen::Man::new(Cli::command()).render(&mut out) {
+            eprintln!("provetop-prover: man page: {e}");
+            return Some(1);
+        }
+    } else {
+        return None;
+    }
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(&out).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("provetop-prover: writing standard output: {e}");
+            Some(1)
+        }
+        _ => Some(0),
+    }
 }
 
 /// Largest partition circuit accepted (FFT domains and parameter files index with u32).
@@ -198,6 +234,9 @@ pub fn main() -> i32 {
 
 /// Run with parsed arguments.
 pub fn run(cli: Cli) -> i32 {
+    if let Some(code) = print_doc(&cli) {
+        return code;
+    }
     if cli.constraints > MAX_CONSTRAINTS {
         return usage(&format!(
             "invalid value for --constraints: {} is more than 2^31 (bellperson's limit)",

@@ -235,7 +235,11 @@ impl Reach for Link {
 fn connect(socket: &Path, read_only: bool) -> anyhow::Result<Client> {
     let mut c = Client::connect(socket, REPLY_TIMEOUT)
         .map_err(|e| anyhow::anyhow!("{}: cannot connect: {e}", socket.display()))?;
-    c.ask(&Request::Hello { read_only })?;
+    // A screen: the session notes its attaching and detaching.
+    c.ask(&Request::Hello {
+        read_only,
+        screen: true,
+    })?;
     Ok(c)
 }
 

@@ -30,7 +30,17 @@ use crate::store::Store;
 
 /// Run `provetop classify`; returns the process exit code.
 pub fn main(args: &ClassifyArgs) -> anyhow::Result<i32> {
-    let store = Store::scan(&args.file, args.thresholds)
+    if let Some(log) = &args.log {
+        let rules = crate::logsession::rules(args.config.as_deref())?;
+        let loaded = crate::logsession::load(log, rules)?;
+        let store = Store::scan_loaded(log, loaded, args.thresholds);
+        crate::export::write_stdout(render_log(&store).as_bytes())?;
+        return Ok(0);
+    }
+    let Some(file) = &args.file else {
+        anyhow::bail!("classify: give a session file, or --log FILE");
+    };
+    let store = Store::scan(file, args.thresholds)
         // LoadError already names the cause; `{:#}` would repeat its io::Error source.
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     store.report_warnings();
@@ -62,6 +72,73 @@ pub fn render(store: &Store, thresholds: Thresholds) -> anyhow::Result<String> {
         out.push_str(&table);
     }
     Ok(out)
+}
+
+/// The report of a session built from a log (`classify --log`): its notes (how its times
+/// were read), every phase span on the log's own timestamps to the millisecond, then the
+/// prover-phase and batch-mode tables (no memory: the log has none).
+pub fn render_log(store: &Store) -> String {
+    let mut out = String::new();
+    let header = store.header();
+    for r in store.records() {
+        if let RecordBody::Mark(provetop_shared::Mark::Note { text }) = &r.body {
+            let _ = writeln!(out, "{}", crate::text::inert(text));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "from {} to {} ({})",
+        fmt_wall_ms(header, store.start()),
+        fmt_wall_ms(header, store.end()),
+        fmt_secs((store.end() - store.start()) as f64 / 1e9)
+    );
+    if store.spans().is_empty() {
+        out.push_str("no phase read from its lines (docs/logs.md lists the grammars; [[log_rule]]s add others)\n");
+        return out;
+    }
+    out.push('\n');
+    let w = crate::store::phase_width(store);
+    let _ = writeln!(out, "phase spans (on the log's own timestamps):");
+    let _ = writeln!(
+        out,
+        "  {:>5}  {:<w$}  {:>9}  {:<23}  {:>12}",
+        "proof", "phase", "partition", "start (UTC)", "seconds"
+    );
+    let mut spans: Vec<_> = store.spans().iter().collect();
+    spans.sort_by_key(|s| (s.start, s.proof_id));
+    for s in spans {
+        let secs = match s.end {
+            Some(e) => format!("{:.6}", e.saturating_sub(s.start) as f64 / 1e9),
+            None => "open".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "  {:>5}  {:<w$}  {:>9}  {:<23}  {:>12}{}",
+            s.proof_id,
+            crate::text::inert(s.phase.as_str()),
+            s.partition.map_or("-".into(), |p| p.to_string()),
+            fmt_wall_ms(header, s.start).trim_end_matches(" UTC"),
+            secs,
+            if s.failed { "  failed" } else { "" }
+        );
+    }
+    if let Some(table) = crate::store::phase_table(store) {
+        out.push('\n');
+        out.push_str(&table);
+    }
+    if let Some(table) = crate::store::mode_table(store) {
+        out.push('\n');
+        out.push_str(&table);
+    }
+    out
+}
+
+/// Wall-clock time of a record time to the millisecond, `2023-11-14 22:14:44.123 UTC`.
+pub fn fmt_wall_ms(header: &SessionHeader, t: u64) -> String {
+    let ns = header.wall_anchor as i128 + t as i128 - header.mono_anchor as i128;
+    let secs = ns.div_euclid(1_000_000_000) as i64;
+    let ms = ns.rem_euclid(1_000_000_000) / 1_000_000;
+    fmt_utc(secs).replace(" UTC", &format!(".{ms:03} UTC"))
 }
 
 /// Only the seed's table (`--table-only`).

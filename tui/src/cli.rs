@@ -52,6 +52,15 @@ pub enum Command {
     /// The remote side of `attach HOST:SESSION` and `ls HOST`, run over SSH (not for people).
     #[command(name = "remote-bridge", hide = true)]
     RemoteBridge(BridgeArgs),
+    /// A live session's status (what `ls` shows of it, and more), as text or JSON.
+    Status(StatusArgs),
+    /// Add a mark (a note) to a live session: it is recorded, and replay and export show it.
+    #[command(override_usage = "provetop mark [--latest] [SESSION] <TEXT>")]
+    Mark(MarkArgs),
+    /// Print a shell's completion script for provetop (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Print provetop's man page (roff), or write every page into a folder.
+    Man(ManArgs),
 }
 
 /// Seconds between SIGTERM and SIGKILL when stopping the child, unless `--grace` says.
@@ -264,10 +273,16 @@ pub struct RunArgs {
     /// (e.g. 0,2) [default: every visible GPU].
     #[arg(long, value_name = "LIST")]
     pub gpus: Option<String>,
-    /// When the screen's terminal hangs up (an SSH connection dropped), detach as `d` does
-    /// and go on in the background, instead of stopping the prover.
-    #[arg(long)]
+    /// Accepted for older scripts: a hangup detaches by default now (`--stop-on-hangup`
+    /// stops instead).
+    #[arg(long, hide = true, overrides_with = "stop_on_hangup")]
     pub detach_on_hangup: bool,
+    /// When the screen's terminal hangs up (an SSH connection dropped), stop the prover and
+    /// end the session, instead of detaching as `d` does (the default: the prover goes on in
+    /// the background and `provetop attach` brings the screen back).
+    #[arg(long, env = "PROVETOP_STOP_ON_HANGUP", overrides_with = "detach_on_hangup",
+          value_parser = clap::builder::FalseyValueParser::new())]
+    pub stop_on_hangup: bool,
     /// A baseline session (or CSV) drawn in dim on the chart and the timeline, each proof
     /// aligned with the baseline's proof of the same number (its last once there are more):
     /// whether this proof tracks above or below the baseline while it runs.
@@ -356,7 +371,16 @@ impl WatchArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ReplayArgs {
     /// Session file or `timestamp,rss_kb` CSV.
-    pub file: PathBuf,
+    #[arg(required_unless_present = "log", conflicts_with = "log")]
+    pub file: Option<PathBuf>,
+    /// A prover's log file instead: a session built from its lines alone, on the log's own
+    /// timestamps (phases and proofs; no memory), read by every grammar and by the config
+    /// file's [[log_rule]]s (docs/logs.md).
+    #[arg(long, value_name = "FILE", conflicts_with = "follow")]
+    pub log: Option<PathBuf>,
+    /// Config file for `--log`'s [[log_rule]] tables (default: the usual config file).
+    #[arg(long, value_name = "FILE", requires = "log")]
+    pub config: Option<PathBuf>,
     /// Playback speed (0.25 to 64).
     #[arg(long, default_value_t = 1.0)]
     pub speed: f64,
@@ -383,7 +407,16 @@ pub struct ReplayArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ClassifyArgs {
     /// Session file or `timestamp,rss_kb` CSV.
-    pub file: PathBuf,
+    #[arg(required_unless_present = "log", conflicts_with = "log")]
+    pub file: Option<PathBuf>,
+    /// A prover's log file instead: phases, proofs and durations from its lines alone, on
+    /// the log's own timestamps (no memory), read by every grammar and by the config file's
+    /// [[log_rule]]s (docs/logs.md).
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Config file for `--log`'s [[log_rule]] tables (default: the usual config file).
+    #[arg(long, value_name = "FILE", requires = "log")]
+    pub config: Option<PathBuf>,
     /// Phase boundaries in GiB: idle,gpu,synth,peak.
     #[arg(long, default_value = "10,50,100,180", value_name = "GIB,GIB,GIB,GIB")]
     pub thresholds: Thresholds,
@@ -456,6 +489,66 @@ pub struct LsArgs {
     /// With HOST: the provetop to run there [default: `provetop`, found by the remote PATH].
     #[arg(long, value_name = "PATH", env = "PROVETOP_REMOTE_PROVETOP")]
     pub remote_provetop: Option<String>,
+    /// One JSON document: every live session (its status, its recording's path wherever
+    /// `--record` put it) and the recent recordings.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `provetop status`.
+#[derive(Debug, Clone, Args)]
+pub struct StatusArgs {
+    /// The session: its id (as `provetop ls` shows it, or a unique part of it), its session
+    /// file or its socket. Without it, the only live session.
+    #[arg(value_name = "SESSION", conflicts_with = "latest")]
+    pub session: Option<String>,
+    /// The live session started last.
+    #[arg(long)]
+    pub latest: bool,
+    /// The control socket's status reply as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `provetop mark`.
+#[derive(Debug, Clone, Args)]
+pub struct MarkArgs {
+    /// The session (as `status` takes it) and the mark's text; with one word only, it is the
+    /// text, for the only live session.
+    #[arg(value_names = ["SESSION", "TEXT"], num_args = 1..=2, required = true)]
+    pub words: Vec<String>,
+    /// The live session started last (then give the TEXT alone).
+    #[arg(long)]
+    pub latest: bool,
+}
+
+impl MarkArgs {
+    /// The session asked for (if any) and the text.
+    pub fn session_and_text(&self) -> (Option<&str>, &str) {
+        match self.words.as_slice() {
+            [session, text] => (Some(session.as_str()), text.as_str()),
+            [text] => (None, text.as_str()),
+            // Clap takes one or two words.
+            _ => (None, ""),
+        }
+    }
+}
+
+/// `provetop completions`.
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `provetop man`.
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// Write provetop.1 and a page per subcommand (provetop-run.1, …) into this folder
+    /// instead of printing provetop.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// Where the log lines come from.
@@ -524,6 +617,10 @@ pub struct CompareArgs {
     /// Phase threshold lines in GiB: idle,gpu,synth,peak (CSV phases and the idle floor).
     #[arg(long, default_value = "10,50,100,180", value_name = "GIB,GIB,GIB,GIB")]
     pub thresholds: Thresholds,
+    /// Read a file that is neither a session nor a CSV as a prover's log, as
+    /// `classify --log` does (phases and proofs from its lines; no memory).
+    #[arg(long)]
+    pub logs: bool,
 }
 
 /// `provetop fleet`.

@@ -26,7 +26,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 /// The supervisor's side of the split: the pipe to the host.
 pub struct Host {
     pipe: std::fs::File,
-    /// Detach, rather than stop, when the screen's terminal hangs up (`--detach-on-hangup`).
+    /// Detach, rather than stop, when the screen's terminal hangs up (the default;
+    /// `--stop-on-hangup` clears it).
     pub on_hangup: bool,
 }
 

@@ -95,6 +95,10 @@ impl Served {
     /// The session's control socket; a socket that cannot be made is a warning (the session
     /// goes on without it).
     pub fn control(&self, s: &Setup, mon: &mut Monitor, m: &mut Model) -> Option<ControlServer> {
+        // `ls` lists the recording wherever `--record` put it.
+        if let Some(r) = &s.record {
+            crate::recordings::remember(r);
+        }
         match control::for_session(s.record.as_deref(), self.command.clone(), self.restartable) {
             Ok(mut c) => {
                 c.thresholds = Some(s.thresholds);

@@ -173,7 +173,10 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
     }
     // Split before any thread exists, so that `d` can leave the supervisor running.
     let host = crate::detach::split().map(|mut h| {
-        h.on_hangup = args.detach_on_hangup;
+        // Detach on a hangup unless told to stop. `--detach-on-hangup`, the old opt-in, is
+        // the default now; given, it wins over PROVETOP_STOP_ON_HANGUP (clap's overrides do
+        // not reach a value from the environment).
+        h.on_hangup = args.detach_on_hangup || !args.stop_on_hangup;
         h
     });
     let look = look_of(&args.monitor)?;
@@ -283,7 +286,7 @@ fn screen(
         if detach_now {
             // The terminal is restored (the loop's terminal is gone): leave it, go on headless.
             let why = if hung_up {
-                "the screen's terminal hung up (--detach-on-hangup)"
+                "the screen's terminal hung up (detached; --stop-on-hangup stops instead)"
             } else {
                 "the screen detached"
             };

@@ -67,6 +67,10 @@ fn main() {
         },
         Some(Command::Fleet(a)) => provetop::fleet::main(a),
         Some(Command::RemoteBridge(a)) => provetop::remote::bridge::main(a),
+        Some(Command::Status(a)) => provetop::control_cli::status(a),
+        Some(Command::Mark(a)) => provetop::control_cli::mark(a),
+        Some(Command::Completions(a)) => provetop::clidoc::completions(a),
+        Some(Command::Man(a)) => provetop::clidoc::man(a),
         None => provetop::live::main_run(&default_run()),
     };
     match result {

@@ -266,16 +266,28 @@ pub fn parse_start(s: &str) -> anyhow::Result<u64> {
 
 /// `provetop replay FILE`.
 pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
+    // Clap requires FILE or --log.
+    let file = args
+        .file
+        .as_deref()
+        .or(args.log.as_deref())
+        .unwrap_or(Path::new("-"));
     if args.follow {
         let look = crate::settings::screen::load(&args.screen, None)?;
-        return crate::attach::follow_main(&args.file, args.thresholds, look);
+        return crate::attach::follow_main(file, args.thresholds, look);
     }
     if !(args.speed.is_finite() && (0.25..=64.0).contains(&args.speed)) {
         anyhow::bail!("--speed {}: must be between 0.25 and 64", args.speed);
     }
     let start = args.start.as_deref().map(parse_start).transpose()?;
     let look = crate::settings::screen::load(&args.screen, None)?;
-    let store = open(&args.file, args)?;
+    let store = match &args.log {
+        Some(log) => {
+            let rules = crate::logsession::rules(args.config.as_deref())?;
+            Store::from_loaded(log, crate::logsession::load(log, rules)?, args.thresholds)
+        }
+        None => open(file, args)?,
+    };
     let warnings: Vec<String> = store.warnings().iter().map(|w| w.to_string()).collect();
     let mut driver = ReplayDriver::new(store);
     let mut app = driver.app(args.speed, look.theme);
@@ -313,7 +325,7 @@ pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
     });
     crate::terminal::restore();
     for w in &warnings {
-        crate::say!("provetop: {}: {w}", args.file.display());
+        crate::say!("provetop: {}: {w}", file.display());
     }
     result.map(|e| e.status())
 }

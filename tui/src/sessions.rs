@@ -1,7 +1,8 @@
 //! `provetop ls`: the sessions on this machine. Live ones are asked for their status over
 //! their control sockets (pid, what runs, uptime, proofs, alerts, attached screens); stale
 //! sockets of dead supervisors are removed on the way and said; then the most recent
-//! recordings of the session directory. A live session that does not answer (on its way out,
+//! recordings: the session directory's and those of `--record` paths
+//! ([`crate::recordings`]). `--json` says the same as one JSON document. A live session that does not answer (on its way out,
 //! or stopped) is shown with what is known without it (id, pid, age, file) and said so; one
 //! that ended meanwhile is left out.
 
@@ -21,21 +22,44 @@ const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
 pub fn main(args: &LsArgs) -> anyhow::Result<i32> {
     let dir = control::socket_dir()?;
     let (live, stale) = live_sessions(&dir);
+    let answers: Vec<(Found, anyhow::Result<Status>)> = live
+        .into_iter()
+        .map(|l| {
+            let s = Client::connect(&l.socket, STATUS_TIMEOUT)
+                .map_err(anyhow::Error::from)
+                .and_then(|mut c| c.status());
+            (l, s)
+        })
+        .collect();
+    let recent = crate::recordings::recent(args.recent);
+    let out = if args.json {
+        let mut v = ls_json(&dir, &answers, &stale, &recent);
+        v.push('\n');
+        v
+    } else {
+        ls_text(&dir, &answers, &stale, &recent)
+    };
+    crate::export::write_stdout(out.as_bytes())?;
+    Ok(0)
+}
+
+/// `ls`'s table.
+fn ls_text(
+    dir: &Path,
+    answers: &[(Found, anyhow::Result<Status>)],
+    stale: &[Found],
+    recent: &[crate::recordings::Recording],
+) -> String {
     let mut out = String::new();
-    if live.is_empty() {
+    if answers.is_empty() {
         out.push_str("no live sessions\n");
     } else {
         out.push_str("live sessions:\n");
-        let rows: Vec<Vec<String>> = live
+        let rows: Vec<Vec<String>> = answers
             .iter()
-            .filter_map(|l| {
-                match Client::connect(&l.socket, STATUS_TIMEOUT)
-                    .map_err(anyhow::Error::from)
-                    .and_then(|mut c| c.status())
-                {
-                    Ok(s) => Some(live_row(&s)),
-                    Err(e) => unanswered_row(&dir, l, &e),
-                }
+            .filter_map(|(l, s)| match s {
+                Ok(s) => Some(live_row(s)),
+                Err(e) => unanswered_row(dir, l, e),
             })
             .collect();
         let head = [
@@ -45,33 +69,98 @@ pub fn main(args: &LsArgs) -> anyhow::Result<i32> {
         .to_vec();
         out.push_str(&table(&head, &rows));
     }
-    for s in &stale {
+    for s in stale {
         out.push_str(&format!(
             "removed the stale socket of {} (its supervisor is gone)\n",
             s.id
         ));
     }
-    if let Some(sessions) = sessions_dir() {
-        let recent = recent_files(&sessions, args.recent);
-        if !recent.is_empty() {
-            out.push_str(&format!("recent recordings ({}):\n", sessions.display()));
-            let rows: Vec<Vec<String>> = recent
-                .iter()
-                .map(|(name, size, age)| {
-                    vec![
-                        name.clone(),
-                        fmt_bytes(*size),
-                        format!("{} ago", fmt_secs(*age)),
-                    ]
-                })
-                .collect();
-            let head = ["FILE", "SIZE", "MODIFIED"].map(String::from).to_vec();
-            out.push_str(&table(&head, &rows));
+    if !recent.is_empty() {
+        let folder = crate::recordings::sessions_dir();
+        match &folder {
+            Some(f) => out.push_str(&format!(
+                "recent recordings ({}, and --record files elsewhere):\n",
+                f.display()
+            )),
+            None => out.push_str("recent recordings:\n"),
         }
+        let rows: Vec<Vec<String>> = recent
+            .iter()
+            .map(|r| {
+                // The default folder's files by name, the others (`--record`) by path.
+                let shown = match (&folder, r.path.file_name()) {
+                    (Some(f), Some(name)) if r.path.parent() == Some(f.as_path()) => {
+                        PathBuf::from(name)
+                    }
+                    _ => r.path.clone(),
+                };
+                vec![
+                    crate::text::inert(&shown.display().to_string()).into_owned(),
+                    fmt_bytes(r.size),
+                    format!("{} ago", fmt_secs(r.age_s)),
+                ]
+            })
+            .collect();
+        let head = ["FILE", "SIZE", "MODIFIED"].map(String::from).to_vec();
+        out.push_str(&table(&head, &rows));
     }
-    use std::io::Write;
-    let _ = std::io::stdout().write_all(out.as_bytes());
-    Ok(0)
+    out
+}
+
+/// `ls --json`: `{"live":[…],"stale_removed":[…],"recordings":[…]}`. A live session is its
+/// status reply (`status --json`'s object) with `"answered":true`, or what is known without
+/// it (`id`, `pid`, `session`, `error`) with `"answered":false`.
+fn ls_json(
+    dir: &Path,
+    answers: &[(Found, anyhow::Result<Status>)],
+    stale: &[Found],
+    recent: &[crate::recordings::Recording],
+) -> String {
+    use serde_json::{json, Value};
+    let live: Vec<Value> = answers
+        .iter()
+        .filter_map(|(l, s)| match s {
+            Ok(s) => {
+                let mut v = serde_json::to_value(s).ok()?;
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("answered".into(), Value::Bool(true));
+                    o.insert("socket".into(), json!(path_text(&l.socket)));
+                }
+                Some(v)
+            }
+            Err(e) => {
+                let key = l.socket.file_stem()?.to_string_lossy().into_owned();
+                if !matches!(control::probe_key(dir, &key), Probe::Live(_)) {
+                    return None;
+                }
+                Some(json!({
+                    "answered": false,
+                    "id": l.id,
+                    "pid": lock_holder(&l.socket.with_extension("lock")),
+                    "session": l.session.as_deref().map(path_text),
+                    "socket": path_text(&l.socket),
+                    "error": format!("{e:#}"),
+                }))
+            }
+        })
+        .collect();
+    let recordings: Vec<Value> = recent
+        .iter()
+        .map(|r| {
+            json!({
+                "path": path_text(&r.path),
+                "size": r.size,
+                "modified_unix_s": r.modified_unix_s,
+            })
+        })
+        .collect();
+    let stale: Vec<&str> = stale.iter().map(|s| s.id.as_str()).collect();
+    json!({ "live": live, "stale_removed": stale, "recordings": recordings }).to_string()
+}
+
+/// A path as JSON text (lossy where it is not UTF-8; `json!` would panic on it).
+fn path_text(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
 }
 
 /// A live session's row of the table: what its status says.
@@ -169,39 +258,6 @@ pub fn table(head: &[String], rows: &[Vec<String>]) -> String {
         out.push('\n');
     }
     out
-}
-
-/// The default session directory, when there is one.
-fn sessions_dir() -> Option<PathBuf> {
-    let base = provetop_collect::xdg::base_dir("XDG_STATE_HOME", ".local/state")?;
-    Some(base.join("provetop").join("sessions"))
-}
-
-/// The `n` most recently modified session files in `dir`: name, size, age in seconds.
-fn recent_files(dir: &std::path::Path, n: usize) -> Vec<(String, u64, f64)> {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let now = std::time::SystemTime::now();
-    let mut v: Vec<(String, u64, f64)> = rd
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if !name.ends_with(".ptop") {
-                return None;
-            }
-            let m = e.metadata().ok()?;
-            let age = now
-                .duration_since(m.modified().ok()?)
-                .unwrap_or_default()
-                .as_secs_f64()
-                .floor();
-            Some((crate::text::inert(&name).into_owned(), m.len(), age))
-        })
-        .collect();
-    v.sort_by(|a, b| a.2.total_cmp(&b.2));
-    v.truncate(n);
-    v
 }
 
 /// A session found in the socket directory.

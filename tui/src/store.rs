@@ -106,6 +106,11 @@ impl Store {
         Ok(Self::build(path, loaded, thresholds, false))
     }
 
+    /// [`Store::scan`] of records already loaded (a log read into a session).
+    pub fn scan_loaded(path: &Path, loaded: Loaded, thresholds: Thresholds) -> Store {
+        Self::build(path, loaded, thresholds, false)
+    }
+
     /// Index records already loaded (`path` names the source in messages).
     pub fn from_loaded(path: &Path, loaded: Loaded, thresholds: Thresholds) -> Store {
         Self::build(path, loaded, thresholds, true)

@@ -7,6 +7,8 @@
 //! - [`bins`]: the binaries under test (`provetop`, the bundled prover, `provetop-memhog`,
 //!   built on first use) and running `provetop` to completion.
 //! - [`tmux`]: a private tmux server to drive and read the screen.
+//! - [`system`]: the system programs a test needs, or one SKIPPED line naming the package
+//!   (a failure under `PROVETOP_REQUIRE_SYSTEM_TOOLS=1`, as CI runs).
 //! - [`faults`]: headless runs of `provetop` and reading their sessions back.
 //! - [`procs`]: process facts from /proc, signals, waiting, a limited memory cgroup.
 //! - [`keys`]: scripted key presses for the screen's event loop.
@@ -21,4 +23,5 @@ pub mod keys;
 pub mod procs;
 pub mod screen;
 pub mod synth;
+pub mod system;
 pub mod tmux;

@@ -3,17 +3,11 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Whether tmux is installed; prints why a test is skipped when it is not.
-pub fn have_tmux(test: &str) -> bool {
-    let ok = Command::new("tmux")
-        .arg("-V")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!("SKIPPED {test}: tmux is not installed (apt-get install tmux)");
-    }
-    ok
+/// Whether tmux is installed; prints why a test is skipped when it is not (a failure under
+/// `PROVETOP_REQUIRE_SYSTEM_TOOLS=1`: [`crate::system`]). `_test` is kept for the callers:
+/// the skip line names the running test itself.
+pub fn have_tmux(_test: &str) -> bool {
+    crate::system::have("tmux", "tmux")
 }
 
 /// A private tmux server with one window running a command.
@@ -23,7 +17,13 @@ pub struct Tmux {
 
 impl Tmux {
     /// Start `shell_cmd` (run by sh) in a detached session of the given size.
+    ///
+    /// With `PROVETOP_STOP_ON_HANGUP=1` exported: a test ends by killing its tmux server,
+    /// and a live screen that detached on that hangup (the default) would leave its
+    /// supervisor and prover running after the test. A test of the default unsets it in its
+    /// command.
     pub fn start(name: &str, w: u16, h: u16, shell_cmd: &str) -> Tmux {
+        let shell_cmd = &format!("export PROVETOP_STOP_ON_HANGUP=1; {shell_cmd}");
         let socket = format!("provetop-test-{name}-{}", std::process::id());
         let t = Tmux { socket };
         let st = t

@@ -60,6 +60,32 @@ pub fn compare(
     sels: &[Selection],
     thresholds: Thresholds,
 ) -> anyhow::Result<Comparison> {
+    compare_with(paths, sels, thresholds, false)
+}
+
+/// A file as a store: a session or CSV, else (with `logs`) a prover's log read into a
+/// session ([`crate::logsession`]); a log that cannot be read says both why.
+fn open(p: &std::path::Path, thresholds: Thresholds, logs: bool) -> anyhow::Result<Store> {
+    match Store::scan(p, thresholds) {
+        Ok(s) => Ok(s),
+        Err(e @ provetop_shared::session::LoadError::Format { .. }) if logs => {
+            let rules = crate::logsession::rules(None)?;
+            let loaded = crate::logsession::load(p, rules)
+                .map_err(|l| anyhow::anyhow!("{e}; as a log: {l:#}"))?;
+            Ok(Store::scan_loaded(p, loaded, thresholds))
+        }
+        // LoadError already names the file and the cause.
+        Err(e) => Err(anyhow::anyhow!("{e}")),
+    }
+}
+
+/// [`compare`], reading files that are neither sessions nor CSVs as logs when `logs`.
+pub fn compare_with(
+    paths: &[PathBuf],
+    sels: &[Selection],
+    thresholds: Thresholds,
+    logs: bool,
+) -> anyhow::Result<Comparison> {
     // Each file is read, reduced and summarized on a thread of its own (and its records
     // dropped there): the work is per file until the table.
     let mut sums: Vec<summary::Summary> = std::thread::scope(|s| {
@@ -68,8 +94,7 @@ pub fn compare(
             .zip(sels)
             .map(|(p, sel)| {
                 s.spawn(move || {
-                    // LoadError already names the file and the cause.
-                    let store = Store::scan(p, thresholds).map_err(|e| anyhow::anyhow!("{e}"))?;
+                    let store = open(p, thresholds, logs)?;
                     Ok(summary::summarize_store(&store, sel))
                 })
             })
@@ -97,7 +122,7 @@ pub fn main(args: &CompareArgs) -> anyhow::Result<i32> {
     let sels = selections(args)?;
     let mut paths = vec![args.baseline.clone()];
     paths.extend(args.others.iter().cloned());
-    let c = compare(&paths, &sels, args.thresholds)?;
+    let c = compare_with(&paths, &sels, args.thresholds, args.logs)?;
     let verdicts = rules::check(&rules, &c);
     let text = match args.format {
         CompareFormat::Table => {

@@ -80,7 +80,11 @@ fn ls(dir: &Path) -> serde_json::Value {
 fn connect(socket: &Path, id: &str, read_only: bool) -> anyhow::Result<Client> {
     let mut c = Client::connect(socket, REPLY_TIMEOUT)
         .map_err(|e| anyhow::anyhow!("session {id}: cannot connect: {e}"))?;
-    c.ask(&Request::Hello { read_only })?;
+    // The bridge carries a screen (`attach HOST:SESSION`): noted like a local one.
+    c.ask(&Request::Hello {
+        read_only,
+        screen: true,
+    })?;
     Ok(c)
 }
 

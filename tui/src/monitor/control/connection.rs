@@ -63,6 +63,14 @@ struct ClientTx {
 }
 
 impl ClientTx {
+    /// A note for the session to record (at its next tick).
+    fn note(&self, text: String) {
+        self.notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(text);
+    }
+
     fn send(&self, v: &Value) {
         let mut line = v.to_string();
         line.push('\n');
@@ -146,6 +154,8 @@ async fn serve_client(
         }
     });
     let slots = Arc::new(tokio::sync::Semaphore::new(CLIENT_IN_FLIGHT));
+    // Whether it said it is a screen (its detach is noted when it goes).
+    let mut screen = false;
     let reader = async {
         let mut read_only = false;
         let mut buf = Vec::with_capacity(1024);
@@ -177,7 +187,11 @@ async fn serve_client(
                     Some(m) => {
                         if !skipping {
                             let line = std::mem::take(&mut buf);
-                            if let Some(request) = parse_line(&line, &mut read_only, &to) {
+                            let said = parse_line(&line, &mut read_only, &to);
+                            if let Some(note) = screen_note(&said, &mut screen, read_only, id) {
+                                to.note(note);
+                            }
+                            if let Some(request) = said.request {
                                 let Ok(slot) = slots.clone().acquire_owned().await else {
                                     return;
                                 };
@@ -207,32 +221,67 @@ async fn serve_client(
     }
     // Dropped (it stopped reading) or gone: its pending replies go with it.
     writer.abort();
+    if screen {
+        to.note(format!("screen detached (client {id})"));
+    }
 }
 
-/// A request line for the session, or None when the connection answered it itself (bad
-/// input, hello, a read-only refusal).
-fn parse_line(line: &[u8], read_only: &mut bool, to: &ClientTx) -> Option<Request> {
+/// What a line said: a request for the session, or a `hello` the connection answered.
+struct Said {
+    request: Option<Request>,
+    hello_screen: bool,
+}
+
+/// The note for a screen's first `hello`; marks the connection as a screen.
+fn screen_note(said: &Said, screen: &mut bool, read_only: bool, id: u64) -> Option<String> {
+    if !said.hello_screen || *screen {
+        return None;
+    }
+    *screen = true;
+    Some(format!(
+        "screen attached (client {id}{})",
+        if read_only { ", read-only" } else { "" }
+    ))
+}
+
+/// A request line for the session, or no request when the connection answered it itself
+/// (bad input, hello, a read-only refusal).
+fn parse_line(line: &[u8], read_only: &mut bool, to: &ClientTx) -> Said {
+    let none = Said {
+        request: None,
+        hello_screen: false,
+    };
     let text = String::from_utf8_lossy(line);
     let text = text.trim();
     if text.is_empty() {
-        return None;
+        return none;
     }
     let request: Request = match serde_json::from_str(text) {
         Ok(r) => r,
         Err(e) => {
             to.send(&json!({"ok": false, "error": format!("not a request: {e}")}));
-            return None;
+            return none;
         }
     };
-    if let Request::Hello { read_only: ro } = request {
+    if let Request::Hello {
+        read_only: ro,
+        screen,
+    } = request
+    {
         // Read-only is one way: a connection cannot make itself writable again.
         *read_only |= ro;
         to.send(&json!({"ok": true, "read_only": *read_only, "pid": std::process::id()}));
-        return None;
+        return Said {
+            request: None,
+            hello_screen: screen,
+        };
     }
     if *read_only && request.changes_something() {
         to.send(&json!({"ok": false, "error": "read-only connection: not sent"}));
-        return None;
+        return none;
     }
-    Some(request)
+    Said {
+        request: Some(request),
+        hello_screen: false,
+    }
 }

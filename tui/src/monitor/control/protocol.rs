@@ -11,10 +11,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "cmd", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Request {
-    /// Say who is connecting; `read_only` makes this connection unable to change anything.
+    /// Say who is connecting; `read_only` makes this connection unable to change anything;
+    /// `screen` says it is a screen (`provetop attach`): its attaching and detaching are
+    /// noted in the session.
     Hello {
         #[serde(default)]
         read_only: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        screen: bool,
     },
     /// The session's [`Status`].
     Status,
