@@ -10,6 +10,12 @@ use provetop_collect::sampler::{
 use provetop_shared::classify::Thresholds;
 use provetop_shared::BatchMode;
 
+mod fleet;
+mod sessions;
+
+pub use fleet::{BridgeArgs, BridgeWhat, FleetArgs, FleetFormat, FleetSort};
+pub use sessions::{AttachArgs, LsArgs, MarkArgs, StatusArgs};
+
 /// top for zk-SNARK provers: supervise a Groth16 prover, plot its memory against its phases,
 /// alert, record, replay.
 ///
@@ -447,93 +453,6 @@ pub struct ExportArgs {
     pub output: Option<PathBuf>,
 }
 
-/// `provetop attach`.
-#[derive(Debug, Clone, Args)]
-pub struct AttachArgs {
-    /// The session: its id (as `provetop ls` shows it, or a unique part of it), or its
-    /// session file. Without it, the only live session. `HOST:SESSION` attaches to a
-    /// session on another machine through `ssh HOST` (the user's keys, config and agent),
-    /// read-only unless `--control`.
-    #[arg(value_name = "SESSION", conflicts_with = "latest")]
-    pub session: Option<String>,
-    /// With `HOST:SESSION`: send controls (keys) and let q stop the remote prover.
-    #[arg(long, conflicts_with = "read_only")]
-    pub control: bool,
-    /// With `HOST:SESSION`: the provetop to run on the remote side [default: `provetop`,
-    /// found by the remote PATH].
-    #[arg(long, value_name = "PATH", env = "PROVETOP_REMOTE_PROVETOP")]
-    pub remote_provetop: Option<String>,
-    /// The live session started last.
-    #[arg(long)]
-    pub latest: bool,
-    /// A screen that cannot send controls (the supervisor refuses them).
-    #[arg(long)]
-    pub read_only: bool,
-    /// Phase threshold lines in GiB: idle,gpu,synth,peak (default: the supervisor's).
-    #[arg(long, value_name = "GIB,GIB,GIB,GIB")]
-    pub thresholds: Option<Thresholds>,
-    /// The screen's theme and mouse.
-    #[command(flatten)]
-    pub screen: ScreenOpts,
-}
-
-/// `provetop ls`.
-#[derive(Debug, Clone, Args)]
-pub struct LsArgs {
-    /// How many recent recordings to list.
-    #[arg(long, default_value_t = 10, value_name = "N")]
-    pub recent: usize,
-    /// List the live sessions of another machine, through `ssh HOST`.
-    #[arg(value_name = "HOST")]
-    pub host: Option<String>,
-    /// With HOST: the provetop to run there [default: `provetop`, found by the remote PATH].
-    #[arg(long, value_name = "PATH", env = "PROVETOP_REMOTE_PROVETOP")]
-    pub remote_provetop: Option<String>,
-    /// One JSON document: every live session (its status, its recording's path wherever
-    /// `--record` put it) and the recent recordings.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `provetop status`.
-#[derive(Debug, Clone, Args)]
-pub struct StatusArgs {
-    /// The session: its id (as `provetop ls` shows it, or a unique part of it), its session
-    /// file or its socket. Without it, the only live session.
-    #[arg(value_name = "SESSION", conflicts_with = "latest")]
-    pub session: Option<String>,
-    /// The live session started last.
-    #[arg(long)]
-    pub latest: bool,
-    /// The control socket's status reply as one JSON object.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `provetop mark`.
-#[derive(Debug, Clone, Args)]
-pub struct MarkArgs {
-    /// The session (as `status` takes it) and the mark's text; with one word only, it is the
-    /// text, for the only live session.
-    #[arg(value_names = ["SESSION", "TEXT"], num_args = 1..=2, required = true)]
-    pub words: Vec<String>,
-    /// The live session started last (then give the TEXT alone).
-    #[arg(long)]
-    pub latest: bool,
-}
-
-impl MarkArgs {
-    /// The session asked for (if any) and the text.
-    pub fn session_and_text(&self) -> (Option<&str>, &str) {
-        match self.words.as_slice() {
-            [session, text] => (Some(session.as_str()), text.as_str()),
-            [text] => (None, text.as_str()),
-            // Clap takes one or two words.
-            _ => (None, ""),
-        }
-    }
-}
-
 /// `provetop completions`.
 #[derive(Debug, Clone, Args)]
 pub struct CompletionsArgs {
@@ -621,98 +540,4 @@ pub struct CompareArgs {
     /// `classify --log` does (phases and proofs from its lines; no memory).
     #[arg(long)]
     pub logs: bool,
-}
-
-/// `provetop fleet`.
-#[derive(Debug, Clone, Args)]
-pub struct FleetArgs {
-    /// The Prometheus server that scrapes the provetops (its base URL, http://HOST:9090).
-    #[arg(long, value_name = "URL", env = "PROVETOP_PROMETHEUS")]
-    pub prometheus: String,
-    /// Prometheus's job of the provetops (repeatable) [default: provetop, as the shipped
-    /// prometheus.yml names it].
-    #[arg(long = "job", value_name = "NAME")]
-    pub jobs: Vec<String>,
-    /// Print one reading and exit.
-    #[arg(long)]
-    pub once: bool,
-    /// `--once`'s output.
-    #[arg(long, value_enum, default_value_t = FleetFormat::Table, requires = "once")]
-    pub format: FleetFormat,
-    /// Sort rows by.
-    #[arg(long, value_enum, default_value_t = FleetSort::Red)]
-    pub sort: FleetSort,
-    /// Only rows whose host, instance, session, state, mode or phase contain this (`red`:
-    /// the red rows).
-    #[arg(long, value_name = "TEXT")]
-    pub filter: Option<String>,
-    /// Seconds between refreshes.
-    #[arg(long, value_name = "SECS", default_value = "5", value_parser = secs_arg)]
-    pub refresh: f64,
-    /// Seconds a query may take before Prometheus counts as down for it.
-    #[arg(long, value_name = "SECS", default_value = "5", value_parser = secs_arg)]
-    pub timeout: f64,
-    /// A host not scraped for this many seconds is stale.
-    #[arg(long, value_name = "SECS", default_value = "60", value_parser = secs_arg)]
-    pub stale: f64,
-    /// The history a row opens (Enter): this long back from now (e.g. 15m, 1h, 6h).
-    #[arg(long, value_name = "DURATION", default_value = "1h")]
-    pub window: String,
-}
-
-fn secs_arg(s: &str) -> Result<f64, String> {
-    let v = provetop_shared::units::parse_duration_s(s)?;
-    if !(0.1..=3600.0).contains(&v) {
-        return Err(format!("{s:?}: want 0.1 s to 1 h"));
-    }
-    Ok(v)
-}
-
-/// `--format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FleetFormat {
-    /// An aligned table.
-    Table,
-    /// One JSON document: the health lines and every row's raw values.
-    Json,
-}
-
-/// `provetop fleet --sort`: what the rows are sorted by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FleetSort {
-    /// Red rows first, then by host.
-    Red,
-    Host,
-    State,
-    Rss,
-    /// RSS as a share of the binding limit.
-    Limit,
-    Tto,
-    Proofs,
-    Age,
-}
-
-/// `provetop remote-bridge`.
-#[derive(Debug, Clone, Args)]
-pub struct BridgeArgs {
-    #[command(subcommand)]
-    pub what: BridgeWhat,
-}
-
-/// What the bridge does.
-#[derive(Debug, Clone, Subcommand)]
-pub enum BridgeWhat {
-    /// The live sessions, once.
-    Ls,
-    /// Stream a session and carry its controls.
-    Attach {
-        /// The session's id (or a unique part of it).
-        session: String,
-        /// Forward controls (else the connection is read-only).
-        #[arg(long)]
-        control: bool,
-        /// Start the file at this byte (what the local copy already holds).
-        #[arg(long, default_value_t = 0)]
-        offset: u64,
-    },
 }
