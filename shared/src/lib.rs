@@ -33,6 +33,7 @@ pub use protocol::{
 };
 pub use record::{
     Alert, AlertLevel, AlertState, Binding, CgroupReading, Derived, GpuDetail, Kernel, Mark,
-    MemEvents, MemStat, OutputLine, OutputSource, ProcUsage, Psi, PsiLine, PsiResource, Record,
+    MemEvents, MemStat, NvtxOrigin, OutputLine, OutputSource, ProcUsage, Psi, PsiLine, PsiResource,
+    Record,
     RecordBody, Sample, Usage,
 };

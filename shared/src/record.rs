@@ -97,6 +97,35 @@ pub struct Derived {
     pub grammar: String,
     /// The event, as if the prover had sent it.
     pub event: Event,
+    /// Where an NVTX range or marker came from (grammar `nvtx`, read through provetop's
+    /// injection library, not from log lines). Absent in older sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvtx: Option<NvtxOrigin>,
+}
+
+/// The program's own account of an NVTX range or marker: its name as given, the thread and
+/// the domain, the category where it named one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NvtxOrigin {
+    /// The name as the program gave it (the phase may be a protocol phase it maps to).
+    pub name: String,
+    /// The process that called NVTX (the child or one of its descendants).
+    pub pid: u32,
+    /// The kernel's id of the calling thread (for a start/end range, the thread that started
+    /// it).
+    pub thread: u32,
+    /// The thread's name, where the program named it (`nvtxNameOsThread`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_name: Option<String>,
+    /// The domain's name (`None`: NVTX's default domain).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    /// The category's name, or its number where the program named none (`None`: 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// Nesting level (push/pop ranges; `None` for start/end ranges and markers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
 }
 
 /// Memory of the watched process tree at one instant. Bytes throughout.
@@ -649,6 +678,28 @@ mod tests {
                         phase: crate::protocol::Phase::Prove,
                         partition: None,
                     },
+                    nvtx: None,
+                }),
+            ),
+            Record::new(
+                8,
+                RecordBody::Derived(Derived {
+                    grammar: "nvtx".into(),
+                    event: Event::PhaseEnded {
+                        proof_id: 1 << 40,
+                        phase: crate::protocol::Phase::Other("witgen".into()),
+                        partition: None,
+                        duration_s: 0.5,
+                    },
+                    nvtx: Some(NvtxOrigin {
+                        name: "witgen".into(),
+                        pid: 42,
+                        thread: 43,
+                        thread_name: Some("main".into()),
+                        domain: Some("risc0".into()),
+                        category: None,
+                        depth: Some(2),
+                    }),
                 }),
             ),
         ];

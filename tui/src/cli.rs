@@ -226,6 +226,11 @@ pub struct RunArgs {
     /// and go on in the background, instead of stopping the prover.
     #[arg(long)]
     pub detach_on_hangup: bool,
+    /// Do not hand the child provetop's NVTX injection library (by default its NVTX ranges
+    /// and markers, from C/C++, the `nvtx` Python package or `torch.cuda.nvtx`, become
+    /// phases and marks; `watch` cannot inject into a process already running).
+    #[arg(long)]
+    pub no_nvtx: bool,
     /// A baseline session (or CSV) drawn in dim on the chart and the timeline, each proof
     /// aligned with the baseline's proof of the same number (its last once there are more):
     /// whether this proof tracks above or below the baseline while it runs.

@@ -56,6 +56,8 @@ pub struct FileConfig {
     /// Line rules for provers provetop has no grammar for (`[[log_rule]]` tables, see
     /// [`provetop_collect::loglines::rules`]).
     pub log_rules: Vec<provetop_collect::loglines::Rule>,
+    /// NVTX range names that are protocol phases (`[[nvtx_phase]]` tables: `name`, `phase`).
+    pub nvtx_phases: provetop_collect::nvtx::PhaseMap,
     /// The file it was read from (None when no file was found).
     pub source: Option<PathBuf>,
 }
@@ -75,6 +77,15 @@ struct Raw {
     default_rule: Option<bool>,
     metrics: Option<Spanned<String>>,
     log_rule: Option<Vec<Spanned<RawLogRule>>>,
+    nvtx_phase: Option<Vec<Spanned<RawNvtxPhase>>>,
+}
+
+/// One `[[nvtx_phase]]` table as written: the NVTX range `name` is the protocol phase `phase`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNvtxPhase {
+    name: String,
+    phase: String,
 }
 
 /// One `[[log_rule]]` table as written.
@@ -249,9 +260,19 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
         );
     }
     provetop_collect::loglines::Rules::check(&log_rules)?;
+    let mut nvtx_phases = Vec::new();
+    for r in raw.nvtx_phase.unwrap_or_default() {
+        let at = Place::new(text, r.span());
+        let r = r.into_inner();
+        if r.name.is_empty() || r.phase.trim().is_empty() {
+            return Err(at.error("nvtx_phase", "`name` and `phase` must not be empty"));
+        }
+        nvtx_phases.push((r.name, provetop_shared::Phase::from(r.phase.trim().to_string())));
+    }
     Ok(FileConfig {
         rules,
         log_rules,
+        nvtx_phases: provetop_collect::nvtx::PhaseMap::new(nvtx_phases),
         on_alert,
         hz,
         gpu_hz,

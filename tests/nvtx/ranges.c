@@ -1,0 +1,151 @@
+/* A program marked with NVTX v3 (the header-only C API), for tests/nvtx.rs. It prints what it
+ * did on its own CLOCK_MONOTONIC: `at NS WHAT NAME TID` lines the test compares provetop's
+ * phases with.
+ *
+ *   ranges basic        push/pop nesting on two threads, a named thread, a start/end range
+ *                       ended on another thread, a domain with a registered string and a
+ *                       named category, markers, and one unbalanced pop
+ *   ranges flood N      N push/pop pairs as fast as it can; prints `took NS`
+ *   ranges strings N    registers N distinct strings, pushes and pops a range of each
+ *   ranges crash        pushes "doomed", then aborts inside it
+ *   ranges none         never calls NVTX; prints `took NS` of a loop of the flood's size
+ */
+#define _GNU_SOURCE
+#include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static unsigned long long now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (unsigned long long)t.tv_sec * 1000000000ull + t.tv_nsec;
+}
+
+static unsigned tid(void) { return (unsigned)syscall(SYS_gettid); }
+
+static void say(const char *what, const char *name) {
+  printf("at %llu %s %s %u\n", now(), what, name, tid());
+  fflush(stdout);
+}
+
+static void nap(int ms) {
+  struct timespec t = {0, ms * 1000000L};
+  nanosleep(&t, 0);
+}
+
+static nvtxRangeId_t crossing;
+
+static void *worker(void *arg) {
+  (void)arg;
+  nvtxNameOsThreadA(tid(), "worker");
+  say("push", "work");
+  nvtxRangePushA("work");
+  nap(30);
+  nvtxMarkA("checkpoint");
+  say("mark", "checkpoint");
+  nvtxRangeEnd(crossing);
+  say("end", "crossing");
+  nap(10);
+  nvtxRangePop();
+  say("pop", "work");
+  return 0;
+}
+
+static int basic(void) {
+  nvtxNameOsThreadA(tid(), "main");
+  say("push", "outer");
+  nvtxRangePushA("outer");
+  nap(20);
+  crossing = nvtxRangeStartA("crossing");
+  say("start", "crossing");
+  say("push", "inner");
+  nvtxRangePushA("inner");
+  nap(20);
+  pthread_t th;
+  pthread_create(&th, 0, worker, 0);
+  pthread_join(th, 0);
+  nvtxRangePop();
+  say("pop", "inner");
+
+  nvtxDomainHandle_t d = nvtxDomainCreateA("prover");
+  nvtxDomainNameCategoryA(d, 7, "io");
+  nvtxStringHandle_t s = nvtxDomainRegisterStringA(d, "witgen");
+  nvtxEventAttributes_t a;
+  memset(&a, 0, sizeof a);
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.category = 7;
+  a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  a.message.registered = s;
+  say("push", "witgen");
+  nvtxDomainRangePushEx(d, &a);
+  nap(20);
+  nvtxDomainMarkEx(d, &a);
+  nvtxDomainRangePop(d);
+  say("pop", "witgen");
+  nap(20);
+  nvtxRangePop();
+  say("pop", "outer");
+  /* Unbalanced: nothing is open. */
+  if (nvtxRangePop() >= 0) {
+    fprintf(stderr, "an unbalanced pop returned a level\n");
+    return 1;
+  }
+  return 0;
+}
+
+static int flood(long n, int nvtx) {
+  volatile long sink = 0;
+  unsigned long long t0 = now();
+  for (long i = 0; i < n; i++) {
+    if (nvtx) {
+      nvtxRangePushA("flood");
+      sink += i;
+      nvtxRangePop();
+    } else {
+      sink += i;
+    }
+  }
+  printf("took %llu\n", now() - t0);
+  return 0;
+}
+
+static int strings(long n) {
+  nvtxDomainHandle_t d = nvtxDomainCreateA("strings");
+  char buf[64];
+  nvtxEventAttributes_t a;
+  memset(&a, 0, sizeof a);
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  for (long i = 0; i < n; i++) {
+    snprintf(buf, sizeof buf, "string-%ld", i);
+    a.message.registered = nvtxDomainRegisterStringA(d, buf);
+    nvtxDomainRangePushEx(d, &a);
+    nvtxDomainRangePop(d);
+  }
+  printf("registered %ld\n", n);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *what = argc > 1 ? argv[1] : "basic";
+  long n = argc > 2 ? atol(argv[2]) : 0;
+  if (!strcmp(what, "basic")) return basic();
+  if (!strcmp(what, "flood")) return flood(n, 1);
+  if (!strcmp(what, "none")) return flood(n, 0);
+  if (!strcmp(what, "strings")) return strings(n);
+  if (!strcmp(what, "crash")) {
+    say("push", "doomed");
+    nvtxRangePushA("doomed");
+    nap(50);
+    abort();
+  }
+  fprintf(stderr, "usage: ranges basic|flood N|strings N|crash|none N\n");
+  return 2;
+}
