@@ -34,6 +34,5 @@ pub use protocol::{
 pub use record::{
     Alert, AlertLevel, AlertState, Binding, CgroupReading, Derived, GpuDetail, Kernel, Mark,
     MemEvents, MemStat, NvtxOrigin, OutputLine, OutputSource, ProcUsage, Psi, PsiLine, PsiResource,
-    Record,
-    RecordBody, Sample, Usage,
+    Record, RecordBody, Sample, Usage,
 };

@@ -5,10 +5,11 @@
  *   ranges basic        push/pop nesting on two threads, a named thread, a start/end range
  *                       ended on another thread, a domain with a registered string and a
  *                       named category, markers, and one unbalanced pop
- *   ranges flood N      N push/pop pairs as fast as it can; prints `took NS`
+ *   ranges flood N [W]  N push/pop pairs, W steps of arithmetic inside each (default 0);
+ *                       prints `took NS`
  *   ranges strings N    registers N distinct strings, pushes and pops a range of each
  *   ranges crash        pushes "doomed", then aborts inside it
- *   ranges none         never calls NVTX; prints `took NS` of a loop of the flood's size
+ *   ranges none N [W]   never calls NVTX: the flood's loop without its ranges
  */
 #define _GNU_SOURCE
 #include <nvtx3/nvToolsExt.h>
@@ -99,18 +100,25 @@ static int basic(void) {
   return 0;
 }
 
-static int flood(long n, int nvtx) {
-  volatile long sink = 0;
-  unsigned long long t0 = now();
+static unsigned long long work(long w, unsigned long long x) {
+  for (long j = 0; j < w; j++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+  return x;
+}
+
+static int flood(long n, long w, int nvtx) {
+  volatile unsigned long long sink = 0;
+  unsigned long long x = 1, t0 = now();
   for (long i = 0; i < n; i++) {
     if (nvtx) {
       nvtxRangePushA("flood");
-      sink += i;
+      x = work(w, x);
       nvtxRangePop();
     } else {
-      sink += i;
+      x = work(w, x);
     }
   }
+  sink = x;
+  (void)sink;
   printf("took %llu\n", now() - t0);
   return 0;
 }
@@ -136,9 +144,10 @@ static int strings(long n) {
 int main(int argc, char **argv) {
   const char *what = argc > 1 ? argv[1] : "basic";
   long n = argc > 2 ? atol(argv[2]) : 0;
+  long w = argc > 3 ? atol(argv[3]) : 0;
   if (!strcmp(what, "basic")) return basic();
-  if (!strcmp(what, "flood")) return flood(n, 1);
-  if (!strcmp(what, "none")) return flood(n, 0);
+  if (!strcmp(what, "flood")) return flood(n, w, 1);
+  if (!strcmp(what, "none")) return flood(n, w, 0);
   if (!strcmp(what, "strings")) return strings(n);
   if (!strcmp(what, "crash")) {
     say("push", "doomed");

@@ -129,45 +129,45 @@ unsafe fn domain_id(d: *const Domain) -> u32 {
 
 unsafe extern "C" fn mark_ex(a: *const EventAttributes) {
     // SAFETY: NVTX's contract (the module doc).
-    local::mark(now(), 0, |s| unsafe { attrs_into(s, a) });
+    local::mark(now, 0, |s| unsafe { attrs_into(s, a) });
 }
 unsafe extern "C" fn mark_a(m: *const c_char) {
     // SAFETY: NVTX's contract.
-    local::mark(now(), 0, |s| unsafe { ascii_into(s, m) });
+    local::mark(now, 0, |s| unsafe { ascii_into(s, m) });
 }
 unsafe extern "C" fn mark_w(m: *const libc::wchar_t) {
     // SAFETY: NVTX's contract.
-    local::mark(now(), 0, |s| unsafe { wide_into(s, m) });
+    local::mark(now, 0, |s| unsafe { wide_into(s, m) });
 }
 unsafe extern "C" fn range_start_ex(a: *const EventAttributes) -> u64 {
     // SAFETY: NVTX's contract.
-    local::start(now(), 0, |s| unsafe { attrs_into(s, a) })
+    local::start(now, 0, |s| unsafe { attrs_into(s, a) })
 }
 unsafe extern "C" fn range_start_a(m: *const c_char) -> u64 {
     // SAFETY: NVTX's contract.
-    local::start(now(), 0, |s| unsafe { ascii_into(s, m) })
+    local::start(now, 0, |s| unsafe { ascii_into(s, m) })
 }
 unsafe extern "C" fn range_start_w(m: *const libc::wchar_t) -> u64 {
     // SAFETY: NVTX's contract.
-    local::start(now(), 0, |s| unsafe { wide_into(s, m) })
+    local::start(now, 0, |s| unsafe { wide_into(s, m) })
 }
 unsafe extern "C" fn range_end(id: u64) {
-    local::end(now(), 0, id);
+    local::end(now, 0, id);
 }
 unsafe extern "C" fn range_push_ex(a: *const EventAttributes) -> c_int {
     // SAFETY: NVTX's contract.
-    local::push(now(), 0, |s| unsafe { attrs_into(s, a) })
+    local::push(now, 0, |s| unsafe { attrs_into(s, a) })
 }
 unsafe extern "C" fn range_push_a(m: *const c_char) -> c_int {
     // SAFETY: NVTX's contract.
-    local::push(now(), 0, |s| unsafe { ascii_into(s, m) })
+    local::push(now, 0, |s| unsafe { ascii_into(s, m) })
 }
 unsafe extern "C" fn range_push_w(m: *const libc::wchar_t) -> c_int {
     // SAFETY: NVTX's contract.
-    local::push(now(), 0, |s| unsafe { wide_into(s, m) })
+    local::push(now, 0, |s| unsafe { wide_into(s, m) })
 }
 unsafe extern "C" fn range_pop() -> c_int {
-    local::pop(now(), 0)
+    local::pop(now, 0)
 }
 unsafe extern "C" fn name_category_a(category: u32, name: *const c_char) {
     // SAFETY: NVTX's contract.
@@ -189,27 +189,27 @@ unsafe extern "C" fn domain_mark_ex(d: *const Domain, a: *const EventAttributes)
     // SAFETY: NVTX's contract; domain handles are ours.
     let id = unsafe { domain_id(d) };
     // SAFETY: NVTX's contract.
-    local::mark(now(), id, |s| unsafe { attrs_into(s, a) });
+    local::mark(now, id, |s| unsafe { attrs_into(s, a) });
 }
 unsafe extern "C" fn domain_range_start_ex(d: *const Domain, a: *const EventAttributes) -> u64 {
     // SAFETY: NVTX's contract; domain handles are ours.
     let id = unsafe { domain_id(d) };
     // SAFETY: NVTX's contract.
-    local::start(now(), id, |s| unsafe { attrs_into(s, a) })
+    local::start(now, id, |s| unsafe { attrs_into(s, a) })
 }
 unsafe extern "C" fn domain_range_end(d: *const Domain, range: u64) {
     // SAFETY: NVTX's contract; domain handles are ours.
-    local::end(now(), unsafe { domain_id(d) }, range);
+    local::end(now, unsafe { domain_id(d) }, range);
 }
 unsafe extern "C" fn domain_range_push_ex(d: *const Domain, a: *const EventAttributes) -> c_int {
     // SAFETY: NVTX's contract; domain handles are ours.
     let id = unsafe { domain_id(d) };
     // SAFETY: NVTX's contract.
-    local::push(now(), id, |s| unsafe { attrs_into(s, a) })
+    local::push(now, id, |s| unsafe { attrs_into(s, a) })
 }
 unsafe extern "C" fn domain_range_pop(d: *const Domain) -> c_int {
     // SAFETY: NVTX's contract; domain handles are ours.
-    local::pop(now(), unsafe { domain_id(d) })
+    local::pop(now, unsafe { domain_id(d) })
 }
 unsafe extern "C" fn domain_name_category_a(d: *const Domain, category: u32, n: *const c_char) {
     // SAFETY: NVTX's contract; domain handles are ours.

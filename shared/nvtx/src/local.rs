@@ -49,17 +49,16 @@ impl Drop for Local {
     }
 }
 
-impl Local {
-    fn stack(&mut self, domain: u32) -> &mut Stack {
-        let i = match self.stacks.iter().position(|(d, _)| *d == domain) {
-            Some(i) => i,
-            None => {
-                self.stacks.push((domain, Stack::default()));
-                self.stacks.len() - 1
-            }
-        };
-        &mut self.stacks[i].1
-    }
+/// The stack of `domain` among `stacks` (created on first use).
+fn stack_of(stacks: &mut Vec<(u32, Stack)>, domain: u32) -> &mut Stack {
+    let i = match stacks.iter().position(|(d, _)| *d == domain) {
+        Some(i) => i,
+        None => {
+            stacks.push((domain, Stack::default()));
+            stacks.len() - 1
+        }
+    };
+    &mut stacks[i].1
 }
 
 thread_local! {
@@ -94,21 +93,24 @@ fn with<R>(f: impl FnOnce(&mut Local) -> R) -> Option<R> {
         .flatten()
 }
 
-/// A range pushed at `ts` in `domain`; `fill` names the slot. The level it was pushed at.
-pub fn push(ts: u64, domain: u32, fill: impl FnOnce(&mut Slot)) -> i32 {
+/// A range pushed in `domain` (stamped `now()` only when it is recorded); `fill` names the
+/// slot. The level it was pushed at. A dropped push costs no clock read and no copy.
+pub fn push(now: fn() -> u64, domain: u32, fill: impl FnOnce(&mut Slot)) -> i32 {
     let got = with(|l| {
         let reserve = l.recorded_open + 1;
-        let ring = l.ring.clone();
-        let st = l.stack(domain);
+        let Local { ring, stacks, .. } = l;
+        let st = stack_of(stacks, domain);
         let depth = st.recorded.len() + st.overflow;
         if st.recorded.len() >= MAX_DEPTH {
             st.overflow += 1;
             ring.count_drop();
             return depth as i32;
         }
-        let mut slot = Slot::new(Kind::Push, ts, domain, depth as u64);
-        fill(&mut slot);
-        let recorded = ring.take_budget() && ring.push(&slot, reserve);
+        let recorded = ring.has_room(reserve) && ring.take_budget() && {
+            let mut slot = Slot::new(Kind::Push, now(), domain, depth as u64);
+            fill(&mut slot);
+            ring.push(&slot, reserve)
+        };
         st.recorded.push(recorded);
         if recorded {
             l.recorded_open += 1;
@@ -123,11 +125,12 @@ pub fn push(ts: u64, domain: u32, fill: impl FnOnce(&mut Slot)) -> i32 {
     })
 }
 
-/// The innermost range of `domain` popped at `ts`; the level it had, or -1 when none was open.
-pub fn pop(ts: u64, domain: u32) -> i32 {
+/// The innermost range of `domain` popped (stamped `now()` when its push was recorded); the
+/// level it had, or -1 when none was open.
+pub fn pop(now: fn() -> u64, domain: u32) -> i32 {
     let got = with(|l| {
-        let ring = l.ring.clone();
-        let st = l.stack(domain);
+        let Local { ring, stacks, .. } = l;
+        let st = stack_of(stacks, domain);
         if st.overflow > 0 {
             st.overflow -= 1;
             return (st.recorded.len() + st.overflow) as i32;
@@ -139,7 +142,7 @@ pub fn pop(ts: u64, domain: u32) -> i32 {
         let depth = st.recorded.len();
         if recorded {
             // Room was kept for it when the push was admitted, so this does not fail.
-            if !ring.push(&Slot::new(Kind::Pop, ts, domain, depth as u64), 0) {
+            if !ring.push(&Slot::new(Kind::Pop, now(), domain, depth as u64), 0) {
                 LOST_ENDS.fetch_add(1, Ordering::Relaxed);
             }
             l.recorded_open -= 1;
@@ -149,16 +152,20 @@ pub fn pop(ts: u64, domain: u32) -> i32 {
     got.unwrap_or(-1)
 }
 
-/// A start/end range started at `ts`: its id (0 never), odd when it was recorded.
-pub fn start(ts: u64, domain: u32, fill: impl FnOnce(&mut Slot)) -> u64 {
+/// A start/end range started (stamped `now()` when recorded): its id (0 never), odd when
+/// it was recorded.
+pub fn start(now: fn() -> u64, domain: u32, fill: impl FnOnce(&mut Slot)) -> u64 {
     let got = with(|l| {
         l.next_range += 1;
         let id = l.next_range;
-        let mut slot = Slot::new(Kind::Start, ts, domain, id);
-        fill(&mut slot);
-        let recorded = l.ring.take_budget() && l.ring.push(&slot, l.recorded_open);
+        let ring = &l.ring;
+        let recorded = ring.has_room(l.recorded_open) && ring.take_budget() && {
+            let mut slot = Slot::new(Kind::Start, now(), domain, id);
+            fill(&mut slot);
+            ring.push(&slot, l.recorded_open)
+        };
         if !recorded {
-            l.ring.count_drop();
+            ring.count_drop();
         }
         (id << 1) | recorded as u64
     });
@@ -168,27 +175,31 @@ pub fn start(ts: u64, domain: u32, fill: impl FnOnce(&mut Slot)) -> u64 {
     })
 }
 
-/// The range `handle` (from [`start`], on any thread) ended at `ts`.
-pub fn end(ts: u64, domain: u32, handle: u64) {
+/// The range `handle` (from [`start`], on any thread) ended, stamped `now()`.
+pub fn end(now: fn() -> u64, domain: u32, handle: u64) {
     if handle & 1 == 0 {
         return;
     }
     let sent = with(|l| {
-        l.ring
-            .push(&Slot::new(Kind::End, ts, domain, handle >> 1), l.recorded_open)
+        let slot = Slot::new(Kind::End, now(), domain, handle >> 1);
+        l.ring.push(&slot, l.recorded_open)
     });
     if sent != Some(true) {
         LOST_ENDS.fetch_add(1, Ordering::Relaxed);
     }
 }
 
-/// A marker at `ts`.
-pub fn mark(ts: u64, domain: u32, fill: impl FnOnce(&mut Slot)) {
+/// A marker (stamped `now()` when recorded).
+pub fn mark(now: fn() -> u64, domain: u32, fill: impl FnOnce(&mut Slot)) {
     let got = with(|l| {
-        let mut slot = Slot::new(Kind::Mark, ts, domain, 0);
-        fill(&mut slot);
-        if !(l.ring.take_budget() && l.ring.push(&slot, l.recorded_open)) {
-            l.ring.count_drop();
+        let ring = &l.ring;
+        let recorded = ring.has_room(l.recorded_open) && ring.take_budget() && {
+            let mut slot = Slot::new(Kind::Mark, now(), domain, 0);
+            fill(&mut slot);
+            ring.push(&slot, l.recorded_open)
+        };
+        if !recorded {
+            ring.count_drop();
         }
     });
     if got.is_none() {

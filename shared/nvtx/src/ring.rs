@@ -135,6 +135,13 @@ impl Ring {
         true
     }
 
+    /// Producer: whether one more slot fits with `reserve` still free after it.
+    pub fn has_room(&self, reserve: usize) -> bool {
+        let head = self.head.load(Ordering::Relaxed);
+        let tail = self.tail.load(Ordering::Acquire);
+        head - tail + 1 + reserve <= SLOTS
+    }
+
     /// Producer: take one unit of budget; false (nothing taken) when it is spent.
     pub fn take_budget(&self) -> bool {
         if self.budget.load(Ordering::Relaxed) <= 0 {

@@ -179,8 +179,16 @@ fn pass(s: &mut State, wait: Option<Duration>, bye: bool) {
 fn format_slot(buf: &mut String, pid: u32, tid: u32, s: &Slot) {
     let (ts, d) = (s.ts, s.domain);
     let _ = match s.kind {
-        Kind::Push => write!(buf, "push\t{pid}\t{tid}\t{ts}\t{d}\t{}\t{}\t", s.arg, s.category),
-        Kind::Start => write!(buf, "start\t{pid}\t{tid}\t{ts}\t{d}\t{}\t{}\t", s.arg, s.category),
+        Kind::Push => write!(
+            buf,
+            "push\t{pid}\t{tid}\t{ts}\t{d}\t{}\t{}\t",
+            s.arg, s.category
+        ),
+        Kind::Start => write!(
+            buf,
+            "start\t{pid}\t{tid}\t{ts}\t{d}\t{}\t{}\t",
+            s.arg, s.category
+        ),
         Kind::Mark => write!(buf, "mark\t{pid}\t{tid}\t{ts}\t{d}\t{}\t", s.category),
         Kind::Pop => writeln!(buf, "pop\t{pid}\t{tid}\t{ts}\t{d}\t{}", s.arg),
         Kind::End => writeln!(buf, "end\t{pid}\t{tid}\t{ts}\t{d}\t{}", s.arg),

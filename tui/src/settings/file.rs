@@ -267,7 +267,10 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
         if r.name.is_empty() || r.phase.trim().is_empty() {
             return Err(at.error("nvtx_phase", "`name` and `phase` must not be empty"));
         }
-        nvtx_phases.push((r.name, provetop_shared::Phase::from(r.phase.trim().to_string())));
+        nvtx_phases.push((
+            r.name,
+            provetop_shared::Phase::from(r.phase.trim().to_string()),
+        ));
     }
     Ok(FileConfig {
         rules,

@@ -12,7 +12,8 @@ pub const LIBRARY: &str = "libprovetop_nvtx.so";
 /// `libprovetop_nvtx.so` next to the running binary (where the build and the packages put
 /// it, as they put `provetop-prover`), or why there is none.
 pub fn find_library() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find provetop's own path: {e}"))?;
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find provetop's own path: {e}"))?;
     let dir = exe
         .parent()
         .ok_or_else(|| format!("{} has no directory", exe.display()))?;
@@ -125,7 +126,10 @@ mod tests {
         h.resize(64, 0);
         std::fs::write(&p, &h).unwrap();
         let why = library_problem(&p).unwrap();
-        assert!(why.contains("built for") && why.contains("byte 18"), "{why}");
+        assert!(
+            why.contains("built for") && why.contains("byte 18"),
+            "{why}"
+        );
         std::fs::write(&p, b"#!/bin/sh\necho not a library\n").unwrap();
         assert!(library_problem(&p).unwrap().contains("not an ELF"));
         assert!(library_problem(&dir.path().join("none.so"))
@@ -135,6 +139,9 @@ mod tests {
         // position-independent one, which is ET_DYN too: either way not refused for its arch.
         let me = std::env::current_exe().unwrap();
         let said = library_problem(&me);
-        assert!(said.as_deref().is_none_or(|s| s.contains("ELF type")), "{said:?}");
+        assert!(
+            said.as_deref().is_none_or(|s| s.contains("ELF type")),
+            "{said:?}"
+        );
     }
 }

@@ -142,8 +142,7 @@ impl Tracker {
             }
             "category" => {
                 let name = field(f, 4)?.to_string();
-                self.categories
-                    .insert((pid, num(f, 2)?, num(f, 3)?), name);
+                self.categories.insert((pid, num(f, 2)?, num(f, 3)?), name);
             }
             "thread" => {
                 let name = field(f, 3)?.to_string();
@@ -253,7 +252,14 @@ impl Tracker {
         }
     }
 
-    fn open(&mut self, t: u64, scope: u64, hint: u32, origin: &NvtxOrigin, out: &mut Vec<Record>) -> Option<OpenKey> {
+    fn open(
+        &mut self,
+        t: u64,
+        scope: u64,
+        hint: u32,
+        origin: &NvtxOrigin,
+        out: &mut Vec<Record>,
+    ) -> Option<OpenKey> {
         if !self.admit(2, t) {
             return None;
         }
@@ -284,14 +290,22 @@ impl Tracker {
         derived(out, t, event, o.origin);
     }
 
-    fn push(&mut self, t: u64, at: (u32, u32, u32), depth: u32, mut origin: NvtxOrigin, out: &mut Vec<Record>) {
+    fn push(
+        &mut self,
+        t: u64,
+        at: (u32, u32, u32),
+        depth: u32,
+        mut origin: NvtxOrigin,
+        out: &mut Vec<Record>,
+    ) {
         origin.depth = Some(depth);
         let scope = self.scope(at);
         let key = self.open(t, scope, depth, &origin, out);
-        self.stacks
-            .entry(at)
-            .or_default()
-            .push(Open { key, start: t, origin });
+        self.stacks.entry(at).or_default().push(Open {
+            key,
+            start: t,
+            origin,
+        });
     }
 
     fn pop(&mut self, t: u64, at: (u32, u32, u32), out: &mut Vec<Record>) {
@@ -305,7 +319,11 @@ impl Tracker {
     fn start(&mut self, t: u64, pid: u32, id: u64, origin: NvtxOrigin, out: &mut Vec<Record>) {
         let scope = self.scope((pid, u32::MAX, self.domain_of(&origin)));
         let key = self.open(t, scope, 1, &origin, out);
-        let o = Open { key, start: t, origin };
+        let o = Open {
+            key,
+            start: t,
+            origin,
+        };
         match self.early_ends.remove(&(pid, id)) {
             Some(end) => self.close(end, o, out),
             None => {
@@ -351,7 +369,13 @@ impl Tracker {
         out.push(Record::new(t, RecordBody::Mark(Mark::Note { text })));
     }
 
-    fn counts_line(&mut self, pid: u32, f: &[&str], t: u64, out: &mut Vec<Record>) -> Result<(), String> {
+    fn counts_line(
+        &mut self,
+        pid: u32,
+        f: &[&str],
+        t: u64,
+        out: &mut Vec<Record>,
+    ) -> Result<(), String> {
         let now = Counts {
             dropped: num(f, 2)?,
             refused_strings: num(f, 3)?,
@@ -412,7 +436,10 @@ impl Tracker {
             warn(
                 out,
                 t,
-                format!("nvtx: {} more ranges were still open when the child ended", open.len() - NAMED_AT_END),
+                format!(
+                    "nvtx: {} more ranges were still open when the child ended",
+                    open.len() - NAMED_AT_END
+                ),
             );
         }
         let total = self.counts.values().fold(Counts::default(), |a, c| Counts {

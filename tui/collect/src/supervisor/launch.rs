@@ -178,7 +178,10 @@ fn launch_here(spec: &ChildSpec) -> anyhow::Result<Launched> {
     cmd.args(&spec.argv[1..])
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .env("PROVETOP_EVENTS_FD", EVENTS_FD.to_string())
-        .envs(nvtx.iter().flat_map(|(_, _, env)| env.iter().map(|(k, v)| (k, v))))
+        .envs(
+            nvtx.iter()
+                .flat_map(|(_, _, env)| env.iter().map(|(k, v)| (k, v))),
+        )
         .stdin(Stdio::piped())
         .stdout(out)
         .stderr(err)

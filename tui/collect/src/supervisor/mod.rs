@@ -435,7 +435,10 @@ fn start_nvtx(
     t_start: u64,
 ) -> Option<tokio::sync::oneshot::Receiver<()>> {
     let warn = |text: String| {
-        inner.forward(Record::new(mono_ns(), RecordBody::Mark(Mark::Warning { text })));
+        inner.forward(Record::new(
+            mono_ns(),
+            RecordBody::Mark(Mark::Warning { text }),
+        ));
     };
     if let Some(why) = off {
         warn(format!("no NVTX phases for child {pid}: {why}"));
@@ -447,7 +450,9 @@ fn start_nvtx(
     match nvtx_pipe::spawn(inner.clone(), fd?, map, t_start) {
         Ok(done) => Some(done),
         Err(e) => {
-            warn(format!("no NVTX phases for child {pid}: cannot read its NVTX pipe: {e}"));
+            warn(format!(
+                "no NVTX phases for child {pid}: cannot read its NVTX pipe: {e}"
+            ));
             None
         }
     }

@@ -6,7 +6,9 @@ fn phases(out: &[Record]) -> Vec<(u64, String, bool, Option<u32>)> {
             RecordBody::Derived(d) => {
                 let depth = d.nvtx.as_ref().and_then(|o| o.depth);
                 match &d.event {
-                    Event::PhaseStarted { phase, .. } => Some((r.t, phase.to_string(), true, depth)),
+                    Event::PhaseStarted { phase, .. } => {
+                        Some((r.t, phase.to_string(), true, depth))
+                    }
                     Event::PhaseEnded { phase, .. } => Some((r.t, phase.to_string(), false, depth)),
                     _ => None,
                 }
@@ -41,9 +43,14 @@ fn nested_ranges_nest_and_a_mapped_name_is_its_protocol_phase() {
             (500, "outer".into(), false, Some(0)),
         ]
     );
-    let RecordBody::Derived(d) = &out[1].body else { panic!() };
+    let RecordBody::Derived(d) = &out[1].body else {
+        panic!()
+    };
     let o = d.nvtx.as_ref().unwrap();
-    assert_eq!((o.name.as_str(), o.thread, o.thread_name.as_deref()), ("witgen", 8, Some("main")));
+    assert_eq!(
+        (o.name.as_str(), o.thread, o.thread_name.as_deref()),
+        ("witgen", 8, Some("main"))
+    );
 }
 
 #[test]
@@ -54,7 +61,10 @@ fn an_end_read_before_its_start_closes_the_range_when_the_start_comes() {
     t.line("start\t7\t8\t100\t0\t5\t0\tcrossing", 1_000, &mut out);
     assert_eq!(
         phases(&out),
-        vec![(100, "crossing".into(), true, None), (900, "crossing".into(), false, None)]
+        vec![
+            (100, "crossing".into(), true, None),
+            (900, "crossing".into(), false, None)
+        ]
     );
     assert_eq!(t.open_ranges(), 0);
 }
@@ -85,7 +95,11 @@ fn a_flood_is_admitted_whole_ranges_at_a_time_and_the_rest_counted() {
     let mut out = Vec::new();
     let n = BURST; // twice the ranges the burst admits
     for i in 0..n {
-        t.line(&format!("push\t7\t8\t{}\t0\t0\t0\tr", i * 2 + 1), 10, &mut out);
+        t.line(
+            &format!("push\t7\t8\t{}\t0\t0\t0\tr", i * 2 + 1),
+            10,
+            &mut out,
+        );
         t.line(&format!("pop\t7\t8\t{}\t0\t0", i * 2 + 2), 10, &mut out);
     }
     t.finish(20, &mut out);
