@@ -404,7 +404,7 @@ fn start_run(
             None
         }
     };
-    let nvtx = start_nvtx(inner, pid, nvtx, nvtx_off, injection, t_start);
+    let nvtx = nvtx_pipe::start(inner, pid, nvtx, nvtx_off, injection, t_start);
     let cgroups = MemCgroup::of_pid(pid)
         .map(|c| {
             let n = c.oom_kills();
@@ -422,39 +422,6 @@ fn start_run(
         started_ns: t_start,
         cgroups,
         cgroup_text: None,
-    }
-}
-
-/// Read the run's NVTX pipe, or say in the session why there is none.
-fn start_nvtx(
-    inner: &Arc<Inner>,
-    pid: u32,
-    fd: Option<std::os::fd::OwnedFd>,
-    off: Option<String>,
-    injection: &crate::nvtx::Injection,
-    t_start: u64,
-) -> Option<tokio::sync::oneshot::Receiver<()>> {
-    let warn = |text: String| {
-        inner.forward(Record::new(
-            mono_ns(),
-            RecordBody::Mark(Mark::Warning { text }),
-        ));
-    };
-    if let Some(why) = off {
-        warn(format!("no NVTX phases for child {pid}: {why}"));
-    }
-    let map = match injection {
-        crate::nvtx::Injection::Library { phases, .. } => phases.clone(),
-        crate::nvtx::Injection::Off { .. } => return None,
-    };
-    match nvtx_pipe::spawn(inner.clone(), fd?, map, t_start) {
-        Ok(done) => Some(done),
-        Err(e) => {
-            warn(format!(
-                "no NVTX phases for child {pid}: cannot read its NVTX pipe: {e}"
-            ));
-            None
-        }
     }
 }
 

@@ -9,7 +9,7 @@ use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use provetop_shared::clock::mono_ns;
-use provetop_shared::Record;
+use provetop_shared::{Mark, Record, RecordBody};
 
 use super::Inner;
 use crate::lines::{Piece, Splitter};
@@ -17,6 +17,39 @@ use crate::nvtx::{PhaseMap, Tracker};
 
 /// Longest line read (a range's name is at most 4 KiB in the library).
 const MAX_LINE: usize = 64 << 10;
+
+/// Read the run's NVTX pipe, or say in the session why there is none.
+pub(super) fn start(
+    inner: &Arc<Inner>,
+    pid: u32,
+    fd: Option<std::os::fd::OwnedFd>,
+    off: Option<String>,
+    injection: &crate::nvtx::Injection,
+    t_start: u64,
+) -> Option<tokio::sync::oneshot::Receiver<()>> {
+    let warn = |text: String| {
+        inner.forward(Record::new(
+            mono_ns(),
+            RecordBody::Mark(Mark::Warning { text }),
+        ));
+    };
+    if let Some(why) = off {
+        warn(format!("no NVTX phases for child {pid}: {why}"));
+    }
+    let map = match injection {
+        crate::nvtx::Injection::Library { phases, .. } => phases.clone(),
+        crate::nvtx::Injection::Off { .. } => return None,
+    };
+    match spawn(inner.clone(), fd?, map, t_start) {
+        Ok(done) => Some(done),
+        Err(e) => {
+            warn(format!(
+                "no NVTX phases for child {pid}: cannot read its NVTX pipe: {e}"
+            ));
+            None
+        }
+    }
+}
 
 /// Start reading `fd`; the receiver hears when the pipe ended and its records went out.
 pub(super) fn spawn(
