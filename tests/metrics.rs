@@ -643,6 +643,8 @@ fn full_scrape(format: Format) -> String {
                 pcie_rx_bps: Some(1e9),
                 pcie_tx_bps: Some(1e8),
             }],
+            nvml_calls: Vec::new(),
+            nvml_backoff: None,
         }),
     );
     push(15 * s + 2, RecordBody::Kernel(Box::new(full_kernel())));

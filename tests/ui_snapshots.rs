@@ -156,6 +156,8 @@ fn with_usage(recs: Vec<Record>, gpus: u32) -> Vec<Record> {
                     pcie_tx_bps: None,
                 })
                 .collect(),
+            nvml_calls: Vec::new(),
+            nvml_backoff: None,
         };
         out.push(Record::new(t, RecordBody::Usage(usage)));
     }

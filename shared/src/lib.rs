@@ -33,6 +33,6 @@ pub use protocol::{
 };
 pub use record::{
     Alert, AlertLevel, AlertState, Binding, CgroupReading, Derived, GpuDetail, Kernel, Mark,
-    MemEvents, MemStat, NvtxOrigin, OutputLine, OutputSource, ProcUsage, Psi, PsiLine, PsiResource,
-    Record, RecordBody, Sample, Usage,
+    MemEvents, MemStat, NvmlCalls, NvtxOrigin, OutputLine, OutputSource, ProcUsage, Psi, PsiLine,
+    PsiResource, Record, RecordBody, Sample, Usage,
 };

@@ -244,6 +244,64 @@ pub struct Usage {
     /// Each GPU's details (NVML), by index.
     #[serde(default)]
     pub gpus: Vec<GpuDetail>,
+    /// What provetop's own NVML calls cost so far, per call kind (cumulative over the
+    /// session). Empty without NVML, and in sessions of older builds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nvml_calls: Vec<NvmlCalls>,
+    /// How many times slower than asked provetop reads NVML now, because its calls slowed
+    /// (the driver's lock contended); `None`: at the asked rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvml_backoff: Option<u32>,
+}
+
+/// Upper bounds of the NVML call-time histograms, seconds (10 µs to half a second; `+Inf`
+/// after).
+pub const NVML_CALL_BUCKETS: [f64; 12] = [
+    1e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 1e-1, 0.5,
+];
+
+/// One kind of NVML call provetop makes, timed: how many, how long in all, the longest, and
+/// a histogram over [`NVML_CALL_BUCKETS`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NvmlCalls {
+    /// The call, by NVML's name less its `nvmlDevice` prefix (`GetMemoryInfo`, …).
+    pub call: String,
+    pub count: u64,
+    /// Nanoseconds in all.
+    pub sum_ns: u64,
+    /// The longest, nanoseconds.
+    pub max_ns: u64,
+    /// Calls per bucket of [`NVML_CALL_BUCKETS`], not cumulative, `+Inf` last.
+    pub buckets: Vec<u64>,
+}
+
+impl NvmlCalls {
+    /// An empty record of `call`.
+    pub fn new(call: &str) -> NvmlCalls {
+        NvmlCalls {
+            call: call.to_string(),
+            buckets: vec![0; NVML_CALL_BUCKETS.len() + 1],
+            ..NvmlCalls::default()
+        }
+    }
+
+    /// Count one call that took `ns`.
+    pub fn observe(&mut self, ns: u64) {
+        let secs = ns as f64 / 1e9;
+        let i = NVML_CALL_BUCKETS.partition_point(|b| *b < secs);
+        if self.buckets.len() != NVML_CALL_BUCKETS.len() + 1 {
+            self.buckets = vec![0; NVML_CALL_BUCKETS.len() + 1];
+        }
+        self.buckets[i] += 1;
+        self.count += 1;
+        self.sum_ns = self.sum_ns.saturating_add(ns);
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    /// The mean, nanoseconds (`None` before any call).
+    pub fn mean_ns(&self) -> Option<u64> {
+        (self.count > 0).then(|| self.sum_ns / self.count)
+    }
 }
 
 /// One process of the tree in a [`Usage`] reading.

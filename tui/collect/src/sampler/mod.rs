@@ -57,6 +57,7 @@ mod kernel_state;
 mod kernel_watch;
 pub mod maps;
 pub mod members;
+pub mod nvml_cost;
 mod peak;
 mod pinned;
 pub mod procstat;

@@ -59,7 +59,51 @@ pub(super) fn usage_gauges(o: &mut Out<'_, '_>, u: &Usage) -> fmt::Result {
     if u.gpus.iter().any(|g| (g.index as usize) < MAX_GPUS) {
         gpu_gauges(o, u)?;
     }
-    Ok(())
+    nvml_costs(o, u)
+}
+
+/// What provetop's own NVML calls cost (a histogram per call kind: the kinds are the fixed
+/// set of calls provetop makes), and the backoff now (1: reading at the asked rate). Left
+/// out without NVML.
+fn nvml_costs(o: &mut Out<'_, '_>, u: &Usage) -> fmt::Result {
+    use provetop_shared::record::NVML_CALL_BUCKETS;
+    if u.nvml_calls.is_empty() {
+        return Ok(());
+    }
+    {
+        let mut m = o.enc.encode_descriptor(
+            "nvml_call",
+            "time of each NVML call provetop made, per call kind",
+            Some(&Unit::Seconds),
+            MetricType::Histogram,
+        )?;
+        for c in &u.nvml_calls {
+            let buckets: Vec<(f64, u64)> = c
+                .buckets
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| {
+                    (
+                        NVML_CALL_BUCKETS.get(i).copied().unwrap_or(f64::INFINITY),
+                        n,
+                    )
+                })
+                .collect();
+            m.encode_family(&[("call", cut(&c.call))])?
+                .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                    c.sum_ns as f64 / 1e9,
+                    c.count,
+                    &buckets,
+                    None,
+                )?;
+        }
+    }
+    o.gauge(
+        "nvml_backoff",
+        "how many times slower than asked provetop reads NVML now (its calls slowed)",
+        None,
+        u64::from(u.nvml_backoff.unwrap_or(1)),
+    )
 }
 
 /// Each GPU's details: which card it is, its temperature, power, SM clock and PCIe rates. A
