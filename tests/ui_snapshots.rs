@@ -154,6 +154,12 @@ fn with_usage(recs: Vec<Record>, gpus: u32) -> Vec<Record> {
                     throttle: vec![],
                     pcie_rx_bps: Some(1.2e9),
                     pcie_tx_bps: None,
+                    ecc_corrected: Some(0),
+                    ecc_uncorrected: Some(0),
+                    pcie_replays: Some(3),
+                    xid: None,
+                    power_limit_w: Some(700.0),
+                    temp_slowdown_c: Some(87),
                 })
                 .collect(),
             nvml_calls: Vec::new(),

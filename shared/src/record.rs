@@ -354,6 +354,45 @@ pub struct GpuDetail {
     /// PCIe throughput, bytes per second, host to device and back.
     pub pcie_rx_bps: Option<f64>,
     pub pcie_tx_bps: Option<f64>,
+    /// ECC errors since the driver loaded (volatile counters), corrected and not; `None`:
+    /// ECC off, or not given. Absent in sessions of older builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecc_corrected: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecc_uncorrected: Option<u64>,
+    /// PCIe replays since the driver loaded (link errors the link retried).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_replays: Option<u64>,
+    /// The last XID error NVML reported for this GPU during the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xid: Option<u64>,
+    /// The power limit the driver enforces, watts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_limit_w: Option<f64>,
+    /// The temperature at which the GPU slows itself down, °C.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temp_slowdown_c: Option<u32>,
+}
+
+/// Throttle reasons that slow the GPU down (the others, idle and application clocks, are
+/// settings, not trouble).
+pub const SLOWDOWN_REASONS: [&str; 6] = [
+    "sw_power_cap",
+    "hw_slowdown",
+    "sync_boost",
+    "sw_thermal_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+];
+
+impl GpuDetail {
+    /// How many slowdown reasons are active ([`SLOWDOWN_REASONS`]).
+    pub fn slowdowns(&self) -> usize {
+        self.throttle
+            .iter()
+            .filter(|r| SLOWDOWN_REASONS.contains(&r.as_str()))
+            .count()
+    }
 }
 
 /// What the kernel enforces and reports about the watched tree's memory, at the kernel

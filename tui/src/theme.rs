@@ -133,7 +133,10 @@ impl Theme {
             | Metric::PsiMemoryFull
             | Metric::PsiCpuSome
             | Metric::PsiIoSome
-            | Metric::PsiIoFull => Color::Gray,
+            | Metric::PsiIoFull
+            | Metric::GpuThrottled
+            | Metric::GpuEccUncorrected
+            | Metric::GpuPcieReplays => Color::Gray,
             Metric::Swap => Color::LightRed,
         })
     }

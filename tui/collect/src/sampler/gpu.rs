@@ -29,6 +29,7 @@ use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::{Device, Nvml};
 use provetop_shared::record::{GpuDetail, GpuReading};
 
+use super::gpu_health::{self, HealthMarks};
 use super::nvml_cost::{Backoff, CallClock};
 use super::{park_until, GpuState, Shared};
 
@@ -55,6 +56,13 @@ pub struct Gpus<'n> {
     health: Health,
     /// Every NVML call's time.
     pub clock: CallClock,
+    /// Per index: the enforced power limit and the slowdown temperature, read once.
+    limits: Vec<Option<(Option<f64>, Option<u32>)>>,
+    marks: HealthMarks,
+    /// NVML's XID and ECC events (`None`: none taken here); tried once every device's
+    /// handle was got.
+    events: Option<nvml_wrapper::EventSet<'n>>,
+    events_tried: bool,
 }
 
 /// Utilisation reads of one device, summed until a round takes their mean.
@@ -130,6 +138,10 @@ impl<'n> Gpus<'n> {
             util: vec![UtilMean::default(); count as usize],
             health: Health::default(),
             clock: CallClock::default(),
+            limits: vec![None; count as usize],
+            marks: HealthMarks::default(),
+            events: None,
+            events_tried: false,
         })
     }
 
@@ -176,6 +188,7 @@ impl<'n> Gpus<'n> {
             readings: Vec::with_capacity(self.count as usize),
             ..Round::default()
         };
+        self.take_events(&mut r.notes);
         for index in 0..self.count {
             let handle = &mut self.handles[index as usize];
             if handle.is_none() {
@@ -290,7 +303,7 @@ impl<'n> Gpus<'n> {
                 )
                 .map(throttle_names)
                 .unwrap_or_default();
-            r.details.push(GpuDetail {
+            let mut detail = GpuDetail {
                 index,
                 uuid,
                 name,
@@ -302,9 +315,30 @@ impl<'n> Gpus<'n> {
                 // call: 40 ms a device a round, too slow for this thread's schedule.
                 pcie_rx_bps: None,
                 pcie_tx_bps: None,
-            });
+                ..GpuDetail::default()
+            };
+            let limits = &mut self.limits[index as usize];
+            gpu_health::read_fields(dev, clock, limits, &mut detail);
+            r.notes.extend(self.marks.observe(&mut detail));
+            r.details.push(detail);
         }
         r
+    }
+}
+
+impl Gpus<'_> {
+    /// NVML's XID and ECC events since the last round, as marks; the event set is made once
+    /// every device's handle was got.
+    fn take_events(&mut self, notes: &mut Vec<String>) {
+        if !self.events_tried && self.handles.iter().all(Option::is_some) {
+            self.events_tried = true;
+            self.events = gpu_health::event_set(self.nvml, self.handles.iter().flatten());
+        }
+        if let Some(set) = &self.events {
+            for (index, xid, what) in gpu_health::take_events(set, &mut self.clock) {
+                notes.push(self.marks.event(index, xid, &what));
+            }
+        }
     }
 }
 

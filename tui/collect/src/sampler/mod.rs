@@ -50,6 +50,7 @@
 
 mod config;
 mod gpu;
+mod gpu_health;
 mod handle;
 pub mod hoststat;
 mod kernel;

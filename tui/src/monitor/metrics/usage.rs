@@ -106,8 +106,9 @@ fn nvml_costs(o: &mut Out<'_, '_>, u: &Usage) -> fmt::Result {
     )
 }
 
-/// Each GPU's details: which card it is, its temperature, power, SM clock and PCIe rates. A
-/// family no GPU has a reading for is left out whole.
+/// Each GPU's details: which card it is, its temperature, power (and limit), SM clock, PCIe
+/// rates and health (slowdowns, ECC errors, PCIe replays, the last XID). A family no GPU has a
+/// reading for is left out whole.
 fn gpu_gauges(o: &mut Out<'_, '_>, u: &Usage) -> fmt::Result {
     let gpus: Vec<_> = u
         .gpus
@@ -132,16 +133,42 @@ fn gpu_gauges(o: &mut Out<'_, '_>, u: &Usage) -> fmt::Result {
             ])?;
         }
     }
-    let temperature = gpu_series(Metric::GpuTemp, None, Some(u));
-    if !temperature.is_empty() {
-        o.gpu_metric(Metric::GpuTemp, &temperature)?;
+    // The health metrics of the table (alert rules read them too).
+    for m in [
+        Metric::GpuTemp,
+        Metric::GpuThrottled,
+        Metric::GpuEccUncorrected,
+        Metric::GpuPcieReplays,
+    ] {
+        let series = gpu_series(m, None, Some(u));
+        if !series.is_empty() {
+            o.gpu_metric(m, &series)?;
+        }
     }
     let series = |f: fn(&provetop_shared::record::GpuDetail) -> Option<f64>| {
         gpus.iter()
             .filter_map(move |(g, l)| Some(([l[0].as_str(), l[1].as_str()], f(g)?)))
             .collect::<Vec<_>>()
     };
-    let families: [GpuFamily; 4] = [
+    let families: [GpuFamily; 7] = [
+        (
+            "gpu_power_limit",
+            "the power limit the driver enforces on the GPU (NVML)",
+            Some(Unit::Other("watts".into())),
+            |g| g.power_limit_w,
+        ),
+        (
+            "gpu_ecc_corrected_errors",
+            "corrected ECC errors of the GPU since the driver loaded (volatile counter)",
+            None,
+            |g| g.ecc_corrected.map(|v| v as f64),
+        ),
+        (
+            "gpu_last_xid",
+            "the last XID error NVML reported for the GPU during the session",
+            None,
+            |g| g.xid.map(|v| v as f64),
+        ),
         (
             "gpu_power",
             "power the GPU draws (NVML)",
