@@ -38,6 +38,11 @@ fn ranges_program(test: &str) -> Option<PathBuf> {
     built.clone()
 }
 
+/// Whether `t` lies within a millisecond of the call made between `at.0` and `at.1`.
+fn near(t: u64, at: (u64, u64)) -> bool {
+    t + 1_000_000 >= at.0 && t <= at.1 + 1_000_000
+}
+
 /// The nvtx records of a session: (time, event, origin).
 fn nvtx_records(l: &Loaded) -> Vec<(u64, &Event, &NvtxOrigin)> {
     l.records
@@ -53,16 +58,17 @@ fn nvtx_records(l: &Loaded) -> Vec<(u64, &Event, &NvtxOrigin)> {
         .collect()
 }
 
-/// The child's own `at NS WHAT NAME TID` lines.
-fn child_log(l: &Loaded) -> Vec<(u64, String, String, u32)> {
+/// The child's own `at NS0 NS1 WHAT NAME TID` lines: its clock just before and just after
+/// the NVTX call.
+fn child_log(l: &Loaded) -> Vec<((u64, u64), String, String, u32)> {
     l.records
         .iter()
         .filter_map(|r| match &r.body {
             RecordBody::Output(o) => {
                 let f: Vec<&str> = o.text.split(' ').collect();
                 match f.as_slice() {
-                    ["at", ns, what, name, tid] => Some((
-                        ns.parse().ok()?,
+                    ["at", ns0, ns1, what, name, tid] => Some((
+                        (ns0.parse().ok()?, ns1.parse().ok()?),
                         what.to_string(),
                         name.to_string(),
                         tid.parse().ok()?,
@@ -108,10 +114,10 @@ fn a_c_programs_ranges_are_phases_with_their_names_nesting_threads_and_times() {
             "mark" => continue,
             _ => want_start,
         };
-        let hit = recs.iter().find(|(t, e, o)| {
-            o.name == *name && is_start(e) == kind && t.abs_diff(*at) < 1_000_000
-        });
-        let (_, _, o) = hit.unwrap_or_else(|| panic!("no {what} of {name} near {at}: {recs:#?}"));
+        let hit = recs
+            .iter()
+            .find(|(t, e, o)| o.name == *name && is_start(e) == kind && near(*t, *at));
+        let (_, _, o) = hit.unwrap_or_else(|| panic!("no {what} of {name} near {at:?}: {recs:#?}"));
         if what != "end" {
             assert_eq!(o.thread, *tid, "{name}");
         }
@@ -215,25 +221,22 @@ fn python_nvtx(test: &str) -> Option<String> {
 }
 
 const PYTHON: &str = r#"
-import nvtx, os, threading, time
-def say(what, name):
-    print("at %d %s %s %d" % (time.monotonic_ns(), what, name, threading.get_native_id()), flush=True)
-say("push", "load")
-with nvtx.annotate("load", domain="py"):
+import nvtx, threading, time
+def call(what, name, fn, *args, **kw):
+    t0 = time.monotonic_ns(); fn(*args, **kw); t1 = time.monotonic_ns()
+    print("at %d %d %s %s %d" % (t0, t1, what, name, threading.get_native_id()), flush=True)
+call("push", "load", nvtx.push_range, "load", domain="py")
+time.sleep(0.02)
+call("push", "decode", nvtx.push_range, "decode")
+time.sleep(0.02)
+call("pop", "decode", nvtx.pop_range)
+nvtx.mark("checkpoint")
+def work():
+    call("push", "thread-work", nvtx.push_range, "thread-work")
     time.sleep(0.02)
-    say("push", "decode")
-    nvtx.push_range("decode")
-    time.sleep(0.02)
-    nvtx.pop_range()
-    say("pop", "decode")
-    nvtx.mark("checkpoint")
-    def work():
-        say("push", "thread-work")
-        with nvtx.annotate("thread-work"):
-            time.sleep(0.02)
-        say("pop", "thread-work")
-    t = threading.Thread(target=work); t.start(); t.join()
-say("pop", "load")
+    call("pop", "thread-work", nvtx.pop_range)
+t = threading.Thread(target=work); t.start(); t.join()
+call("pop", "load", nvtx.pop_range, domain="py")
 "#;
 
 #[test]
@@ -260,10 +263,10 @@ fn a_python_programs_nvtx_package_ranges_are_phases() {
     let log = child_log(&l);
     assert_eq!(log.len(), 6, "{log:?}");
     for (at, what, name, tid) in &log {
-        let hit = recs.iter().find(|(t, e, o)| {
-            o.name == *name && is_start(e) == (what == "push") && t.abs_diff(*at) < 1_000_000
-        });
-        let (_, _, o) = hit.unwrap_or_else(|| panic!("no {what} of {name} near {at}: {recs:#?}"));
+        let hit = recs
+            .iter()
+            .find(|(t, e, o)| o.name == *name && is_start(e) == (what == "push") && near(*t, *at));
+        let (_, _, o) = hit.unwrap_or_else(|| panic!("no {what} of {name} near {at:?}: {recs:#?}"));
         assert_eq!(o.thread, *tid, "{name}");
     }
     let load = recs.iter().find(|(_, _, o)| o.name == "load").unwrap().2;
@@ -444,9 +447,9 @@ fn a_missing_or_foreign_injection_library_leaves_the_child_running_and_says_why(
     h.extend_from_slice(&other.to_le_bytes());
     h.resize(4096, 0);
     std::fs::write(foreign.join("libprovetop_nvtx.so"), &h).unwrap();
-    for (bin, says) in [
-        (&alone, "is not next to provetop"),
-        (&foreign, "is built for"),
+    for (bin, says, warning) in [
+        (&alone, "is not next to provetop", false),
+        (&foreign, "is built for", true),
     ] {
         let s = dir.path().join("x.ptop");
         let _ = std::fs::remove_file(&s);
@@ -462,13 +465,21 @@ fn a_missing_or_foreign_injection_library_leaves_the_child_running_and_says_why(
         let l = session(&s);
         assert!(nvtx_records(&l).is_empty());
         assert_eq!(child_log(&l).len(), 11, "the child ran whole");
-        let warnings = record_warnings(&l.records);
-        assert!(
-            warnings
-                .iter()
-                .any(|w| w.contains("no NVTX phases") && w.contains(says)),
-            "{says}: {warnings:?}"
-        );
+        // A library that is not there is a note (a build without it); one that cannot load
+        // is a warning.
+        let said: Vec<(bool, &str)> = l
+            .records
+            .iter()
+            .filter_map(|r| match &r.body {
+                RecordBody::Mark(Mark::Warning { text }) => Some((true, text.as_str())),
+                RecordBody::Mark(Mark::Note { text }) => Some((false, text.as_str())),
+                _ => None,
+            })
+            .filter(|(_, t)| t.contains("no NVTX phases"))
+            .collect();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].1.contains(says), "{says}: {said:?}");
+        assert_eq!(said[0].0, warning, "{said:?}");
     }
     let _ = std::fs::remove_dir_all(alone);
     let _ = std::fs::remove_dir_all(foreign);

@@ -1,6 +1,6 @@
 /* A program marked with NVTX v3 (the header-only C API), for tests/nvtx.rs. It prints what it
- * did on its own CLOCK_MONOTONIC: `at NS WHAT NAME TID` lines the test compares provetop's
- * phases with.
+ * did on its own CLOCK_MONOTONIC: `at NS0 NS1 WHAT NAME TID` lines (the clock just before and
+ * just after the NVTX call) the test compares provetop's phases with.
  *
  *   ranges basic        push/pop nesting on two threads, a named thread, a start/end range
  *                       ended on another thread, a domain with a registered string and a
@@ -29,8 +29,13 @@ static unsigned long long now(void) {
 
 static unsigned tid(void) { return (unsigned)syscall(SYS_gettid); }
 
-static void say(const char *what, const char *name) {
-  printf("at %llu %s %s %u\n", now(), what, name, tid());
+static unsigned long long t0;
+
+/* The clock before a call; `said` prints it with the clock after. */
+static void before(void) { t0 = now(); }
+static void said(const char *what, const char *name) {
+  unsigned long long t1 = now();
+  printf("at %llu %llu %s %s %u\n", t0, t1, what, name, tid());
   fflush(stdout);
 }
 
@@ -44,34 +49,42 @@ static nvtxRangeId_t crossing;
 static void *worker(void *arg) {
   (void)arg;
   nvtxNameOsThreadA(tid(), "worker");
-  say("push", "work");
+  before();
   nvtxRangePushA("work");
+  said("push", "work");
   nap(30);
+  before();
   nvtxMarkA("checkpoint");
-  say("mark", "checkpoint");
+  said("mark", "checkpoint");
+  before();
   nvtxRangeEnd(crossing);
-  say("end", "crossing");
+  said("end", "crossing");
   nap(10);
+  before();
   nvtxRangePop();
-  say("pop", "work");
+  said("pop", "work");
   return 0;
 }
 
 static int basic(void) {
   nvtxNameOsThreadA(tid(), "main");
-  say("push", "outer");
+  before();
   nvtxRangePushA("outer");
+  said("push", "outer");
   nap(20);
+  before();
   crossing = nvtxRangeStartA("crossing");
-  say("start", "crossing");
-  say("push", "inner");
+  said("start", "crossing");
+  before();
   nvtxRangePushA("inner");
+  said("push", "inner");
   nap(20);
   pthread_t th;
   pthread_create(&th, 0, worker, 0);
   pthread_join(th, 0);
+  before();
   nvtxRangePop();
-  say("pop", "inner");
+  said("pop", "inner");
 
   nvtxDomainHandle_t d = nvtxDomainCreateA("prover");
   nvtxDomainNameCategoryA(d, 7, "io");
@@ -83,15 +96,18 @@ static int basic(void) {
   a.category = 7;
   a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
   a.message.registered = s;
-  say("push", "witgen");
+  before();
   nvtxDomainRangePushEx(d, &a);
+  said("push", "witgen");
   nap(20);
   nvtxDomainMarkEx(d, &a);
+  before();
   nvtxDomainRangePop(d);
-  say("pop", "witgen");
+  said("pop", "witgen");
   nap(20);
+  before();
   nvtxRangePop();
-  say("pop", "outer");
+  said("pop", "outer");
   /* Unbalanced: nothing is open. */
   if (nvtxRangePop() >= 0) {
     fprintf(stderr, "an unbalanced pop returned a level\n");
@@ -150,8 +166,9 @@ int main(int argc, char **argv) {
   if (!strcmp(what, "none")) return flood(n, w, 0);
   if (!strcmp(what, "strings")) return strings(n);
   if (!strcmp(what, "crash")) {
-    say("push", "doomed");
+    before();
     nvtxRangePushA("doomed");
+    said("push", "doomed");
     nap(50);
     abort();
   }

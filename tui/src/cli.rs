@@ -255,7 +255,9 @@ pub enum RestartPolicy {
 /// it (NVTX loads its injection library at the program's first NVTX call, from the
 /// environment it started with); `provetop run` the program for NVTX phases.
 #[derive(Debug, Clone, Args)]
-#[command(after_help = "NVTX phases need `provetop run`: a running process cannot be given the injection library.")]
+#[command(
+    after_help = "NVTX phases need `provetop run`: a running process cannot be given the injection library."
+)]
 pub struct WatchArgs {
     /// Process to watch (with its descendants): `provetop watch 1234` or `--pid 1234`.
     #[arg(value_name = "PID", required_unless_present_any = ["pid_flag", "cgroup", "unit"],

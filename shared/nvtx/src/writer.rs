@@ -116,10 +116,20 @@ fn block_signals() {
 }
 
 extern "C" fn flush_at_exit() {
-    // The exit may come from a signal handler's thread while the writer holds the lock:
-    // never wait for it.
-    let Ok(mut guard) = state().try_lock() else {
-        return;
+    // The writer holds the lock for a pass (microseconds) or while a full pipe keeps it
+    // waiting: wait for it a bounded time, never for ever (the process is exiting).
+    let deadline = std::time::Instant::now() + EXIT_WAIT;
+    let mut guard = loop {
+        match state().try_lock() {
+            Ok(g) => break g,
+            Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                if std::time::Instant::now() >= deadline {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
     };
     if let Some(s) = guard.as_mut() {
         pass(s, Some(EXIT_WAIT), true);

@@ -37,19 +37,20 @@ pub struct Launched {
     /// Read end of the NVTX pipe, when the injection library was handed to the child.
     pub nvtx: Option<OwnedFd>,
     /// Why the child has no NVTX injection, to be said in the session (`None`: it has one,
-    /// or it was not asked for).
-    pub nvtx_off: Option<String>,
+    /// or it was not asked for), and whether it is a warning (a library that cannot load, a
+    /// pipe that failed) rather than a note (none installed, another tool's injection).
+    pub nvtx_off: Option<(bool, String)>,
 }
 
 /// The NVTX pipe (read end, write end placed at fd 10 or above, so that putting the events
 /// pipe at fd 3 cannot clobber it) and the child's variables, or why there is none.
 type NvtxPipe = (OwnedFd, OwnedFd, Vec<(String, String)>);
 
-fn nvtx_pipe(spec: &ChildSpec) -> Result<Option<NvtxPipe>, String> {
+fn nvtx_pipe(spec: &ChildSpec) -> Result<Option<NvtxPipe>, (bool, String)> {
     use crate::nvtx::{library_problem, Injection, FD, FD_VAR, INJECTION_VAR};
     let path = match &spec.nvtx {
         Injection::Off { why: None } => return Ok(None),
-        Injection::Off { why: Some(w) } => return Err(w.clone()),
+        Injection::Off { why: Some(w) } => return Err((false, w.clone())),
         Injection::Library { path, .. } => path,
     };
     let own = spec
@@ -59,17 +60,18 @@ fn nvtx_pipe(spec: &ChildSpec) -> Result<Option<NvtxPipe>, String> {
         .map(|(_, v)| v.clone())
         .or_else(|| std::env::var(INJECTION_VAR).ok());
     if let Some(v) = own {
-        return Err(format!(
-            "{INJECTION_VAR} is already set ({v}): provetop leaves it to that tool"
+        return Err((
+            false,
+            format!("{INJECTION_VAR} is already set ({v}): provetop leaves it to that tool"),
         ));
     }
     if let Some(why) = library_problem(path) {
-        return Err(why);
+        return Err((true, why));
     }
     let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|e| format!("cannot create the NVTX pipe: {e}"))?;
+        .map_err(|e| (true, format!("cannot create the NVTX pipe: {e}")))?;
     let high = fcntl(w.as_raw_fd(), FcntlArg::F_DUPFD_CLOEXEC(10))
-        .map_err(|e| format!("cannot place the NVTX pipe: {e}"))?;
+        .map_err(|e| (true, format!("cannot place the NVTX pipe: {e}")))?;
     // SAFETY: F_DUPFD_CLOEXEC returned a new descriptor that nothing else owns.
     let high = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(high) };
     drop(w);

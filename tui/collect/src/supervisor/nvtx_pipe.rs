@@ -18,23 +18,26 @@ use crate::nvtx::{PhaseMap, Tracker};
 /// Longest line read (a range's name is at most 4 KiB in the library).
 const MAX_LINE: usize = 64 << 10;
 
-/// Read the run's NVTX pipe, or say in the session why there is none.
+/// Read the run's NVTX pipe, or say in the session why there is none (a warning where the
+/// library cannot be used, a note where none is installed or another tool injects).
 pub(super) fn start(
     inner: &Arc<Inner>,
     pid: u32,
     fd: Option<std::os::fd::OwnedFd>,
-    off: Option<String>,
+    off: Option<(bool, String)>,
     injection: &crate::nvtx::Injection,
     t_start: u64,
 ) -> Option<tokio::sync::oneshot::Receiver<()>> {
-    let warn = |text: String| {
-        inner.forward(Record::new(
-            mono_ns(),
-            RecordBody::Mark(Mark::Warning { text }),
-        ));
+    let say = |warning: bool, text: String| {
+        let mark = if warning {
+            Mark::Warning { text }
+        } else {
+            Mark::Note { text }
+        };
+        inner.forward(Record::new(mono_ns(), RecordBody::Mark(mark)));
     };
-    if let Some(why) = off {
-        warn(format!("no NVTX phases for child {pid}: {why}"));
+    if let Some((warning, why)) = off {
+        say(warning, format!("no NVTX phases for child {pid}: {why}"));
     }
     let map = match injection {
         crate::nvtx::Injection::Library { phases, .. } => phases.clone(),
@@ -43,9 +46,10 @@ pub(super) fn start(
     match spawn(inner.clone(), fd?, map, t_start) {
         Ok(done) => Some(done),
         Err(e) => {
-            warn(format!(
-                "no NVTX phases for child {pid}: cannot read its NVTX pipe: {e}"
-            ));
+            say(
+                true,
+                format!("no NVTX phases for child {pid}: cannot read its NVTX pipe: {e}"),
+            );
             None
         }
     }
