@@ -13,6 +13,8 @@
 # session kept; nvml-observer.py reads the prover's own `prove` phase durations from them
 # (`provetop export --format jsonl`) and the NVML call histograms provetop recorded, and
 # prints the table (mean, sd, runs, change against off) into OUT_DIR/observer.txt.
+# BACKENDS (default "cuda supraseal") picks the builds, e.g. one per call where a call's time
+# is bounded; the table is over every session in OUT_DIR/sessions, so calls add up.
 set -uo pipefail
 bin=$(cd "${1:?BIN_DIR}" && pwd)
 out=${2:?OUT_DIR}
@@ -33,11 +35,12 @@ run() { # BACKEND RATE NAME
     --partitions "$parts" --constraints $((1 << k)) --srs-cache "$srs" > "$out/sessions/$3.log" 2>&1
   "$bin/provetop" export "$out/sessions/$3.ptop" --format jsonl -o "$out/sessions/$3.jsonl"
 }
-for b in cuda supraseal; do run "$b" 2 "warmup-$b"; done
+backends=${BACKENDS:-cuda supraseal}
+for b in $backends; do run "$b" 2 "warmup-$b"; done
 for r in $(seq 1 "$rounds"); do
   for i in 0 1 2; do
     rate=${rates[$(( (r + i) % 3 ))]}
-    for b in cuda supraseal; do run "$b" "$rate" "$b-hz$rate-r$r"; done
+    for b in $backends; do run "$b" "$rate" "$b-hz$rate-r$r"; done
   done
 done
 python3 "$(dirname "$0")/nvml-observer.py" "$out/sessions" | tee "$out/observer.txt"
