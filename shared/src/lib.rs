@@ -22,9 +22,12 @@ pub mod clock;
 pub mod forecast;
 pub mod limit;
 pub mod metric;
+pub mod nvml_calls;
+pub mod nvtx_origin;
 pub mod protocol;
 pub mod record;
 pub mod session;
+pub mod slowdown;
 pub mod units;
 
 pub use protocol::{

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::nvml_calls::{NvmlCalls, NVML_CALL_BUCKETS};
+pub use crate::nvtx_origin::NvtxOrigin;
 use crate::protocol::{Control, Event};
 
 /// One timestamped fact.
@@ -101,31 +103,6 @@ pub struct Derived {
     /// injection library, not from log lines). Absent in older sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvtx: Option<NvtxOrigin>,
-}
-
-/// The program's own account of an NVTX range or marker: its name as given, the thread and
-/// the domain, the category where it named one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NvtxOrigin {
-    /// The name as the program gave it (the phase may be a protocol phase it maps to).
-    pub name: String,
-    /// The process that called NVTX (the child or one of its descendants).
-    pub pid: u32,
-    /// The kernel's id of the calling thread (for a start/end range, the thread that started
-    /// it).
-    pub thread: u32,
-    /// The thread's name, where the program named it (`nvtxNameOsThread`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thread_name: Option<String>,
-    /// The domain's name (`None`: NVTX's default domain).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub domain: Option<String>,
-    /// The category's name, or its number where the program named none (`None`: 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub category: Option<String>,
-    /// Nesting level (push/pop ranges; `None` for start/end ranges and markers).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub depth: Option<u32>,
 }
 
 /// Memory of the watched process tree at one instant. Bytes throughout.
@@ -254,56 +231,6 @@ pub struct Usage {
     pub nvml_backoff: Option<u32>,
 }
 
-/// Upper bounds of the NVML call-time histograms, seconds (10 µs to half a second; `+Inf`
-/// after).
-pub const NVML_CALL_BUCKETS: [f64; 12] = [
-    1e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 1e-1, 0.5,
-];
-
-/// One kind of NVML call provetop makes, timed: how many, how long in all, the longest, and
-/// a histogram over [`NVML_CALL_BUCKETS`].
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct NvmlCalls {
-    /// The call, by NVML's name less its `nvmlDevice` prefix (`GetMemoryInfo`, …).
-    pub call: String,
-    pub count: u64,
-    /// Nanoseconds in all.
-    pub sum_ns: u64,
-    /// The longest, nanoseconds.
-    pub max_ns: u64,
-    /// Calls per bucket of [`NVML_CALL_BUCKETS`], not cumulative, `+Inf` last.
-    pub buckets: Vec<u64>,
-}
-
-impl NvmlCalls {
-    /// An empty record of `call`.
-    pub fn new(call: &str) -> NvmlCalls {
-        NvmlCalls {
-            call: call.to_string(),
-            buckets: vec![0; NVML_CALL_BUCKETS.len() + 1],
-            ..NvmlCalls::default()
-        }
-    }
-
-    /// Count one call that took `ns`.
-    pub fn observe(&mut self, ns: u64) {
-        let secs = ns as f64 / 1e9;
-        let i = NVML_CALL_BUCKETS.partition_point(|b| *b < secs);
-        if self.buckets.len() != NVML_CALL_BUCKETS.len() + 1 {
-            self.buckets = vec![0; NVML_CALL_BUCKETS.len() + 1];
-        }
-        self.buckets[i] += 1;
-        self.count += 1;
-        self.sum_ns = self.sum_ns.saturating_add(ns);
-        self.max_ns = self.max_ns.max(ns);
-    }
-
-    /// The mean, nanoseconds (`None` before any call).
-    pub fn mean_ns(&self) -> Option<u64> {
-        (self.count > 0).then(|| self.sum_ns / self.count)
-    }
-}
-
 /// One process of the tree in a [`Usage`] reading.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcUsage {
@@ -372,27 +299,6 @@ pub struct GpuDetail {
     /// The temperature at which the GPU slows itself down, °C.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temp_slowdown_c: Option<u32>,
-}
-
-/// Throttle reasons that slow the GPU down (the others, idle and application clocks, are
-/// settings, not trouble).
-pub const SLOWDOWN_REASONS: [&str; 6] = [
-    "sw_power_cap",
-    "hw_slowdown",
-    "sync_boost",
-    "sw_thermal_slowdown",
-    "hw_thermal_slowdown",
-    "hw_power_brake_slowdown",
-];
-
-impl GpuDetail {
-    /// How many slowdown reasons are active ([`SLOWDOWN_REASONS`]).
-    pub fn slowdowns(&self) -> usize {
-        self.throttle
-            .iter()
-            .filter(|r| SLOWDOWN_REASONS.contains(&r.as_str()))
-            .count()
-    }
 }
 
 /// What the kernel enforces and reports about the watched tree's memory, at the kernel

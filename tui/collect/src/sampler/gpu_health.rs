@@ -14,7 +14,8 @@ use nvml_wrapper::bitmasks::event::EventTypes;
 use nvml_wrapper::enum_wrappers::device::{EccCounter, MemoryError, TemperatureThreshold};
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{Device, EventSet, Nvml};
-use provetop_shared::record::{GpuDetail, SLOWDOWN_REASONS};
+use provetop_shared::record::GpuDetail;
+use provetop_shared::slowdown::SLOWDOWN_REASONS;
 
 use super::nvml_cost::CallClock;
 
