@@ -649,8 +649,12 @@ fn full_scrape(format: Format) -> String {
                 power_limit_w: Some(700.0),
                 temp_slowdown_c: Some(87),
             }],
-            nvml_calls: Vec::new(),
-            nvml_backoff: None,
+            nvml_calls: vec![{
+                let mut c = provetop_shared::NvmlCalls::new("GetMemoryInfo");
+                c.observe(42_000);
+                c
+            }],
+            nvml_backoff: Some(2),
         }),
     );
     push(15 * s + 2, RecordBody::Kernel(Box::new(full_kernel())));
