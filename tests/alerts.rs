@@ -123,6 +123,8 @@ fn pinned_counts_what_the_prover_reports() {
             pinned_bytes: 3 * GIB,
             gpu_bytes: 0,
             srs_bytes: 0,
+            gpu_live_bytes: None,
+            gpu_reserved_bytes: None,
         }),
     );
     assert!(e.observe(&report).is_empty());

@@ -130,6 +130,7 @@ fn live_keys_reach_the_view_and_the_driver_and_q_stops_the_child() {
         record: None,
         metrics: None,
         log_rules: Vec::new(),
+        nvtx_phases: Default::default(),
     };
     let target = Target::Command(ChildSpec {
         argv: vec!["sleep".into(), "30".into()],
@@ -138,6 +139,7 @@ fn live_keys_reach_the_view_and_the_driver_and_q_stops_the_child() {
         restart: Restart::Never,
         grace: Duration::from_secs(2),
         log_rules: Vec::new(),
+        nvtx: Default::default(),
     });
     let rt = runtime();
     let mut term = Terminal::new(Frames {

@@ -300,6 +300,8 @@ fn usage_session(dir: &Path) -> std::path::PathBuf {
                             ..GpuDetail::default()
                         },
                     ],
+                    nvml_calls: Vec::new(),
+                    nvml_backoff: None,
                 }),
             ));
         }

@@ -491,6 +491,7 @@ fn phases_read_from_a_childs_logs_before_its_hello_give_way_to_its_protocol() {
             RecordBody::Derived(Derived {
                 grammar: "ark".into(),
                 event,
+                nvtx: None,
             }),
         )
     };

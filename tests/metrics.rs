@@ -641,7 +641,19 @@ fn full_scrape(format: Format) -> String {
                 throttle: vec![],
                 pcie_rx_bps: Some(1e9),
                 pcie_tx_bps: Some(1e8),
+                ecc_corrected: Some(2),
+                ecc_uncorrected: Some(0),
+                pcie_replays: Some(17),
+                xid: Some(79),
+                power_limit_w: Some(700.0),
+                temp_slowdown_c: Some(87),
             }],
+            nvml_calls: vec![{
+                let mut c = provetop_shared::NvmlCalls::new("GetMemoryInfo");
+                c.observe(42_000);
+                c
+            }],
+            nvml_backoff: Some(2),
         }),
     );
     push(15 * s + 2, RecordBody::Kernel(Box::new(full_kernel())));

@@ -14,6 +14,7 @@ mod hooks;
 mod hostile_child;
 mod log_phases;
 mod loglines;
+mod nvtx;
 mod process_tree;
 mod signals;
 mod watch_peak;

@@ -154,8 +154,16 @@ fn with_usage(recs: Vec<Record>, gpus: u32) -> Vec<Record> {
                     throttle: vec![],
                     pcie_rx_bps: Some(1.2e9),
                     pcie_tx_bps: None,
+                    ecc_corrected: Some(0),
+                    ecc_uncorrected: Some(0),
+                    pcie_replays: Some(3),
+                    xid: None,
+                    power_limit_w: Some(700.0),
+                    temp_slowdown_c: Some(87),
                 })
                 .collect(),
+            nvml_calls: Vec::new(),
+            nvml_backoff: None,
         };
         out.push(Record::new(t, RecordBody::Usage(usage)));
     }
@@ -1284,4 +1292,30 @@ fn the_header_shows_cores_busy_and_gpu_utilisation_now() {
     assert!(line2.contains("│ gpu - │"), "{line2}");
     let title = text.lines().find(|l| l.starts_with("─ usage ─")).unwrap();
     assert!(title.contains("gpu0 - - │ gpu1 - -"), "{title}");
+}
+
+#[test]
+fn a_provers_gpu_pool_report_draws_live_under_nvmls_figure() {
+    let mut app = live_usage_app(1);
+    let before = screen_text(&app, 200, 60);
+    assert!(!before.contains("gpu live"), "{before}");
+    feed(
+        &mut app,
+        RecordBody::Event(Event::MemoryReport {
+            pinned_bytes: 0,
+            gpu_bytes: 28 << 30,
+            srs_bytes: 0,
+            gpu_live_bytes: Some(6 << 30),
+            gpu_reserved_bytes: Some(28 << 30),
+        }),
+    );
+    let s = screen_text(&app, 200, 60);
+    assert!(
+        s.contains("gpu live 6.00G"),
+        "the line under NVML's figure: {s}"
+    );
+    assert!(
+        s.contains("(live 6.00G of 28.0G)"),
+        "beside NVML's figure in the legend: {s}"
+    );
 }

@@ -22,9 +22,12 @@ pub mod clock;
 pub mod forecast;
 pub mod limit;
 pub mod metric;
+pub mod nvml_calls;
+pub mod nvtx_origin;
 pub mod protocol;
 pub mod record;
 pub mod session;
+pub mod slowdown;
 pub mod units;
 
 pub use protocol::{
@@ -33,6 +36,6 @@ pub use protocol::{
 };
 pub use record::{
     Alert, AlertLevel, AlertState, Binding, CgroupReading, Derived, GpuDetail, Kernel, Mark,
-    MemEvents, MemStat, OutputLine, OutputSource, ProcUsage, Psi, PsiLine, PsiResource, Record,
-    RecordBody, Sample, Usage,
+    MemEvents, MemStat, NvmlCalls, NvtxOrigin, OutputLine, OutputSource, ProcUsage, Psi, PsiLine,
+    PsiResource, Record, RecordBody, Sample, Usage,
 };

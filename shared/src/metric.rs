@@ -89,6 +89,13 @@ pub enum Metric {
     PsiIoSome,
     /// I/O pressure, `full` line's avg10, percent.
     PsiIoFull,
+    /// Clock slowdown reasons active on a GPU (power cap, thermal, hardware; usage record; per
+    /// GPU).
+    GpuThrottled,
+    /// Uncorrected ECC errors of a GPU since the driver loaded (usage record; per GPU).
+    GpuEccUncorrected,
+    /// PCIe replays of a GPU since the driver loaded (usage record; per GPU).
+    GpuPcieReplays,
 }
 
 /// How many metrics the chart's series keeps (the first variants of [`Metric`]).

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::nvml_calls::{NvmlCalls, NVML_CALL_BUCKETS};
+pub use crate::nvtx_origin::NvtxOrigin;
 use crate::protocol::{Control, Event};
 
 /// One timestamped fact.
@@ -97,6 +99,10 @@ pub struct Derived {
     pub grammar: String,
     /// The event, as if the prover had sent it.
     pub event: Event,
+    /// Where an NVTX range or marker came from (grammar `nvtx`, read through provetop's
+    /// injection library, not from log lines). Absent in older sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvtx: Option<NvtxOrigin>,
 }
 
 /// Memory of the watched process tree at one instant. Bytes throughout.
@@ -215,6 +221,14 @@ pub struct Usage {
     /// Each GPU's details (NVML), by index.
     #[serde(default)]
     pub gpus: Vec<GpuDetail>,
+    /// What provetop's own NVML calls cost so far, per call kind (cumulative over the
+    /// session). Empty without NVML, and in sessions of older builds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nvml_calls: Vec<NvmlCalls>,
+    /// How many times slower than asked provetop reads NVML now, because its calls slowed
+    /// (the driver's lock contended); `None`: at the asked rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvml_backoff: Option<u32>,
 }
 
 /// One process of the tree in a [`Usage`] reading.
@@ -267,6 +281,24 @@ pub struct GpuDetail {
     /// PCIe throughput, bytes per second, host to device and back.
     pub pcie_rx_bps: Option<f64>,
     pub pcie_tx_bps: Option<f64>,
+    /// ECC errors since the driver loaded (volatile counters), corrected and not; `None`:
+    /// ECC off, or not given. Absent in sessions of older builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecc_corrected: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecc_uncorrected: Option<u64>,
+    /// PCIe replays since the driver loaded (link errors the link retried).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_replays: Option<u64>,
+    /// The last XID error NVML reported for this GPU during the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xid: Option<u64>,
+    /// The power limit the driver enforces, watts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_limit_w: Option<f64>,
+    /// The temperature at which the GPU slows itself down, °C.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temp_slowdown_c: Option<u32>,
 }
 
 /// What the kernel enforces and reports about the watched tree's memory, at the kernel
@@ -649,6 +681,28 @@ mod tests {
                         phase: crate::protocol::Phase::Prove,
                         partition: None,
                     },
+                    nvtx: None,
+                }),
+            ),
+            Record::new(
+                8,
+                RecordBody::Derived(Derived {
+                    grammar: "nvtx".into(),
+                    event: Event::PhaseEnded {
+                        proof_id: 1 << 40,
+                        phase: crate::protocol::Phase::Other("witgen".into()),
+                        partition: None,
+                        duration_s: 0.5,
+                    },
+                    nvtx: Some(NvtxOrigin {
+                        name: "witgen".into(),
+                        pid: 42,
+                        thread: 43,
+                        thread_name: Some("main".into()),
+                        domain: Some("risc0".into()),
+                        category: None,
+                        depth: Some(2),
+                    }),
                 }),
             ),
         ];

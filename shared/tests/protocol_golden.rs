@@ -174,9 +174,24 @@ fn events() -> Vec<(EventMsg, &'static str)> {
                     pinned_bytes: 5,
                     gpu_bytes: 6,
                     srs_bytes: 7,
+                    gpu_live_bytes: None,
+                    gpu_reserved_bytes: None,
                 },
             ),
             r#"{"ts":12,"type":"memory_report","pinned_bytes":5,"gpu_bytes":6,"srs_bytes":7}"#,
+        ),
+        (
+            e(
+                12,
+                Event::MemoryReport {
+                    pinned_bytes: 5,
+                    gpu_bytes: 8,
+                    srs_bytes: 7,
+                    gpu_live_bytes: Some(3),
+                    gpu_reserved_bytes: Some(8),
+                },
+            ),
+            r#"{"ts":12,"type":"memory_report","pinned_bytes":5,"gpu_bytes":8,"srs_bytes":7,"gpu_live_bytes":3,"gpu_reserved_bytes":8}"#,
         ),
         (
             e(

@@ -53,6 +53,7 @@ fn main() -> anyhow::Result<()> {
         record: Some(PathBuf::from(record)),
         metrics: None,
         log_rules: Vec::new(),
+        nvtx_phases: Default::default(),
     };
     let target = Target::Command(ChildSpec {
         argv: argv.to_vec(),
@@ -61,6 +62,7 @@ fn main() -> anyhow::Result<()> {
         restart: Restart::Never,
         grace: Duration::from_secs(2),
         log_rules: Vec::new(),
+        nvtx: Default::default(),
     });
     let at = Instant::now() + Duration::from_millis(ms.parse()?);
     monitor::runtime()?.block_on(async {

@@ -167,7 +167,7 @@ pub fn main_run(args: &RunArgs) -> anyhow::Result<i32> {
         Some(p) => Some(crate::baseline::Baseline::open(p, s.thresholds)?),
         None => None,
     };
-    let target = Target::run(args, s.record.as_deref(), &s.log_rules)?;
+    let target = Target::run(args, s.record.as_deref(), &s.log_rules, &s.nvtx_phases)?;
     if args.monitor.headless {
         return crate::headless::main(s, target);
     }

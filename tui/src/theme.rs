@@ -343,7 +343,10 @@ impl Theme {
             | Metric::PsiMemoryFull
             | Metric::PsiCpuSome
             | Metric::PsiIoSome
-            | Metric::PsiIoFull => c.other,
+            | Metric::PsiIoFull
+            | Metric::GpuThrottled
+            | Metric::GpuEccUncorrected
+            | Metric::GpuPcieReplays => c.other,
             Metric::Swap => c.swap,
         })
     }

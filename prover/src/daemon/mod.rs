@@ -187,6 +187,8 @@ fn emit_memory(emitter: &Emitter, b: &Backend) {
         pinned_bytes: b.pinned_bytes(),
         gpu_bytes: b.gpu_bytes(),
         srs_bytes: b.srs_bytes(),
+        gpu_live_bytes: None,
+        gpu_reserved_bytes: None,
     });
 }
 

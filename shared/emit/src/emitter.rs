@@ -231,6 +231,28 @@ impl Emitter {
             pinned_bytes,
             gpu_bytes,
             srs_bytes,
+            gpu_live_bytes: None,
+            gpu_reserved_bytes: None,
+        });
+    }
+
+    /// `memory_report` of a prover that keeps a GPU memory pool (a caching allocator, fixed
+    /// arenas): besides what [`Emitter::memory_report`] carries, the bytes in live use in
+    /// the pool now and the pool's size (reserved from the driver, what NVML shows). provetop
+    /// draws the live figure under NVML's.
+    pub fn memory_report_pool(
+        &self,
+        pinned_bytes: u64,
+        srs_bytes: u64,
+        gpu_live_bytes: u64,
+        gpu_reserved_bytes: u64,
+    ) {
+        self.emit(Event::MemoryReport {
+            pinned_bytes,
+            gpu_bytes: gpu_reserved_bytes,
+            srs_bytes,
+            gpu_live_bytes: Some(gpu_live_bytes),
+            gpu_reserved_bytes: Some(gpu_reserved_bytes),
         });
     }
 
@@ -261,6 +283,31 @@ mod tests {
         assert_eq!(got.len(), 5);
         assert!(got.windows(2).all(|w| w[0].ts <= w[1].ts));
         assert!(Emitter::to_fd(987_654).is_err());
+    }
+
+    #[test]
+    fn a_pool_report_carries_live_and_reserved_and_gpu_bytes_is_the_pool() {
+        let e = Emitter::memory();
+        e.memory_report_pool(1, 2, 3 << 30, 28 << 30);
+        let got = e.taken();
+        assert_eq!(
+            got[0].event,
+            Event::MemoryReport {
+                pinned_bytes: 1,
+                gpu_bytes: 28 << 30,
+                srs_bytes: 2,
+                gpu_live_bytes: Some(3 << 30),
+                gpu_reserved_bytes: Some(28 << 30),
+            }
+        );
+        let line = got[0].to_line();
+        assert!(
+            line.contains(r#""gpu_live_bytes":3221225472,"gpu_reserved_bytes":30064771072"#),
+            "{line}"
+        );
+        // The plain report says nothing of a pool.
+        e.memory_report(1, 2, 3);
+        assert!(!e.taken()[1].to_line().contains("gpu_live"));
     }
 
     #[test]

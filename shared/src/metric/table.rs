@@ -5,7 +5,7 @@
 use super::{psi_avg10, Def, Limit, Metric, Read, Unit};
 
 /// Every metric, in [`Metric`] order.
-pub const TABLE: [Def; 30] = [
+pub const TABLE: [Def; 33] = [
     Def::memory(Metric::Rss, "rss", Read::Sample(|s| Some(s.rss)))
         .help("resident memory of the process tree (VmRSS)")
         .csv("rss_kb")
@@ -128,4 +128,13 @@ pub const TABLE: [Def; 30] = [
         .help("share of time every task stalled on I/O, avg10 of the kernel's PSI")
         .csv("psi_io_full")
         .prom_with("psi_io_full", "share of time all non-idle tasks stalled on I/O (PSI avg10)"),
+    Def::new(Metric::GpuThrottled, "gpu_throttled", Unit::Count, Read::GpuUsage(|g| Some(g.slowdowns() as f64)))
+        .help("clock slowdown reasons active on a GPU: power cap, thermal, hardware, sync boost (the most over the GPUs, or gpu_throttled[N])")
+        .prom_with("gpu_throttled", "clock slowdown reasons active on the GPU (NVML throttle reasons other than idle and application clocks)"),
+    Def::new(Metric::GpuEccUncorrected, "gpu_ecc_uncorrected", Unit::Count, Read::GpuUsage(|g| g.ecc_uncorrected.map(|v| v as f64)))
+        .help("uncorrected ECC errors of a GPU since the driver loaded (the most over the GPUs, or gpu_ecc_uncorrected[N])")
+        .prom_with("gpu_ecc_uncorrected_errors", "uncorrected ECC errors of the GPU since the driver loaded (volatile counter)"),
+    Def::new(Metric::GpuPcieReplays, "gpu_pcie_replays", Unit::Count, Read::GpuUsage(|g| g.pcie_replays.map(|v| v as f64)))
+        .help("PCIe replays of a GPU since the driver loaded (the most over the GPUs, or gpu_pcie_replays[N])")
+        .prom_with("gpu_pcie_replays", "PCIe replays of the GPU since the driver loaded (link errors retried)"),
 ];

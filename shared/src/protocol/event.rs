@@ -147,6 +147,16 @@ pub enum Event {
         /// Bytes of SRS resident.
         #[serde(default)]
         srs_bytes: u64,
+        /// Of the GPU memory it holds, bytes in live use now, where it keeps a pool (a
+        /// caching allocator, fixed arenas): NVML sees the pool, this is what is in it.
+        /// Optional (a monitor that predates it ignores it); absent: not reported.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gpu_live_bytes: Option<u64>,
+        /// The pool's size: GPU bytes reserved from the driver (what NVML's per-process
+        /// figure shows). Optional (a monitor that predates it ignores it); absent: not
+        /// reported.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gpu_reserved_bytes: Option<u64>,
     },
     /// Prover state changed (paused/resumed/idle/proving).
     State {

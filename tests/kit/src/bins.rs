@@ -56,6 +56,15 @@ pub fn burn() -> PathBuf {
         .clone()
 }
 
+/// `libprovetop_nvtx.so`, the NVTX injection library, built next to `provetop` (where
+/// `provetop run` looks for it).
+pub fn nvtx_library() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| cargo_build_as("provetop-nvtx", "--lib", "libprovetop_nvtx.so"))
+        .clone()
+}
+
 /// A `sh -c` script for a child that joins the memory cgroup `cg`, stays there 1.5 s (long
 /// enough for a supervisor's 1 s cgroup poll to see it), then becomes `provetop-memhog`
 /// allocating `anon_mib` MiB (against the cgroup's limit: an OOM kill where that is lower).
@@ -97,7 +106,11 @@ fn cargo_build_as(package: &str, kind: &str, bin: &str) -> PathBuf {
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "-q", "-p", package, kind, bin]);
+    cmd.args(["build", "-q", "-p", package, kind]);
+    // `--lib` names no target: `bin` is then the library's file name.
+    if kind != "--lib" {
+        cmd.arg(bin);
+    }
     // Same profile as this build (the bin dir is target/<profile>; benches use release).
     match dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") | None => {}

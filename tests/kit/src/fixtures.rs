@@ -188,6 +188,8 @@ pub fn demo_records() -> Vec<Record> {
                 pinned_bytes: 40 * GIB,
                 gpu_bytes: 0,
                 srs_bytes: 45 * GIB,
+                gpu_live_bytes: None,
+                gpu_reserved_bytes: None,
             },
         ),
         ev(

@@ -42,15 +42,21 @@ pub fn need(program: &str, package: &str) -> Option<PathBuf> {
     if let Some(p) = find(program) {
         return Some(p);
     }
+    missing(package, &format!("{program} not found"));
+    None
+}
+
+/// The running test cannot go on without Debian's `package` (`why`: what was missing): one
+/// SKIPPED line, or, with [`REQUIRE_VAR`] set, a panic.
+pub fn missing(package: &str, why: &str) {
     let line = format!(
-        "{}: needs {package} ({program} not found; apt-get install {package})",
+        "{}: needs {package} ({why}; apt-get install {package})",
         test_name()
     );
     if required() {
         panic!("{line}, and {REQUIRE_VAR} is set: CI must not skip");
     }
     say_skipped(&line);
-    None
 }
 
 /// Print `SKIPPED <what>` on the real standard error: not through `eprintln!`, which the

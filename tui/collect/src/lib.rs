@@ -24,6 +24,7 @@ pub mod hook;
 pub mod kmsg;
 pub mod lines;
 pub mod loglines;
+pub mod nvtx;
 pub mod procfile;
 pub mod procstatus;
 pub mod psi;

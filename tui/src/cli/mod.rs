@@ -289,6 +289,11 @@ pub struct RunArgs {
     #[arg(long, env = "PROVETOP_STOP_ON_HANGUP", overrides_with = "detach_on_hangup",
           value_parser = clap::builder::FalseyValueParser::new())]
     pub stop_on_hangup: bool,
+    /// Do not hand the child provetop's NVTX injection library (by default its NVTX ranges
+    /// and markers, from C/C++, the `nvtx` Python package or `torch.cuda.nvtx`, become
+    /// phases and marks; `watch` cannot inject into a process already running).
+    #[arg(long)]
+    pub no_nvtx: bool,
     /// A baseline session (or CSV) drawn in dim on the chart and the timeline, each proof
     /// aligned with the baseline's proof of the same number (its last once there are more):
     /// whether this proof tracks above or below the baseline while it runs.
@@ -309,8 +314,13 @@ pub enum RestartPolicy {
     OnFailure,
 }
 
-/// `provetop watch`.
+/// `provetop watch`. Its process is already running: NVTX ranges cannot be injected into
+/// it (NVTX loads its injection library at the program's first NVTX call, from the
+/// environment it started with); `provetop run` the program for NVTX phases.
 #[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "NVTX phases need `provetop run`: a running process cannot be given the injection library."
+)]
 pub struct WatchArgs {
     /// Process to watch (with its descendants): `provetop watch 1234` or `--pid 1234`.
     #[arg(value_name = "PID", required_unless_present_any = ["pid_flag", "cgroup", "unit"],

@@ -215,8 +215,14 @@ impl Model {
 
     /// An event read from the child's log lines: applied like the prover's own, its spans
     /// marked as from logs, unless the child speaks the protocol (the precise path wins and
-    /// nothing is counted twice).
+    /// nothing is counted twice). An NVTX range is applied as the prover's own.
     fn on_derived(&mut self, t: u64, d: &provetop_shared::Derived, fx: &mut Effects) {
+        if d.nvtx.is_some() {
+            // NVTX ranges are the program's own account of its phases, through provetop's
+            // injection library, not read from its log lines: kept beside the protocol's.
+            self.on_event(t, &d.event, fx);
+            return;
+        }
         if self.events > 0 {
             self.derived_ignored += 1;
             return;

@@ -99,6 +99,9 @@ pub struct MemoryReport {
     pub pinned: u64,
     pub gpu: u64,
     pub srs: u64,
+    /// GPU bytes in live use in the prover's pool, and the pool's size, where it says.
+    pub gpu_live: Option<u64>,
+    pub gpu_reserved: Option<u64>,
 }
 
 /// The prover's state, from its events.
@@ -209,11 +212,15 @@ impl ProverView {
                 pinned_bytes,
                 gpu_bytes,
                 srs_bytes,
+                gpu_live_bytes,
+                gpu_reserved_bytes,
             } => {
                 self.report = Some(MemoryReport {
                     pinned: *pinned_bytes,
                     gpu: *gpu_bytes,
                     srs: *srs_bytes,
+                    gpu_live: *gpu_live_bytes,
+                    gpu_reserved: *gpu_reserved_bytes,
                 });
             }
             Event::State { state } => {

@@ -474,7 +474,8 @@ impl Pipeline {
 
     /// Note what watching cost, before [`Self::finish`]: the sampler's peak resets (what they
     /// cost the target, [`SamplerHandle::reset_report`]), its ticks
-    /// ([`SamplerHandle::tick_report`]) and provetop's own CPU per thread
+    /// ([`SamplerHandle::tick_report`]), its NVML calls ([`SamplerHandle::nvml_report`]) and
+    /// provetop's own CPU per thread
     /// ([`OwnCpu`](super::own_cpu::OwnCpu)), a line each.
     pub fn note_costs(&mut self, model: &mut Model) {
         // Recorded, not said: numbers for whoever measures, not news for the operator.
@@ -482,6 +483,7 @@ impl Pipeline {
         if let Some(s) = &self.sampler {
             lines.extend(s.reset_report().map(|r| r.to_string()));
             lines.extend(s.tick_report().map(|r| r.to_string()));
+            lines.extend(s.nvml_report());
         }
         lines.extend(super::own_cpu::OwnCpu::read().map(|c| c.to_string()));
         for l in lines {

@@ -32,6 +32,7 @@ impl Target {
         args: &RunArgs,
         record: Option<&std::path::Path>,
         log_rules: &[provetop_collect::loglines::Rule],
+        nvtx_phases: &provetop_collect::nvtx::PhaseMap,
     ) -> anyhow::Result<Target> {
         let restart = match args.restart {
             RestartPolicy::Never => Restart::Never,
@@ -50,6 +51,7 @@ impl Target {
             restart,
             grace: crate::settings::grace(args.grace)?,
             log_rules: log_rules.to_vec(),
+            nvtx: nvtx_injection(args, nvtx_phases),
         }))
     }
 
@@ -123,6 +125,25 @@ impl Target {
                 vec!["watch".into(), "--cgroup".into(), cgroup.name.clone()]
             }
         }
+    }
+}
+
+/// What `provetop run` does about NVTX: hand the child the injection library next to this
+/// binary unless `--no-nvtx`; a missing library is said in the session, not an error.
+fn nvtx_injection(
+    args: &RunArgs,
+    phases: &provetop_collect::nvtx::PhaseMap,
+) -> provetop_collect::nvtx::Injection {
+    use provetop_collect::nvtx::{find_library, Injection};
+    if args.no_nvtx {
+        return Injection::Off { why: None };
+    }
+    match find_library() {
+        Ok(path) => Injection::Library {
+            path,
+            phases: phases.clone(),
+        },
+        Err(why) => Injection::Off { why: Some(why) },
     }
 }
 

@@ -62,6 +62,8 @@ pub struct FileConfig {
     pub theme: Option<crate::theme::Palette>,
     /// Whether the screen takes the mouse.
     pub mouse: Option<bool>,
+    /// NVTX range names that are protocol phases (`[[nvtx_phase]]` tables: `name`, `phase`).
+    pub nvtx_phases: provetop_collect::nvtx::PhaseMap,
     /// The file it was read from (None when no file was found).
     pub source: Option<PathBuf>,
 }
@@ -83,6 +85,15 @@ struct Raw {
     log_rule: Option<Vec<Spanned<RawLogRule>>>,
     theme: Option<Spanned<String>>,
     mouse: Option<bool>,
+    nvtx_phase: Option<Vec<Spanned<RawNvtxPhase>>>,
+}
+
+/// One `[[nvtx_phase]]` table as written: the NVTX range `name` is the protocol phase `phase`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNvtxPhase {
+    name: String,
+    phase: String,
 }
 
 /// One `[[log_rule]]` table as written.
@@ -265,11 +276,24 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
                 .map_err(|e: String| Place::new(text, v.span()).error("theme", &e))
         })
         .transpose()?;
+    let mut nvtx_phases = Vec::new();
+    for r in raw.nvtx_phase.unwrap_or_default() {
+        let at = Place::new(text, r.span());
+        let r = r.into_inner();
+        if r.name.is_empty() || r.phase.trim().is_empty() {
+            return Err(at.error("nvtx_phase", "`name` and `phase` must not be empty"));
+        }
+        nvtx_phases.push((
+            r.name,
+            provetop_shared::Phase::from(r.phase.trim().to_string()),
+        ));
+    }
     Ok(FileConfig {
         theme,
         mouse: raw.mouse,
         rules,
         log_rules,
+        nvtx_phases: provetop_collect::nvtx::PhaseMap::new(nvtx_phases),
         on_alert,
         hz,
         gpu_hz,

@@ -48,6 +48,8 @@ pub struct Setup {
     /// The file's log-line rules, for every line engine of the session (the child's output,
     /// `watch --log`).
     pub log_rules: Vec<provetop_collect::loglines::Rule>,
+    /// The file's NVTX range names that are protocol phases (`[[nvtx_phase]]`).
+    pub nvtx_phases: provetop_collect::nvtx::PhaseMap,
 }
 
 /// The precedence rule: the flag when given, else the config file's value, else the default.
@@ -164,6 +166,7 @@ pub fn resolve(opts: &MonitorOpts, file: &FileConfig) -> anyhow::Result<Setup> {
         record,
         metrics: layer(opts.metrics.map(|m| m.0), file.metrics.map(Some), None),
         log_rules: file.log_rules.clone(),
+        nvtx_phases: file.nvtx_phases.clone(),
     })
 }
 

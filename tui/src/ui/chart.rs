@@ -73,6 +73,11 @@ fn lines(app: &App, wide: bool) -> Vec<(String, u64)> {
             .iter()
             .map(|(n, b)| (format!(" {n} {}", short_bytes(*b)), *b)),
     );
+    // A prover with a GPU memory pool says what is live in it: a line under NVML's figure
+    // (the pool's size), which alone would read as the prover's need.
+    if let Some(live) = app.model.prover.report.and_then(|r| r.gpu_live) {
+        v.push((format!(" gpu live {}", short_bytes(live)), live));
+    }
     v
 }
 
@@ -96,6 +101,9 @@ fn legend(app: &App, r: Option<&Reading>) -> Vec<Item<'static>> {
                     Span::raw(short_bytes(hi)),
                 ],
             ));
+            if m == Metric::Gpu {
+                out.extend(pool_item(app));
+            }
         }
     }
     // Swap is recorded always; it is said (and drawn) only where the tree has some.
@@ -109,6 +117,21 @@ fn legend(app: &App, r: Option<&Reading>) -> Vec<Item<'static>> {
         ));
     }
     out
+}
+
+/// The prover's own GPU pool figures beside NVML's (`memory_report`): live of reserved.
+fn pool_item(app: &App) -> Option<Item<'static>> {
+    let r = app.model.prover.report?;
+    let live = r.gpu_live?;
+    let mut text = format!(" (live {}", short_bytes(live));
+    if let Some(res) = r.gpu_reserved {
+        text.push_str(&format!(" of {}", short_bytes(res)));
+    }
+    text.push(')');
+    Some(Item::new(
+        9,
+        vec![Span::styled(text, app.theme.metric(Metric::Gpu))],
+    ))
 }
 
 /// Draw the chart (title/legend row, plot, time axis) into `area`.

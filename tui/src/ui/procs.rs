@@ -259,6 +259,42 @@ fn cgroup_note(app: &App, cg: &provetop_shared::CgroupReading) -> Vec<Item<'stat
     items
 }
 
+/// A GPU's health, labelled, where NVML gives it: the power limit, ECC errors (corrected,
+/// uncorrected), PCIe replays, the last XID (in the warning colour once there is trouble).
+fn health_items(app: &App, g: &GpuDetail) -> Vec<Item<'static>> {
+    let t = &app.theme;
+    let (dim, warn) = (t.dim(), t.warn());
+    let mut items = Vec::new();
+    if let Some(l) = g.power_limit_w {
+        items.push(Item::new(
+            7,
+            vec![Span::styled(" limit ", dim), Span::raw(format!("{l:.0} W"))],
+        ));
+    }
+    if let (Some(c), Some(u)) = (g.ecc_corrected, g.ecc_uncorrected) {
+        let style = if u > 0 { warn } else { Style::default() };
+        items.push(Item::new(
+            6,
+            vec![
+                Span::styled(" ecc corr ", dim),
+                Span::raw(c.to_string()),
+                Span::styled(" uncorr ", dim),
+                Span::styled(u.to_string(), style),
+            ],
+        ));
+    }
+    if let Some(r) = g.pcie_replays {
+        items.push(Item::new(
+            6,
+            vec![Span::styled(" replays ", dim), Span::raw(r.to_string())],
+        ));
+    }
+    if let Some(x) = g.xid {
+        items.push(Item::new(1, vec![Span::styled(format!(" xid {x}"), warn)]));
+    }
+    items
+}
+
 fn gpu_note(app: &App, g: &GpuDetail) -> Vec<Item<'static>> {
     let t = &app.theme;
     let dim = t.dim();
@@ -286,11 +322,14 @@ fn gpu_note(app: &App, g: &GpuDetail) -> Vec<Item<'static>> {
         Item::new(
             5,
             vec![
-                Span::styled(" pcie ", dim),
-                Span::raw(format!("{} {}", rate(g.pcie_rx_bps), rate(g.pcie_tx_bps))),
+                Span::styled(" pcie rx ", dim),
+                Span::raw(rate(g.pcie_rx_bps)),
+                Span::styled(" tx ", dim),
+                Span::raw(rate(g.pcie_tx_bps)),
             ],
         ),
     ];
+    items.extend(health_items(app, g));
     if !g.throttle.is_empty() {
         let list: Vec<String> = g
             .throttle

@@ -120,6 +120,7 @@ impl Tracker {
             RecordBody::Derived(Derived {
                 grammar: grammar.to_string(),
                 event,
+                nvtx: None,
             }),
         ));
     }

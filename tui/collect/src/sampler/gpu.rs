@@ -29,6 +29,8 @@ use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::{Device, Nvml};
 use provetop_shared::record::{GpuDetail, GpuReading};
 
+use super::gpu_health::{self, HealthMarks};
+use super::nvml_cost::{Backoff, CallClock};
 use super::{park_until, GpuState, Shared};
 
 /// How often the devices' details are read (a round between carries the last ones).
@@ -52,6 +54,15 @@ pub struct Gpus<'n> {
     /// Utilisation reads since the last round, per index.
     util: Vec<UtilMean>,
     health: Health,
+    /// Every NVML call's time.
+    pub clock: CallClock,
+    /// Per index: the enforced power limit and the slowdown temperature, read once.
+    limits: Vec<Option<(Option<f64>, Option<u32>)>>,
+    marks: HealthMarks,
+    /// NVML's XID and ECC events (`None`: none taken here); tried once every device's
+    /// handle was got.
+    events: Option<nvml_wrapper::EventSet<'n>>,
+    events_tried: bool,
 }
 
 /// Utilisation reads of one device, summed until a round takes their mean.
@@ -126,19 +137,25 @@ impl<'n> Gpus<'n> {
             names: vec![None; count as usize],
             util: vec![UtilMean::default(); count as usize],
             health: Health::default(),
+            clock: CallClock::default(),
+            limits: vec![None; count as usize],
+            marks: HealthMarks::default(),
+            events: None,
+            events_tried: false,
         })
     }
 
     /// NVML's utilisation sample period: the shortest over the devices whose handle is got
     /// (a round got them), from one read of each sample buffer; [`UTIL_PERIOD_DEFAULT`] where
     /// no buffer tells.
-    pub fn util_period(&self) -> Duration {
+    pub fn util_period(&mut self) -> Duration {
+        let clock = &mut self.clock;
         self.handles
             .iter()
             .flatten()
             .filter_map(|d| {
-                let mut stamps: Vec<u64> = d
-                    .samples(Sampling::GpuUtilization, None)
+                let mut stamps: Vec<u64> = clock
+                    .time("GetSamples", || d.samples(Sampling::GpuUtilization, None))
                     .ok()?
                     .iter()
                     .map(|s| s.timestamp)
@@ -152,8 +169,12 @@ impl<'n> Gpus<'n> {
     /// Read each device's utilisation (NVML's last sample period) into its round's mean. A
     /// device that does not answer adds nothing: its round finds it out.
     pub fn read_util(&mut self) {
+        let clock = &mut self.clock;
         for (dev, acc) in self.handles.iter().zip(&mut self.util) {
-            if let Some(Ok(u)) = dev.as_ref().map(|d| d.utilization_rates()) {
+            let read = dev
+                .as_ref()
+                .map(|d| clock.time("GetUtilizationRates", || d.utilization_rates()));
+            if let Some(Ok(u)) = read {
                 acc.add(u.gpu);
             }
         }
@@ -167,10 +188,15 @@ impl<'n> Gpus<'n> {
             readings: Vec::with_capacity(self.count as usize),
             ..Round::default()
         };
+        self.take_events(&mut r.notes);
         for index in 0..self.count {
             let handle = &mut self.handles[index as usize];
             if handle.is_none() {
-                match self.nvml.device_by_index(index) {
+                let nvml = self.nvml;
+                match self
+                    .clock
+                    .time("GetHandleByIndex", || nvml.device_by_index(index))
+                {
                     Ok(d) => *handle = Some(d),
                     Err(e) => {
                         self.names[index as usize] = None;
@@ -181,7 +207,8 @@ impl<'n> Gpus<'n> {
                 }
             }
             let dev = handle.as_ref().expect("got above");
-            let mem = match dev.memory_info() {
+            let clock = &mut self.clock;
+            let mem = match clock.time("GetMemoryInfo", || dev.memory_info()) {
                 Ok(m) => m,
                 Err(e) => {
                     // A device that fell off the bus may come back with a new handle.
@@ -197,13 +224,18 @@ impl<'n> Gpus<'n> {
             // The mean of the reads since the last round; a device with none (its handle got
             // in this round: the first, or after it stopped answering) reads its last period.
             let util = self.util[index as usize].take().unwrap_or_else(|| {
-                dev.utilization_rates()
+                clock
+                    .time("GetUtilizationRates", || dev.utilization_rates())
                     .map(|u| u.gpu.min(100) as u8)
                     .unwrap_or(GpuReading::UTIL_UNKNOWN)
             });
             // Compute processes only: a prover's CUDA context is one, and each process query
             // is one of NVML's slowest calls (graphics contexts are not provers').
-            let procs = dev.running_compute_processes().unwrap_or_default();
+            let procs = clock
+                .time("GetComputeRunningProcesses", || {
+                    dev.running_compute_processes()
+                })
+                .unwrap_or_default();
             let known = |m: &UsedGpuMemory| match m {
                 UsedGpuMemory::Used(b) => Some(*b),
                 UsedGpuMemory::Unavailable => None,
@@ -233,7 +265,9 @@ impl<'n> Gpus<'n> {
             });
             let names = &mut self.names[index as usize];
             if names.is_none() {
-                if let (Ok(u), Ok(n)) = (dev.uuid(), dev.name()) {
+                let u = clock.time("GetUUID", || dev.uuid());
+                let n = clock.time("GetName", || dev.name());
+                if let (Ok(u), Ok(n)) = (u, n) {
                     *names = Some((u, n));
                 }
             }
@@ -245,23 +279,31 @@ impl<'n> Gpus<'n> {
             let temp_c = h.field(
                 index,
                 "temperature",
-                dev.temperature(TemperatureSensor::Gpu),
+                clock.time("GetTemperature", || dev.temperature(TemperatureSensor::Gpu)),
                 &mut r.notes,
             );
             let power_w = h
-                .field(index, "power", dev.power_usage(), &mut r.notes)
+                .field(
+                    index,
+                    "power",
+                    clock.time("GetPowerUsage", || dev.power_usage()),
+                    &mut r.notes,
+                )
                 .map(|mw| f64::from(mw) / 1000.0);
-            let sm_clock_mhz = h.field(index, "SM clock", dev.clock_info(Clock::SM), &mut r.notes);
+            let sm = clock.time("GetClockInfo", || dev.clock_info(Clock::SM));
+            let sm_clock_mhz = h.field(index, "SM clock", sm, &mut r.notes);
             let throttle = h
                 .field(
                     index,
                     "throttle reasons",
-                    dev.current_throttle_reasons(),
+                    clock.time("GetCurrentClocksThrottleReasons", || {
+                        dev.current_throttle_reasons()
+                    }),
                     &mut r.notes,
                 )
                 .map(throttle_names)
                 .unwrap_or_default();
-            r.details.push(GpuDetail {
+            let mut detail = GpuDetail {
                 index,
                 uuid,
                 name,
@@ -273,9 +315,30 @@ impl<'n> Gpus<'n> {
                 // call: 40 ms a device a round, too slow for this thread's schedule.
                 pcie_rx_bps: None,
                 pcie_tx_bps: None,
-            });
+                ..GpuDetail::default()
+            };
+            let limits = &mut self.limits[index as usize];
+            gpu_health::read_fields(dev, clock, limits, &mut detail);
+            r.notes.extend(self.marks.observe(&mut detail));
+            r.details.push(detail);
         }
         r
+    }
+}
+
+impl Gpus<'_> {
+    /// NVML's XID and ECC events since the last round, as marks; the event set is made once
+    /// every device's handle was got.
+    fn take_events(&mut self, notes: &mut Vec<String>) {
+        if !self.events_tried && self.handles.iter().all(Option::is_some) {
+            self.events_tried = true;
+            self.events = gpu_health::event_set(self.nvml, self.handles.iter().flatten());
+        }
+        if let Some(set) = &self.events {
+            for (index, xid, what) in gpu_health::take_events(set, &mut self.clock) {
+                notes.push(self.marks.event(index, xid, &what));
+            }
+        }
     }
 }
 
@@ -407,22 +470,39 @@ pub(super) fn gpu_loop(s: &Shared, period: Duration) {
         Ok(g) => g,
         Err(e) => return unavailable(e),
     };
-    let start = Instant::now();
+    let mut start = Instant::now();
     let mut details_due = start;
     let mut last_gen = None;
     let mut n = 1u32;
     let mut j = 0u64;
+    let mut backoff = Backoff::default();
+    let mut nvml_period = None;
     while !s.stop.load(Ordering::Acquire) {
         gpus.read_util();
         if j % u64::from(n) == 0 {
-            round(s, &mut gpus, &mut details_due, &mut last_gen);
-            if j == 0 {
-                n = reads_per_round(period, gpus.util_period());
+            round(
+                s,
+                &mut gpus,
+                &mut details_due,
+                &mut last_gen,
+                backoff.factor(),
+            );
+            let learned = *nvml_period.get_or_insert_with(|| gpus.util_period());
+            let (spent, slowest) = gpus.clock.take_round();
+            let before = backoff.factor();
+            if let Some(note) = backoff.after_round(period, spent, slowest) {
+                s.note(note);
+            }
+            if j == 0 || backoff.factor() != before {
+                // A new interval: a new grid from now.
+                n = reads_per_round(period * backoff.factor(), learned);
+                start = Instant::now();
+                j = 0;
             }
         }
         // The next read on the grid after now: one missed (a slow round) is skipped, not
         // made up in a burst.
-        let step = period / n;
+        let step = period * backoff.factor() / n;
         let passed = (Instant::now() - start).as_nanos() / step.as_nanos().max(1);
         j = (j + 1).max(u64::try_from(passed).unwrap_or(u64::MAX - 1) + 1);
         let deadline = start + step * u32::try_from(j).unwrap_or(u32::MAX);
@@ -433,7 +513,13 @@ pub(super) fn gpu_loop(s: &Shared, period: Duration) {
 }
 
 /// One round: read every device and publish it for the sampler's ticks.
-fn round(s: &Shared, gpus: &mut Gpus<'_>, details_due: &mut Instant, last_gen: &mut Option<u64>) {
+fn round(
+    s: &Shared,
+    gpus: &mut Gpus<'_>,
+    details_due: &mut Instant,
+    last_gen: &mut Option<u64>,
+    backoff: u32,
+) {
     let (gen, pids) = s.tree_snapshot();
     let now = Instant::now();
     // A new tree (a new root) drops the last one's details: read them for it at once,
@@ -462,6 +548,8 @@ fn round(s: &Shared, gpus: &mut Gpus<'_>, details_due: &mut Instant, last_gen: &
         used: Some(r.used),
         details: kept,
         procs: r.procs,
+        calls: gpus.clock.snapshot(),
+        backoff: (backoff > 1).then_some(backoff),
     };
 }
 

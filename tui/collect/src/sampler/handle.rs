@@ -234,6 +234,13 @@ impl SamplerHandle {
         })
     }
 
+    /// What provetop's NVML calls cost so far, one line (None without NVML): per call kind,
+    /// how many, the mean and the longest, and whether the reads are backed off now.
+    pub fn nvml_report(&self) -> Option<String> {
+        let g = self.shared.gpu.lock().unwrap_or_else(|e| e.into_inner());
+        super::nvml_cost::report(&g.calls, g.backoff)
+    }
+
     /// Whether the sampling thread is still running (false once it has ended, stopped or
     /// not).
     pub fn is_alive(&self) -> bool {

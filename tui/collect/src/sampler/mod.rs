@@ -51,6 +51,7 @@
 mod config;
 mod counter_marks;
 mod gpu;
+mod gpu_health;
 mod handle;
 pub mod hoststat;
 mod kernel;
@@ -58,6 +59,7 @@ mod kernel_state;
 mod kernel_watch;
 pub mod maps;
 pub mod members;
+pub mod nvml_cost;
 mod peak;
 mod pinned;
 pub mod procstat;

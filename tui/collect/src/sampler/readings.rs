@@ -42,19 +42,22 @@ impl Sampler {
                 .find(|(pid, _)| *pid == p.pid)
                 .and_then(|&(_, v)| v);
         }
-        let (details, gpu_mem) = {
+        let (details, gpu_mem, calls, backoff) = {
             let g = self.shared.gpu.lock().unwrap_or_else(|e| e.into_inner());
+            let (calls, backoff) = (g.calls.clone(), g.backoff);
             if g.gen == self.gen {
-                (g.details.clone(), g.procs.clone())
+                (g.details.clone(), g.procs.clone(), calls, backoff)
             } else {
-                (Vec::new(), Vec::new())
+                (Vec::new(), Vec::new(), calls, backoff)
             }
         };
         let Some(reader) = &mut self.usage else {
             return;
         };
         let t = mono_ns();
-        let u = reader.read(t, &self.tick_procs, &gpu_mem, details);
+        let mut u = reader.read(t, &self.tick_procs, &gpu_mem, details);
+        u.nvml_calls = calls;
+        u.nvml_backoff = backoff;
         self.push(Record::new(t, RecordBody::Usage(u)));
     }
 

@@ -28,6 +28,10 @@ pub(super) struct GpuState {
     pub(super) details: Vec<GpuDetail>,
     /// (pid, GPU index, bytes) of the tree's processes (known amounts only).
     pub(super) procs: Vec<(u32, u32, u64)>,
+    /// What provetop's NVML calls cost so far, per kind.
+    pub(super) calls: Vec<provetop_shared::NvmlCalls>,
+    /// The GPU thread's interval is this many times the asked one (calls slowed).
+    pub(super) backoff: Option<u32>,
 }
 
 /// The latest mapping-table reading of one process.

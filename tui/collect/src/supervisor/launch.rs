@@ -34,6 +34,52 @@ pub struct Launched {
     pub log: Option<std::fs::File>,
     /// The child's process group, registered from the moment it started.
     pub registered: super::registry::Registered,
+    /// Read end of the NVTX pipe, when the injection library was handed to the child.
+    pub nvtx: Option<OwnedFd>,
+    /// Why the child has no NVTX injection, to be said in the session (`None`: it has one,
+    /// or it was not asked for), and whether it is a warning (a library that cannot load, a
+    /// pipe that failed) rather than a note (none installed, another tool's injection).
+    pub nvtx_off: Option<(bool, String)>,
+}
+
+/// The NVTX pipe (read end, write end placed at fd 10 or above, so that putting the events
+/// pipe at fd 3 cannot clobber it) and the child's variables, or why there is none.
+type NvtxPipe = (OwnedFd, OwnedFd, Vec<(String, String)>);
+
+fn nvtx_pipe(spec: &ChildSpec) -> Result<Option<NvtxPipe>, (bool, String)> {
+    use crate::nvtx::{library_problem, Injection, FD, FD_VAR, INJECTION_VAR};
+    let path = match &spec.nvtx {
+        Injection::Off { why: None } => return Ok(None),
+        Injection::Off { why: Some(w) } => return Err((false, w.clone())),
+        Injection::Library { path, .. } => path,
+    };
+    let own = spec
+        .env
+        .iter()
+        .find(|(k, _)| k == INJECTION_VAR)
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var(INJECTION_VAR).ok());
+    if let Some(v) = own {
+        return Err((
+            false,
+            format!("{INJECTION_VAR} is already set ({v}): provetop leaves it to that tool"),
+        ));
+    }
+    if let Some(why) = library_problem(path) {
+        return Err((true, why));
+    }
+    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| (true, format!("cannot create the NVTX pipe: {e}")))?;
+    let high = fcntl(w.as_raw_fd(), FcntlArg::F_DUPFD_CLOEXEC(10))
+        .map_err(|e| (true, format!("cannot place the NVTX pipe: {e}")))?;
+    // SAFETY: F_DUPFD_CLOEXEC returned a new descriptor that nothing else owns.
+    let high = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(high) };
+    drop(w);
+    let env = vec![
+        (INJECTION_VAR.to_string(), path.display().to_string()),
+        (FD_VAR.to_string(), FD.to_string()),
+    ];
+    Ok(Some((r, high, env)))
 }
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -125,10 +171,19 @@ fn launch_here(spec: &ChildSpec) -> anyhow::Result<Launched> {
     let (err_r, err_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .context("cannot create the output pipe")?;
     let (out, err) = (Stdio::from(out_w), Stdio::from(err_w));
+    let (nvtx, nvtx_off) = match nvtx_pipe(spec) {
+        Ok(p) => (p, None),
+        Err(why) => (None, Some(why)),
+    };
+    let nvtx_w = nvtx.as_ref().map(|(_, w, _)| w.as_raw_fd());
     let mut cmd = Command::new(program);
     cmd.args(&spec.argv[1..])
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .env("PROVETOP_EVENTS_FD", EVENTS_FD.to_string())
+        .envs(
+            nvtx.iter()
+                .flat_map(|(_, _, env)| env.iter().map(|(k, v)| (k, v))),
+        )
         .stdin(Stdio::piped())
         .stdout(out)
         .stderr(err)
@@ -153,6 +208,10 @@ fn launch_here(spec: &ChildSpec) -> anyhow::Result<Launched> {
                 // dup2 clears close-on-exec on the new descriptor.
                 nix::unistd::dup2(wfd, EVENTS_FD)?;
             }
+            // At fd 10 or above: the dup2 to fd 3 above cannot have replaced it.
+            if let Some(n) = nvtx_w {
+                nix::unistd::dup2(n, crate::nvtx::FD)?;
+            }
             Ok(())
         });
     }
@@ -174,6 +233,10 @@ fn launch_here(spec: &ChildSpec) -> anyhow::Result<Launched> {
     }
     // Our copy of the write end must go, or the reader never sees end-of-file.
     drop(write_end);
+    let nvtx = nvtx.map(|(r, w, _)| {
+        drop(w);
+        r
+    });
     // (The output pipe's write ends go with `cmd`.)
     drop(cmd);
     Ok(Launched {
@@ -183,5 +246,7 @@ fn launch_here(spec: &ChildSpec) -> anyhow::Result<Launched> {
         stderr: err_r,
         log,
         registered,
+        nvtx,
+        nvtx_off,
     })
 }

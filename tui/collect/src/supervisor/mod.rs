@@ -28,6 +28,7 @@ mod events;
 mod exit;
 mod guard;
 mod launch;
+mod nvtx_pipe;
 mod output;
 mod registry;
 mod spec;
@@ -219,7 +220,7 @@ pub async fn spawn(spec: ChildSpec, tx: impl Into<RecordTx>) -> anyhow::Result<S
     let (pid_tx, pid_rx) = watch::channel(None);
     let (exit_tx, exit_rx) = watch::channel(None);
     // Register and publish before returning so pid() is valid at once.
-    let started = start_run(&inner, first, &pid_tx, t_start, &spec.log_rules);
+    let started = start_run(&inner, first, &pid_tx, t_start, &spec.log_rules, &spec.nvtx);
     inner.announce_start(t_start, started.pid, &spec.argv).await;
     tokio::spawn(supervise(inner.clone(), spec, started, pid_tx, exit_tx));
     Ok(SupervisorHandle {
@@ -348,6 +349,8 @@ struct Running {
     reader: tokio::task::JoinHandle<()>,
     /// The reading of its output into the session (and the side log).
     output: Option<output::Copier>,
+    /// The reading of its NVTX pipe: says when it is done.
+    nvtx: Option<tokio::sync::oneshot::Receiver<()>>,
     started: Instant,
     /// When it was started, on the records' clock (the kernel log is searched from then).
     started_ns: u64,
@@ -362,6 +365,7 @@ fn start_run(
     pid_tx: &watch::Sender<Option<u32>>,
     t_start: u64,
     log_rules: &[crate::loglines::Rule],
+    injection: &crate::nvtx::Injection,
 ) -> Running {
     let launch::Launched {
         mut child,
@@ -370,6 +374,8 @@ fn start_run(
         stderr,
         log,
         registered,
+        nvtx,
+        nvtx_off,
     } = l;
     let pid = child.id().unwrap_or(0);
     inner.pgid.store(pid as i32, Ordering::Release);
@@ -398,6 +404,7 @@ fn start_run(
             None
         }
     };
+    let nvtx = nvtx_pipe::start(inner, pid, nvtx, nvtx_off, injection, t_start);
     let cgroups = MemCgroup::of_pid(pid)
         .map(|c| {
             let n = c.oom_kills();
@@ -410,6 +417,7 @@ fn start_run(
         child,
         reader,
         output,
+        nvtx,
         started: Instant::now(),
         started_ns: t_start,
         cgroups,
@@ -483,7 +491,7 @@ async fn supervise(
         let t_start = mono_ns();
         match launch::launch(&spec).await {
             Ok(l) => {
-                run = start_run(&inner, l, &pid_tx, t_start, &spec.log_rules);
+                run = start_run(&inner, l, &pid_tx, t_start, &spec.log_rules, &spec.nvtx);
                 inner.announce_start(t_start, run.pid, &spec.argv).await;
             }
             Err(e) => {
@@ -560,6 +568,9 @@ async fn wait_run(inner: &Arc<Inner>, run: &mut Running) -> ExitInfo {
     run.reader.abort();
     if let Some(o) = run.output.take() {
         o.finish(Duration::from_secs(2)).await;
+    }
+    if let Some(done) = run.nvtx.take() {
+        let _ = tokio::time::timeout(Duration::from_secs(2), done).await;
     }
     let oom = run
         .cgroups

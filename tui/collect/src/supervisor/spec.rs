@@ -24,6 +24,9 @@ pub struct ChildSpec {
     /// The user's log-line rules (the config file's), read before the built-in grammars
     /// on every line the child prints.
     pub log_rules: Vec<crate::loglines::Rule>,
+    /// NVTX: the injection library handed to the child, or why none is
+    /// ([`crate::nvtx`]).
+    pub nvtx: crate::nvtx::Injection,
 }
 
 impl Default for ChildSpec {
@@ -35,6 +38,7 @@ impl Default for ChildSpec {
             restart: Restart::Never,
             grace: Duration::from_secs(5),
             log_rules: Vec::new(),
+            nvtx: crate::nvtx::Injection::default(),
         }
     }
 }

@@ -247,6 +247,8 @@ fn the_usage_gauges_are_the_latest_usage_records_and_absent_when_unknown() {
         host_ncpu: 16,
         procs: vec![],
         gpus: vec![detail(0, Some(64)), detail(1, None)],
+        nvml_calls: Vec::new(),
+        nvml_backoff: None,
     };
     f.push(2 * S, RecordBody::Usage(usage(Some(3.0), None)));
     f.push(3 * S, RecordBody::Usage(usage(Some(11.25), Some(1e6))));
@@ -683,4 +685,42 @@ fn time_to_oom_is_served_while_rss_grows_and_left_out_once_it_levels_off() {
     }
     let t = f.scrape();
     assert_eq!(value(&t, "provetop_time_to_oom_seconds"), None, "{t}");
+}
+
+#[test]
+fn nvml_call_times_are_a_histogram_per_call_and_the_backoff_a_gauge() {
+    use provetop_shared::record::Usage;
+    use provetop_shared::NvmlCalls;
+    let mut f = Feed::new(&[]);
+    f.sample(S, GIB, GIB);
+    f.push(2 * S, RecordBody::Usage(Usage::default()));
+    let t = f.scrape();
+    assert!(!t.contains("nvml"), "no NVML, no series: {t}");
+    let mut mem = NvmlCalls::new("GetMemoryInfo");
+    mem.observe(30_000);
+    mem.observe(3_000_000);
+    let mut procs = NvmlCalls::new("GetComputeRunningProcesses");
+    procs.observe(4_500_000);
+    let u = Usage {
+        nvml_calls: vec![mem, procs],
+        nvml_backoff: Some(4),
+        ..Usage::default()
+    };
+    f.push(3 * S, RecordBody::Usage(u));
+    let t = f.scrape();
+    let v = |series: &str| value(&t, series);
+    assert_eq!(
+        v("provetop_nvml_call_seconds_bucket{call=\"GetMemoryInfo\",le=\"5e-05\"}"),
+        Some(1.0),
+        "{t}"
+    );
+    assert_eq!(
+        v("provetop_nvml_call_seconds_count{call=\"GetMemoryInfo\"}"),
+        Some(2.0)
+    );
+    assert_eq!(
+        v("provetop_nvml_call_seconds_sum{call=\"GetComputeRunningProcesses\"}"),
+        Some(0.0045)
+    );
+    assert_eq!(v("provetop_nvml_backoff"), Some(4.0), "{t}");
 }

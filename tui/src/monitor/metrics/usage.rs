@@ -59,11 +59,56 @@ pub(super) fn usage_gauges(o: &mut Out<'_, '_>, u: &Usage) -> fmt::Result {
     if u.gpus.iter().any(|g| (g.index as usize) < MAX_GPUS) {
         gpu_gauges(o, u)?;
     }
-    Ok(())
+    nvml_costs(o, u)
 }
 
-/// Each GPU's details: which card it is, its temperature, power, SM clock and PCIe rates. A
-/// family no GPU has a reading for is left out whole.
+/// What provetop's own NVML calls cost (a histogram per call kind: the kinds are the fixed
+/// set of calls provetop makes), and the backoff now (1: reading at the asked rate). Left
+/// out without NVML.
+fn nvml_costs(o: &mut Out<'_, '_>, u: &Usage) -> fmt::Result {
+    use provetop_shared::record::NVML_CALL_BUCKETS;
+    if u.nvml_calls.is_empty() {
+        return Ok(());
+    }
+    {
+        let mut m = o.enc.encode_descriptor(
+            "nvml_call",
+            "time of each NVML call provetop made, per call kind",
+            Some(&Unit::Seconds),
+            MetricType::Histogram,
+        )?;
+        for c in &u.nvml_calls {
+            let buckets: Vec<(f64, u64)> = c
+                .buckets
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| {
+                    (
+                        NVML_CALL_BUCKETS.get(i).copied().unwrap_or(f64::INFINITY),
+                        n,
+                    )
+                })
+                .collect();
+            m.encode_family(&[("call", cut(&c.call))])?
+                .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                    c.sum_ns as f64 / 1e9,
+                    c.count,
+                    &buckets,
+                    None,
+                )?;
+        }
+    }
+    o.gauge(
+        "nvml_backoff",
+        "how many times slower than asked provetop reads NVML now (its calls slowed)",
+        None,
+        u64::from(u.nvml_backoff.unwrap_or(1)),
+    )
+}
+
+/// Each GPU's details: which card it is, its temperature, power (and limit), SM clock, PCIe
+/// rates and health (slowdowns, ECC errors, PCIe replays, the last XID). A family no GPU has a
+/// reading for is left out whole.
 fn gpu_gauges(o: &mut Out<'_, '_>, u: &Usage) -> fmt::Result {
     let gpus: Vec<_> = u
         .gpus
@@ -88,16 +133,42 @@ fn gpu_gauges(o: &mut Out<'_, '_>, u: &Usage) -> fmt::Result {
             ])?;
         }
     }
-    let temperature = gpu_series(Metric::GpuTemp, None, Some(u));
-    if !temperature.is_empty() {
-        o.gpu_metric(Metric::GpuTemp, &temperature)?;
+    // The health metrics of the table (alert rules read them too).
+    for m in [
+        Metric::GpuTemp,
+        Metric::GpuThrottled,
+        Metric::GpuEccUncorrected,
+        Metric::GpuPcieReplays,
+    ] {
+        let series = gpu_series(m, None, Some(u));
+        if !series.is_empty() {
+            o.gpu_metric(m, &series)?;
+        }
     }
     let series = |f: fn(&provetop_shared::record::GpuDetail) -> Option<f64>| {
         gpus.iter()
             .filter_map(move |(g, l)| Some(([l[0].as_str(), l[1].as_str()], f(g)?)))
             .collect::<Vec<_>>()
     };
-    let families: [GpuFamily; 4] = [
+    let families: [GpuFamily; 7] = [
+        (
+            "gpu_power_limit",
+            "the power limit the driver enforces on the GPU (NVML)",
+            Some(Unit::Other("watts".into())),
+            |g| g.power_limit_w,
+        ),
+        (
+            "gpu_ecc_corrected_errors",
+            "corrected ECC errors of the GPU since the driver loaded (volatile counter)",
+            None,
+            |g| g.ecc_corrected.map(|v| v as f64),
+        ),
+        (
+            "gpu_last_xid",
+            "the last XID error NVML reported for the GPU during the session",
+            None,
+            |g| g.xid.map(|v| v as f64),
+        ),
         (
             "gpu_power",
             "power the GPU draws (NVML)",
