@@ -259,19 +259,28 @@ fn fleet_lists_a_proving_an_idle_and_an_oom_killed_session_as_their_own_status_s
     let oom = serve(dir, "oom", ports[2], &["--", "sh", "-c", &script]);
     // Until every row has its session, the OOM kill is counted and the prover has proved.
     let mut doc = Value::Null;
+    // A session serves metrics a moment before its socket answers (and a loaded machine
+    // answers late): its id is asked until all three answer.
+    let id_of = |st: &std::collections::BTreeMap<String, Status>, n: &str| {
+        st.values()
+            .find(|s| {
+                s.session
+                    .as_ref()
+                    .is_some_and(|f| f.ends_with(format!("{n}.ptop")))
+            })
+            .map(|s| s.id.clone())
+    };
+    let mut st = statuses(dir);
+    let answered = wait_until(Duration::from_secs(30), || {
+        st = statuses(dir);
+        ["proving", "idle", "oom"]
+            .iter()
+            .all(|n| id_of(&st, n).is_some())
+    });
+    assert!(answered, "not every session answered its socket: {st:?}");
     let ids: Vec<String> = ["proving", "idle", "oom"]
         .iter()
-        .map(|n| {
-            let st = statuses(dir);
-            st.values()
-                .find(|s| {
-                    s.session
-                        .as_ref()
-                        .is_some_and(|f| f.ends_with(format!("{n}.ptop")))
-                })
-                .map(|s| s.id.clone())
-                .unwrap_or_else(|| panic!("no live session {n}: {st:?}"))
-        })
+        .filter_map(|n| id_of(&st, n))
         .collect();
     let listed = |doc: &Value| {
         doc["rows"].as_array().map_or(0, Vec::len) == 3

@@ -81,10 +81,11 @@ fn live_screen_with_real_prover() {
 
     // Help is drawn from the key table.
     tmux.keys(&["?"]);
+    // (A capture may land while the terminal is still drawing the box: waited for whole.)
     let help = tmux.wait_for("help", Duration::from_secs(10), |s| {
-        s.contains("keys (? or Esc")
+        s.contains("keys (? or Esc") && s.contains("pause / resume the prover")
     });
-    assert!(help.contains("pause / resume the prover"), "{help}");
+    assert!(help.contains("q  quit"), "{help}");
     tmux.keys(&["Escape"]);
     tmux.wait_for("help closed", Duration::from_secs(10), |s| {
         !s.contains("keys (? or Esc")
