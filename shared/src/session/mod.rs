@@ -23,10 +23,14 @@
 //! The plain `timestamp,rss_kb` CSV of ad-hoc samplers (header line, unix seconds, KiB) is
 //! accepted everywhere a session file is: [`load`] tells them apart by their first bytes.
 //!
+//! Format 2 ([`compact`]: compressed chunks of columns, an index-free scan of chunk heads,
+//! a min/max summary per chunk) is what the recorder writes; format 1 files still read.
+//!
 //! * [`writer`]: appending records; [`frame`]: one frame read at an offset, the parser of both
 //!   the whole-file reader and the follower of a growing file; [`reader`]: reading frames back,
 //!   resynchronizing on damage; [`csv`]: the seed's CSV.
 
+pub mod compact;
 pub mod csv;
 mod frame;
 mod header;

@@ -14,6 +14,9 @@ pub(super) fn load_session(path: &Path, data: &[u8]) -> Result<Loaded, LoadError
         offset: e.offset,
         detail: e.detail,
     })?;
+    if head.header.format == 2 {
+        return Ok(super::compact::reader::load_compact(head, data));
+    }
     let Head {
         mut header,
         frames_at,
