@@ -47,11 +47,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::Record;
 
-pub use frame::{decode_payload, frame_at, known_kind, possible_len, FrameError};
+pub use frame::{
+    decode_payload, encode_payload, frame_at, known_kind, possible_len, FrameError, FrameItem,
+    RESYNC_BUDGET_MIN, RESYNC_BUDGET_PER_BYTE,
+};
 pub use header::{estimate_anchors, looks_like_session, read_header, Head, HeadError};
 use reader::load_session;
-pub use reader::{FrameItem, Frames, RESYNC_BUDGET_MIN, RESYNC_BUDGET_PER_BYTE};
-pub use writer::{create_private, encode_payload, taken, SessionWriter, Whereabouts};
+pub use reader::Frames;
+pub use writer::{create_private, taken, SessionWriter, Whereabouts};
 
 /// First bytes of every session file.
 pub const MAGIC: &[u8; 8] = b"PTSESS\0\x01";

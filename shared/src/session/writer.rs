@@ -4,8 +4,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use super::frame::encode_payload;
 use super::{SessionHeader, MAGIC};
-use crate::record::{Record, RecordBody};
+use crate::record::Record;
 
 /// What is already at `path`, in words ("is a symbolic link", "already exists"), when
 /// something is: why [`create_private`] will refuse it, said before anything starts.
@@ -296,24 +297,4 @@ impl SessionWriter {
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
-}
-
-/// Encode a record's payload (kind, t, body).
-pub fn encode_payload(rec: &Record) -> Vec<u8> {
-    let mut p = Vec::with_capacity(128);
-    let (kind, body): (u8, Vec<u8>) = match &rec.body {
-        RecordBody::Sample(s) => (1, postcard::to_stdvec(s).expect("sample encodes")),
-        RecordBody::Event(e) => (2, serde_json::to_vec(e).expect("event encodes")),
-        RecordBody::Alert(a) => (3, serde_json::to_vec(a).expect("alert encodes")),
-        RecordBody::Control(c) => (4, serde_json::to_vec(c).expect("control encodes")),
-        RecordBody::Mark(m) => (5, serde_json::to_vec(m).expect("mark encodes")),
-        RecordBody::Output(o) => (6, serde_json::to_vec(o).expect("output encodes")),
-        RecordBody::Derived(d) => (7, serde_json::to_vec(d).expect("derived encodes")),
-        RecordBody::Usage(u) => (8, serde_json::to_vec(u).expect("usage encodes")),
-        RecordBody::Kernel(k) => (9, serde_json::to_vec(k).expect("kernel encodes")),
-    };
-    p.push(kind);
-    p.extend_from_slice(&rec.t.to_le_bytes());
-    p.extend_from_slice(&body);
-    p
 }

@@ -53,7 +53,7 @@ pub struct Recorder {
 impl Recorder {
     /// Create (truncate) the session file with mode 0600 and write its header to disk.
     pub fn create(path: &Path, header: &SessionHeader) -> anyhow::Result<Self> {
-        let mut writer = SessionWriter::create(path, header)
+        let mut writer = SessionWriter::create_compact(path, header)
             .with_context(|| format!("cannot create session file {}", path.display()))?;
         // The header goes to disk at once, so even a session killed in its first second
         // leaves a file that replays.

@@ -15,7 +15,7 @@
 //! frames of format 1 hold them (a varint length and the bytes).
 
 use crate::record::{GpuReading, Record, RecordBody, Sample};
-use crate::session::{decode_payload, encode_payload, known_kind};
+use crate::session::frame::{decode_payload, encode_payload, known_kind};
 
 type Get = fn(&Sample) -> Option<u64>;
 type Set = fn(&mut Sample, Option<u64>);

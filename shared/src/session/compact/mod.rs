@@ -27,13 +27,15 @@
 //! [`MAX_CHUNK_RECORDS`] records.
 
 mod columns;
+pub mod growing;
+pub mod index;
 pub mod reader;
 #[cfg(test)]
 mod tests;
 
 pub use reader::Records;
 
-use super::frame::{decode_payload, FrameError};
+use super::frame::{decode_payload, encode_payload, FrameError};
 use super::MAX_FRAME;
 use crate::record::{Record, RecordBody};
 
@@ -44,7 +46,7 @@ pub const MAX_RAW: u32 = 16 << 20;
 /// Most records a chunk may hold.
 pub const MAX_CHUNK_RECORDS: u32 = 1 << 16;
 /// Bytes of a chunk body before its compressed columns.
-const CHUNK_HEAD: usize = 1 + 8 + 4 + 8 + 8 + 4 + SUMMARY_LEN;
+pub const CHUNK_HEAD: usize = 1 + 8 + 4 + 8 + 8 + 4 + SUMMARY_LEN;
 const SUMMARY_LEN: usize = 4 + 5 * 8;
 
 /// The envelope of a chunk's samples.
@@ -184,11 +186,18 @@ pub fn block_at(b: &[u8]) -> Result<(Block<'_>, usize), FrameError> {
         let rec = decode_payload(&body[9..]).map_err(FrameError::Bad)?;
         return Ok((Block::Tail(seq, rec), end));
     }
-    if body.len() < CHUNK_HEAD {
-        return Err(FrameError::Bad(format!(
+    let head = chunk_head(body).map_err(FrameError::Bad)?;
+    Ok((Block::Chunk(head, &body[CHUNK_HEAD..]), end))
+}
+
+/// The head of a chunk from the start of its body (`b'C'` first), checked for possible
+/// counts and lengths; the compressed columns follow at [`CHUNK_HEAD`].
+pub fn chunk_head(body: &[u8]) -> Result<ChunkHead, String> {
+    if body.len() < CHUNK_HEAD || body[0] != b'C' {
+        return Err(format!(
             "chunk of {} bytes is shorter than its head",
             body.len()
-        )));
+        ));
     }
     let head = ChunkHead {
         first_seq: le64(&body[1..]),
@@ -199,17 +208,17 @@ pub fn block_at(b: &[u8]) -> Result<(Block<'_>, usize), FrameError> {
         summary: Summary::get(&body[33..]),
     };
     if head.count == 0 || head.count > MAX_CHUNK_RECORDS || head.raw_len > MAX_RAW {
-        return Err(FrameError::Bad(format!(
+        return Err(format!(
             "impossible chunk of {} records in {} bytes",
             head.count, head.raw_len
-        )));
+        ));
     }
-    Ok((Block::Chunk(head, &body[CHUNK_HEAD..]), end))
+    Ok(head)
 }
 
 /// A tail block holding `rec` as record `seq`.
 pub fn tail_block(seq: u64, rec: &Record) -> Vec<u8> {
-    let payload = super::encode_payload(rec);
+    let payload = encode_payload(rec);
     let mut body = Vec::with_capacity(9 + payload.len());
     body.push(b'T');
     body.extend_from_slice(&seq.to_le_bytes());

@@ -13,11 +13,9 @@ use std::collections::VecDeque;
 
 use super::{block_at, decode_chunk, plausible_block, Block, MAX_CHUNK_RECORDS};
 use crate::record::Record;
-use crate::session::frame::FrameError;
+use crate::session::frame::{FrameError, FrameItem, RESYNC_BUDGET_MIN, RESYNC_BUDGET_PER_BYTE};
 use crate::session::header::Head;
-use crate::session::{
-    FrameItem, Loaded, SourceKind, Warning, RESYNC_BUDGET_MIN, RESYNC_BUDGET_PER_BYTE,
-};
+use crate::session::{Loaded, SourceKind, Warning};
 
 /// The records of a compact session's bytes, from the first block at `pos`.
 pub struct Records<'a> {

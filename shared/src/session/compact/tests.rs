@@ -432,3 +432,61 @@ fn random_bytes_as_columns_never_panic() {
         let _ = columns::decode(&b[..(x as usize) % b.len()], 300);
     }
 }
+
+#[test]
+fn the_index_opens_a_session_by_its_chunk_heads_and_seeks_and_envelopes_exactly() {
+    use super::index::Index;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("i.ptop");
+    let recs = records(20_000);
+    // The last records stay in the tail (flushed, not synced).
+    let mut w = write(&p, &recs[..19_000], true);
+    for r in &recs[19_000..] {
+        w.append(r).unwrap();
+    }
+    w.flush().unwrap();
+    let ix = Index::open(&p).unwrap();
+    assert!(ix.warnings.is_empty(), "{:?}", ix.warnings);
+    let mut all = Vec::new();
+    for i in 0..ix.chunks.len() {
+        let (r, disagree) = ix.chunk(i).unwrap();
+        assert!(disagree.is_none());
+        all.extend(r);
+    }
+    all.extend(ix.tail().unwrap().into_iter().map(|i| match i {
+        FrameItem::Record(_, r) => r,
+        FrameItem::Warning(w) => panic!("{w}"),
+    }));
+    assert!(all == recs);
+    // Seeking to a record's time lands on the chunk that holds it.
+    for k in [0usize, 5000, 12_345, 18_999] {
+        let i = ix.seek(recs[k].t);
+        let (first, count) = (
+            ix.chunks[i].1.first_seq as usize,
+            ix.chunks[i].1.count as usize,
+        );
+        assert!(
+            (first..first + count).contains(&k) || recs[k].t < recs[first].t + 100_000_000,
+            "{k}"
+        );
+    }
+    // The envelope of everything is the true extreme of every sample.
+    let env = ix.envelope(0, u64::MAX);
+    let truth = Summary::of(&recs[..19_000]);
+    assert_eq!(env.rss_max, truth.rss_max);
+    assert_eq!(env.peak_max, truth.peak_max);
+    assert_eq!(env.rss_min, truth.rss_min);
+    // A damaged chunk head is one warning with its offset, and the scan goes on.
+    let mut data = std::fs::read(&p).unwrap();
+    let at = ix.chunks[1].0 as usize;
+    data[at + 9] ^= 0xff;
+    data[at + 8] = b'X';
+    let q = dir.path().join("d.ptop");
+    std::fs::write(&q, &data).unwrap();
+    let d = Index::open(&q).unwrap();
+    assert_eq!(d.warnings.len(), 1, "{:?}", d.warnings);
+    assert_eq!(d.warnings[0].offset, Some(at as u64));
+    assert_eq!(d.chunks.len(), ix.chunks.len() - 1);
+}
+
+use crate::session::FrameItem;
