@@ -12,6 +12,7 @@ mod export;
 mod files;
 mod readers;
 mod recorder;
+mod rotation;
 mod settings;
 mod shape;
 mod store;

@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use provetop_shared::session::compact::growing::Growing;
+use provetop_shared::session::parts::{part_of, part_path, set_of};
 use provetop_shared::session::{
     frame_at, known_kind, possible_len, read_header, FrameError, FrameItem, SessionHeader, Warning,
     MAX_HEADER, RESYNC_BUDGET_MIN, RESYNC_BUDGET_PER_BYTE,
@@ -89,8 +90,18 @@ pub struct Follower {
 }
 
 impl Follower {
-    /// Open `path` and read its header. Only a provetop session file can be followed.
+    /// Open `path` and read its header. Only a provetop session file can be followed. A
+    /// rotated recording named by its recording path (`NAME.ptop`, its parts being there) is
+    /// followed from its first part still there; a part, from that part on.
     pub fn open(path: &Path) -> anyhow::Result<Follower> {
+        if path.exists() {
+            return Self::open_file(path);
+        }
+        let set = set_of(path);
+        Self::open_file(set.first().map_or(path, |p| p.as_path()))
+    }
+
+    fn open_file(path: &Path) -> anyhow::Result<Follower> {
         let name = path.display();
         let mut file = provetop_shared::session::open_regular(path)
             .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
@@ -180,8 +191,23 @@ impl Follower {
         self.changed.load(Ordering::Acquire) || self.last_look.elapsed() >= every
     }
 
-    /// Every complete frame appended since the last call (and warnings for damage).
+    /// Every complete frame appended since the last call (and warnings for damage). A
+    /// rotated recording is followed from part to part: once the next part exists, the
+    /// current one is finished; it is read to its end, then the next is opened.
     pub fn read(&mut self) -> std::io::Result<Vec<Item>> {
+        let next = part_of(&self.path)
+            .map(|(base, n)| part_path(&base, n + 1))
+            .filter(|p| p.exists());
+        let mut out = self.read_part()?;
+        if let Some(next) = next {
+            let mut f = Follower::open_file(&next).map_err(std::io::Error::other)?;
+            out.extend(f.read()?);
+            *self = f;
+        }
+        Ok(out)
+    }
+
+    fn read_part(&mut self) -> std::io::Result<Vec<Item>> {
         self.changed.store(false, Ordering::Release);
         self.last_look = Instant::now();
         let mut out: Vec<Item> = self.opened.drain(..).map(Item::Warning).collect();

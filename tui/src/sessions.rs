@@ -176,7 +176,8 @@ fn sessions_dir() -> Option<PathBuf> {
     Some(base.join("provetop").join("sessions"))
 }
 
-/// The `n` most recently modified session files in `dir`: name, size, age in seconds.
+/// The `n` most recently modified session files in `dir`: name, size, age in seconds (a
+/// rotated recording's parts as one).
 fn recent_files(dir: &std::path::Path, n: usize) -> Vec<(String, u64, f64)> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -195,9 +196,22 @@ fn recent_files(dir: &std::path::Path, n: usize) -> Vec<(String, u64, f64)> {
                 .unwrap_or_default()
                 .as_secs_f64()
                 .floor();
+            // The parts of a rotated recording are one row, named as it was recorded.
+            let name = provetop_shared::session::parts::part_of(&dir.join(&name))
+                .and_then(|(base, _)| base.file_name().map(|b| b.to_string_lossy().into_owned()))
+                .unwrap_or(name);
             Some((crate::text::inert(&name).into_owned(), m.len(), age))
         })
         .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0).then(a.2.total_cmp(&b.2)));
+    // One row a name: the sizes summed, the youngest part's age.
+    v.dedup_by(|later, first| {
+        let same = later.0 == first.0;
+        if same {
+            first.1 += later.1;
+        }
+        same
+    });
     v.sort_by(|a, b| a.2.total_cmp(&b.2));
     v.truncate(n);
     v

@@ -34,6 +34,7 @@ pub mod compact;
 pub mod csv;
 mod frame;
 mod header;
+pub mod parts;
 mod reader;
 #[cfg(test)]
 mod tests;
@@ -196,7 +197,47 @@ pub struct Loaded {
 /// Only a regular file is read (a FIFO, a device such as `/dev/zero`, a directory is a
 /// one-line error, and opening never waits for a FIFO's writer), and only once its first
 /// bytes say it is a session or a CSV: a large file of anything else costs one small read.
+///
+/// A rotated recording ([`parts`]) loads whole: named by any of its parts, or by the path it
+/// was recorded to, its parts are read in order as one timeline (a warning names its part).
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
+    let files = parts::set_of(path);
+    let [first, rest @ ..] = files.as_slice() else {
+        return load_one(path);
+    };
+    if rest.is_empty() {
+        return load_one(first);
+    }
+    let name = |p: &Path| {
+        p.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    };
+    let mut all = load_one(first)?;
+    for w in &mut all.warnings {
+        w.message = format!("{}: {}", name(first), w.message);
+    }
+    for p in rest {
+        match load_one(p) {
+            Ok(l) => {
+                all.records.extend(l.records);
+                all.warnings.extend(l.warnings.into_iter().map(|mut w| {
+                    w.message = format!("{}: {}", name(p), w.message);
+                    w
+                }));
+            }
+            // A part that cannot be read at all (removed meanwhile, damaged head) is skipped.
+            Err(e) => all.warnings.push(Warning {
+                offset: None,
+                line: None,
+                message: format!("{e}; part skipped"),
+            }),
+        }
+    }
+    Ok(all)
+}
+
+/// Load one file (see [`load`]).
+fn load_one(path: &Path) -> Result<Loaded, LoadError> {
     use std::io::Read;
     let io = |error| LoadError::Io {
         path: path.to_path_buf(),

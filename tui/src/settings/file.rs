@@ -11,6 +11,9 @@
 //! on_alert = ["/usr/local/bin/page-oncall", "--team", "provers"]   # argv, no shell
 //! default_rule = true     # keep the built-in rules: RSS > 90 % of the limit, predicted_free < 0
 //! metrics = "127.0.0.1:9464"   # serve /metrics there (a bare port: loopback); off when unset
+//! rotate = "1d"           # the recording rotates: a part a day (or a size: "2GiB")
+//! retain = "14d"          # finished parts older than this are removed
+//! max_disk = "20GiB"      # and the oldest while all parts take more
 //! ```
 //! Unknown keys are errors (a typo must not silently disable an alert), and so is a value out
 //! of its range ([`provetop_collect::sampler::HZ_BOUNDS`] and its neighbours, the same bounds as the
@@ -56,6 +59,8 @@ pub struct FileConfig {
     /// Line rules for provers provetop has no grammar for (`[[log_rule]]` tables, see
     /// [`provetop_collect::loglines::rules`]).
     pub log_rules: Vec<provetop_collect::loglines::Rule>,
+    /// Rotation of the recording (`rotate`, `retain`, `max_disk`), checked.
+    pub rotation: Option<crate::monitor::rotation::Rotation>,
     /// The file it was read from (None when no file was found).
     pub source: Option<PathBuf>,
 }
@@ -75,6 +80,9 @@ struct Raw {
     default_rule: Option<bool>,
     metrics: Option<Spanned<String>>,
     log_rule: Option<Vec<Spanned<RawLogRule>>>,
+    rotate: Option<Spanned<String>>,
+    retain: Option<Spanned<String>>,
+    max_disk: Option<Spanned<String>>,
 }
 
 /// One `[[log_rule]]` table as written.
@@ -249,7 +257,23 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
         );
     }
     provetop_collect::loglines::Rules::check(&log_rules)?;
+    let rotation = match (&raw.rotate, raw.retain.as_ref().or(raw.max_disk.as_ref())) {
+        (Some(r), _) => Some(
+            crate::monitor::rotation::Rotation::parse(
+                r.get_ref(),
+                raw.retain.as_ref().map(|v| v.get_ref().as_str()),
+                raw.max_disk.as_ref().map(|v| v.get_ref().as_str()),
+            )
+            .map_err(|e| Place::new(text, r.span()).error("rotate", &e))?,
+        ),
+        (None, Some(v)) => {
+            return Err(Place::new(text, v.span())
+                .error("retain", "needs rotate (retention removes finished parts)"))
+        }
+        (None, None) => None,
+    };
     Ok(FileConfig {
+        rotation,
         rules,
         log_rules,
         on_alert,
