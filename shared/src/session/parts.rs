@@ -80,6 +80,53 @@ pub struct Retention {
     pub max_bytes: Option<u64>,
 }
 
+/// When a recording rotates and what it keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Rotation {
+    /// A part spans at most this much record time, ns.
+    pub every_ns: Option<u64>,
+    /// A part's file takes at most about this many bytes.
+    pub bytes: Option<u64>,
+    /// What retention keeps.
+    pub keep: Retention,
+}
+
+impl Rotation {
+    /// From `--rotate` (a duration such as `1d`, `6h`, or a size such as `2GiB`), `--retain`
+    /// (a duration) and `--max-disk` (a size); each error names the option.
+    pub fn parse(
+        rotate: &str,
+        retain: Option<&str>,
+        max_disk: Option<&str>,
+    ) -> Result<Rotation, String> {
+        use crate::units::{parse_bytes, parse_duration_s};
+        let mut r = Rotation::default();
+        match (parse_duration_s(rotate), parse_bytes(rotate)) {
+            (Ok(s), _) if s >= 1.0 => r.every_ns = Some((s * 1e9) as u64),
+            (_, Ok(b)) if b >= 1 << 20 => r.bytes = Some(b),
+            _ => {
+                return Err(format!(
+                    "rotate {rotate:?}: a duration of a second or more (30m, 6h, 1d) or a size of 1MiB or more (512MiB, 2GiB)"
+                ))
+            }
+        }
+        if let Some(s) = retain {
+            let secs = parse_duration_s(s)
+                .ok()
+                .filter(|&d| d >= 1.0)
+                .ok_or_else(|| format!("retain {s:?}: a duration such as 14d or 12h"))?;
+            r.keep.retain = Some(std::time::Duration::from_secs_f64(secs));
+        }
+        if let Some(s) = max_disk {
+            r.keep.max_bytes = Some(
+                parse_bytes(s)
+                    .map_err(|e| format!("max_disk {s:?}: a size such as 20GiB ({e})"))?,
+            );
+        }
+        Ok(r)
+    }
+}
+
 /// The finished parts of the recording at `base` that retention removes now: never part
 /// `current` (being written) or a later one, whole parts only, oldest first.
 pub fn expired(base: &Path, current: u32, keep: Retention, now: SystemTime) -> Vec<PathBuf> {

@@ -52,6 +52,7 @@ pub struct Flight {
     tick: u64,
     rng: u64,
     rss: u64,
+    gpu: u64,
     stage: Stage,
     /// Ticks left in the stage (or in this partition).
     left: u64,
@@ -71,6 +72,7 @@ impl Flight {
             cfg,
             tick: 0,
             rss: FLOOR,
+            gpu: 30 * GIB,
             stage: Stage::Idle,
             left: 200,
             proof: 0,
@@ -226,8 +228,15 @@ impl Flight {
         let rss = (self.rss as i64 + pages * 4096).clamp(FLOOR as i64, (400 * GIB) as i64) as u64;
         self.rss = rss;
         let jitter = self.range(0, 64) * 4096;
-        let gpu = 30 * GIB
-            + self.range(0, 1 << 20) * 4096 * u64::from(matches!(self.stage, Stage::Gpu(_)));
+        // GPU memory: the SRS resident, and on the GPU steps buffers coming and going in
+        // 2 MiB pages.
+        let step = self.range(0, 64) as i64 - 32;
+        self.gpu = match self.stage {
+            Stage::Gpu(_) => (self.gpu as i64 + step * (2 << 20))
+                .clamp((30 * GIB) as i64, (120 * GIB) as i64) as u64,
+            _ => 30 * GIB,
+        };
+        let gpu = self.gpu;
         let util = if matches!(self.stage, Stage::Gpu(_)) {
             self.range(60, 101) as u8
         } else {

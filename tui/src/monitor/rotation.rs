@@ -11,58 +11,12 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use provetop_shared::session::parts::{expired, part_path, Retention};
+pub use provetop_shared::session::parts::Rotation;
+use provetop_shared::session::parts::{expired, part_path};
 use provetop_shared::session::SessionHeader;
 
 /// How often starting the next part is tried again after it failed (a full disk).
 const RETRY: Duration = Duration::from_secs(1);
-
-/// When a recording rotates and what it keeps.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Rotation {
-    /// A part spans at most this much record time, ns.
-    pub every_ns: Option<u64>,
-    /// A part's file takes at most about this many bytes.
-    pub bytes: Option<u64>,
-    /// What retention keeps.
-    pub keep: Retention,
-}
-
-impl Rotation {
-    /// From `--rotate` (a duration such as `1d`, `6h`, or a size such as `2GiB`), `--retain`
-    /// (a duration) and `--max-disk` (a size); each error names the option.
-    pub fn parse(
-        rotate: &str,
-        retain: Option<&str>,
-        max_disk: Option<&str>,
-    ) -> Result<Rotation, String> {
-        use provetop_shared::units::{parse_bytes, parse_duration_s};
-        let mut r = Rotation::default();
-        match (parse_duration_s(rotate), parse_bytes(rotate)) {
-            (Ok(s), _) if s >= 1.0 => r.every_ns = Some((s * 1e9) as u64),
-            (_, Ok(b)) if b >= 1 << 20 => r.bytes = Some(b),
-            _ => {
-                return Err(format!(
-                    "rotate {rotate:?}: a duration of a second or more (30m, 6h, 1d) or a size of 1MiB or more (512MiB, 2GiB)"
-                ))
-            }
-        }
-        if let Some(s) = retain {
-            let secs = parse_duration_s(s)
-                .ok()
-                .filter(|&d| d >= 1.0)
-                .ok_or_else(|| format!("retain {s:?}: a duration such as 14d or 12h"))?;
-            r.keep.retain = Some(std::time::Duration::from_secs_f64(secs));
-        }
-        if let Some(s) = max_disk {
-            r.keep.max_bytes = Some(
-                parse_bytes(s)
-                    .map_err(|e| format!("max_disk {s:?}: a size such as 20GiB ({e})"))?,
-            );
-        }
-        Ok(r)
-    }
-}
 
 /// A recording that rotates: its base path, the part being written and when it began.
 pub struct Rotating {

@@ -60,7 +60,7 @@ pub struct FileConfig {
     /// [`provetop_collect::loglines::rules`]).
     pub log_rules: Vec<provetop_collect::loglines::Rule>,
     /// Rotation of the recording (`rotate`, `retain`, `max_disk`), checked.
-    pub rotation: Option<crate::monitor::rotation::Rotation>,
+    pub rotation: Option<provetop_shared::session::parts::Rotation>,
     /// The file it was read from (None when no file was found).
     pub source: Option<PathBuf>,
 }
@@ -259,7 +259,7 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
     provetop_collect::loglines::Rules::check(&log_rules)?;
     let rotation = match (&raw.rotate, raw.retain.as_ref().or(raw.max_disk.as_ref())) {
         (Some(r), _) => Some(
-            crate::monitor::rotation::Rotation::parse(
+            provetop_shared::session::parts::Rotation::parse(
                 r.get_ref(),
                 raw.retain.as_ref().map(|v| v.get_ref().as_str()),
                 raw.max_disk.as_ref().map(|v| v.get_ref().as_str()),

@@ -43,7 +43,7 @@ pub struct Setup {
     /// Session file, unless recording is off.
     pub record: Option<PathBuf>,
     /// How the recording rotates (`--rotate`, else the file's `rotate`).
-    pub rotation: Option<crate::monitor::rotation::Rotation>,
+    pub rotation: Option<provetop_shared::session::parts::Rotation>,
     /// Where to serve `/metrics` (`--metrics`, else the file's `metrics`; off by default).
     pub metrics: Option<std::net::SocketAddr>,
     /// The file's log-line rules, for every line engine of the session (the child's output,
@@ -159,7 +159,7 @@ pub fn resolve(opts: &MonitorOpts, file: &FileConfig) -> anyhow::Result<Setup> {
     };
     let rotation = match &opts.rotate {
         Some(r) => Some(
-            crate::monitor::rotation::Rotation::parse(
+            provetop_shared::session::parts::Rotation::parse(
                 r,
                 opts.retain.as_deref(),
                 opts.max_disk.as_deref(),
