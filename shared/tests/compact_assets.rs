@@ -87,3 +87,29 @@ fn composition() {
         );
     }
 }
+
+/// Bytes a sample of an hour of the testkit's flight, written as the recorder writes it
+/// (`cargo test -p provetop-shared --test shared flight_bytes -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn flight_bytes_a_sample() {
+    use provetop_testkit::flight::{Flight, FlightConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f.ptop");
+    let mut w = SessionWriter::create_compact(
+        &p,
+        &provetop_shared::session::SessionHeader::now(vec![], 20.0),
+    )
+    .unwrap();
+    let mut samples = 0;
+    for (i, r) in Flight::new(FlightConfig::default()).enumerate() {
+        samples += matches!(r.body, RecordBody::Sample(_)) as u64;
+        w.append(&r).unwrap();
+        if i % 24 == 23 {
+            w.flush().unwrap();
+        }
+    }
+    w.sync().unwrap();
+    let n = std::fs::metadata(&p).unwrap().len();
+    println!("{:.2} bytes a sample", n as f64 / samples as f64);
+}

@@ -85,11 +85,11 @@ struct Tail {
 }
 
 /// A tail this long (records or bytes) is committed as a chunk at the next flush.
-const COMMIT_RECORDS: usize = 4096;
-const COMMIT_BYTES: u64 = 1 << 20;
+const COMMIT_RECORDS: usize = 8192;
+const COMMIT_BYTES: u64 = 2 << 20;
 /// A tail spanning this much record time is committed too (ns): chunks stay a few minutes
 /// long however slow the sampling, so seeks decode little.
-const COMMIT_SPAN: u64 = 120_000_000_000;
+const COMMIT_SPAN: u64 = 300_000_000_000;
 
 impl SessionWriter {
     /// Create `path` (it must not exist: see [`create_private`]) and write the header.

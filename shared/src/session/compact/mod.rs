@@ -234,9 +234,10 @@ fn framed(body: &[u8]) -> Vec<u8> {
     out
 }
 
-/// zstd level of chunks: the writer compresses a chunk every few minutes, so a higher level
-/// than the default costs little.
-const LEVEL: i32 = 9;
+/// zstd level of chunks: the writer compresses a chunk every few minutes, so a level above
+/// the default costs little CPU; higher levels' tables would cost the recorder several MiB
+/// more at every commit for a few per cent of size.
+const LEVEL: i32 = 6;
 
 /// A chunk block holding `records` (at most [`MAX_CHUNK_RECORDS`]) from sequence number
 /// `first_seq`.

@@ -254,7 +254,7 @@ fn a_writer_killed_at_random_keeps_everything_it_had_flushed() {
 
 fn session_with_chunks(dir: &Path) -> (std::path::PathBuf, Vec<Record>) {
     let p = dir.join("c.ptop");
-    let recs = records(3 * 4096 + 100);
+    let recs = records(3 * 8192 + 100);
     drop(write(&p, &recs, true));
     (p, recs)
 }
@@ -326,7 +326,7 @@ fn chunk_body(dir: &Path) -> (Vec<u8>, Vec<Record>) {
     let data = std::fs::read(&p).unwrap();
     let at = blocks(&data)[1];
     let (first, count) = seqs(&data[at..]);
-    let recs = records(3 * 4096 + 100)[first..first + count].to_vec();
+    let recs = records(3 * 8192 + 100)[first..first + count].to_vec();
     (
         chunk_block(first as u64, &recs).unwrap()[8..].to_vec(),
         recs,
@@ -373,7 +373,7 @@ fn crafted_chunks_are_one_warning_each_in_bounded_time_and_memory() {
     // A good chunk in its place reads back whole (the crafting itself is sound).
     let l = crafted(dir.path(), &good);
     assert!(l.warnings.is_empty(), "{:?}", l.warnings);
-    assert_eq!(l.records.len(), 3 * 4096 + 100);
+    assert_eq!(l.records.len(), 3 * 8192 + 100);
     // A section length past the end (valid zstd of bad columns).
     let mut raw = columns::encode(&recs);
     raw[0] = 0xff;
@@ -410,7 +410,7 @@ fn crafted_chunks_are_one_warning_each_in_bounded_time_and_memory() {
         "{}",
         l.warnings[0]
     );
-    assert_eq!(l.records.len(), 3 * 4096 + 100);
+    assert_eq!(l.records.len(), 3 * 8192 + 100);
     assert!(t0.elapsed() < std::time::Duration::from_secs(30));
 }
 
