@@ -78,10 +78,12 @@ struct Tail {
     /// Offset where the tail starts: the end of the last chunk.
     start: u64,
     /// The tail's records, the first being record number `first_seq`.
-    records: Vec<Record>,
+    records: super::compact::Pending,
     first_seq: u64,
     /// Bytes of tail blocks written (buffered or not) since `start`.
     bytes: u64,
+    /// A commit from [`SessionWriter::append`] failed: the next is left to the next flush.
+    commit_failed: bool,
 }
 
 /// A tail this long (records or bytes) is committed as a chunk at the next flush.
@@ -106,9 +108,10 @@ impl SessionWriter {
         let mut w = Self::create_as(path, &header, super::compact::MAGIC2)?;
         w.tail = Some(Tail {
             start: w.bytes,
-            records: Vec::new(),
+            records: super::compact::Pending::default(),
             first_seq: 0,
             bytes: 0,
+            commit_failed: false,
         });
         Ok(w)
     }
@@ -132,13 +135,24 @@ impl SessionWriter {
     /// Append one record (buffered; call [`flush`](Self::flush) at least once a second).
     pub fn append(&mut self, rec: &Record) -> io::Result<()> {
         if let Some(tail) = &mut self.tail {
-            let block = super::compact::tail_block(self.records, rec);
+            let payload = encode_payload(rec);
+            let block = super::compact::tail_block_of(self.records, &payload);
             // One write per block, as for frames below.
             self.out.write_all(&block)?;
-            tail.records.push(rec.clone());
+            tail.records.push(rec, &payload);
             tail.bytes += block.len() as u64;
             self.records += 1;
             self.bytes += block.len() as u64;
+            // A tail that fills between two flushes (a flood of events) is committed at once,
+            // so what a commit holds in memory stays bounded. The record is in the tail
+            // already: a failed commit is not this append's failure; the next flush retries
+            // it and says why.
+            let full = tail.records.len() >= COMMIT_RECORDS || tail.bytes >= COMMIT_BYTES;
+            if full && !tail.commit_failed && self.commit().is_err() {
+                if let Some(t) = &mut self.tail {
+                    t.commit_failed = true;
+                }
+            }
             return Ok(());
         }
         let payload = encode_payload(rec);
@@ -160,12 +174,13 @@ impl SessionWriter {
     /// once it is long enough.
     pub fn flush(&mut self) -> io::Result<()> {
         self.out.flush()?;
+        if let Some(t) = &mut self.tail {
+            t.commit_failed = false;
+        }
         let due = self.tail.as_ref().is_some_and(|t| {
-            let span = match (t.records.first(), t.records.last()) {
-                (Some(a), Some(b)) => b.t.saturating_sub(a.t),
-                _ => 0,
-            };
-            t.records.len() >= COMMIT_RECORDS || t.bytes >= COMMIT_BYTES || span >= COMMIT_SPAN
+            t.records.len() >= COMMIT_RECORDS
+                || t.bytes >= COMMIT_BYTES
+                || t.records.span() >= COMMIT_SPAN
         });
         if due {
             self.commit()?;
@@ -197,13 +212,13 @@ impl SessionWriter {
         while done < tail.records.len() {
             let n = (tail.records.len() - done).min(super::compact::MAX_CHUNK_RECORDS as usize);
             let first = tail.first_seq + done as u64;
-            let block = super::compact::chunk_block(first, &tail.records[done..done + n])?;
+            let block = super::compact::pending_chunk(first, &tail.records, done, done + n)?;
             let file = self.out.get_mut();
             let end = tail.start + tail.bytes;
             if let Err(e) = file.write_all_at(&block, end) {
                 let _ = file.set_len(end);
                 // The records not committed stay in the tail, after the chunks that were.
-                tail.records.drain(..done);
+                tail.records.drain(done);
                 tail.first_seq = first;
                 return Err(e);
             }
@@ -216,7 +231,7 @@ impl SessionWriter {
         file.set_len(tail.start)?;
         file.seek(SeekFrom::Start(tail.start))?;
         tail.first_seq += tail.records.len() as u64;
-        tail.records.clear();
+        tail.records = super::compact::Pending::default();
         tail.bytes = 0;
         self.bytes = tail.start;
         Ok(())

@@ -15,7 +15,7 @@
 //! frames of format 1 hold them (a varint length and the bytes).
 
 use crate::record::{GpuReading, Record, RecordBody, Sample};
-use crate::session::frame::{decode_payload, encode_payload, known_kind};
+use crate::session::frame::{decode_payload, known_kind};
 
 type Get = fn(&Sample) -> Option<u64>;
 type Set = fn(&mut Sample, Option<u64>);
@@ -119,73 +119,153 @@ fn value_column(values: impl Iterator<Item = Option<u64>> + Clone) -> Vec<u8> {
     out
 }
 
-/// The uncompressed columns of `records`.
-pub fn encode(records: &[Record]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(records.len() * 24);
-    let kinds: Vec<u8> = records.iter().map(|r| kind_of(&r.body)).collect();
-    section(&mut out, &kinds);
-    let mut times = Vec::with_capacity(records.len() * 2);
-    let (mut prev, mut prev_d) = (0u64, 0i64);
-    for r in records {
-        let d = r.t.wrapping_sub(prev) as i64;
-        put_varint(&mut times, u128::from(zigzag(d.wrapping_sub(prev_d))));
-        (prev, prev_d) = (r.t, d);
-    }
-    section(&mut out, &times);
-    let samples: Vec<&Sample> = records
-        .iter()
-        .filter_map(|r| match &r.body {
-            RecordBody::Sample(s) => Some(s),
-            _ => None,
-        })
-        .collect();
-    for (_, get, _) in FIELDS {
-        section(&mut out, &value_column(samples.iter().map(|s| get(s))));
-    }
-    let mut counts = Vec::with_capacity(samples.len());
-    for s in &samples {
-        put_varint(&mut counts, s.gpus.len() as u128);
-    }
-    section(&mut out, &counts);
-    for (_, get, _) in GPU_FIELDS {
-        let mut col = Vec::new();
-        let mut last: Vec<u64> = Vec::new();
-        for s in &samples {
-            for (j, g) in s.gpus.iter().enumerate() {
-                if last.len() <= j {
-                    last.push(0);
-                }
-                let v = get(g);
-                put_varint(&mut col, u128::from(zigzag(v.wrapping_sub(last[j]) as i64)));
-                last[j] = v;
-            }
-        }
-        section(&mut out, &col);
-    }
-    let mut others = Vec::new();
-    for r in records {
-        if !matches!(r.body, RecordBody::Sample(_)) {
-            let p = encode_payload(r);
-            put_varint(&mut others, (p.len() - 9) as u128);
-            others.extend_from_slice(&p[9..]);
-        }
-    }
-    section(&mut out, &others);
-    out
+/// Records waiting for a chunk, kept as the columns need them: a sample whole, any other
+/// record as its encoded body (the tail block's payload already holds it, so it is encoded
+/// once and no record is cloned).
+#[derive(Debug, Default)]
+pub struct Pending {
+    kinds: Vec<u8>,
+    times: Vec<u64>,
+    /// For each record, its index in `samples` (a sample) or the end of its body in `bodies`.
+    slots: Vec<usize>,
+    samples: Vec<Sample>,
+    bodies: Vec<u8>,
 }
 
-fn kind_of(b: &RecordBody) -> u8 {
-    match b {
-        RecordBody::Sample(_) => 1,
-        RecordBody::Event(_) => 2,
-        RecordBody::Alert(_) => 3,
-        RecordBody::Control(_) => 4,
-        RecordBody::Mark(_) => 5,
-        RecordBody::Output(_) => 6,
-        RecordBody::Derived(_) => 7,
-        RecordBody::Usage(_) => 8,
-        RecordBody::Kernel(_) => 9,
+impl Pending {
+    /// Add `rec`, whose format-1 payload is `payload` (kind, t, body).
+    pub fn push(&mut self, rec: &Record, payload: &[u8]) {
+        self.kinds.push(payload[0]);
+        self.times.push(rec.t);
+        match &rec.body {
+            RecordBody::Sample(s) => {
+                self.slots.push(self.samples.len());
+                self.samples.push(s.clone());
+            }
+            _ => {
+                self.bodies.extend_from_slice(&payload[9..]);
+                self.slots.push(self.bodies.len());
+            }
+        }
     }
+
+    /// Records held.
+    pub fn len(&self) -> usize {
+        self.kinds.len()
+    }
+
+    /// Whether none are held.
+    pub fn is_empty(&self) -> bool {
+        self.kinds.is_empty()
+    }
+
+    /// Record time between the first record and the latest.
+    pub fn span(&self) -> u64 {
+        match (self.times.first(), self.times.iter().max()) {
+            (Some(a), Some(b)) => b.saturating_sub(*a),
+            _ => 0,
+        }
+    }
+
+    /// Forget the first `n` records.
+    pub fn drain(&mut self, n: usize) {
+        let n = n.min(self.len());
+        let samples = self.kinds[..n].iter().filter(|&&k| k == 1).count();
+        let body_end = (0..n)
+            .rev()
+            .find(|&i| self.kinds[i] != 1)
+            .map_or(0, |i| self.slots[i]);
+        self.kinds.drain(..n);
+        self.times.drain(..n);
+        self.slots.drain(..n);
+        self.samples.drain(..samples);
+        self.bodies.drain(..body_end);
+        for (k, slot) in self.kinds.iter().zip(self.slots.iter_mut()) {
+            *slot -= if *k == 1 { samples } else { body_end };
+        }
+    }
+
+    /// The samples of records `a..b`.
+    fn samples_in(&self, a: usize, b: usize) -> &[Sample] {
+        let from = self.kinds[..a].iter().filter(|&&k| k == 1).count();
+        let n = self.kinds[a..b].iter().filter(|&&k| k == 1).count();
+        &self.samples[from..from + n]
+    }
+
+    /// The times of records `a..b`.
+    pub fn times(&self, a: usize, b: usize) -> &[u64] {
+        &self.times[a..b]
+    }
+
+    /// The envelope of the samples of records `a..b`.
+    pub fn summary(&self, a: usize, b: usize) -> super::Summary {
+        super::Summary::of_samples(self.samples_in(a, b).iter())
+    }
+
+    /// The uncompressed columns of records `a..b`.
+    pub fn encode(&self, a: usize, b: usize) -> Vec<u8> {
+        let n = b - a;
+        let mut out = Vec::with_capacity(n * 24);
+        section(&mut out, &self.kinds[a..b]);
+        let mut times = Vec::with_capacity(n * 2);
+        let (mut prev, mut prev_d) = (0u64, 0i64);
+        for &t in &self.times[a..b] {
+            let d = t.wrapping_sub(prev) as i64;
+            put_varint(&mut times, u128::from(zigzag(d.wrapping_sub(prev_d))));
+            (prev, prev_d) = (t, d);
+        }
+        section(&mut out, &times);
+        let samples = self.samples_in(a, b);
+        for (_, get, _) in FIELDS {
+            section(&mut out, &value_column(samples.iter().map(get)));
+        }
+        let mut counts = Vec::with_capacity(samples.len());
+        for s in samples {
+            put_varint(&mut counts, s.gpus.len() as u128);
+        }
+        section(&mut out, &counts);
+        for (_, get, _) in GPU_FIELDS {
+            let mut col = Vec::new();
+            let mut last: Vec<u64> = Vec::new();
+            for s in samples {
+                for (j, g) in s.gpus.iter().enumerate() {
+                    if last.len() <= j {
+                        last.push(0);
+                    }
+                    let v = get(g);
+                    put_varint(&mut col, u128::from(zigzag(v.wrapping_sub(last[j]) as i64)));
+                    last[j] = v;
+                }
+            }
+            section(&mut out, &col);
+        }
+        let mut others = Vec::new();
+        // A body's start is the end of the body before it: walk them in order.
+        let mut start = (0..a)
+            .rev()
+            .find(|&j| self.kinds[j] != 1)
+            .map_or(0, |j| self.slots[j]);
+        for i in a..b {
+            if self.kinds[i] != 1 {
+                let body = &self.bodies[start..self.slots[i]];
+                put_varint(&mut others, body.len() as u128);
+                others.extend_from_slice(body);
+                start = self.slots[i];
+            }
+        }
+        section(&mut out, &others);
+        out
+    }
+}
+
+/// The uncompressed columns of `records`.
+#[cfg(test)]
+pub fn encode(records: &[Record]) -> Vec<u8> {
+    let mut p = Pending::default();
+    for r in records {
+        p.push(r, &crate::session::frame::encode_payload(r));
+    }
+    p.encode(0, p.len())
 }
 
 /// A bounds-checked cursor over bytes.

@@ -33,6 +33,7 @@ pub mod reader;
 #[cfg(test)]
 mod tests;
 
+pub use columns::Pending;
 pub use reader::Records;
 
 use super::frame::{decode_payload, encode_payload, FrameError};
@@ -69,6 +70,14 @@ pub struct Summary {
 impl Summary {
     /// The envelope of `records`' samples.
     pub fn of(records: &[Record]) -> Summary {
+        Summary::of_samples(records.iter().filter_map(|r| match &r.body {
+            RecordBody::Sample(x) => Some(x),
+            _ => None,
+        }))
+    }
+
+    /// The envelope of `samples`.
+    pub fn of_samples<'a>(samples: impl Iterator<Item = &'a crate::record::Sample>) -> Summary {
         let mut s = Summary {
             samples: 0,
             rss_min: u64::MAX,
@@ -77,15 +86,13 @@ impl Summary {
             gpu_max: 0,
             avail_min: u64::MAX,
         };
-        for r in records {
-            if let RecordBody::Sample(x) = &r.body {
-                s.samples += 1;
-                s.rss_min = s.rss_min.min(x.rss);
-                s.rss_max = s.rss_max.max(x.rss);
-                s.peak_max = s.peak_max.max(x.peak.unwrap_or(x.rss).max(x.rss));
-                s.gpu_max = s.gpu_max.max(x.gpu_used.unwrap_or(0));
-                s.avail_min = s.avail_min.min(x.mem_available.unwrap_or(u64::MAX));
-            }
+        for x in samples {
+            s.samples += 1;
+            s.rss_min = s.rss_min.min(x.rss);
+            s.rss_max = s.rss_max.max(x.rss);
+            s.peak_max = s.peak_max.max(x.peak.unwrap_or(x.rss).max(x.rss));
+            s.gpu_max = s.gpu_max.max(x.gpu_used.unwrap_or(0));
+            s.avail_min = s.avail_min.min(x.mem_available.unwrap_or(u64::MAX));
         }
         s
     }
@@ -218,11 +225,15 @@ pub fn chunk_head(body: &[u8]) -> Result<ChunkHead, String> {
 
 /// A tail block holding `rec` as record `seq`.
 pub fn tail_block(seq: u64, rec: &Record) -> Vec<u8> {
-    let payload = encode_payload(rec);
+    tail_block_of(seq, &encode_payload(rec))
+}
+
+/// A tail block holding the record whose format-1 payload is `payload` as record `seq`.
+pub fn tail_block_of(seq: u64, payload: &[u8]) -> Vec<u8> {
     let mut body = Vec::with_capacity(9 + payload.len());
     body.push(b'T');
     body.extend_from_slice(&seq.to_le_bytes());
-    body.extend_from_slice(&payload);
+    body.extend_from_slice(payload);
     framed(&body)
 }
 
@@ -242,7 +253,17 @@ const LEVEL: i32 = 6;
 /// A chunk block holding `records` (at most [`MAX_CHUNK_RECORDS`]) from sequence number
 /// `first_seq`.
 pub fn chunk_block(first_seq: u64, records: &[Record]) -> std::io::Result<Vec<u8>> {
-    let raw = columns::encode(records);
+    let mut p = Pending::default();
+    for r in records {
+        p.push(r, &encode_payload(r));
+    }
+    pending_chunk(first_seq, &p, 0, p.len())
+}
+
+/// A chunk block of records `a..b` of `p` (at most [`MAX_CHUNK_RECORDS`]), the first being
+/// record `first_seq`.
+pub fn pending_chunk(first_seq: u64, p: &Pending, a: usize, b: usize) -> std::io::Result<Vec<u8>> {
+    let raw = p.encode(a, b);
     let raw_len = u32::try_from(raw.len())
         .ok()
         .filter(|&n| n <= MAX_RAW)
@@ -251,13 +272,14 @@ pub fn chunk_block(first_seq: u64, records: &[Record]) -> std::io::Result<Vec<u8
     let mut body = Vec::with_capacity(CHUNK_HEAD + z.len());
     body.push(b'C');
     body.extend_from_slice(&first_seq.to_le_bytes());
-    body.extend_from_slice(&(records.len() as u32).to_le_bytes());
-    let t_min = records.iter().map(|r| r.t).min().unwrap_or(0);
-    let t_max = records.iter().map(|r| r.t).max().unwrap_or(0);
+    body.extend_from_slice(&((b - a) as u32).to_le_bytes());
+    let times = p.times(a, b);
+    let t_min = times.iter().copied().min().unwrap_or(0);
+    let t_max = times.iter().copied().max().unwrap_or(0);
     body.extend_from_slice(&t_min.to_le_bytes());
     body.extend_from_slice(&t_max.to_le_bytes());
     body.extend_from_slice(&raw_len.to_le_bytes());
-    Summary::of(records).put(&mut body);
+    p.summary(a, b).put(&mut body);
     body.extend_from_slice(&z);
     Ok(framed(&body))
 }

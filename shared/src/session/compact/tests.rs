@@ -490,3 +490,22 @@ fn the_index_opens_a_session_by_its_chunk_heads_and_seeks_and_envelopes_exactly(
 }
 
 use crate::session::FrameItem;
+
+#[test]
+fn pending_records_drained_from_the_front_encode_as_the_rest_alone() {
+    let recs = records(500);
+    let mut p = Pending::default();
+    for r in &recs {
+        p.push(r, &crate::session::frame::encode_payload(r));
+    }
+    for (k, a, b) in [(0, 0, 500), (7, 10, 300), (13, 0, 200), (29, 50, 51)] {
+        p.drain(k);
+        let rest = &recs[recs.len() - p.len()..];
+        assert_eq!(
+            p.encode(a, b),
+            columns::encode(&rest[a..b]),
+            "drained {k}, {a}..{b}"
+        );
+        assert_eq!(p.summary(a, b), Summary::of(&rest[a..b]));
+    }
+}
