@@ -99,7 +99,7 @@ impl Rotation {
         retain: Option<&str>,
         max_disk: Option<&str>,
     ) -> Result<Rotation, String> {
-        use crate::units::{parse_bytes, parse_duration_s};
+        use crate::units::parse_bytes;
         let mut r = Rotation::default();
         match (parse_duration_s(rotate), parse_bytes(rotate)) {
             (Ok(s), _) if s >= 1.0 => r.every_ns = Some((s * 1e9) as u64),
@@ -125,6 +125,23 @@ impl Rotation {
         }
         Ok(r)
     }
+}
+
+/// Seconds of a duration: the units' (`30m`, `6h`, `90s`) and days and weeks (`14d`, `2w`).
+fn parse_duration_s(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    for (suffix, secs) in [("d", 86_400.0), ("w", 604_800.0)] {
+        if let Some(n) = t.strip_suffix(suffix) {
+            return n
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .map(|v| v * secs)
+                .ok_or_else(|| format!("bad duration {s:?}"));
+        }
+    }
+    crate::units::parse_duration_s(t)
 }
 
 /// The finished parts of the recording at `base` that retention removes now: never part
@@ -156,6 +173,26 @@ pub fn expired(base: &Path, current: u32, keep: Retention, now: SystemTime) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rotation_takes_durations_in_days_or_sizes() {
+        let r = Rotation::parse("1d", Some("2w"), Some("20GiB")).unwrap();
+        assert_eq!(r.every_ns, Some(86_400_000_000_000));
+        assert_eq!(r.keep.retain, Some(Duration::from_secs(14 * 86_400)));
+        assert_eq!(r.keep.max_bytes, Some(20 << 30));
+        assert_eq!(
+            Rotation::parse("6h", None, None).unwrap().every_ns,
+            Some(21_600_000_000_000)
+        );
+        assert_eq!(
+            Rotation::parse("2GiB", None, None).unwrap().bytes,
+            Some(2 << 30)
+        );
+        assert!(Rotation::parse("soon", None, None).is_err());
+        assert!(Rotation::parse("1d", Some("x"), None)
+            .unwrap_err()
+            .starts_with("retain"));
+    }
 
     #[test]
     fn part_names_round_trip_and_other_names_are_not_parts() {

@@ -405,6 +405,27 @@ mod tests {
     }
 
     #[test]
+    fn rotation_keys_read_as_a_rotation_and_retention_without_rotate_is_refused_by_line() {
+        let c = parse_config("rotate = \"1d\"\nretain = \"14d\"\nmax_disk = \"20GiB\"").unwrap();
+        let r = c.rotation.unwrap();
+        assert_eq!(r.every_ns, Some(86_400_000_000_000));
+        assert_eq!(
+            r.keep.retain,
+            Some(std::time::Duration::from_secs(14 * 86_400))
+        );
+        assert_eq!(r.keep.max_bytes, Some(20 << 30));
+        let c = parse_config("rotate = \"2GiB\"").unwrap();
+        assert_eq!(c.rotation.unwrap().bytes, Some(2 << 30));
+        let e = parse_config("hz = 1\nretain = \"14d\"").unwrap_err();
+        assert!(
+            e.starts_with("line 2: retain") && e.contains("needs rotate"),
+            "{e}"
+        );
+        let e = parse_config("rotate = \"soon\"").unwrap_err();
+        assert!(e.starts_with("line 1: rotate"), "{e}");
+    }
+
+    #[test]
     fn the_metrics_address_is_an_ip_and_port_and_a_bare_port_is_loopback() {
         let c = parse_config("metrics = \"9464\"").unwrap();
         assert_eq!(c.metrics, Some("127.0.0.1:9464".parse().unwrap()));
