@@ -281,6 +281,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_parts_of_a_rotated_recording_are_one_row_of_their_summed_size() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("r.0001.ptop"), [0u8; 100]).unwrap();
+        std::fs::write(dir.path().join("r.0002.ptop"), [0u8; 50]).unwrap();
+        std::fs::write(dir.path().join("x.ptop"), [0u8; 7]).unwrap();
+        let mut rows = recent_files(dir.path(), 10);
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        let rows: Vec<(String, u64)> = rows.into_iter().map(|(n, s, _)| (n, s)).collect();
+        assert_eq!(
+            rows,
+            [("r.ptop".to_string(), 150), ("x.ptop".to_string(), 7)]
+        );
+    }
+
+    #[test]
     fn a_table_pads_its_columns_to_the_widest_cell() {
         let t = table(
             &["ID".into(), "PID".into()],
