@@ -128,6 +128,7 @@ fn live_keys_reach_the_view_and_the_driver_and_q_stops_the_child() {
         hook: None,
         thresholds: Thresholds::default(),
         record: None,
+        rotation: None,
         metrics: None,
         log_rules: Vec::new(),
         nvtx_phases: Default::default(),

@@ -164,11 +164,11 @@ fn a_header_that_claims_4_gib_is_a_one_line_error_even_before_2_gib_of_data() {
     }
     // So is another format version.
     let mut v2 = data.clone();
-    v2[7] = 2;
+    v2[7] = 3;
     std::fs::write(&p, &v2).unwrap();
     grow_sparse(&p, 2 << 30);
     let o = bounded(&["classify", p.to_str().unwrap()], dir.path());
-    assert_one_line_error(&o, &["session format version 2 is not supported"]);
+    assert_one_line_error(&o, &["session format version 3 is not supported"]);
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod files;
 mod log_session;
 mod readers;
 mod recorder;
+mod rotation;
 mod settings;
 mod shape;
 mod store;

@@ -12,7 +12,7 @@ set -uo pipefail
 secs=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(protocol session csv loglines follow)
+[ ${#targets[@]} -gt 0 ] || targets=(protocol session csv loglines follow chunk)
 cd "$(dirname "$0")/.."
 export RUSTC_BOOTSTRAP=1
 cargo fuzz build --fuzz-dir fuzz || exit 1

@@ -3,6 +3,7 @@
 //! One test binary for the files named here (each binary is a link of the whole workspace).
 
 mod alert_engine;
+mod compact_assets;
 mod forecast;
 mod h200_scale;
 mod parsers_prop;

@@ -51,6 +51,7 @@ fn main() -> anyhow::Result<()> {
         hook: None,
         thresholds: Thresholds::default(),
         record: Some(PathBuf::from(record)),
+        rotation: None,
         metrics: None,
         log_rules: Vec::new(),
         nvtx_phases: Default::default(),

@@ -31,8 +31,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use provetop_shared::session::compact::growing::Growing;
+use provetop_shared::session::parts::{part_of, part_path, set_of};
 use provetop_shared::session::{
-    frame_at, known_kind, possible_len, read_header, FrameError, SessionHeader, Warning,
+    frame_at, known_kind, possible_len, read_header, FrameError, FrameItem, SessionHeader, Warning,
     MAX_HEADER, RESYNC_BUDGET_MIN, RESYNC_BUDGET_PER_BYTE,
 };
 use provetop_shared::Record;
@@ -82,11 +84,24 @@ pub struct Follower {
     work: u64,
     /// Warnings found while opening (a damaged head), returned by the first read.
     opened: Vec<Warning>,
+    /// A compact session (format 2) is followed by its own reader: its writer rewrites the
+    /// bytes after its last chunk.
+    compact: Option<Growing>,
 }
 
 impl Follower {
-    /// Open `path` and read its header. Only a provetop session file can be followed.
+    /// Open `path` and read its header. Only a provetop session file can be followed. A
+    /// rotated recording named by its recording path (`NAME.ptop`, its parts being there) is
+    /// followed from its first part still there; a part, from that part on.
     pub fn open(path: &Path) -> anyhow::Result<Follower> {
+        if path.exists() {
+            return Self::open_file(path);
+        }
+        let set = set_of(path);
+        Self::open_file(set.first().map_or(path, |p| p.as_path()))
+    }
+
+    fn open_file(path: &Path) -> anyhow::Result<Follower> {
         let name = path.display();
         let mut file = provetop_shared::session::open_regular(path)
             .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
@@ -131,7 +146,6 @@ impl Follower {
         Ok(Follower {
             path: path.to_path_buf(),
             file,
-            header,
             budget: RESYNC_BUDGET_MIN
                 .saturating_add((buf.len() as u64).saturating_mul(RESYNC_BUDGET_PER_BYTE)),
             buf,
@@ -145,6 +159,8 @@ impl Follower {
             gave_up: false,
             work: 0,
             opened: head.warnings,
+            compact: (header.format == 2).then(|| Growing::new(base)),
+            header,
         })
     }
 
@@ -165,7 +181,7 @@ impl Follower {
 
     /// Offset of the first byte not yet returned as a frame.
     pub fn offset(&self) -> u64 {
-        self.cursor
+        self.compact.as_ref().map_or(self.cursor, Growing::offset)
     }
 
     /// Whether it is time to [`Self::read`]: the watch saw a change, or the poll interval
@@ -175,11 +191,33 @@ impl Follower {
         self.changed.load(Ordering::Acquire) || self.last_look.elapsed() >= every
     }
 
-    /// Every complete frame appended since the last call (and warnings for damage).
+    /// Every complete frame appended since the last call (and warnings for damage). A
+    /// rotated recording is followed from part to part: once the next part exists, the
+    /// current one is finished; it is read to its end, then the next is opened.
     pub fn read(&mut self) -> std::io::Result<Vec<Item>> {
+        let next = part_of(&self.path)
+            .map(|(base, n)| part_path(&base, n + 1))
+            .filter(|p| p.exists());
+        let mut out = self.read_part()?;
+        if let Some(next) = next {
+            let mut f = Follower::open_file(&next).map_err(std::io::Error::other)?;
+            out.extend(f.read()?);
+            *self = f;
+        }
+        Ok(out)
+    }
+
+    fn read_part(&mut self) -> std::io::Result<Vec<Item>> {
         self.changed.store(false, Ordering::Release);
         self.last_look = Instant::now();
         let mut out: Vec<Item> = self.opened.drain(..).map(Item::Warning).collect();
+        if let Some(g) = &mut self.compact {
+            out.extend(g.read(&self.file)?.into_iter().map(|i| match i {
+                FrameItem::Record(_, r) => Item::Record(r),
+                FrameItem::Warning(w) => Item::Warning(w),
+            }));
+            return Ok(out);
+        }
         if self.gave_up {
             return Ok(out);
         }
@@ -622,5 +660,31 @@ mod tests {
         let e = Follower::open(&p).err().unwrap().to_string();
         assert!(e.contains("only session files can be followed"), "{e}");
         assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn a_compact_session_is_followed_across_its_commits_each_record_once_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.ptop");
+        let h = SessionHeader::now(vec!["x".into()], 20.0);
+        let mut w = SessionWriter::create_compact(&p, &h).unwrap();
+        w.flush().unwrap();
+        let mut f = Follower::open(&p).unwrap();
+        let mut seen = Vec::new();
+        for i in 0..12_000u64 {
+            w.append(&note(i, &format!("note {i} of a long enough text")))
+                .unwrap();
+            if i % 20 == 19 {
+                w.flush().unwrap();
+                let got = f.read().unwrap();
+                assert!(got.iter().all(|i| matches!(i, Item::Record(_))));
+                seen.extend(records(&got));
+                assert_eq!(seen.len() as u64, i + 1, "everything flushed is read");
+            }
+        }
+        w.sync().unwrap();
+        seen.extend(records(&f.read().unwrap()));
+        assert_eq!(seen, (0..12_000).collect::<Vec<u64>>());
+        assert!(f.offset() > 0 && f.offset() == std::fs::metadata(&p).unwrap().len());
     }
 }

@@ -14,6 +14,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use provetop_shared::session::parts;
+
 /// Most paths the register keeps.
 pub const KEEP: usize = 500;
 
@@ -102,7 +104,6 @@ fn registered() -> Vec<PathBuf> {
 /// The `n` most recently changed recordings: the default folder's `.ptop` files and the
 /// registered ones that still exist, newest first.
 pub fn recent(n: usize) -> Vec<Recording> {
-    let now = std::time::SystemTime::now();
     let mut paths: Vec<PathBuf> = sessions_dir()
         .and_then(|d| std::fs::read_dir(d).ok())
         .into_iter()
@@ -110,9 +111,23 @@ pub fn recent(n: usize) -> Vec<Recording> {
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "ptop"))
         .collect();
-    paths.extend(registered());
+    // A rotated recording was registered by its name; its files are its parts.
+    paths.extend(registered().into_iter().flat_map(|p| {
+        if p.exists() {
+            vec![p]
+        } else {
+            parts::parts(&p).into_iter().map(|(_, q)| q).collect()
+        }
+    }));
+    rows(paths, n)
+}
+
+/// The recordings of `paths` that exist, a rotated recording's parts as one, the `n` most
+/// recently changed first.
+fn rows(paths: Vec<PathBuf>, n: usize) -> Vec<Recording> {
+    let now = std::time::SystemTime::now();
     let mut seen = std::collections::HashSet::new();
-    let mut v: Vec<Recording> = paths
+    let files: Vec<Recording> = paths
         .into_iter()
         .filter(|p| seen.insert(p.clone()))
         .filter_map(|path| {
@@ -137,7 +152,44 @@ pub fn recent(n: usize) -> Vec<Recording> {
             })
         })
         .collect();
+    // The parts of a rotated recording are one row, named as it was recorded: their sizes
+    // summed, the youngest part's age.
+    let mut v: Vec<Recording> = Vec::new();
+    for mut f in files {
+        if let Some((base, _)) = parts::part_of(&f.path) {
+            f.path = base;
+        }
+        match v.iter_mut().find(|r| r.path == f.path) {
+            Some(r) => {
+                r.size += f.size;
+                r.age_s = r.age_s.min(f.age_s);
+                r.modified_unix_s = r.modified_unix_s.max(f.modified_unix_s);
+            }
+            None => v.push(f),
+        }
+    }
     v.sort_by(|a, b| a.age_s.total_cmp(&b.age_s));
     v.truncate(n);
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parts_of_a_rotated_recording_are_one_row_of_their_summed_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("r.0001.ptop"), [0u8; 100]).unwrap();
+        std::fs::write(d.join("r.0002.ptop"), [0u8; 50]).unwrap();
+        std::fs::write(d.join("x.ptop"), [0u8; 7]).unwrap();
+        let paths = ["r.0001.ptop", "r.0002.ptop", "x.ptop", "gone.ptop"].map(|n| d.join(n));
+        let mut rows: Vec<(PathBuf, u64)> = rows(paths.to_vec(), 10)
+            .into_iter()
+            .map(|r| (r.path, r.size))
+            .collect();
+        rows.sort();
+        assert_eq!(rows, [(d.join("r.ptop"), 150), (d.join("x.ptop"), 7)]);
+    }
 }

@@ -8,7 +8,7 @@
 //! the writer has not finished); [`FrameError::Bad`] with the reason for anything else. What
 //! to do about either (warn, resynchronize, wait) is the reader's.
 
-use super::MAX_FRAME;
+use super::{Warning, MAX_FRAME};
 use crate::record::{Record, RecordBody, Sample};
 
 /// The highest record kind byte this build knows (6 output, 7 derived, 8 usage and 9 kernel came after
@@ -84,3 +84,40 @@ pub fn decode_payload(p: &[u8]) -> Result<Record, String> {
     };
     Ok(Record { t, body })
 }
+
+/// Encode a record's payload (kind, t, body).
+pub fn encode_payload(rec: &Record) -> Vec<u8> {
+    let mut p = Vec::with_capacity(128);
+    let (kind, body): (u8, Vec<u8>) = match &rec.body {
+        RecordBody::Sample(s) => (1, postcard::to_stdvec(s).expect("sample encodes")),
+        RecordBody::Event(e) => (2, serde_json::to_vec(e).expect("event encodes")),
+        RecordBody::Alert(a) => (3, serde_json::to_vec(a).expect("alert encodes")),
+        RecordBody::Control(c) => (4, serde_json::to_vec(c).expect("control encodes")),
+        RecordBody::Mark(m) => (5, serde_json::to_vec(m).expect("mark encodes")),
+        RecordBody::Output(o) => (6, serde_json::to_vec(o).expect("output encodes")),
+        RecordBody::Derived(d) => (7, serde_json::to_vec(d).expect("derived encodes")),
+        RecordBody::Usage(u) => (8, serde_json::to_vec(u).expect("usage encodes")),
+        RecordBody::Kernel(k) => (9, serde_json::to_vec(k).expect("kernel encodes")),
+    };
+    p.push(kind);
+    p.extend_from_slice(&rec.t.to_le_bytes());
+    p.extend_from_slice(&body);
+    p
+}
+
+/// What the readers of a whole file yield ([`super::Frames`], [`super::compact::Records`]).
+#[derive(Debug)]
+// Not boxed: records move straight into the loaded Vec; a Box per record would cost an
+// allocation each on the load path that opens a million records.
+#[allow(clippy::large_enum_variant)]
+pub enum FrameItem {
+    /// A record and the byte offset of its frame.
+    Record(u64, Record),
+    /// A damaged or cut-off stretch.
+    Warning(Warning),
+}
+
+/// Bytes a resynchronization may check per byte of the file (see [`super::Frames`]).
+pub const RESYNC_BUDGET_PER_BYTE: u64 = 8;
+/// Bytes a resynchronization may always check (see [`super::Frames`]).
+pub const RESYNC_BUDGET_MIN: u64 = 256 << 20;

@@ -5,8 +5,9 @@
 //! Contract: [`read_header`] gives the header and the offset of the first frame, with a
 //! [`Warning`] (byte offset) for each damaged part it read past:
 //! * a magic number a bit or two off `PTSESS\0` is read as a session's;
-//! * a format version byte other than 1 is damage when the header says `"format":1` (another
-//!   version is refused, as before);
+//! * a format version byte other than 1 or 2 is damage when the header says `"format":1` or
+//!   `2` (another version is refused, as before); a header field `format` that disagrees with
+//!   the version byte is damage to the field;
 //! * a header length that does not match is replaced by the length of the JSON object that
 //!   starts at byte 12;
 //! * a JSON header that does not parse keeps every field still readable in it; the others
@@ -25,6 +26,9 @@ use serde::de::DeserializeOwned;
 
 use super::frame::{frame_at, known_kind, possible_len, FrameError};
 use super::{SessionHeader, Warning, MAGIC, MAX_HEADER};
+
+/// Format versions this build reads: 1 (frames) and 2 (compact chunks).
+const SUPPORTED: [u8; 2] = [1, 2];
 
 /// A session file's head, read.
 #[derive(Debug, Clone)]
@@ -92,8 +96,7 @@ pub fn read_header(data: &[u8]) -> Result<Head, HeadError> {
         err(
             7,
             format!(
-                "session format version {version} is not supported by this build (it reads version {})",
-                MAGIC[7]
+                "session format version {version} is not supported by this build (it reads versions 1 and 2)"
             ),
         )
     };
@@ -121,7 +124,7 @@ pub fn read_header(data: &[u8]) -> Result<Head, HeadError> {
             Some(e) if frames_follow(data, e) => e,
             _ => match first_frame(data) {
                 Some(p) => p,
-                None if version != MAGIC[7] => return Err(unsupported()),
+                None if !SUPPORTED.contains(&version) => return Err(unsupported()),
                 None if stated_end.is_none() => {
                     return Err(err(
                         8,
@@ -163,25 +166,26 @@ pub fn read_header(data: &[u8]) -> Result<Head, HeadError> {
             format!("damaged session header: {why}; its fields are read as they are"),
         );
     }
-    if version != MAGIC[7] {
-        if !(format_read && header.format == 1) {
+    if !SUPPORTED.contains(&version) {
+        if !(format_read && matches!(header.format, 1 | 2)) {
             return Err(unsupported());
         }
         warn(
             7,
             format!(
-                "damaged format version byte {version}: the header says format 1, read as such"
-            ),
-        );
-    } else if header.format != 1 {
-        warn(
-            12,
-            format!(
-                "damaged header field format {}: the file's version byte says 1, read as such",
+                "damaged format version byte {version}: the header says format {}, read as such",
                 header.format
             ),
         );
-        header.format = 1;
+    } else if header.format != u32::from(version) {
+        warn(
+            12,
+            format!(
+                "damaged header field format {}: the file's version byte says {version}, read as such",
+                header.format
+            ),
+        );
+        header.format = u32::from(version);
     }
     Ok(Head {
         header,

@@ -23,13 +23,18 @@
 //! The plain `timestamp,rss_kb` CSV of ad-hoc samplers (header line, unix seconds, KiB) is
 //! accepted everywhere a session file is: [`load`] tells them apart by their first bytes.
 //!
+//! Format 2 ([`compact`]: compressed chunks of columns, an index-free scan of chunk heads,
+//! a min/max summary per chunk) is what the recorder writes; format 1 files still read.
+//!
 //! * [`writer`]: appending records; [`frame`]: one frame read at an offset, the parser of both
 //!   the whole-file reader and the follower of a growing file; [`reader`]: reading frames back,
 //!   resynchronizing on damage; [`csv`]: the seed's CSV.
 
+pub mod compact;
 pub mod csv;
 mod frame;
 mod header;
+pub mod parts;
 mod reader;
 #[cfg(test)]
 mod tests;
@@ -43,11 +48,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::Record;
 
-pub use frame::{decode_payload, frame_at, known_kind, possible_len, FrameError};
+pub use frame::{
+    decode_payload, encode_payload, frame_at, known_kind, possible_len, FrameError, FrameItem,
+    RESYNC_BUDGET_MIN, RESYNC_BUDGET_PER_BYTE,
+};
 pub use header::{estimate_anchors, looks_like_session, read_header, Head, HeadError};
 use reader::load_session;
-pub use reader::{FrameItem, Frames, RESYNC_BUDGET_MIN, RESYNC_BUDGET_PER_BYTE};
-pub use writer::{create_private, encode_payload, taken, SessionWriter, Whereabouts};
+pub use reader::Frames;
+pub use writer::{create_private, taken, SessionWriter, Whereabouts};
 
 /// First bytes of every session file.
 pub const MAGIC: &[u8; 8] = b"PTSESS\0\x01";
@@ -189,7 +197,47 @@ pub struct Loaded {
 /// Only a regular file is read (a FIFO, a device such as `/dev/zero`, a directory is a
 /// one-line error, and opening never waits for a FIFO's writer), and only once its first
 /// bytes say it is a session or a CSV: a large file of anything else costs one small read.
+///
+/// A rotated recording ([`parts`]) loads whole: named by any of its parts, or by the path it
+/// was recorded to, its parts are read in order as one timeline (a warning names its part).
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
+    let files = parts::set_of(path);
+    let [first, rest @ ..] = files.as_slice() else {
+        return load_one(path);
+    };
+    if rest.is_empty() {
+        return load_one(first);
+    }
+    let name = |p: &Path| {
+        p.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    };
+    let mut all = load_one(first)?;
+    for w in &mut all.warnings {
+        w.message = format!("{}: {}", name(first), w.message);
+    }
+    for p in rest {
+        match load_one(p) {
+            Ok(l) => {
+                all.records.extend(l.records);
+                all.warnings.extend(l.warnings.into_iter().map(|mut w| {
+                    w.message = format!("{}: {}", name(p), w.message);
+                    w
+                }));
+            }
+            // A part that cannot be read at all (removed meanwhile, damaged head) is skipped.
+            Err(e) => all.warnings.push(Warning {
+                offset: None,
+                line: None,
+                message: format!("{e}; part skipped"),
+            }),
+        }
+    }
+    Ok(all)
+}
+
+/// Load one file (see [`load`]).
+fn load_one(path: &Path) -> Result<Loaded, LoadError> {
     use std::io::Read;
     let io = |error| LoadError::Io {
         path: path.to_path_buf(),

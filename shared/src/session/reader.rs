@@ -3,7 +3,10 @@
 
 use std::path::Path;
 
-use super::frame::{frame_at, known_kind, possible_len, FrameError};
+use super::frame::{
+    frame_at, known_kind, possible_len, FrameError, FrameItem, RESYNC_BUDGET_MIN,
+    RESYNC_BUDGET_PER_BYTE,
+};
 use super::header::{estimate_anchors, read_header, Head};
 use super::{LoadError, Loaded, SourceKind, Warning};
 use crate::record::Record;
@@ -14,6 +17,9 @@ pub(super) fn load_session(path: &Path, data: &[u8]) -> Result<Loaded, LoadError
         offset: e.offset,
         detail: e.detail,
     })?;
+    if head.header.format == 2 {
+        return Ok(super::compact::reader::load_compact(head, data));
+    }
     let Head {
         mut header,
         frames_at,
@@ -140,18 +146,6 @@ fn decode_intact_run(data: &[u8], start: usize) -> (Vec<Record>, usize) {
     (records, resume.unwrap_or(end))
 }
 
-/// What [`Frames`] yields.
-#[derive(Debug)]
-// Not boxed: records move straight into the loaded Vec; a Box per record would cost an
-// allocation each on the load path that opens a million records.
-#[allow(clippy::large_enum_variant)]
-pub enum FrameItem {
-    /// A record and the byte offset of its frame.
-    Record(u64, Record),
-    /// A damaged or cut-off stretch.
-    Warning(Warning),
-}
-
 /// Iterates the frames of a session file's bytes, surviving damage.
 ///
 /// Resynchronizing checks the CRC of every candidate frame, each up to
@@ -164,11 +158,6 @@ pub struct Frames<'a> {
     pos: usize,
     budget: u64,
 }
-
-/// Bytes a resynchronization may check per byte of the file (see [`Frames`]).
-pub const RESYNC_BUDGET_PER_BYTE: u64 = 8;
-/// Bytes a resynchronization may always check (see [`Frames`]).
-pub const RESYNC_BUDGET_MIN: u64 = 256 << 20;
 
 impl<'a> Frames<'a> {
     /// Start at byte `pos` (just after the header).

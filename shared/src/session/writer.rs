@@ -4,8 +4,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use super::frame::encode_payload;
 use super::{SessionHeader, MAGIC};
-use crate::record::{Record, RecordBody};
+use crate::record::Record;
 
 /// What is already at `path`, in words ("is a symbolic link", "already exists"), when
 /// something is: why [`create_private`] will refuse it, said before anything starts.
@@ -68,15 +69,58 @@ pub struct SessionWriter {
     path: PathBuf,
     records: u64,
     bytes: u64,
+    /// Format 2 only: the records not yet in a chunk.
+    tail: Option<Tail>,
 }
+
+/// The uncompressed tail of a compact session ([`super::compact`]).
+struct Tail {
+    /// Offset where the tail starts: the end of the last chunk.
+    start: u64,
+    /// The tail's records, the first being record number `first_seq`.
+    records: super::compact::Pending,
+    first_seq: u64,
+    /// Bytes of tail blocks written (buffered or not) since `start`.
+    bytes: u64,
+    /// A commit from [`SessionWriter::append`] failed: the next is left to the next flush.
+    commit_failed: bool,
+}
+
+/// A tail this long (records or bytes) is committed as a chunk at the next flush.
+const COMMIT_RECORDS: usize = 8192;
+const COMMIT_BYTES: u64 = 2 << 20;
+/// A tail spanning this much record time is committed too (ns): chunks stay a few minutes
+/// long however slow the sampling, so seeks decode little.
+const COMMIT_SPAN: u64 = 300_000_000_000;
 
 impl SessionWriter {
     /// Create `path` (it must not exist: see [`create_private`]) and write the header.
     pub fn create(path: &Path, header: &SessionHeader) -> io::Result<Self> {
+        Self::create_as(path, header, MAGIC)
+    }
+
+    /// Create `path` as a compact session (format 2, [`super::compact`]): records go to an
+    /// uncompressed tail as they come and are committed as compressed chunks at a
+    /// [`flush`](Self::flush) once the tail is long enough, and at [`sync`](Self::sync).
+    pub fn create_compact(path: &Path, header: &SessionHeader) -> io::Result<Self> {
+        let mut header = header.clone();
+        header.format = 2;
+        let mut w = Self::create_as(path, &header, super::compact::MAGIC2)?;
+        w.tail = Some(Tail {
+            start: w.bytes,
+            records: super::compact::Pending::default(),
+            first_seq: 0,
+            bytes: 0,
+            commit_failed: false,
+        });
+        Ok(w)
+    }
+
+    fn create_as(path: &Path, header: &SessionHeader, magic: &[u8; 8]) -> io::Result<Self> {
         let file = create_private(path)?;
         let mut out = BufWriter::with_capacity(256 << 10, file);
         let h = super::header::with_checksum(serde_json::to_vec(header).map_err(io::Error::other)?);
-        out.write_all(MAGIC)?;
+        out.write_all(magic)?;
         out.write_all(&(h.len() as u32).to_le_bytes())?;
         out.write_all(&h)?;
         Ok(SessionWriter {
@@ -84,11 +128,33 @@ impl SessionWriter {
             path: path.to_path_buf(),
             records: 0,
             bytes: (MAGIC.len() + 4 + h.len()) as u64,
+            tail: None,
         })
     }
 
     /// Append one record (buffered; call [`flush`](Self::flush) at least once a second).
     pub fn append(&mut self, rec: &Record) -> io::Result<()> {
+        if let Some(tail) = &mut self.tail {
+            let payload = encode_payload(rec);
+            let block = super::compact::tail_block_of(self.records, &payload);
+            // One write per block, as for frames below.
+            self.out.write_all(&block)?;
+            tail.records.push(rec, &payload);
+            tail.bytes += block.len() as u64;
+            self.records += 1;
+            self.bytes += block.len() as u64;
+            // A tail that fills between two flushes (a flood of events) is committed at once,
+            // so what a commit holds in memory stays bounded. The record is in the tail
+            // already: a failed commit is not this append's failure; the next flush retries
+            // it and says why.
+            let full = tail.records.len() >= COMMIT_RECORDS || tail.bytes >= COMMIT_BYTES;
+            if full && !tail.commit_failed && self.commit().is_err() {
+                if let Some(t) = &mut self.tail {
+                    t.commit_failed = true;
+                }
+            }
+            return Ok(());
+        }
         let payload = encode_payload(rec);
         let crc = crc32fast::hash(&payload);
         // One write per frame: when the buffer cannot be flushed (disk full), BufWriter
@@ -104,15 +170,71 @@ impl SessionWriter {
         Ok(())
     }
 
-    /// Push buffered records to the kernel.
+    /// Push buffered records to the kernel; in a compact session, commit the tail as a chunk
+    /// once it is long enough.
     pub fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
+        self.out.flush()?;
+        if let Some(t) = &mut self.tail {
+            t.commit_failed = false;
+        }
+        let due = self.tail.as_ref().is_some_and(|t| {
+            t.records.len() >= COMMIT_RECORDS
+                || t.bytes >= COMMIT_BYTES
+                || t.records.span() >= COMMIT_SPAN
+        });
+        if due {
+            self.commit()?;
+        }
+        Ok(())
     }
 
-    /// Flush and fsync.
+    /// Flush (committing a compact session's whole tail) and fsync.
     pub fn sync(&mut self) -> io::Result<()> {
         self.out.flush()?;
+        if self.tail.as_ref().is_some_and(|t| !t.records.is_empty()) {
+            self.commit()?;
+        }
         self.out.get_ref().sync_data()
+    }
+
+    /// Commit the tail as a chunk: append the chunk after the tail, copy it over the tail's
+    /// start, cut the file after the copy. A crash at any point leaves every record whole at
+    /// least once (the reader takes each sequence number once); a failed append (disk full)
+    /// is cut off again and leaves the tail as it was.
+    fn commit(&mut self) -> io::Result<()> {
+        use std::io::{Seek, SeekFrom};
+        use std::os::unix::fs::FileExt;
+        let Some(tail) = &mut self.tail else {
+            return Ok(());
+        };
+        self.out.flush()?;
+        let mut done = 0;
+        while done < tail.records.len() {
+            let n = (tail.records.len() - done).min(super::compact::MAX_CHUNK_RECORDS as usize);
+            let first = tail.first_seq + done as u64;
+            let block = super::compact::pending_chunk(first, &tail.records, done, done + n)?;
+            let file = self.out.get_mut();
+            let end = tail.start + tail.bytes;
+            if let Err(e) = file.write_all_at(&block, end) {
+                let _ = file.set_len(end);
+                // The records not committed stay in the tail, after the chunks that were.
+                tail.records.drain(done);
+                tail.first_seq = first;
+                return Err(e);
+            }
+            file.write_all_at(&block, tail.start)?;
+            tail.start += block.len() as u64;
+            tail.bytes = end + block.len() as u64 - tail.start;
+            done += n;
+        }
+        let file = self.out.get_mut();
+        file.set_len(tail.start)?;
+        file.seek(SeekFrom::Start(tail.start))?;
+        tail.first_seq += tail.records.len() as u64;
+        tail.records = super::compact::Pending::default();
+        tail.bytes = 0;
+        self.bytes = tail.start;
+        Ok(())
     }
 
     /// Path written.
@@ -190,24 +312,4 @@ impl SessionWriter {
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
-}
-
-/// Encode a record's payload (kind, t, body).
-pub fn encode_payload(rec: &Record) -> Vec<u8> {
-    let mut p = Vec::with_capacity(128);
-    let (kind, body): (u8, Vec<u8>) = match &rec.body {
-        RecordBody::Sample(s) => (1, postcard::to_stdvec(s).expect("sample encodes")),
-        RecordBody::Event(e) => (2, serde_json::to_vec(e).expect("event encodes")),
-        RecordBody::Alert(a) => (3, serde_json::to_vec(a).expect("alert encodes")),
-        RecordBody::Control(c) => (4, serde_json::to_vec(c).expect("control encodes")),
-        RecordBody::Mark(m) => (5, serde_json::to_vec(m).expect("mark encodes")),
-        RecordBody::Output(o) => (6, serde_json::to_vec(o).expect("output encodes")),
-        RecordBody::Derived(d) => (7, serde_json::to_vec(d).expect("derived encodes")),
-        RecordBody::Usage(u) => (8, serde_json::to_vec(u).expect("usage encodes")),
-        RecordBody::Kernel(k) => (9, serde_json::to_vec(k).expect("kernel encodes")),
-    };
-    p.push(kind);
-    p.extend_from_slice(&rec.t.to_le_bytes());
-    p.extend_from_slice(&body);
-    p
 }

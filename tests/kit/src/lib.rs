@@ -19,6 +19,7 @@
 pub mod bins;
 pub mod faults;
 pub mod fixtures;
+pub mod flight;
 pub mod keys;
 pub mod procs;
 pub mod screen;

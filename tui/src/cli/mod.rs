@@ -193,6 +193,17 @@ pub struct MonitorOpts {
     /// Do not record.
     #[arg(long)]
     pub no_record: bool,
+    /// Rotate the recording: a new part every DURATION of records (30m, 6h, 1d) or SIZE on
+    /// disk (2GiB); parts are named NAME.0001.ptop, … next to the --record NAME.ptop, and every
+    /// reader takes NAME.ptop (or any part) as the whole recording.
+    #[arg(long, value_name = "DURATION|SIZE", conflicts_with = "no_record")]
+    pub rotate: Option<String>,
+    /// With --rotate: remove finished parts older than DURATION (e.g. 14d).
+    #[arg(long, value_name = "DURATION")]
+    pub retain: Option<String>,
+    /// With --rotate: remove the oldest finished parts while all parts take more than SIZE.
+    #[arg(long, value_name = "SIZE")]
+    pub max_disk: Option<String>,
     /// No terminal UI: record, print alerts and restarts to stderr, exit with the child's status.
     #[arg(long)]
     pub headless: bool,

@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod own_cpu;
 pub mod pipeline;
 pub mod recorder;
+pub mod rotation;
 pub mod service;
 pub mod signals;
 pub mod target;
@@ -56,6 +57,18 @@ pub const TICK: Duration = Duration::from_millis(50);
 /// anything waits, and what a flood brings waits in memory for it
 /// (docs/measurements.md#what-keeps-it-there).
 pub const PUMP_EVERY: Duration = Duration::from_millis(250);
+
+/// Make the recording rotate when the setup says so.
+fn rotate(
+    pipeline: &Pipeline,
+    setup: &Setup,
+    record: Option<(&std::path::Path, SessionHeader)>,
+) -> anyhow::Result<()> {
+    match (setup.rotation, record) {
+        (Some(r), Some((_, header))) => pipeline.rotate(r, header),
+        _ => Ok(()),
+    }
+}
 
 /// A running session.
 pub struct Monitor {
@@ -96,7 +109,9 @@ impl Monitor {
                 let sup = supervisor::spawn(spec, tx).await?;
                 // Only now: a command that cannot start leaves no empty session behind. The
                 // child's first records wait in the channel.
-                let mut pipeline = Pipeline::new(setup.rules.clone(), setup.hook.clone(), record)?;
+                let mut pipeline =
+                    Pipeline::new(setup.rules.clone(), setup.hook.clone(), record.clone())?;
+                rotate(&pipeline, setup, record)?;
                 pipeline.serve_metrics(endpoint, model);
                 let pid = sup.pid().unwrap_or(0);
                 let s = sampler::spawn(setup.sampler.clone(), pid)
@@ -112,7 +127,9 @@ impl Monitor {
                 })
             }
             Target::Pid { pid, log } => {
-                let mut pipeline = Pipeline::new(setup.rules.clone(), setup.hook.clone(), record)?;
+                let mut pipeline =
+                    Pipeline::new(setup.rules.clone(), setup.hook.clone(), record.clone())?;
+                rotate(&pipeline, setup, record)?;
                 pipeline.serve_metrics(endpoint, model);
                 let s = sampler::spawn(setup.sampler.clone(), pid)
                     .context("cannot start the sampler")?;
@@ -127,7 +144,9 @@ impl Monitor {
                 Ok(watching(pipeline, model, setup, claim))
             }
             Target::Cgroup { cgroup, unit, log } => {
-                let mut pipeline = Pipeline::new(setup.rules.clone(), setup.hook.clone(), record)?;
+                let mut pipeline =
+                    Pipeline::new(setup.rules.clone(), setup.hook.clone(), record.clone())?;
+                rotate(&pipeline, setup, record)?;
                 pipeline.serve_metrics(endpoint, model);
                 let s = sampler::spawn_cgroup(setup.sampler.clone(), cgroup.dir.clone())
                     .context("cannot start the sampler")?;

@@ -152,6 +152,18 @@ impl Pipeline {
         }
     }
 
+    /// Rotate the recording (before any record is written): see [`Recorder::rotate`].
+    pub fn rotate(
+        &self,
+        rotation: super::rotation::Rotation,
+        header: SessionHeader,
+    ) -> anyhow::Result<()> {
+        self.with_recorder(|r| match r {
+            Some(r) => r.rotate(rotation, header),
+            None => Ok(()),
+        })
+    }
+
     /// The recording, for the panic hook's cleanup.
     pub fn recorder(&self) -> SharedRecorder {
         self.recorder.clone()

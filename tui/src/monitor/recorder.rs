@@ -27,6 +27,8 @@ use anyhow::Context;
 use provetop_shared::session::{SessionHeader, SessionWriter, Whereabouts};
 use provetop_shared::{Mark, Record, RecordBody};
 
+use super::rotation::{Rotating, Rotation};
+
 /// Longest time records stay in the buffer. Half a second: a kill -9 loses this, plus up to
 /// one pump of the caller ([`super::PUMP_EVERY`] at most) and one sampling interval, which
 /// together must stay under a second.
@@ -48,12 +50,14 @@ pub struct Recorder {
     /// Set while the file is deleted and no new one could be made: the path it had.
     orphaned: Option<PathBuf>,
     rescue_failed_once: bool,
+    /// Set when the recording rotates (`--rotate`).
+    rotating: Option<Rotating>,
 }
 
 impl Recorder {
     /// Create (truncate) the session file with mode 0600 and write its header to disk.
     pub fn create(path: &Path, header: &SessionHeader) -> anyhow::Result<Self> {
-        let mut writer = SessionWriter::create(path, header)
+        let mut writer = SessionWriter::create_compact(path, header)
             .with_context(|| format!("cannot create session file {}", path.display()))?;
         // The header goes to disk at once, so even a session killed in its first second
         // leaves a file that replays.
@@ -69,6 +73,7 @@ impl Recorder {
             lost: 0,
             orphaned: None,
             rescue_failed_once: false,
+            rotating: None,
         })
     }
 
@@ -80,7 +85,12 @@ impl Recorder {
             return None;
         }
         match self.writer.append(rec) {
-            Ok(()) => None,
+            Ok(()) => {
+                if let Some(r) = &mut self.rotating {
+                    r.saw(rec.t);
+                }
+                None
+            }
             Err(e) => {
                 self.queue(rec.clone());
                 self.start_failing(e)
@@ -109,6 +119,13 @@ impl Recorder {
             self.last_flush = Instant::now();
             if let Err(e) = self.writer.flush() {
                 return self.start_failing(e);
+            }
+            if self
+                .rotating
+                .as_ref()
+                .is_some_and(|r| r.due(self.writer.bytes()))
+            {
+                return self.next_part();
             }
             return self.check_whereabouts();
         }
@@ -187,6 +204,72 @@ impl Recorder {
         }
     }
 
+    /// Rotate this recording (before any record): the file becomes part 1 of `rotation`'s
+    /// parts (`NAME.0001.ptop` next to it), and parts follow as it says.
+    pub fn rotate(&mut self, rotation: Rotation, header: SessionHeader) -> anyhow::Result<()> {
+        let base = self.writer.path().to_path_buf();
+        let r = Rotating::new(rotation, &base, header);
+        let first = r.path(1);
+        if let Some(what) = provetop_shared::session::taken(&first) {
+            anyhow::bail!(
+                "--rotate: {} {what}; choose another --record name",
+                first.display()
+            );
+        }
+        std::fs::rename(&base, &first)
+            .with_context(|| format!("cannot rename {} to {}", base.display(), first.display()))?;
+        self.writer.moved_to(first);
+        self.rotating = Some(r);
+        Ok(())
+    }
+
+    /// End the current part (synced: every record in it committed) and go on in the next;
+    /// then remove what retention does not keep. A next part that cannot be made (disk full)
+    /// is said once, recording goes on in the current part and it is tried again.
+    fn next_part(&mut self) -> Option<Mark> {
+        let r = self.rotating.as_mut()?;
+        let next = r.path(r.part + 1);
+        let made = self.writer.sync().and_then(|()| {
+            let mut w = SessionWriter::create_compact(&next, &r.header)?;
+            w.flush().inspect_err(|_| {
+                let _ = std::fs::remove_file(&next);
+            })?;
+            Ok(w)
+        });
+        match made {
+            Ok(w) => {
+                self.writer = w;
+                let said = r.failed.is_some();
+                r.started_next();
+                let removed = r.expire();
+                let mut text = Vec::new();
+                if said {
+                    text.push(format!(
+                        "recording goes on in the next part, {}",
+                        next.display()
+                    ));
+                }
+                if removed > 0 {
+                    text.push(format!("{removed} expired parts of the recording removed"));
+                }
+                (!text.is_empty()).then(|| Mark::Note {
+                    text: text.join("; "),
+                })
+            }
+            Err(e) => {
+                let first = r.failed.is_none();
+                r.failed = Some(Instant::now());
+                first.then(|| Mark::Warning {
+                    text: format!(
+                        "cannot start the next part of the recording, {} ({e}); recording goes on in {}, retrying",
+                        next.display(),
+                        self.writer.path().display()
+                    ),
+                })
+            }
+        }
+    }
+
     /// Whether writes are failing now.
     pub fn is_failing(&self) -> bool {
         self.failing.is_some() || self.orphaned.is_some()
@@ -212,7 +295,11 @@ impl Recorder {
                 let _ = self.writer.append(&Record::new(now, RecordBody::Mark(m)));
             }
         }
-        let path = self.writer.path().to_path_buf();
+        let path = match &self.rotating {
+            // The parts are read as one session by the name they were recorded to.
+            Some(r) => r.base.clone(),
+            None => self.writer.path().to_path_buf(),
+        };
         if let Some(was) = &self.orphaned {
             anyhow::bail!(
                 "session file {} was deleted while recording and could not be re-created: the recording is lost",

@@ -13,6 +13,9 @@
 //! metrics = "127.0.0.1:9464"   # serve /metrics there (a bare port: loopback); off when unset
 //! theme = "light"         # the screen's colours: default, light, colorblind (NO_COLOR wins)
 //! mouse = false           # the screen takes no mouse events (on by default)
+//! rotate = "1d"           # the recording rotates: a part a day (or a size: "2GiB")
+//! retain = "14d"          # finished parts older than this are removed
+//! max_disk = "20GiB"      # and the oldest while all parts take more
 //! ```
 //! Unknown keys are errors (a typo must not silently disable an alert), and so is a value out
 //! of its range ([`provetop_collect::sampler::HZ_BOUNDS`] and its neighbours, the same bounds as the
@@ -64,6 +67,8 @@ pub struct FileConfig {
     pub mouse: Option<bool>,
     /// NVTX range names that are protocol phases (`[[nvtx_phase]]` tables: `name`, `phase`).
     pub nvtx_phases: provetop_collect::nvtx::PhaseMap,
+    /// Rotation of the recording (`rotate`, `retain`, `max_disk`), checked.
+    pub rotation: Option<provetop_shared::session::parts::Rotation>,
     /// The file it was read from (None when no file was found).
     pub source: Option<PathBuf>,
 }
@@ -86,6 +91,9 @@ struct Raw {
     theme: Option<Spanned<String>>,
     mouse: Option<bool>,
     nvtx_phase: Option<Vec<Spanned<RawNvtxPhase>>>,
+    rotate: Option<Spanned<String>>,
+    retain: Option<Spanned<String>>,
+    max_disk: Option<Spanned<String>>,
 }
 
 /// One `[[nvtx_phase]]` table as written: the NVTX range `name` is the protocol phase `phase`.
@@ -288,9 +296,25 @@ pub fn parse_config(text: &str) -> Result<FileConfig, String> {
             provetop_shared::Phase::from(r.phase.trim().to_string()),
         ));
     }
+    let rotation = match (&raw.rotate, raw.retain.as_ref().or(raw.max_disk.as_ref())) {
+        (Some(r), _) => Some(
+            provetop_shared::session::parts::Rotation::parse(
+                r.get_ref(),
+                raw.retain.as_ref().map(|v| v.get_ref().as_str()),
+                raw.max_disk.as_ref().map(|v| v.get_ref().as_str()),
+            )
+            .map_err(|e| Place::new(text, r.span()).error("rotate", &e))?,
+        ),
+        (None, Some(v)) => {
+            return Err(Place::new(text, v.span())
+                .error("retain", "needs rotate (retention removes finished parts)"))
+        }
+        (None, None) => None,
+    };
     Ok(FileConfig {
         theme,
         mouse: raw.mouse,
+        rotation,
         rules,
         log_rules,
         nvtx_phases: provetop_collect::nvtx::PhaseMap::new(nvtx_phases),
@@ -433,6 +457,27 @@ mod tests {
             "{e}"
         );
         assert!(parse_config("mouse = \"no\"").is_err());
+    }
+
+    #[test]
+    fn rotation_keys_read_as_a_rotation_and_retention_without_rotate_is_refused_by_line() {
+        let c = parse_config("rotate = \"1d\"\nretain = \"14d\"\nmax_disk = \"20GiB\"").unwrap();
+        let r = c.rotation.unwrap();
+        assert_eq!(r.every_ns, Some(86_400_000_000_000));
+        assert_eq!(
+            r.keep.retain,
+            Some(std::time::Duration::from_secs(14 * 86_400))
+        );
+        assert_eq!(r.keep.max_bytes, Some(20 << 30));
+        let c = parse_config("rotate = \"2GiB\"").unwrap();
+        assert_eq!(c.rotation.unwrap().bytes, Some(2 << 30));
+        let e = parse_config("hz = 1\nretain = \"14d\"").unwrap_err();
+        assert!(
+            e.starts_with("line 2: retain") && e.contains("needs rotate"),
+            "{e}"
+        );
+        let e = parse_config("rotate = \"soon\"").unwrap_err();
+        assert!(e.starts_with("line 1: rotate"), "{e}");
     }
 
     #[test]

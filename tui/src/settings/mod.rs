@@ -43,6 +43,8 @@ pub struct Setup {
     pub thresholds: Thresholds,
     /// Session file, unless recording is off.
     pub record: Option<PathBuf>,
+    /// How the recording rotates (`--rotate`, else the file's `rotate`).
+    pub rotation: Option<provetop_shared::session::parts::Rotation>,
     /// Where to serve `/metrics` (`--metrics`, else the file's `metrics`; off by default).
     pub metrics: Option<std::net::SocketAddr>,
     /// The file's log-line rules, for every line engine of the session (the child's output,
@@ -158,11 +160,28 @@ pub fn resolve(opts: &MonitorOpts, file: &FileConfig) -> anyhow::Result<Setup> {
             None => default_session_path()?,
         })
     };
+    let rotation = match &opts.rotate {
+        Some(r) => Some(
+            provetop_shared::session::parts::Rotation::parse(
+                r,
+                opts.retain.as_deref(),
+                opts.max_disk.as_deref(),
+            )
+            .map_err(|e| anyhow::anyhow!("--{e}"))?,
+        ),
+        None if opts.retain.is_some() || opts.max_disk.is_some() => {
+            anyhow::bail!(
+                "--retain and --max-disk need --rotate (retention removes finished parts)"
+            )
+        }
+        None => file.rotation,
+    };
     Ok(Setup {
         sampler,
         rules,
         hook,
         thresholds,
+        rotation: rotation.filter(|_| record.is_some()),
         record,
         metrics: layer(opts.metrics.map(|m| m.0), file.metrics.map(Some), None),
         log_rules: file.log_rules.clone(),

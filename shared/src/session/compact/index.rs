@@ -1,0 +1,186 @@
+//! Opening a compact session without reading it: the heads of its chunks (time range,
+//! record count, summary) read one by one from the file, each chunk decoded only when asked.
+//!
+//! Contract: [`Index::open`] costs one read of the header and one small read per chunk
+//! (memory: a few dozen bytes per chunk), whatever the session's length; [`Index::chunk`]
+//! reads and decodes one chunk, checksum first; [`Index::tail`] reads the records after the
+//! last chunk. [`Index::envelope`] is the min/max of every chunk a time range touches, from
+//! the summaries alone: never lower than a sample's peak, since a summary is the true
+//! envelope of its chunk's samples. A head that is not a block's is damage: the scan looks
+//! for the next intact block, and the damage is a warning with its offset.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use super::{
+    block_at, chunk_head, decode_chunk, plausible_block, Block, ChunkHead, Summary, CHUNK_HEAD,
+};
+use crate::record::Record;
+use crate::session::frame::FrameItem;
+use crate::session::header::read_header;
+use crate::session::{SessionHeader, Warning, MAX_FRAME, MAX_HEADER};
+
+/// A compact session, opened.
+pub struct Index {
+    file: File,
+    /// Header.
+    pub header: SessionHeader,
+    /// Each chunk's offset and head, in file order.
+    pub chunks: Vec<(u64, ChunkHead)>,
+    /// Offset of the tail (the first block after the last chunk).
+    pub tail_at: u64,
+    /// Damage found while scanning.
+    pub warnings: Vec<Warning>,
+}
+
+impl Index {
+    /// Read the header and the chunks' heads of a compact session.
+    pub fn open(path: &Path) -> io::Result<Index> {
+        let file = crate::session::open_regular(path)?;
+        let len = file.metadata()?.len();
+        let mut head = vec![0u8; (len as usize).min(12 + MAX_HEADER as usize)];
+        let n = read_full(&file, &mut head, 0)?;
+        head.truncate(n);
+        let h = read_header(&head).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("byte {}: {}", e.offset, e.detail),
+            )
+        })?;
+        if h.header.format != 2 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "not a compact session (format 2)",
+            ));
+        }
+        let mut ix = Index {
+            file,
+            header: h.header,
+            chunks: Vec::new(),
+            tail_at: len,
+            warnings: h.warnings,
+        };
+        let mut at = h.frames_at as u64;
+        let mut b = [0u8; 8 + CHUNK_HEAD];
+        while at < len {
+            let n = read_full(&ix.file, &mut b, at)?;
+            let blen = u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            if n >= 9 && plausible_block(&b[..n]) && b[8] == b'T' {
+                ix.tail_at = at;
+                break;
+            }
+            if n == b.len() && plausible_block(&b) && at + 8 + blen <= len {
+                if let Ok(head) = chunk_head(&b[8..]) {
+                    ix.chunks.push((at, head));
+                    at += 8 + blen;
+                    continue;
+                }
+            }
+            // Not a chunk's head: damage, or a chunk cut off at the end.
+            let next = ix.resync(at, len)?;
+            ix.warnings.push(Warning {
+                offset: Some(at),
+                line: None,
+                message: match next {
+                    Some(q) => format!(
+                        "damaged block; skipped {} bytes, resumed at byte {q}",
+                        q - at
+                    ),
+                    None => format!(
+                        "damaged or cut-off block; {} bytes to the end ignored",
+                        len - at
+                    ),
+                },
+            });
+            match next {
+                Some(q) => at = q,
+                None => break,
+            }
+        }
+        Ok(ix)
+    }
+
+    /// The next offset after `at` holding an intact block (its checksum read in full).
+    fn resync(&self, at: u64, len: u64) -> io::Result<Option<u64>> {
+        let window = 4usize << 20;
+        let mut from = at + 1;
+        while from < len {
+            let mut buf = vec![0u8; ((len - from) as usize).min(window + MAX_FRAME as usize + 8)];
+            let n = read_full(&self.file, &mut buf, from)?;
+            buf.truncate(n);
+            for q in 0..buf.len().min(window) {
+                if plausible_block(&buf[q..]) && block_at(&buf[q..]).is_ok() {
+                    return Ok(Some(from + q as u64));
+                }
+            }
+            from += window as u64;
+        }
+        Ok(None)
+    }
+
+    /// The records of chunk `i`, with a warning when its summary disagrees with them.
+    pub fn chunk(&self, i: usize) -> Result<(Vec<Record>, Option<String>), String> {
+        let (at, _) = self.chunks[i];
+        let mut lenb = [0u8; 4];
+        read_full(&self.file, &mut lenb, at).map_err(|e| e.to_string())?;
+        let blen = u32::from_le_bytes(lenb).min(MAX_FRAME) as usize;
+        let mut b = vec![0u8; 8 + blen];
+        read_full(&self.file, &mut b, at).map_err(|e| e.to_string())?;
+        match block_at(&b) {
+            Ok((Block::Chunk(head, z), _)) => decode_chunk(&head, z),
+            Ok(_) => Err("not a chunk".into()),
+            Err(e) => Err(format!("{e:?}")),
+        }
+    }
+
+    /// The records after the last chunk (the tail of a session still being written, or cut
+    /// off by a crash).
+    pub fn tail(&self) -> io::Result<Vec<FrameItem>> {
+        let len = self.file.metadata()?.len();
+        let mut b = vec![0u8; (len.saturating_sub(self.tail_at)) as usize];
+        let n = read_full(&self.file, &mut b, self.tail_at)?;
+        b.truncate(n);
+        Ok(super::Records::new(&b, 0).collect())
+    }
+
+    /// The chunk holding time `t`: the last chunk starting at or before it.
+    pub fn seek(&self, t: u64) -> usize {
+        self.chunks
+            .partition_point(|(_, h)| h.t_min <= t)
+            .saturating_sub(1)
+    }
+
+    /// The envelope of the chunks overlapping `[t0, t1]`, from their summaries.
+    pub fn envelope(&self, t0: u64, t1: u64) -> Summary {
+        let mut s = Summary::of(&[]);
+        for (_, h) in self
+            .chunks
+            .iter()
+            .filter(|(_, h)| h.t_max >= t0 && h.t_min <= t1)
+        {
+            let x = h.summary;
+            s.samples += x.samples;
+            s.rss_min = s.rss_min.min(x.rss_min);
+            s.rss_max = s.rss_max.max(x.rss_max);
+            s.peak_max = s.peak_max.max(x.peak_max);
+            s.gpu_max = s.gpu_max.max(x.gpu_max);
+            s.avail_min = s.avail_min.min(x.avail_min);
+        }
+        s
+    }
+}
+
+fn read_full(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(&mut buf[n..], at + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}

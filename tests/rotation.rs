@@ -1,0 +1,170 @@
+//! A rotating recording: parts end between records at a flush, read back as one timeline by
+//! every reader (a proof cut in the middle included), followed from part to part, and
+//! retention removes only whole finished parts, never the one being written.
+
+use std::path::Path;
+use std::time::Duration;
+
+use provetop::follow::{Follower, Item};
+use provetop::monitor::recorder::Recorder;
+use provetop::monitor::rotation::Rotation;
+use provetop_shared::session::parts::{part_path, parts, Retention};
+use provetop_shared::session::{load, SessionHeader};
+use provetop_shared::{Record, RecordBody};
+use provetop_testkit::flight::{Flight, FlightConfig};
+
+/// Ten minutes of a flight: proofs with phases, output lines, usage.
+fn flight() -> Vec<Record> {
+    Flight::new(FlightConfig {
+        seconds: 600,
+        ..FlightConfig::default()
+    })
+    .collect()
+}
+
+/// Record `recs` to `base` rotating as `rot`, a flush between batches of two minutes of
+/// records; `each` sees the recording after every batch.
+fn record(base: &Path, recs: &[Record], rot: Rotation, mut each: impl FnMut(usize)) -> Vec<String> {
+    let h = SessionHeader::now(vec!["flight".into()], 20.0);
+    let mut r = Recorder::create(base, &h).unwrap();
+    r.rotate(rot, h).unwrap();
+    let mut said = Vec::new();
+    let per = recs.len() / 5 + 1;
+    for (i, batch) in recs.chunks(per).enumerate() {
+        for rec in batch {
+            assert!(r.record(rec).is_none());
+        }
+        std::thread::sleep(Duration::from_millis(510));
+        if let Some(m) = r.tick() {
+            said.push(format!("{m:?}"));
+        }
+        each(i);
+    }
+    assert_eq!(r.finish().unwrap(), base);
+    said
+}
+
+#[test]
+fn a_recording_rotated_in_the_middle_of_proofs_reads_back_whole_as_one_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("fl.ptop");
+    let recs = flight();
+    let rot = Rotation::parse("100s", None, None).unwrap();
+    record(&base, &recs, rot, |_| {});
+    let p = parts(&base);
+    assert!(p.len() >= 4, "{p:?}");
+    assert!(!base.exists());
+    // By the name it was recorded to, or by any part: the whole recording, in order.
+    for name in [base.clone(), part_path(&base, 3)] {
+        let l = load(&name).unwrap();
+        assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        assert!(
+            l.records == recs,
+            "{}: {} records",
+            name.display(),
+            l.records.len()
+        );
+    }
+    // A proof runs across a part's end: its phases are all there, in the set as one.
+    let first_part = load_one_part(&part_path(&base, 1));
+    let started = |rs: &[Record]| {
+        rs.iter()
+            .filter(|r| {
+                matches!(
+                    &r.body,
+                    RecordBody::Event(provetop_shared::Event::ProofStarted { .. })
+                )
+            })
+            .count()
+    };
+    let finished = |rs: &[Record]| {
+        rs.iter()
+            .filter(|r| {
+                matches!(
+                    &r.body,
+                    RecordBody::Event(provetop_shared::Event::ProofFinished { .. })
+                )
+            })
+            .count()
+    };
+    assert_ne!(
+        started(&first_part),
+        finished(&first_part),
+        "no proof crosses the first part's end"
+    );
+    // The classifier reads the set as one session.
+    let out = std::process::Command::new(provetop_testkit::bins::provetop())
+        .args(["classify", base.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// One part's records alone (the part read as a lone session file, by a copy elsewhere).
+fn load_one_part(p: &Path) -> Vec<Record> {
+    let dir = tempfile::tempdir().unwrap();
+    let q = dir.path().join("alone.ptop");
+    std::fs::copy(p, &q).unwrap();
+    load(&q).unwrap().records
+}
+
+#[test]
+fn a_follower_goes_from_part_to_part_and_misses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("fo.ptop");
+    let recs = flight();
+    let rot = Rotation::parse("100s", None, None).unwrap();
+    let mut f: Option<Follower> = None;
+    let mut got = Vec::new();
+    record(&base, &recs, rot, |_| {
+        let f = f.get_or_insert_with(|| Follower::open(&base).unwrap());
+        for i in f.read().unwrap() {
+            match i {
+                Item::Record(r) => got.push(r),
+                Item::Warning(w) => panic!("{w}"),
+            }
+        }
+    });
+    let mut f = f.unwrap();
+    // Whatever was left in the last part.
+    for _ in 0..3 {
+        for i in f.read().unwrap() {
+            if let Item::Record(r) = i {
+                got.push(r);
+            }
+        }
+    }
+    assert!(got == recs, "{} of {} records", got.len(), recs.len());
+}
+
+#[test]
+fn retention_removes_whole_finished_parts_and_never_the_one_being_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("re.ptop");
+    let recs = flight();
+    // Parts end at the flushes after 240 s and 480 s: the last part holds 480 s to the end.
+    let mut rot = Rotation::parse("150s", None, None).unwrap();
+    rot.keep = Retention {
+        retain: None,
+        max_bytes: Some(1),
+    };
+    let said = record(&base, &recs, rot, |_| {
+        // At every moment, the part being written is there.
+        assert!(!parts(&base).is_empty());
+    });
+    assert!(
+        said.iter()
+            .any(|s| s.contains("expired parts of the recording removed")),
+        "{said:?}"
+    );
+    let left = parts(&base);
+    assert_eq!(left.len(), 1, "{left:?}");
+    // What is left is a whole part: it reads cleanly, and is the end of the recording.
+    let l = load(&base).unwrap();
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    assert!(!l.records.is_empty() && recs.ends_with(&l.records));
+}
