@@ -304,7 +304,21 @@ fn fleet_lists_a_proving_an_idle_and_an_oom_killed_session_as_their_own_status_s
             && row(&doc, &ids[2])["oom_kills"].as_f64() == Some(1.0)
             && row(&doc, &ids[0])["proofs_ok"].as_f64().unwrap_or(0.0) >= 1.0
     });
-    assert!(ready, "fleet never showed the three sessions: {doc:#}");
+    if !ready {
+        let read = |f: &str| std::fs::read_to_string(cg.0.join(f)).unwrap_or_default();
+        let ps = Command::new("ps")
+            .args(["-eo", "pid,ppid,stat,rss,cmd"])
+            .output();
+        panic!(
+            "fleet never showed the three sessions: {doc:#}\ncgroup procs {:?} usage {} oom_control {:?} failcnt {}\noom session's stderr: {}\n{}",
+            read("cgroup.procs"),
+            read("memory.usage_in_bytes"),
+            read("memory.oom_control"),
+            read("memory.failcnt"),
+            std::fs::read_to_string(dir.join("oom.err")).unwrap_or_default(),
+            ps.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default()
+        );
+    }
     let before = statuses(dir);
     doc = fleet_json(&prom.url);
     let after = statuses(dir);
