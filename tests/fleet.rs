@@ -292,11 +292,20 @@ fn fleet_lists_a_proving_an_idle_and_an_oom_killed_session_as_their_own_status_s
                     .any(|r| r["session"] == id.as_str())
             })
     };
+    // The kill only once the OOM session reads the cgroup its child joined (its limit binds):
+    // a kill before the sampler sees the move is of a cgroup it does not watch yet.
+    let cg_name = cg.0.file_name().unwrap().to_string_lossy().into_owned();
     let seen = wait_until(Duration::from_secs(30), || {
         doc = fleet_json(&prom.url);
         listed(&doc)
+            && row(&doc, &ids[2])["limit_name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with(&cg_name))
     });
-    assert!(seen, "fleet never listed the three sessions: {doc:#}");
+    assert!(
+        seen,
+        "fleet never listed the three sessions, the OOM one in its cgroup: {doc:#}"
+    );
     std::fs::write(&trigger, "").unwrap();
     let ready = wait_until(Duration::from_secs(60), || {
         doc = fleet_json(&prom.url);
