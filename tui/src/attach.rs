@@ -420,17 +420,7 @@ pub fn main(args: &AttachArgs) -> anyhow::Result<i32> {
     );
     // The supervisor's lines unless asked otherwise: the screen shows its session as its
     // own screen would.
-    let thresholds = args
-        .thresholds
-        .or(status
-            .thresholds_gib
-            .map(|[idle, gpu, synth, peak]| Thresholds {
-                idle,
-                gpu,
-                synth,
-                peak,
-            }))
-        .unwrap_or_default();
+    let thresholds = thresholds_of(args, &status);
     let start = Start {
         hello: Some(hello),
         rule_lines: status.rule_lines.clone(),
@@ -463,6 +453,20 @@ pub fn main(args: &AttachArgs) -> anyhow::Result<i32> {
         crate::say!("provetop: warning: {w}");
     }
     result
+}
+
+/// The screen's threshold lines: the flag's, else the supervisor's, else the defaults.
+pub fn thresholds_of(args: &AttachArgs, status: &control::Status) -> Thresholds {
+    args.thresholds
+        .or(status
+            .thresholds_gib
+            .map(|[idle, gpu, synth, peak]| Thresholds {
+                idle,
+                gpu,
+                synth,
+                peak,
+            }))
+        .unwrap_or_default()
 }
 
 /// `provetop replay --follow FILE`.

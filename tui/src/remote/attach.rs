@@ -14,8 +14,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use provetop_shared::classify::Thresholds;
-
 use super::wire::{self, Frame};
 use super::{Conn, Target};
 use crate::app::{App, Screen};
@@ -370,17 +368,7 @@ pub fn main(args: &AttachArgs, t: &Target) -> anyhow::Result<i32> {
             " (read-only: --control sends keys)"
         }
     );
-    let thresholds = args
-        .thresholds
-        .or(status
-            .thresholds_gib
-            .map(|[idle, gpu, synth, peak]| Thresholds {
-                idle,
-                gpu,
-                synth,
-                peak,
-            }))
-        .unwrap_or_default();
+    let thresholds = crate::attach::thresholds_of(args, &status);
     let start = Start {
         hello: Some(crate::text::inert(&hello).into_owned()),
         rule_lines: status.rule_lines.clone(),
