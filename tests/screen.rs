@@ -7,6 +7,7 @@
 mod child_state;
 mod compare_tui;
 mod event_loop;
+mod gpu_sessions;
 mod hostile_text;
 mod huge_times;
 mod live_tui;

@@ -93,6 +93,8 @@ pub struct Model {
     derived: u64,
     /// Derived events left out because the child speaks the protocol (counted once).
     pub derived_ignored: u64,
+    /// NVTX range events applied (through provetop's injection library).
+    nvtx: u64,
     /// Warnings read from the child's log lines (a GPU falling back to the CPU), oldest
     /// first, bounded like marks: the timeline marks them.
     pub log_warnings: VecDeque<(u64, String)>,
@@ -132,6 +134,7 @@ impl Model {
             events: 0,
             derived: 0,
             derived_ignored: 0,
+            nvtx: 0,
             log_warnings: VecDeque::new(),
             deriving: false,
             stopping: false,
@@ -220,6 +223,7 @@ impl Model {
         if d.nvtx.is_some() {
             // NVTX ranges are the program's own account of its phases, through provetop's
             // injection library, not read from its log lines: kept beside the protocol's.
+            self.nvtx += 1;
             self.on_event(t, &d.event, fx);
             return;
         }
@@ -245,6 +249,17 @@ impl Model {
     /// Whether phases were read from the child's log lines (it does not speak the protocol).
     pub fn has_derived(&self) -> bool {
         self.derived > 0
+    }
+
+    /// Whether the program marked phases with NVTX ranges.
+    pub fn has_nvtx(&self) -> bool {
+        self.nvtx > 0
+    }
+
+    /// Whether the phases are the program's own (its events, its log lines or its NVTX
+    /// ranges) rather than cut by RSS thresholds.
+    pub fn has_phases(&self) -> bool {
+        self.has_events() || self.has_derived() || self.has_nvtx()
     }
 
     /// An event: each domain takes what concerns it. Spans go first, so the phases a proof
@@ -348,8 +363,9 @@ impl Model {
                 None => "-".into(),
             };
         }
-        // Phases read from its log lines: between them nothing is open (no threshold guess).
-        if self.has_derived() {
+        // Phases read from its log lines or NVTX ranges: between them nothing is open (no
+        // threshold guess).
+        if self.has_derived() || self.has_nvtx() {
             return "-".into();
         }
         match self.runs.current() {

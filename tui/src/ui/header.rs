@@ -236,6 +236,8 @@ fn backend(app: &App) -> Option<Item<'static>> {
     } else if !m.has_events() && !matches!(m.child, ChildStatus::None) {
         let what = if m.has_derived() {
             "phases from its log lines"
+        } else if m.has_nvtx() {
+            "phases from NVTX ranges"
         } else {
             "no events"
         };

@@ -126,10 +126,12 @@ fn title_items<'a>(app: &'a App, fit: &Fit) -> Vec<Item<'a>> {
         ));
     }
     if !m.has_events() {
-        items.push(Item::new(
-            2,
-            vec![Span::styled("from its log lines ".to_string(), t.dim())],
-        ));
+        let from = if m.has_derived() {
+            "from its log lines "
+        } else {
+            "from NVTX ranges "
+        };
+        items.push(Item::new(2, vec![Span::styled(from.to_string(), t.dim())]));
     }
     if fit.lettered {
         // Every letter a lettered row draws in this window.

@@ -93,7 +93,7 @@ fn cursor_box(buf: &mut Buffer, plot: Rect, cx: u16, c: u64, app: &App) {
             .collect();
         names.dedup();
         phase_line.push((format!("phase {}", names.join(",")), t.bold()));
-    } else if !m.has_events() {
+    } else if !m.has_phases() {
         if let Some(p) = m.threshold_phase_at(c) {
             phase_line.push((format!("phase {p}"), t.bold()));
         }

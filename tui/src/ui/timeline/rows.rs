@@ -139,7 +139,7 @@ pub fn rows(app: &App, t0: u64, t1: u64, max: usize) -> Vec<RowKey> {
 /// Whether the timeline draws the prover's phases (sent, or read from its log lines) rather
 /// than the RSS threshold bands.
 pub(super) fn prover_phases(m: &crate::model::Model) -> bool {
-    m.has_events() || m.has_derived()
+    m.has_phases()
 }
 
 fn own_rows(app: &App, t0: u64, t1: u64, max: usize) -> Vec<RowKey> {
