@@ -7,13 +7,11 @@
 
 use std::path::PathBuf;
 
+use super::drawn::screen_text;
 use provetop::app::{App, Screen};
 use provetop::theme::Theme;
 use provetop_shared::session::load;
 use provetop_shared::{Mark, Record, RecordBody};
-use provetop_testkit::screen::buffer_text;
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
 
 fn records(name: &str) -> Vec<Record> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -22,15 +20,6 @@ fn records(name: &str) -> Vec<Record> {
     let l = load(&path).unwrap();
     assert!(l.warnings.is_empty(), "{name}: {:?}", l.warnings);
     l.records
-}
-
-fn screen_text(app: &App, w: u16, h: u16) -> String {
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| {
-        provetop::ui::draw(f, app);
-    })
-    .unwrap();
-    buffer_text(term.backend().buffer())
 }
 
 /// The screen as it was live (the records applied in order, as replay applies them).

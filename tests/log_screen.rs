@@ -5,25 +5,14 @@
 //! The records are what the real line grammars make of rust-fil-proofs' and bellperson's
 //! lines (in fil_logger's format), fed with samples to the app as live mode feeds it.
 
+use super::drawn::screen_text;
 use provetop::app::{App, Screen, NS};
 use provetop::theme::Theme;
 use provetop_collect::loglines::Engine;
 use provetop_shared::{Mark, Record, RecordBody, Sample};
-use provetop_testkit::screen::buffer_text;
-use ratatui::backend::TestBackend;
-use ratatui::Terminal;
 
 /// When the session starts (monotonic ns).
 const T0: u64 = 1_000 * NS;
-
-fn screen_text(app: &App, w: u16, h: u16) -> String {
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| {
-        provetop::ui::draw(f, app);
-    })
-    .unwrap();
-    buffer_text(term.backend().buffer())
-}
 
 /// The live app after `lines` (each `(seconds after the start, target, message)`), a sample
 /// every 100 ms up to `secs`.

@@ -6,6 +6,7 @@
 
 mod child_state;
 mod compare_tui;
+mod drawn;
 mod event_loop;
 mod gpu_sessions;
 mod hostile_text;

@@ -1,6 +1,7 @@
 //! Layout snapshots: the live and replay screens at 80×24 and 200×60, drawn into ratatui's
 //! `TestBackend` from deterministic synthetic records.
 
+use super::drawn::screen_text;
 use crossterm::event::KeyCode;
 use provetop::app::{Action, App, Playback, Screen, NS};
 use provetop::theme::Theme;
@@ -17,15 +18,6 @@ fn drawn_text(app: &mut App, w: u16, h: u16) -> String {
     let mut drawn = app.view.drawn;
     term.draw(|f| drawn = provetop::ui::draw(f, app)).unwrap();
     app.view.drawn = drawn;
-    buffer_text(term.backend().buffer())
-}
-
-fn screen_text(app: &App, w: u16, h: u16) -> String {
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| {
-        provetop::ui::draw(f, app);
-    })
-    .unwrap();
     buffer_text(term.backend().buffer())
 }
 
