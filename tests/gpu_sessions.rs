@@ -3,7 +3,8 @@
 //! * a PyTorch program's `torch.cuda.nvtx` ranges are its phases, with the GPU busy under
 //!   its matrix products;
 //! * the bundled prover in a cgroup whose `memory.max` is below its peak: the header names
-//!   that limit, counts down to the OOM before the kill, and the kill is named.
+//!   that limit, the chart draws it, the header counts down to the OOM before the kill, and
+//!   the kill is named.
 
 use std::path::PathBuf;
 
@@ -88,6 +89,8 @@ fn a_prover_past_its_cgroups_memory_max_is_counted_down_to_its_oom_kill_and_name
         let head: String = text.lines().take(2).collect::<Vec<_>>().join("\n");
         if warned_at.is_none() && head.contains("OOM in") {
             assert!(head.contains("ptop-prover memory.max"), "{head}");
+            // The ceiling the climb is heading for, drawn on the chart.
+            assert!(text.contains("limit ptop-prover memory.max"), "{text}");
             warned_at = Some(r.t);
         }
     }

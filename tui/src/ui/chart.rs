@@ -26,6 +26,7 @@ use provetop_shared::units::MIB;
 
 use crate::app::{App, MemAxis};
 use crate::series::{Bucket, Metric, Reading};
+use crate::text::inert;
 use crate::ui::{short_bytes, title_line, Item};
 pub use axes::{nice_max, tick_step};
 use axes::{x_axis, y_axis, Kind, Scale};
@@ -73,6 +74,12 @@ fn lines(app: &App, wide: bool) -> Vec<(String, u64)> {
             .iter()
             .map(|(n, b)| (format!(" {n} {}", short_bytes(*b)), *b)),
     );
+    // The limit that binds, where the tree's RSS would meet it now (its RSS plus the room
+    // left): an operator sees the ceiling the climb is heading for, not only the countdown.
+    if let (Some(s), Some((room, _, name))) = (&app.model.last_sample, app.model.binding()) {
+        let at = s.rss.saturating_add(room);
+        v.push((format!(" limit {} {}", inert(&name), short_bytes(at)), at));
+    }
     // A prover with a GPU memory pool says what is live in it: a line under NVML's figure
     // (the pool's size), which alone would read as the prover's need.
     if let Some(live) = app.model.prover.report.and_then(|r| r.gpu_live) {
