@@ -14,6 +14,7 @@ mod hooks;
 mod hostile_child;
 mod log_phases;
 mod loglines;
+mod memory_hotplug;
 mod nvtx;
 mod process_tree;
 mod signals;
