@@ -83,6 +83,12 @@ fn a_prover_past_its_cgroups_memory_max_is_counted_down_to_its_oom_kill_and_name
     let mut limit_drawn = false;
     for (i, r) in recs.iter().enumerate() {
         apply(&mut app, r);
+        if r.t == killed_at {
+            // Killed: nothing is counted down any more, though the dying process frees its
+            // memory for a while before its exit is seen.
+            let text = screen_text(&app, 80, 24);
+            assert!(!text.contains("OOM in"), "{text}");
+        }
         if r.t >= killed_at || i % 10 != 0 || !matches!(r.body, RecordBody::Sample(_)) {
             continue;
         }

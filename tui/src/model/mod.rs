@@ -95,6 +95,9 @@ pub struct Model {
     pub derived_ignored: u64,
     /// NVTX range events applied (through provetop's injection library).
     nvtx: u64,
+    /// A process of the tree was OOM-killed since the last sample: the last sample's trend
+    /// no longer counts down to anything.
+    killed_since_sample: bool,
     /// Warnings read from the child's log lines (a GPU falling back to the CPU), oldest
     /// first, bounded like marks: the timeline marks them.
     pub log_warnings: VecDeque<(u64, String)>,
@@ -135,6 +138,7 @@ impl Model {
             derived: 0,
             derived_ignored: 0,
             nvtx: 0,
+            killed_since_sample: false,
             log_warnings: VecDeque::new(),
             deriving: false,
             stopping: false,
@@ -175,6 +179,9 @@ impl Model {
                 if matches!(m, Mark::Note { text } if text.starts_with(STOPPING_NOTE)) {
                     self.stopping = true;
                 }
+                if matches!(m, Mark::OomKill { watched: true, .. }) {
+                    self.killed_since_sample = true;
+                }
                 if matches!(m, Mark::ChildExited { .. }) {
                     // Phases the child left open end with it.
                     self.spans.close_all(t, fx);
@@ -206,6 +213,7 @@ impl Model {
         self.proofs.observe(s.peak.unwrap_or(s.rss).max(s.rss));
         self.runs.apply(t, s.rss, fx);
         self.last_sample = Some(s.clone());
+        self.killed_since_sample = false;
         self.usage.apply_sample(t, s);
     }
 
@@ -345,8 +353,12 @@ impl Model {
     }
 
     /// Seconds until memory runs out at the tree's recent RSS growth; `None` while it is not
-    /// growing. What the `time_to_oom` alert metric reads.
+    /// growing, and once a process of the tree was OOM-killed after the last sample. What the
+    /// `time_to_oom` alert metric reads.
     pub fn time_to_oom(&self) -> Option<f64> {
+        if self.killed_since_sample {
+            return None;
+        }
         let s = self.last_sample.as_ref()?;
         self.forecast.time_to_oom(s).map(|(v, _)| v)
     }
