@@ -498,9 +498,14 @@ mod tests {
         let mut x = 7u64;
         let series: Vec<(u64, u64)> = (0..5000u64)
             .map(|i| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 let gb = [1.0, 12.0, 60.0, 150.0, 190.0][(x >> 60) as usize % 5];
-                (i * 50_000_000 + (x >> 40) % 3_000_000, kb(gb + (x >> 20) as f64 % 1.0))
+                (
+                    i * 50_000_000 + (x >> 40) % 3_000_000,
+                    kb(gb + (x >> 20) as f64 % 1.0),
+                )
             })
             .collect();
         let mut m = Medians::new(t);

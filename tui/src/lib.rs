@@ -30,6 +30,7 @@ pub mod recordings;
 pub mod remote;
 pub mod replay;
 pub mod say;
+pub mod scan;
 pub mod series;
 pub mod sessions;
 pub mod settings;

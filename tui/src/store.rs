@@ -61,9 +61,14 @@ pub struct Store {
     path: PathBuf,
     loaded: Loaded,
     thresholds: Thresholds,
-    /// `reach[i]`: the largest record time among records `0..=i` (non-decreasing).
+    /// `reach[i]`: the largest record time among records `0..=i` (non-decreasing; empty for
+    /// a streamed store).
     reach: Vec<u64>,
     start: u64,
+    /// The largest record time.
+    end: u64,
+    /// Records read.
+    n_records: usize,
     /// (records applied, model after applying them); the first is the empty model.
     snapshots: Vec<(usize, Model)>,
     every: usize,
@@ -135,6 +140,8 @@ impl Store {
             loaded,
             thresholds,
             reach: Vec::with_capacity(n),
+            end: 0,
+            n_records: n,
             snapshots: Vec::new(),
             every,
             phase_starts: Vec::new(),
@@ -155,118 +162,214 @@ impl Store {
 
     /// The one pass: the reducer over every record, indexing what its effects tell.
     fn index(&mut self) {
-        let mut model = Model::new(self.thresholds);
-        self.snapshots.push((0, model.clone()));
-        let mut snap_bytes = 0usize;
-        let mut label_ids: HashMap<String, u32> = HashMap::new();
-        let mut label = NO_LABEL;
-        let mut hi = 0u64;
-        let mut prev_sample: Option<(u64, bool)> = None; // (reach, no phase open)
-        let mut srs_ready = false;
-        let mut fx = Effects::new();
         let records = std::mem::take(&mut self.loaded.records);
+        let mut pass = Pass::new(self);
+        self.snapshots.push((0, pass.model.clone()));
         for (i, rec) in records.iter().enumerate() {
-            hi = hi.max(rec.t);
-            self.reach.push(hi);
-            model.apply_into(rec, &mut fx);
-            let mut relabel = false;
-            for e in &fx {
-                match e {
-                    Effect::SpanOpened {
-                        source: SpanSource::Prover,
-                        first_of_phase,
-                        ..
-                    } => {
-                        if *first_of_phase {
-                            self.phase_starts.push(hi);
-                        }
-                        relabel = true;
-                    }
-                    Effect::SpanClosed {
-                        source: SpanSource::Prover,
-                        span,
-                    } => {
-                        self.spans.push(span.clone());
-                        relabel = true;
-                    }
-                    Effect::StateChanged(_) => relabel = true,
-                    // Proofs read from log lines have no batch mode to compare.
-                    Effect::ProofFinished(p) if model.has_events() => {
-                        if let Some(f) = p.finished_ok() {
-                            self.finished.push(f);
-                            self.finished_spans.push(p.clone());
-                        }
-                    }
-                    Effect::SrsReady { .. } => srs_ready = true,
-                    Effect::AlertFired(_) => self.alerts.push(hi),
-                    Effect::ThresholdPhaseChanged(_) if !self.has_events => {
-                        self.phase_starts.push(hi)
-                    }
-                    _ => {}
-                }
-            }
-            match &rec.body {
-                RecordBody::Event(_) | RecordBody::Derived(_) if relabel || label == NO_LABEL => {
-                    let text = model.current_phase_text();
-                    label = match label_ids.get(&text) {
-                        Some(&id) => id,
-                        None => {
-                            let id = self.labels.len() as u32;
-                            label_ids.insert(text.clone(), id);
-                            self.labels.push(text);
-                            id
-                        }
-                    };
-                }
-                RecordBody::Sample(s) => {
-                    if srs_ready {
-                        let v = s.peak.unwrap_or(s.rss).max(s.rss);
-                        self.srs_floor = Some(self.srs_floor.map_or(v, |f| f.min(v)));
-                    }
-                    if self.has_events && (model.has_events() || model.has_derived()) {
-                        if let Some((t0, idle)) = prev_sample {
-                            if idle {
-                                self.between_ns += hi - t0;
-                            }
-                        }
-                        let idle = model.spans.open.is_empty();
-                        if idle {
-                            self.between.add(s.rss);
-                        }
-                        prev_sample = Some((hi, idle));
-                    }
-                }
-                _ => {}
-            }
+            let label = self.step(&mut pass, i, rec, records.len());
+            self.reach.push(pass.hi);
             if self.has_events {
                 self.label_of.push(label);
             }
-            if (i + 1) % self.every == 0 && i + 1 < records.len() {
-                let size = estimate_bytes(&model);
-                if snap_bytes + size > SNAPSHOT_BUDGET && self.snapshots.len() > 1 {
-                    // Over budget: widen the spacing (by powers of two, so kept snapshots stay
-                    // on its grid) until the whole file fits at the current model size, which
-                    // only grows towards the model's bounds; clones that would be thrown away
-                    // later are then never made.
-                    let want = records.len().saturating_mul(size) / SNAPSHOT_BUDGET + 1;
-                    while self.every < want {
-                        self.every *= 2;
+        }
+        self.n_records = records.len();
+        self.loaded.records = records;
+        self.finish(pass);
+    }
+
+    /// Apply record `i` of `total` (in placed order) to the pass; returns its label.
+    fn step(&mut self, p: &mut Pass, i: usize, rec: &Record, total: usize) -> u32 {
+        p.hi = p.hi.max(rec.t);
+        let hi = p.hi;
+        let model = &mut p.model;
+        model.apply_into(rec, &mut p.fx);
+        let mut relabel = false;
+        for e in &p.fx {
+            match e {
+                Effect::SpanOpened {
+                    source: SpanSource::Prover,
+                    first_of_phase,
+                    ..
+                } => {
+                    if *first_of_phase {
+                        self.phase_starts.push(hi);
                     }
-                    let every = self.every;
-                    self.snapshots.retain(|(at, _)| at % every == 0);
-                    snap_bytes = self.snapshots.iter().map(|(_, m)| estimate_bytes(m)).sum();
+                    relabel = true;
                 }
-                if (i + 1) % self.every == 0 {
-                    snap_bytes += size;
-                    self.snapshots.push((i + 1, model.clone()));
+                Effect::SpanClosed {
+                    source: SpanSource::Prover,
+                    span,
+                } => {
+                    self.spans.push(span.clone());
+                    relabel = true;
                 }
+                Effect::StateChanged(_) => relabel = true,
+                // Proofs read from log lines have no batch mode to compare.
+                Effect::ProofFinished(pr) if model.has_events() => {
+                    if let Some(f) = pr.finished_ok() {
+                        self.finished.push(f);
+                        self.finished_spans.push(pr.clone());
+                    }
+                }
+                Effect::SrsReady { .. } => p.srs_ready = true,
+                Effect::AlertFired(_) => self.alerts.push(hi),
+                Effect::ThresholdPhaseChanged(_) if !self.has_events => self.phase_starts.push(hi),
+                Effect::ThresholdPhaseChanged(_) => p.threshold_starts.push(hi),
+                _ => {}
             }
         }
-        if let Some((t0, true)) = prev_sample {
-            self.between_ns += hi - t0;
+        match &rec.body {
+            RecordBody::Event(_) | RecordBody::Derived(_) if relabel || p.label == NO_LABEL => {
+                let text = model.current_phase_text();
+                p.label = match p.label_ids.get(&text) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.labels.len() as u32;
+                        p.label_ids.insert(text.clone(), id);
+                        self.labels.push(text);
+                        id
+                    }
+                };
+            }
+            RecordBody::Sample(s) => {
+                if p.srs_ready {
+                    let v = s.peak.unwrap_or(s.rss).max(s.rss);
+                    self.srs_floor = Some(self.srs_floor.map_or(v, |f| f.min(v)));
+                }
+                if self.has_events && (model.has_events() || model.has_derived()) {
+                    if let Some((t0, idle)) = p.prev_sample {
+                        if idle {
+                            self.between_ns += hi - t0;
+                        }
+                    }
+                    let idle = model.spans.open.is_empty();
+                    if idle {
+                        self.between.add(s.rss);
+                    }
+                    p.prev_sample = Some((hi, idle));
+                }
+            }
+            _ => {}
         }
-        self.loaded.records = records;
-        self.spans.extend(model.spans.open.with_stats());
+        if matches!(rec.body, RecordBody::Event(_) | RecordBody::Derived(_)) {
+            p.saw_events = true;
+        }
+        self.start = self.start.min(rec.t);
+        if (i + 1) % self.every == 0 && i + 1 < total {
+            let size = estimate_bytes(model);
+            if p.snap_bytes + size > SNAPSHOT_BUDGET && self.snapshots.len() > 1 {
+                // Over budget: widen the spacing (by powers of two, so kept snapshots stay
+                // on its grid) until the whole file fits at the current model size, which
+                // only grows towards the model's bounds; clones that would be thrown away
+                // later are then never made.
+                let want = total.saturating_mul(size) / SNAPSHOT_BUDGET + 1;
+                while self.every < want {
+                    self.every *= 2;
+                }
+                let every = self.every;
+                self.snapshots.retain(|(at, _)| at % every == 0);
+                p.snap_bytes = self.snapshots.iter().map(|(_, m)| estimate_bytes(m)).sum();
+            }
+            if (i + 1) % self.every == 0 {
+                p.snap_bytes += size;
+                self.snapshots.push((i + 1, model.clone()));
+            }
+        }
+        p.label
+    }
+
+    fn finish(&mut self, p: Pass) {
+        if let Some((t0, true)) = p.prev_sample {
+            self.between_ns += p.hi - t0;
+        }
+        if self.n_records == 0 {
+            self.start = 0;
+        }
+        self.end = p.hi;
+        self.spans.extend(p.model.spans.open.with_stats());
+    }
+
+    /// One streaming pass over `src` (see [`crate::scan`]): the store of everything but the
+    /// records (none are kept: [`Store::records`] is empty, [`Store::model_at`] and the
+    /// per-record lookups know nothing), each record handed to `visit` in placed order with
+    /// the prover's phase text after it (as [`Store::phase_at_index`] has it). `has_events`:
+    /// whether the file holds prover events, when a pass before found out (the text is only
+    /// given then). `late`: the records [`place_derived`] moves, when a pass before found
+    /// them; without it, a record that would move makes the pass stop with
+    /// `Ok(Err(NeedsPlacement))`.
+    pub fn stream(
+        path: &Path,
+        src: &session::stream::Stream,
+        thresholds: Thresholds,
+        has_events: Option<bool>,
+        late: Option<&[Late]>,
+        visit: &mut dyn FnMut(&Record, Option<&str>),
+    ) -> Result<Result<Store, NeedsPlacement>, LoadError> {
+        let mut store = Store {
+            path: path.to_path_buf(),
+            start: u64::MAX,
+            loaded: Loaded {
+                header: src.header.clone(),
+                records: Vec::new(),
+                warnings: Vec::new(),
+                kind: SourceKind::Session,
+            },
+            thresholds,
+            reach: Vec::new(),
+            end: 0,
+            n_records: 0,
+            snapshots: Vec::new(),
+            every: usize::MAX,
+            phase_starts: Vec::new(),
+            alerts: Vec::new(),
+            spans: Vec::new(),
+            finished: Vec::new(),
+            finished_spans: Vec::new(),
+            srs_floor: None,
+            between: Stats::default(),
+            between_ns: 0,
+            labels: Vec::new(),
+            label_of: Vec::new(),
+            // Unknown: as if it had (what differs, threshold phase starts, is kept aside).
+            has_events: has_events.unwrap_or(true),
+        };
+        let mut pass = Pass::new(&store);
+        store.snapshots.push((0, pass.model.clone()));
+        let mut placer = Placer::new(late);
+        let mut i = 0usize;
+        let mut stopped = false;
+        let mut apply = |store: &mut Store, pass: &mut Pass, rec: Record| {
+            let label = store.step(pass, i, &rec, usize::MAX);
+            i += 1;
+            let text = (has_events == Some(true) && label != NO_LABEL)
+                .then(|| store.labels[label as usize].as_str());
+            visit(&rec, text);
+        };
+        let warnings = src.each(&mut |rec| {
+            if stopped {
+                return;
+            }
+            if placer
+                .feed(rec, &mut |r| apply(&mut store, &mut pass, r))
+                .is_err()
+            {
+                stopped = true;
+            }
+        })?;
+        if stopped {
+            return Ok(Err(NeedsPlacement));
+        }
+        placer.finish(&mut |r| apply(&mut store, &mut pass, r));
+        store.n_records = i;
+        store.loaded.warnings = warnings;
+        if has_events.is_none() {
+            store.has_events = pass.saw_events;
+            if !pass.saw_events {
+                store.phase_starts = std::mem::take(&mut pass.threshold_starts);
+            }
+        }
+        store.finish(pass);
+        Ok(Ok(store))
     }
 
     /// The file this came from.
@@ -311,7 +414,12 @@ impl Store {
 
     /// Latest record time, ns (0 without records).
     pub fn end(&self) -> u64 {
-        self.reach.last().copied().unwrap_or(0)
+        self.end
+    }
+
+    /// How many records the file holds (those read, for a streamed store).
+    pub fn record_count(&self) -> usize {
+        self.n_records
     }
 
     /// Number of records in effect at time `t`: records `0..index_at(t)` have reach ≤ t.
@@ -419,6 +527,41 @@ impl Store {
     }
 }
 
+/// The running state of the reducer pass.
+struct Pass {
+    model: Model,
+    fx: Effects,
+    label_ids: HashMap<String, u32>,
+    label: u32,
+    /// The reach so far.
+    hi: u64,
+    /// (reach, no phase open) at the previous sample.
+    prev_sample: Option<(u64, bool)>,
+    srs_ready: bool,
+    snap_bytes: usize,
+    /// Threshold phase starts, kept aside while whether the file has events is unknown.
+    threshold_starts: Vec<u64>,
+    saw_events: bool,
+}
+
+impl Pass {
+    /// A pass from the start; the store gets its first snapshot (the empty model).
+    fn new(store: &Store) -> Pass {
+        Pass {
+            model: Model::new(store.thresholds),
+            fx: Effects::new(),
+            label_ids: HashMap::new(),
+            label: NO_LABEL,
+            hi: 0,
+            prev_sample: None,
+            srs_ready: false,
+            snap_bytes: 0,
+            threshold_starts: Vec::new(),
+            saw_events: false,
+        }
+    }
+}
+
 fn next_after(v: &[u64], t: u64) -> Option<u64> {
     v.get(v.partition_point(|&x| x <= t)).copied()
 }
@@ -464,16 +607,9 @@ pub fn place_derived(records: &mut Vec<Record>) {
     let keys: Vec<u64> = records
         .iter()
         .map(|r| {
-            let before = reach;
-            reach = reach.max(r.t);
-            match r.body {
-                RecordBody::Derived(_) if r.t < before => {
-                    late = true;
-                    r.t
-                }
-                RecordBody::Derived(_) => before,
-                _ => reach,
-            }
+            let (key, moves) = place_key(&mut reach, r);
+            late |= moves;
+            key
         })
         .collect();
     if !late {
@@ -482,6 +618,98 @@ pub fn place_derived(records: &mut Vec<Record>) {
     let mut keyed: Vec<(u64, Record)> = keys.into_iter().zip(records.drain(..)).collect();
     keyed.sort_by_key(|(k, _)| *k);
     records.extend(keyed.into_iter().map(|(_, r)| r));
+}
+
+/// A record that [`place_derived`] moves back: its sort key (the time it moves to), its
+/// index in the file, and itself.
+pub type Late = (u64, usize, Record);
+
+/// A streaming pass met a record that moves back, and was given no [`Late`] list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeedsPlacement;
+
+/// The key [`place_derived`] sorts a record by, given the reach before it (which it
+/// updates), and whether the record moves back.
+fn place_key(reach: &mut u64, r: &Record) -> (u64, bool) {
+    let before = *reach;
+    *reach = (*reach).max(r.t);
+    match r.body {
+        RecordBody::Derived(_) if r.t < before => (r.t, true),
+        RecordBody::Derived(_) => (before, false),
+        _ => (*reach, false),
+    }
+}
+
+/// Collects, record by record in file order, the records [`place_derived`] moves back,
+/// sorted as it places them.
+#[derive(Debug, Default)]
+pub struct LateFinder {
+    reach: u64,
+    i: usize,
+    late: Vec<Late>,
+}
+
+impl LateFinder {
+    /// The next record.
+    pub fn feed(&mut self, r: &Record) {
+        let (key, late) = place_key(&mut self.reach, r);
+        if late {
+            self.late.push((key, self.i, r.clone()));
+        }
+        self.i += 1;
+    }
+
+    /// The late records, in the order they are placed.
+    pub fn finish(mut self) -> Vec<Late> {
+        self.late.sort_by_key(|l| (l.0, l.1));
+        self.late
+    }
+}
+
+/// [`place_derived`] record by record: records in file order in, in placed order out. The
+/// keys of records that stay are non-decreasing, so a late record goes out just before the
+/// first that stays whose key is greater than its own.
+struct Placer<'a> {
+    late: Option<&'a [Late]>,
+    next: usize,
+    reach: u64,
+}
+
+impl<'a> Placer<'a> {
+    fn new(late: Option<&'a [Late]>) -> Self {
+        Placer {
+            late,
+            next: 0,
+            reach: 0,
+        }
+    }
+
+    /// The next record of the file; `Err` when it moves back and no late list was given.
+    fn feed(&mut self, r: Record, out: &mut dyn FnMut(Record)) -> Result<(), NeedsPlacement> {
+        let (key, late) = place_key(&mut self.reach, &r);
+        let Some(list) = self.late else {
+            if late {
+                return Err(NeedsPlacement);
+            }
+            out(r);
+            return Ok(());
+        };
+        if late {
+            return Ok(()); // given from the list, in its place
+        }
+        while let Some(l) = list.get(self.next).filter(|l| l.0 < key) {
+            out(l.2.clone());
+            self.next += 1;
+        }
+        out(r);
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut dyn FnMut(Record)) {
+        for l in self.late.unwrap_or(&[]).get(self.next..).unwrap_or(&[]) {
+            out(l.2.clone());
+        }
+    }
 }
 
 /// Memory by the prover's actual phases, from the reducer's phase spans: per phase, how many

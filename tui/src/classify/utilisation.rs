@@ -1,0 +1,220 @@
+//! The prover-phase table's utilisation columns (see the parent module's doc): the phases'
+//! time as disjoint segments ([`Plan`], from the store's spans), the readings folded into
+//! per-phase means one record at a time ([`Fold`]: no reading is kept, so a session of any
+//! length costs the same), and the table with the columns appended ([`Fold::render`]).
+
+use std::fmt::Write as _;
+
+use provetop_shared::{Record, RecordBody};
+
+use crate::compare::summary::merged;
+use crate::store::Store;
+
+/// The phases of the table's rows, in its order, and their time as disjoint segments.
+pub struct Plan {
+    order: Vec<(u64, provetop_shared::Phase)>,
+    /// (t0, t1, rows open), sorted and disjoint.
+    segs: Vec<(u64, u64, Vec<usize>)>,
+    gpus: Vec<u32>,
+}
+
+/// Σ value × overlap and Σ overlap per row (instants weigh one each).
+type Acc = Vec<(f64, u64)>;
+
+/// The readings folded so far.
+pub struct Fold {
+    plan: Plan,
+    cores: Acc,
+    host: Acc,
+    gpu: Vec<Acc>,
+}
+
+impl Plan {
+    /// The rows of `store`'s prover-phase table: each phase by its first start, then the time
+    /// outside every span; `gpus` are the session's GPU indices, ascending.
+    pub fn new(store: &Store, gpus: Vec<u32>) -> Plan {
+        let end = store.end();
+        let mut order: Vec<(u64, provetop_shared::Phase)> = Vec::new();
+        for sp in store.spans() {
+            match order.iter_mut().find(|o| o.1 == sp.phase) {
+                Some(o) => o.0 = o.0.min(sp.start),
+                None => order.push((sp.start, sp.phase.clone())),
+            }
+        }
+        order.sort();
+        let n = order.len();
+        let mut intervals: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n + 1];
+        for sp in store.spans() {
+            if let Some(i) = order.iter().position(|o| o.1 == sp.phase) {
+                intervals[i].push((sp.start, sp.end_or(end)));
+            }
+        }
+        let intervals: Vec<Vec<(u64, u64)>> = intervals.into_iter().map(merged).collect();
+        let any = merged(intervals.iter().flatten().copied().collect());
+        let mut between = Vec::new();
+        let mut reach = store.start();
+        for &(a, b) in &any {
+            if a > reach {
+                between.push((reach, a));
+            }
+            reach = reach.max(b);
+        }
+        if end > reach {
+            between.push((reach, end));
+        }
+        let mut bounds: Vec<u64> = intervals
+            .iter()
+            .flatten()
+            .chain(&between)
+            .flat_map(|&(a, b)| [a, b])
+            .collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        let all: Vec<&[(u64, u64)]> = intervals[..n]
+            .iter()
+            .map(Vec::as_slice)
+            .chain([between.as_slice()])
+            .collect();
+        let mut cursor = vec![0usize; all.len()];
+        let mut segs: Vec<(u64, u64, Vec<usize>)> = Vec::with_capacity(bounds.len());
+        for w in bounds.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            let mut open = Vec::new();
+            for (p, iv) in all.iter().enumerate() {
+                while cursor[p] < iv.len() && iv[cursor[p]].1 <= a {
+                    cursor[p] += 1;
+                }
+                if iv.get(cursor[p]).is_some_and(|&(s, e)| s <= a && e >= b) {
+                    open.push(p);
+                }
+            }
+            if !open.is_empty() {
+                segs.push((a, b, open));
+            }
+        }
+        Plan { order, segs, gpus }
+    }
+
+    /// Nothing folded yet.
+    pub fn fold(self) -> Fold {
+        let rows = self.order.len() + 1;
+        Fold {
+            cores: vec![(0.0, 0); rows],
+            host: vec![(0.0, 0); rows],
+            gpu: vec![vec![(0.0, 0); rows]; self.gpus.len()],
+            plan: self,
+        }
+    }
+}
+
+/// Add a reading over `(t0, t1]` (`t0 == t1`: at one instant, counted once where it falls)
+/// to the rows open over it.
+fn add(acc: &mut Acc, segs: &[(u64, u64, Vec<usize>)], t0: u64, t1: u64, v: f64) {
+    if !v.is_finite() || t1 < t0 {
+        return;
+    }
+    if t1 == t0 {
+        let i = segs.partition_point(|s| s.1 < t0);
+        if let Some((_, _, open)) = segs.get(i).filter(|s| s.0 <= t0) {
+            for &p in open {
+                acc[p].0 += v;
+                acc[p].1 += 1;
+            }
+        }
+        return;
+    }
+    let from = segs.partition_point(|s| s.1 <= t0);
+    for (a, b, open) in segs[from..].iter().take_while(|s| s.0 < t1) {
+        let w = t1.min(*b).saturating_sub(t0.max(*a));
+        for &p in open {
+            acc[p].0 += v * w as f64;
+            acc[p].1 += w;
+        }
+    }
+}
+
+fn means(acc: &Acc) -> Vec<Option<f64>> {
+    acc.iter()
+        .map(|&(sum, w)| (w > 0).then(|| sum / w as f64))
+        .collect()
+}
+
+impl Fold {
+    /// The next record: a usage reading over its interval, a sample's GPU readings at its
+    /// instant.
+    pub fn feed(&mut self, r: &Record) {
+        let segs = &self.plan.segs;
+        match &r.body {
+            RecordBody::Usage(u) if u.interval_ns > 0 => {
+                let t0 = r.t.saturating_sub(u.interval_ns);
+                if let Some(c) = u.cores {
+                    add(&mut self.cores, segs, t0, r.t, c);
+                }
+                if let Some(c) = u.host_cores {
+                    add(&mut self.host, segs, t0, r.t, c);
+                }
+            }
+            RecordBody::Sample(s) => {
+                for g in &s.gpus {
+                    if let (Ok(i), Some(u)) =
+                        (self.plan.gpus.binary_search(&g.index), g.utilization())
+                    {
+                        add(&mut self.gpu[i], segs, r.t, r.t, f64::from(u));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `table` (the store's prover-phase table) with the utilisation columns appended.
+    pub fn render(&self, store: &Store, table: &str) -> String {
+        let n = self.plan.order.len();
+        let order = &self.plan.order;
+        let cores = means(&self.cores);
+        let host = means(&self.host);
+        let gpu: Vec<Vec<Option<f64>>> = self.gpu.iter().map(means).collect();
+        let cells = |p: Option<usize>| {
+            let mut c = String::new();
+            let num = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+            let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}%"));
+            let _ = write!(
+                c,
+                " {:>6} {:>6}",
+                num(p.and_then(|p| cores[p])),
+                num(p.and_then(|p| host[p]))
+            );
+            for g in &gpu {
+                let _ = write!(c, " {:>9}", pct(p.and_then(|p| g[p])));
+            }
+            c
+        };
+        let w = crate::store::phase_width(store);
+        let mut out = String::with_capacity(table.len() * 2);
+        let mut row = 0;
+        for (i, line) in table.lines().enumerate() {
+            out.push_str(line);
+            if i == 1 {
+                let _ = write!(out, " {:>6} {:>6}", "cores", "host");
+                for g in &self.plan.gpus {
+                    let _ = write!(out, " {:>9}", format!("gpu{g} util"));
+                }
+            } else if i > 1 {
+                // Each row is the phase in this order; a row that is not (never so today)
+                // gets "-" rather than another phase's numbers.
+                let p = if line.starts_with("  (no phase open)") {
+                    Some(n)
+                } else {
+                    let p = order.get(row).filter(|(_, ph)| {
+                        line.starts_with(&format!("  {:<w$} ", crate::text::inert(ph.as_str())))
+                    });
+                    row += 1;
+                    p.map(|_| row - 1)
+                };
+                out.push_str(&cells(p));
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
