@@ -56,23 +56,24 @@ pub struct Pre {
 }
 
 impl Pre {
-    /// One pass over `src`.
-    pub fn of(src: &Stream) -> Result<Pre, LoadError> {
+    /// One pass over `src`; with the warnings it met.
+    pub fn of(src: &Stream) -> Result<(Pre, Vec<provetop_shared::session::Warning>), LoadError> {
         let mut gpus = Gpus::default();
         let mut late = LateFinder::default();
         let (mut kernel, mut has_events) = (false, false);
-        src.each(&mut |r| {
+        let warnings = src.each(&mut |r| {
             gpus.feed(&r);
             late.feed(&r);
             kernel |= matches!(r.body, RecordBody::Kernel(_));
             has_events |= matches!(r.body, RecordBody::Event(_) | RecordBody::Derived(_));
         })?;
-        Ok(Pre {
+        let pre = Pre {
             gpus: gpus.sorted(),
             kernel,
             has_events,
             late: late.finish(),
-        })
+        };
+        Ok((pre, warnings))
     }
 }
 

@@ -712,6 +712,22 @@ impl<'a> Placer<'a> {
     }
 }
 
+/// Every record of `src` in placed order (see [`place_derived`]), `late` being what a pass
+/// before found ([`LateFinder`]); returns the warnings.
+pub fn placed_each(
+    src: &session::stream::Stream,
+    late: &[Late],
+    f: &mut dyn FnMut(Record),
+) -> Result<Vec<Warning>, LoadError> {
+    let mut placer = Placer::new(Some(late));
+    let warnings = src.each(&mut |r| {
+        // With the list, every record that moves is placed: feed never fails.
+        let _ = placer.feed(r, f);
+    })?;
+    placer.finish(f);
+    Ok(warnings)
+}
+
 /// Memory by the prover's actual phases, from the reducer's phase spans: per phase, how many
 /// spans, the wall time it was open (overlapping partitions counted once), RSS min/max/mean,
 /// and the largest pinned and GPU readings. None for a file without prover events.
