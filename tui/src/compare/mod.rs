@@ -94,6 +94,12 @@ pub fn compare_with(
             .zip(sels)
             .map(|(p, sel)| {
                 s.spawn(move || {
+                    // A session streams in bounded memory; a CSV or a log is loaded whole.
+                    let stream = provetop_shared::session::stream::Stream::open(p)
+                        .map_err(|e| anyhow::anyhow!("{e}"))?;
+                    if let Some(src) = stream {
+                        return summary::summarize_stream(p, &src, sel, thresholds);
+                    }
                     let store = open(p, thresholds, logs)?;
                     Ok(summary::summarize_store(&store, sel))
                 })

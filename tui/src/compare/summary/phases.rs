@@ -4,11 +4,10 @@
 
 use std::collections::HashSet;
 
-use provetop_shared::classify::{classify_series, ThresholdPhase};
+use provetop_shared::classify::{Run, ThresholdPhase};
 use provetop_shared::Phase;
 
 use super::figure::{Figures, Section, Unit};
-use super::readings::Reading;
 use super::Selection;
 use crate::model::ProofSpan;
 use crate::store::Store;
@@ -86,15 +85,9 @@ fn push_phase(f: &mut Figures, name: &str, sorted: &[f64], peak: u64, threshold:
         threshold,
     );
 }
-/// Per threshold phase (the seed's classifier over the selected samples): each run lasts
+/// Per threshold phase (`runs`: the seed's classifier over the selected samples): each run lasts
 /// until the next one starts (the last one its span and one interval).
-pub(super) fn threshold_phases(
-    f: &mut Figures,
-    store: &Store,
-    sel: &[Reading],
-    interval_ns: Option<u64>,
-) {
-    let runs = classify_series(store.thresholds(), sel.iter().map(|r| (r.t, r.rss)));
+pub(super) fn threshold_phases(f: &mut Figures, runs: &[Run], interval_ns: Option<u64>) {
     let gap = interval_ns.unwrap_or(0);
     let mut per: Vec<(ThresholdPhase, Vec<f64>, f64)> = Vec::new();
     for (i, r) in runs.iter().enumerate() {
