@@ -205,7 +205,7 @@ pub fn write_csv(store: &Store, out: &mut dyn Write) -> io::Result<()> {
 
 /// [`write_csv`] of a session read in passes ([`crate::scan`]): the reducer's pass writes
 /// each row as its sample comes.
-fn stream_csv(path: &Path, src: &Stream, pre: &Pre, out: &mut dyn Write) -> io::Result<()> {
+pub fn stream_csv(path: &Path, src: &Stream, pre: &Pre, out: &mut dyn Write) -> io::Result<()> {
     let mut rows = CsvRows::new(&src.header, pre.gpus.clone(), pre.kernel);
     writeln!(out, "{}", csv_header(&rows.gpus, rows.kernel))?;
     let mut failed: Option<io::Error> = None;
@@ -230,7 +230,7 @@ fn stream_csv(path: &Path, src: &Stream, pre: &Pre, out: &mut dyn Write) -> io::
 
 /// Every record as one line of its serde JSON, read in one pass (placed as the store
 /// places them).
-fn stream_jsonl(src: &Stream, pre: &Pre, out: &mut dyn Write) -> io::Result<()> {
+pub fn stream_jsonl(src: &Stream, pre: &Pre, out: &mut dyn Write) -> io::Result<()> {
     let mut failed: Option<io::Error> = None;
     let pass = crate::store::placed_each(src, &pre.late, &mut |rec| {
         if failed.is_none() {

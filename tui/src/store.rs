@@ -163,7 +163,7 @@ impl Store {
     /// The one pass: the reducer over every record, indexing what its effects tell.
     fn index(&mut self) {
         let records = std::mem::take(&mut self.loaded.records);
-        let mut pass = Pass::new(self);
+        let mut pass = Pass::new(self, false);
         self.snapshots.push((0, pass.model.clone()));
         for (i, rec) in records.iter().enumerate() {
             let label = self.step(&mut pass, i, rec, records.len());
@@ -333,7 +333,7 @@ impl Store {
             // Unknown: as if it had (what differs, threshold phase starts, is kept aside).
             has_events: has_events.unwrap_or(true),
         };
-        let mut pass = Pass::new(&store);
+        let mut pass = Pass::new(&store, true);
         store.snapshots.push((0, pass.model.clone()));
         let mut placer = Placer::new(late);
         let mut i = 0usize;
@@ -545,10 +545,17 @@ struct Pass {
 }
 
 impl Pass {
-    /// A pass from the start; the store gets its first snapshot (the empty model).
-    fn new(store: &Store) -> Pass {
+    /// A pass from the start (`streamed`: for [`Store::stream`]).
+    fn new(store: &Store, streamed: bool) -> Pass {
+        // A streamed store keeps no model to show (no snapshots): its charts' series need
+        // only what the reducer reads of them, not an hour of points.
+        let model = if streamed {
+            Model::with_limits(store.thresholds, crate::series::Limits::streaming())
+        } else {
+            Model::new(store.thresholds)
+        };
         Pass {
-            model: Model::new(store.thresholds),
+            model,
             fx: Effects::new(),
             label_ids: HashMap::new(),
             label: NO_LABEL,

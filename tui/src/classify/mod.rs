@@ -93,7 +93,7 @@ pub fn render(store: &Store, thresholds: Thresholds) -> anyhow::Result<String> {
 
 /// [`render`] of a session read in passes (see [`crate::scan`]): the reducer's pass with the
 /// samples' fold, then (with prover events) the utilisation's, then any the medians need.
-fn stream_render(path: &Path, src: &Stream, thresholds: Thresholds) -> anyhow::Result<String> {
+pub fn stream_render(path: &Path, src: &Stream, thresholds: Thresholds) -> anyhow::Result<String> {
     let err = |e: provetop_shared::session::LoadError| anyhow::anyhow!("{e}");
     let ((store, (mut f, gpus)), _) = crate::scan::reduce(
         path,
@@ -252,7 +252,7 @@ pub fn render_table(store: &Store, thresholds: Thresholds) -> anyhow::Result<Str
 }
 
 /// [`render_table`] of a session read once, record by record.
-fn stream_table(path: &Path, src: &Stream, thresholds: Thresholds) -> anyhow::Result<String> {
+pub fn stream_table(path: &Path, src: &Stream, thresholds: Thresholds) -> anyhow::Result<String> {
     let mut c = Classifier::new(thresholds);
     let mut out = String::new();
     let (mut n, mut others) = (0u64, 0usize);
