@@ -177,32 +177,7 @@ pub fn summarize_with(
             .map(|(_, p)| p)
             .collect(),
     };
-    if !has_events {
-        notes.push(format!(
-            "{name}: no prover events ({}): proofs are not known, phases are by RSS thresholds",
-            if store.kind() == SourceKind::Csv {
-                "a CSV"
-            } else {
-                "the child did not speak the protocol"
-            }
-        ));
-    } else if proofs.is_empty() {
-        notes.push(format!("{name}: no proof finished in this recording"));
-    } else if chosen.is_empty() {
-        let mut modes: Vec<String> = Vec::new();
-        for p in &proofs {
-            let m = p.mode.to_string();
-            if !modes.contains(&m) {
-                modes.push(m);
-            }
-        }
-        notes.push(format!(
-            "{name}: no proof matches {} ({} proofs here: {})",
-            sel.describe(),
-            proofs.len(),
-            modes.join(", ")
-        ));
-    }
+    selection_notes(&mut notes, &name, store, sel, &proofs, &chosen);
     if first.samples == 0 {
         notes.push(format!(
             "{name}: no memory samples ({} other records): its memory rows are empty",
@@ -290,4 +265,42 @@ pub fn summarize_with(
         host: store.header().host.clone(),
         kind: store.kind(),
     })
+}
+
+/// What a reader should know of the selection: no prover events, no proof, none matching.
+fn selection_notes(
+    notes: &mut Vec<String>,
+    name: &str,
+    store: &Store,
+    sel: &Selection,
+    proofs: &[&ProofSpan],
+    chosen: &[&ProofSpan],
+) {
+    let has_events = store.has_events();
+    if !has_events {
+        notes.push(format!(
+            "{name}: no prover events ({}): proofs are not known, phases are by RSS thresholds",
+            if store.kind() == SourceKind::Csv {
+                "a CSV"
+            } else {
+                "the child did not speak the protocol"
+            }
+        ));
+    } else if proofs.is_empty() {
+        notes.push(format!("{name}: no proof finished in this recording"));
+    } else if chosen.is_empty() {
+        let mut modes: Vec<String> = Vec::new();
+        for p in proofs {
+            let m = p.mode.to_string();
+            if !modes.contains(&m) {
+                modes.push(m);
+            }
+        }
+        notes.push(format!(
+            "{name}: no proof matches {} ({} proofs here: {})",
+            sel.describe(),
+            proofs.len(),
+            modes.join(", ")
+        ));
+    }
 }

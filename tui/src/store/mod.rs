@@ -30,19 +30,23 @@
 //!   `classify`), and the prover's phase text at each sample (for `export`).
 //!
 //! All of it comes from the reducer's [`Effects`]: the store never compares model states.
+//!
+//! # Streaming
+//! [`Store::stream`] makes the same reducer pass over a session read record by record
+//! ([`crate::scan`]) and keeps none of them: the spans, proofs and counters above without the
+//! per-record index, for the readers that must not grow with the session (`classify`,
+//! `export`, `compare`). Where log-derived records go is [`place`]'s; the tables `classify`
+//! prints are [`tables`]'.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use provetop_shared::classify::Thresholds;
 use provetop_shared::session::{self, LoadError, Loaded, SessionHeader, SourceKind, Warning};
-use provetop_shared::units::{fmt_bytes, fmt_secs};
-use provetop_shared::{Phase, Record, RecordBody};
+use provetop_shared::{Record, RecordBody};
 
 use crate::model::{
-    busy_ns, mode_rows, Effect, Effects, FinishedProof, Model, PhaseSpan, ProofSpan, SpanSource,
-    Stats,
+    Effect, Effects, FinishedProof, Model, PhaseSpan, ProofSpan, SpanSource, Stats,
 };
 
 /// Most bytes the model snapshots may hold together (estimated); beyond it every other
@@ -54,6 +58,13 @@ pub const MIN_SNAPSHOT_EVERY: usize = 1024;
 pub const TARGET_SNAPSHOTS: usize = 128;
 
 const NO_LABEL: u32 = u32::MAX;
+
+mod place;
+mod tables;
+
+use place::Placer;
+pub use place::{place_derived, placed_each, Late, LateFinder, NeedsPlacement};
+pub use tables::{mode_table, phase_table, phase_width};
 
 /// A loaded session file or `timestamp,rss_kb` CSV with its seek index.
 #[derive(Debug, Clone)]
@@ -590,283 +601,6 @@ fn estimate_bytes(m: &Model) -> usize {
                 + m.notes.marks.len()
                 + m.alerts.history.len()
                 + m.notes.controls.len())
-}
-
-/// One row of the prover-phase table.
-#[derive(Debug, Clone, Default)]
-struct PhaseRow {
-    spans: u64,
-    /// Intervals, for the union (wall time the phase was open).
-    intervals: Vec<(u64, u64)>,
-    rss: Stats,
-    pinned: Stats,
-    gpu: Stats,
-}
-
-/// Move each derived record that lies before records recorded ahead of it back to its time.
-/// A phase known by its end and duration (`synthesis time: 79.4s`, a tracing close) starts
-/// in the past: its start is recorded with the line, after the samples of its time, which
-/// the reducer would otherwise count outside every phase. Nothing else moves, and records
-/// keep their order among equal times.
-pub fn place_derived(records: &mut Vec<Record>) {
-    let mut reach = 0u64;
-    let mut late = false;
-    let keys: Vec<u64> = records
-        .iter()
-        .map(|r| {
-            let (key, moves) = place_key(&mut reach, r);
-            late |= moves;
-            key
-        })
-        .collect();
-    if !late {
-        return;
-    }
-    let mut keyed: Vec<(u64, Record)> = keys.into_iter().zip(records.drain(..)).collect();
-    keyed.sort_by_key(|(k, _)| *k);
-    records.extend(keyed.into_iter().map(|(_, r)| r));
-}
-
-/// A record that [`place_derived`] moves back: its sort key (the time it moves to), its
-/// index in the file, and itself.
-pub type Late = (u64, usize, Record);
-
-/// A streaming pass met a record that moves back, and was given no [`Late`] list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NeedsPlacement;
-
-/// The key [`place_derived`] sorts a record by, given the reach before it (which it
-/// updates), and whether the record moves back.
-fn place_key(reach: &mut u64, r: &Record) -> (u64, bool) {
-    let before = *reach;
-    *reach = (*reach).max(r.t);
-    match r.body {
-        RecordBody::Derived(_) if r.t < before => (r.t, true),
-        RecordBody::Derived(_) => (before, false),
-        _ => (*reach, false),
-    }
-}
-
-/// Collects, record by record in file order, the records [`place_derived`] moves back,
-/// sorted as it places them.
-#[derive(Debug, Default)]
-pub struct LateFinder {
-    reach: u64,
-    i: usize,
-    late: Vec<Late>,
-}
-
-impl LateFinder {
-    /// The next record.
-    pub fn feed(&mut self, r: &Record) {
-        let (key, late) = place_key(&mut self.reach, r);
-        if late {
-            self.late.push((key, self.i, r.clone()));
-        }
-        self.i += 1;
-    }
-
-    /// The late records, in the order they are placed.
-    pub fn finish(mut self) -> Vec<Late> {
-        self.late.sort_by_key(|l| (l.0, l.1));
-        self.late
-    }
-}
-
-/// [`place_derived`] record by record: records in file order in, in placed order out. The
-/// keys of records that stay are non-decreasing, so a late record goes out just before the
-/// first that stays whose key is greater than its own.
-struct Placer<'a> {
-    late: Option<&'a [Late]>,
-    next: usize,
-    reach: u64,
-}
-
-impl<'a> Placer<'a> {
-    fn new(late: Option<&'a [Late]>) -> Self {
-        Placer {
-            late,
-            next: 0,
-            reach: 0,
-        }
-    }
-
-    /// The next record of the file; `Err` when it moves back and no late list was given.
-    fn feed(&mut self, r: Record, out: &mut dyn FnMut(Record)) -> Result<(), NeedsPlacement> {
-        let (key, late) = place_key(&mut self.reach, &r);
-        let Some(list) = self.late else {
-            if late {
-                return Err(NeedsPlacement);
-            }
-            out(r);
-            return Ok(());
-        };
-        if late {
-            return Ok(()); // given from the list, in its place
-        }
-        while let Some(l) = list.get(self.next).filter(|l| l.0 < key) {
-            out(l.2.clone());
-            self.next += 1;
-        }
-        out(r);
-        Ok(())
-    }
-
-    fn finish(&mut self, out: &mut dyn FnMut(Record)) {
-        for l in self.late.unwrap_or(&[]).get(self.next..).unwrap_or(&[]) {
-            out(l.2.clone());
-        }
-    }
-}
-
-/// Every record of `src` in placed order (see [`place_derived`]), `late` being what a pass
-/// before found ([`LateFinder`]); returns the warnings.
-pub fn placed_each(
-    src: &session::stream::Stream,
-    late: &[Late],
-    f: &mut dyn FnMut(Record),
-) -> Result<Vec<Warning>, LoadError> {
-    let mut placer = Placer::new(Some(late));
-    let warnings = src.each(&mut |r| {
-        // With the list, every record that moves is placed: feed never fails.
-        let _ = placer.feed(r, f);
-    })?;
-    placer.finish(f);
-    Ok(warnings)
-}
-
-/// Memory by the prover's actual phases, from the reducer's phase spans: per phase, how many
-/// spans, the wall time it was open (overlapping partitions counted once), RSS min/max/mean,
-/// and the largest pinned and GPU readings. None for a file without prover events.
-pub fn phase_table(store: &Store) -> Option<String> {
-    if !store.has_events() {
-        return None;
-    }
-    let end = store.end();
-    // Rows in the order the phases first started.
-    let mut order: Vec<(u64, Phase)> = Vec::new();
-    let mut rows: HashMap<Phase, PhaseRow> = HashMap::new();
-    for s in store.spans() {
-        let row = rows.entry(s.phase.clone()).or_insert_with(|| {
-            order.push((s.start, s.phase.clone()));
-            PhaseRow::default()
-        });
-        if let Some(o) = order.iter_mut().find(|o| o.1 == s.phase) {
-            o.0 = o.0.min(s.start);
-        }
-        row.spans += 1;
-        row.intervals.push((s.start, s.end_or(end)));
-        row.rss.merge(&s.rss);
-        row.pinned.merge(&s.pinned);
-        row.gpu.merge(&s.gpu);
-    }
-    let mut out = String::new();
-    // Every span read from the child's log lines (it never spoke the protocol): said so.
-    let whence = if !store.spans().is_empty() && store.spans().iter().all(|s| s.derived) {
-        "from its log lines"
-    } else {
-        "from events"
-    };
-    let _ = writeln!(out, "prover phases ({whence}):");
-    // The name column as wide as its longest name (a rust-fil-proofs call's can be 30).
-    let w = phase_width(store);
-    let _ = writeln!(
-        out,
-        "  {:<w$} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
-        "phase", "spans", "time", "rss min", "rss max", "rss mean", "pinned max", "gpu max"
-    );
-    let b = |st: &Stats, f: fn(&Stats) -> Option<u64>| f(st).map(fmt_bytes).unwrap_or("-".into());
-    order.sort();
-    for (_, phase) in &order {
-        let row = &rows[phase];
-        let _ = writeln!(
-            out,
-            "  {:<w$} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
-            crate::text::inert(phase.as_str()),
-            row.spans,
-            fmt_secs(busy_ns(&row.intervals) as f64 / 1e9),
-            b(&row.rss, Stats::min),
-            b(&row.rss, Stats::max),
-            b(&row.rss, Stats::mean),
-            b(&row.pinned, Stats::max),
-            b(&row.gpu, Stats::max),
-        );
-    }
-    if store.between.n > 0 {
-        let s = &store.between;
-        let _ = writeln!(
-            out,
-            "  {:<w$} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
-            "(no phase open)",
-            "-",
-            fmt_secs(store.between_ns as f64 / 1e9),
-            b(s, Stats::min),
-            b(s, Stats::max),
-            b(s, Stats::mean),
-            "-",
-            "-",
-        );
-    }
-    Some(out)
-}
-
-/// The width of [`phase_table`]'s name column: its longest phase name (as shown), at least
-/// 18.
-pub fn phase_width(store: &Store) -> usize {
-    store
-        .spans()
-        .iter()
-        .map(|s| crate::text::inert(s.phase.as_str()).chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(18)
-}
-
-/// `batch modes (from events)`: per mode, in the order the modes first ran, the proofs that
-/// finished ok, their sectors, the busy time (overlapping proofs count once), seconds per
-/// sector and sectors per hour over it, and the peak RSS per proof (median and highest; above
-/// the SRS floor: the lowest RSS sampled once the SRS was ready). The comparison an engineer
-/// makes after switching modes in one session. `None` without a finished proof.
-pub fn mode_table(store: &Store) -> Option<String> {
-    if store.finished.is_empty() {
-        return None;
-    }
-    let floor = store.srs_floor;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "batch modes (from events){}:",
-        floor.map_or(String::new(), |f| format!(", SRS floor {}", fmt_bytes(f)))
-    );
-    let _ = writeln!(
-        out,
-        "  {:<14} {:>6} {:>7} {:>9} {:>9} {:>9} {:>11} {:>11} {:>11}",
-        "mode",
-        "proofs",
-        "sectors",
-        "busy",
-        "s/sector",
-        "sectors/h",
-        "peak median",
-        "peak max",
-        "above floor"
-    );
-    for row in mode_rows(&store.finished) {
-        let _ = writeln!(
-            out,
-            "  {:<14} {:>6} {:>7} {:>9} {:>9.2} {:>9.0} {:>11} {:>11} {:>11}",
-            row.mode.to_string(),
-            row.proofs,
-            row.sectors,
-            fmt_secs(row.busy_s),
-            row.s_per_sector(),
-            row.sectors_per_hour(),
-            fmt_bytes(row.peak_median),
-            fmt_bytes(row.peak_max),
-            floor.map_or("-".into(), |f| fmt_bytes(row.peak_median.saturating_sub(f))),
-        );
-    }
-    Some(out)
 }
 
 #[cfg(test)]
