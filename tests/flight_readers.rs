@@ -144,3 +144,71 @@ fn the_streaming_readers_print_what_the_whole_file_readers_print() {
         same_as_whole(p);
     }
 }
+
+/// Run provetop to its end; its standard output, failing with its standard error.
+fn provetop_out(args: &[&str]) -> Vec<u8> {
+    let o = std::process::Command::new(provetop_testkit::bins::provetop())
+        .args(args)
+        .output()
+        .expect("run provetop");
+    assert!(
+        o.status.success(),
+        "provetop {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o.stdout
+}
+
+#[test]
+fn an_export_imported_exports_the_same_lines_and_rows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let flight = dir.path().join("flight.ptop");
+    write_flight(&flight, 600, 4, false);
+    for (i, src) in [
+        flight,
+        root.join("assets/h200-supraseal-all-modes-usage-10x2p20.ptop"),
+        root.join("tests/golden/loglines/h200/supraseal.ptop"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let s = src.to_str().expect("utf-8");
+        let jsonl = dir.path().join(format!("{i}.jsonl"));
+        std::fs::write(&jsonl, provetop_out(&["export", "--format", "jsonl", s])).expect("write");
+        let j = jsonl.to_str().expect("utf-8");
+        let again = dir.path().join(format!("{i}.ptop"));
+        let a = again.to_str().expect("utf-8");
+        provetop_out(&["import", j, "-o", a, "--like", s]);
+        let lines = std::fs::read(&jsonl).expect("read");
+        assert!(
+            provetop_out(&["export", "--format", "jsonl", a]) == lines,
+            "jsonl of {s} imported"
+        );
+        assert!(
+            provetop_out(&["export", "--format", "csv", a])
+                == provetop_out(&["export", "--format", "csv", s]),
+            "csv of {s} imported"
+        );
+        // Without --like: the same records, anchored at 1970.
+        let plain = dir.path().join(format!("{i}-plain.ptop"));
+        let p = plain.to_str().expect("utf-8");
+        provetop_out(&["import", j, "-o", p]);
+        assert!(provetop_out(&["export", "--format", "jsonl", p]) == lines);
+    }
+    // A line that is not a record: one line naming it, and no half-written session.
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"t\":1,\"body\":{\"Nope\":1}}\n").expect("write");
+    let out = dir.path().join("bad.ptop");
+    let o = std::process::Command::new(provetop_testkit::bins::provetop())
+        .args(["import", bad.to_str().expect("utf-8"), "-o"])
+        .arg(&out)
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("line 1: not a provetop record"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}

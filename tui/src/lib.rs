@@ -20,6 +20,7 @@ pub mod export;
 pub mod fleet;
 pub mod follow;
 pub mod headless;
+pub mod import;
 pub mod keymap;
 pub mod live;
 pub mod logsession;
