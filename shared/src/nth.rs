@@ -7,10 +7,10 @@
 //! [`KEEP`] values and a histogram of [`BUCKETS`] counts: the first pass keeps the values if
 //! they fit, else learns their range; each further pass narrows the range to the bucket
 //! holding the answer (by 2^16 at least) until the values left fit, so a sequence of u64 takes
-//! at most five passes, and two on a sequence of at most [`KEEP`] values within one pass.
+//! at most five passes, and one when it holds at most [`KEEP`] values.
 
 /// Most values a pass keeps.
-pub const KEEP: usize = 1 << 20;
+pub const KEEP: usize = 1 << 18;
 /// Buckets of a narrowing pass.
 pub const BUCKETS: usize = 1 << 16;
 

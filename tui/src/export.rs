@@ -215,6 +215,7 @@ pub fn stream_csv(path: &Path, src: &Stream, pre: &Pre, out: &mut dyn Write) -> 
         Thresholds::default(),
         Some(pre.has_events),
         Some(&pre.late),
+        false,
         &mut |rec, phase| {
             if failed.is_none() {
                 failed = rows.record(rec, phase, out).err();

@@ -92,9 +92,15 @@ pub fn reduce<S>(
 ) -> Result<((Store, S), Vec<Late>), LoadError> {
     let mut state = fresh();
     let mut go = |late: Option<&[Late]>, state: &mut S| {
-        Store::stream(path, src, thresholds, has_events, late, &mut |r, p| {
-            visit(state, r, p)
-        })
+        Store::stream(
+            path,
+            src,
+            thresholds,
+            has_events,
+            late,
+            true,
+            &mut |r, p| visit(state, r, p),
+        )
     };
     if let Ok(store) = go(None, &mut state)? {
         return Ok(((store, state), Vec::new()));

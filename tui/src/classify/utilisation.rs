@@ -14,8 +14,24 @@ use crate::store::Store;
 pub struct Plan {
     order: Vec<(u64, provetop_shared::Phase)>,
     /// (t0, t1, rows open), sorted and disjoint.
-    segs: Vec<(u64, u64, Vec<usize>)>,
+    segs: Segs,
     gpus: Vec<u32>,
+}
+
+/// Disjoint segments of time, sorted, each with the rows open over it: (t0, t1, where its
+/// rows start in `open`, how many), the rows of all in one vector (a session of months has
+/// hundreds of thousands of segments: one allocation each would cost more than they hold).
+#[derive(Default)]
+struct Segs {
+    spans: Vec<(u64, u64, u32, u32)>,
+    open: Vec<u32>,
+}
+
+impl Segs {
+    fn rows(&self, i: usize) -> &[u32] {
+        let (_, _, at, n) = self.spans[i];
+        &self.open[at as usize..(at + n) as usize]
+    }
 }
 
 /// Σ value × overlap and Σ overlap per row (instants weigh one each).
@@ -76,20 +92,21 @@ impl Plan {
             .chain([between.as_slice()])
             .collect();
         let mut cursor = vec![0usize; all.len()];
-        let mut segs: Vec<(u64, u64, Vec<usize>)> = Vec::with_capacity(bounds.len());
+        let mut segs = Segs::default();
         for w in bounds.windows(2) {
             let (a, b) = (w[0], w[1]);
-            let mut open = Vec::new();
+            let at = segs.open.len();
             for (p, iv) in all.iter().enumerate() {
                 while cursor[p] < iv.len() && iv[cursor[p]].1 <= a {
                     cursor[p] += 1;
                 }
                 if iv.get(cursor[p]).is_some_and(|&(s, e)| s <= a && e >= b) {
-                    open.push(p);
+                    segs.open.push(p as u32);
                 }
             }
-            if !open.is_empty() {
-                segs.push((a, b, open));
+            if segs.open.len() > at {
+                let n = segs.open.len() - at;
+                segs.spans.push((a, b, at as u32, n as u32));
             }
         }
         Plan { order, segs, gpus }
@@ -109,26 +126,27 @@ impl Plan {
 
 /// Add a reading over `(t0, t1]` (`t0 == t1`: at one instant, counted once where it falls)
 /// to the rows open over it.
-fn add(acc: &mut Acc, segs: &[(u64, u64, Vec<usize>)], t0: u64, t1: u64, v: f64) {
+fn add(acc: &mut Acc, segs: &Segs, t0: u64, t1: u64, v: f64) {
     if !v.is_finite() || t1 < t0 {
         return;
     }
+    let sp = &segs.spans;
     if t1 == t0 {
-        let i = segs.partition_point(|s| s.1 < t0);
-        if let Some((_, _, open)) = segs.get(i).filter(|s| s.0 <= t0) {
-            for &p in open {
-                acc[p].0 += v;
-                acc[p].1 += 1;
+        let i = sp.partition_point(|s| s.1 < t0);
+        if sp.get(i).is_some_and(|s| s.0 <= t0) {
+            for &p in segs.rows(i) {
+                acc[p as usize].0 += v;
+                acc[p as usize].1 += 1;
             }
         }
         return;
     }
-    let from = segs.partition_point(|s| s.1 <= t0);
-    for (a, b, open) in segs[from..].iter().take_while(|s| s.0 < t1) {
-        let w = t1.min(*b).saturating_sub(t0.max(*a));
-        for &p in open {
-            acc[p].0 += v * w as f64;
-            acc[p].1 += w;
+    let from = sp.partition_point(|s| s.1 <= t0);
+    for (i, &(a, b, _, _)) in sp.iter().enumerate().skip(from).take_while(|s| s.1 .0 < t1) {
+        let w = t1.min(b).saturating_sub(t0.max(a));
+        for &p in segs.rows(i) {
+            acc[p as usize].0 += v * w as f64;
+            acc[p as usize].1 += w;
         }
     }
 }

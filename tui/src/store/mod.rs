@@ -100,6 +100,9 @@ pub struct Store {
     /// (`NO_LABEL` before the first event); empty when the file has no events.
     label_of: Vec<u32>,
     has_events: bool,
+    /// Whether the pass keeps the spans, proofs and seek times (a streamed export needs
+    /// only the phase text at each record: its memory stays flat however many proofs).
+    figures: bool,
 }
 
 impl Store {
@@ -166,6 +169,7 @@ impl Store {
             labels: Vec::new(),
             label_of: Vec::with_capacity(if has_events { n } else { 0 }),
             has_events,
+            figures: true,
         };
         store.index();
         store
@@ -195,6 +199,7 @@ impl Store {
         let model = &mut p.model;
         model.apply_into(rec, &mut p.fx);
         let mut relabel = false;
+        let keep = self.figures;
         for e in &p.fx {
             match e {
                 Effect::SpanOpened {
@@ -202,7 +207,7 @@ impl Store {
                     first_of_phase,
                     ..
                 } => {
-                    if *first_of_phase {
+                    if *first_of_phase && keep {
                         self.phase_starts.push(hi);
                     }
                     relabel = true;
@@ -211,19 +216,22 @@ impl Store {
                     source: SpanSource::Prover,
                     span,
                 } => {
-                    self.spans.push(span.clone());
+                    if keep {
+                        self.spans.push(span.clone());
+                    }
                     relabel = true;
                 }
                 Effect::StateChanged(_) => relabel = true,
                 // Proofs read from log lines have no batch mode to compare.
-                Effect::ProofFinished(pr) if model.has_events() => {
+                Effect::ProofFinished(pr) if model.has_events() && keep => {
                     if let Some(f) = pr.finished_ok() {
                         self.finished.push(f);
                         self.finished_spans.push(pr.clone());
                     }
                 }
                 Effect::SrsReady { .. } => p.srs_ready = true,
-                Effect::AlertFired(_) => self.alerts.push(hi),
+                Effect::AlertFired(_) if keep => self.alerts.push(hi),
+                Effect::ThresholdPhaseChanged(_) if !keep => {}
                 Effect::ThresholdPhaseChanged(_) if !self.has_events => self.phase_starts.push(hi),
                 Effect::ThresholdPhaseChanged(_) => p.threshold_starts.push(hi),
                 _ => {}
@@ -307,13 +315,16 @@ impl Store {
     /// whether the file holds prover events, when a pass before found out (the text is only
     /// given then). `late`: the records [`place_derived`] moves, when a pass before found
     /// them; without it, a record that would move makes the pass stop with
-    /// `Ok(Err(NeedsPlacement))`.
+    /// `Ok(Err(NeedsPlacement))`. Without `figures`, the store keeps no spans, proofs or seek
+    /// times either (only the phase text matters: export).
+    #[allow(clippy::too_many_arguments)]
     pub fn stream(
         path: &Path,
         src: &session::stream::Stream,
         thresholds: Thresholds,
         has_events: Option<bool>,
         late: Option<&[Late]>,
+        figures: bool,
         visit: &mut dyn FnMut(&Record, Option<&str>),
     ) -> Result<Result<Store, NeedsPlacement>, LoadError> {
         let mut store = Store {
@@ -343,7 +354,9 @@ impl Store {
             label_of: Vec::new(),
             // Unknown: as if it had (what differs, threshold phase starts, is kept aside).
             has_events: has_events.unwrap_or(true),
+            figures: true,
         };
+        store.figures = figures;
         let mut pass = Pass::new(&store, true);
         store.snapshots.push((0, pass.model.clone()));
         let mut placer = Placer::new(late);
