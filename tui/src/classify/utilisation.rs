@@ -50,21 +50,22 @@ impl Plan {
     /// outside every span; `gpus` are the session's GPU indices, ascending.
     pub fn new(store: &Store, gpus: Vec<u32>) -> Plan {
         let end = store.end();
-        let mut order: Vec<(u64, provetop_shared::Phase)> = Vec::new();
-        for sp in store.spans() {
-            match order.iter_mut().find(|o| o.1 == sp.phase) {
-                Some(o) => o.0 = o.0.min(sp.start),
-                None => order.push((sp.start, sp.phase.clone())),
-            }
-        }
-        order.sort();
-        let n = order.len();
-        let mut intervals: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n + 1];
-        for sp in store.spans() {
-            if let Some(i) = order.iter().position(|o| o.1 == sp.phase) {
-                intervals[i].push((sp.start, sp.end_or(end)));
-            }
-        }
+        let digest = store.span_digest();
+        let mut rows: Vec<(u64, provetop_shared::Phase, usize)> = digest
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.first_start, r.phase.clone(), i))
+            .collect();
+        rows.sort();
+        let n = rows.len();
+        let mut intervals: Vec<Vec<(u64, u64)>> = rows
+            .iter()
+            .map(|&(_, _, i)| digest.rows[i].intervals.clone())
+            .collect();
+        intervals.push(Vec::new());
+        let order: Vec<(u64, provetop_shared::Phase)> =
+            rows.into_iter().map(|(t, p, _)| (t, p)).collect();
         let intervals: Vec<Vec<(u64, u64)>> = intervals.into_iter().map(merged).collect();
         let any = merged(intervals.iter().flatten().copied().collect());
         let mut between = Vec::new();

@@ -59,6 +59,7 @@ pub const TARGET_SNAPSHOTS: usize = 128;
 
 const NO_LABEL: u32 = u32::MAX;
 
+pub mod digest;
 mod place;
 mod tables;
 
@@ -85,7 +86,10 @@ pub struct Store {
     every: usize,
     phase_starts: Vec<u64>,
     alerts: Vec<u64>,
+    /// Every span (a store loaded whole; a streamed one keeps only the digest).
     spans: Vec<PhaseSpan>,
+    /// What the tables read of the spans.
+    digest: digest::SpanDigest,
     /// Proofs that finished ok, as the reducer closed them (unbounded, unlike the model's).
     finished: Vec<FinishedProof>,
     /// The same proofs whole (id, sectors, RSS seen), for `compare`'s selections.
@@ -100,6 +104,8 @@ pub struct Store {
     /// (`NO_LABEL` before the first event); empty when the file has no events.
     label_of: Vec<u32>,
     has_events: bool,
+    /// A streamed store: no records, no spans (their digest only).
+    records_gone: bool,
     /// Whether the pass keeps the spans, proofs and seek times (a streamed export needs
     /// only the phase text at each record: its memory stays flat however many proofs).
     figures: bool,
@@ -161,6 +167,7 @@ impl Store {
             phase_starts: Vec::new(),
             alerts: Vec::new(),
             spans: Vec::new(),
+            digest: digest::SpanDigest::default(),
             finished: Vec::new(),
             finished_spans: Vec::new(),
             srs_floor: None,
@@ -169,6 +176,7 @@ impl Store {
             labels: Vec::new(),
             label_of: Vec::with_capacity(if has_events { n } else { 0 }),
             has_events,
+            records_gone: false,
             figures: true,
         };
         store.index();
@@ -217,7 +225,11 @@ impl Store {
                     span,
                 } => {
                     if keep {
-                        self.spans.push(span.clone());
+                        // Closed: its end is its own.
+                        self.digest.add(span, 0);
+                        if !self.records_gone {
+                            self.spans.push(span.clone());
+                        }
                     }
                     relabel = true;
                 }
@@ -305,7 +317,14 @@ impl Store {
             self.start = 0;
         }
         self.end = p.hi;
-        self.spans.extend(p.model.spans.open.with_stats());
+        if self.figures {
+            for s in p.model.spans.open.with_stats() {
+                self.digest.add(&s, self.end);
+                if !self.records_gone {
+                    self.spans.push(s);
+                }
+            }
+        }
     }
 
     /// One streaming pass over `src` (see [`crate::scan`]): the store of everything but the
@@ -345,6 +364,7 @@ impl Store {
             phase_starts: Vec::new(),
             alerts: Vec::new(),
             spans: Vec::new(),
+            digest: digest::SpanDigest::default(),
             finished: Vec::new(),
             finished_spans: Vec::new(),
             srs_floor: None,
@@ -354,6 +374,7 @@ impl Store {
             label_of: Vec::new(),
             // Unknown: as if it had (what differs, threshold phase starts, is kept aside).
             has_events: has_events.unwrap_or(true),
+            records_gone: true,
             figures: true,
         };
         store.figures = figures;
@@ -517,9 +538,15 @@ impl Store {
     }
 
     /// Every prover phase span (closed ones in closing order, then those still open at the
-    /// end of the file), with the memory the reducer saw while each was open.
+    /// end of the file), with the memory the reducer saw while each was open; none in a
+    /// streamed store ([`Store::stream`]), whose tables read [`Store::span_digest`].
     pub fn spans(&self) -> &[PhaseSpan] {
         &self.spans
+    }
+
+    /// What the tables read of the spans, folded.
+    pub fn span_digest(&self) -> &digest::SpanDigest {
+        &self.digest
     }
 
     /// Proofs that finished ok, in the order they finished, with their ids and the RSS seen

@@ -1,7 +1,6 @@
 //! The reducer's tables of a store: memory by the prover's actual phases
 //! ([`phase_table`]) and by batch mode ([`mode_table`]), what `classify` prints.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use provetop_shared::units::{fmt_bytes, fmt_secs};
@@ -10,17 +9,6 @@ use provetop_shared::Phase;
 use super::Store;
 use crate::model::{busy_ns, mode_rows, Stats};
 
-/// One row of the prover-phase table.
-#[derive(Debug, Clone, Default)]
-struct PhaseRow {
-    spans: u64,
-    /// Intervals, for the union (wall time the phase was open).
-    intervals: Vec<(u64, u64)>,
-    rss: Stats,
-    pinned: Stats,
-    gpu: Stats,
-}
-
 /// Memory by the prover's actual phases, from the reducer's phase spans: per phase, how many
 /// spans, the wall time it was open (overlapping partitions counted once), RSS min/max/mean,
 /// and the largest pinned and GPU readings. None for a file without prover events.
@@ -28,27 +16,10 @@ pub fn phase_table(store: &Store) -> Option<String> {
     if !store.has_events() {
         return None;
     }
-    let end = store.end();
-    // Rows in the order the phases first started.
-    let mut order: Vec<(u64, Phase)> = Vec::new();
-    let mut rows: HashMap<Phase, PhaseRow> = HashMap::new();
-    for s in store.spans() {
-        let row = rows.entry(s.phase.clone()).or_insert_with(|| {
-            order.push((s.start, s.phase.clone()));
-            PhaseRow::default()
-        });
-        if let Some(o) = order.iter_mut().find(|o| o.1 == s.phase) {
-            o.0 = o.0.min(s.start);
-        }
-        row.spans += 1;
-        row.intervals.push((s.start, s.end_or(end)));
-        row.rss.merge(&s.rss);
-        row.pinned.merge(&s.pinned);
-        row.gpu.merge(&s.gpu);
-    }
+    let digest = store.span_digest();
     let mut out = String::new();
     // Every span read from the child's log lines (it never spoke the protocol): said so.
-    let whence = if !store.spans().is_empty() && store.spans().iter().all(|s| s.derived) {
+    let whence = if digest.count > 0 && digest.all_derived {
         "from its log lines"
     } else {
         "from events"
@@ -62,9 +33,16 @@ pub fn phase_table(store: &Store) -> Option<String> {
         "phase", "spans", "time", "rss min", "rss max", "rss mean", "pinned max", "gpu max"
     );
     let b = |st: &Stats, f: fn(&Stats) -> Option<u64>| f(st).map(fmt_bytes).unwrap_or("-".into());
+    // Rows in the order the phases first started.
+    let mut order: Vec<(u64, &Phase, usize)> = digest
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.first_start, &r.phase, i))
+        .collect();
     order.sort();
-    for (_, phase) in &order {
-        let row = &rows[phase];
+    for &(_, phase, i) in &order {
+        let row = &digest.rows[i];
         let _ = writeln!(
             out,
             "  {:<w$} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
@@ -99,13 +77,7 @@ pub fn phase_table(store: &Store) -> Option<String> {
 /// The width of [`phase_table`]'s name column: its longest phase name (as shown), at least
 /// 18.
 pub fn phase_width(store: &Store) -> usize {
-    store
-        .spans()
-        .iter()
-        .map(|s| crate::text::inert(s.phase.as_str()).chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(18)
+    store.span_digest().widest.max(18)
 }
 
 /// `batch modes (from events)`: per mode, in the order the modes first ran, the proofs that

@@ -28,28 +28,25 @@ fn p90(sorted: &[f64]) -> f64 {
 pub(super) fn phases(f: &mut Figures, store: &Store, sel: &Selection, chosen: &[&ProofSpan]) {
     let ids: Option<HashSet<u64>> =
         (!sel.is_all()).then(|| chosen.iter().map(|p| p.proof_id).collect());
-    let mut order: Vec<(u64, Phase)> = Vec::new();
-    let mut per: std::collections::HashMap<Phase, (Vec<f64>, u64)> = Default::default();
-    for s in store.spans() {
-        let Some(end) = s.end else { continue };
+    let digest = store.span_digest();
+    let mut order: Vec<(u64, u32)> = Vec::new();
+    let mut per: std::collections::HashMap<u32, (Vec<f64>, u64)> = Default::default();
+    for s in &digest.closed {
         if ids.as_ref().is_some_and(|ids| !ids.contains(&s.proof_id)) {
             continue;
         }
-        let d = s
-            .duration_s
-            .filter(|d| d.is_finite() && *d >= 0.0)
-            .unwrap_or(end.saturating_sub(s.start) as f64 / 1e9);
-        let e = per.entry(s.phase.clone()).or_insert_with(|| {
-            order.push((s.start, s.phase.clone()));
+        let e = per.entry(s.row).or_insert_with(|| {
+            order.push((s.start, s.row));
             (Vec::new(), 0)
         });
-        e.0.push(d);
-        e.1 = e.1.max(s.rss.max().unwrap_or(0));
+        e.0.push(s.duration_s);
+        e.1 = e.1.max(s.rss_max);
     }
     order.sort_by_key(|o| o.0);
-    for (_, phase) in order {
-        let (mut d, peak) = per.remove(&phase).unwrap_or_default();
+    for (_, row) in order {
+        let (mut d, peak) = per.remove(&row).unwrap_or_default();
         d.sort_by(f64::total_cmp);
+        let phase: &Phase = &digest.rows[row as usize].phase;
         let name = crate::text::inert(phase.as_str()).into_owned();
         push_phase(f, &name, &d, peak, false);
     }
