@@ -5,9 +5,10 @@
 //! it gives `None`, feed the same sequence again. The answer is the element that sorting the
 //! sequence would put at `rank(len)` (len: the values of a pass). A pass keeps at most
 //! [`KEEP`] values and a histogram of [`BUCKETS`] counts: the first pass keeps the values if
-//! they fit, else learns their range; each further pass narrows the range to the bucket
-//! holding the answer (by 2^16 at least) until the values left fit, so a sequence of u64 takes
-//! at most five passes, and one when it holds at most [`KEEP`] values.
+//! they fit, else finds the bucket of the answer by magnitude (a thousandth of it wide); each
+//! further pass keeps the values in that range if they fit, else narrows it by 2^16, so a
+//! sequence of u64 takes at most five passes, one when it holds at most [`KEEP`] values, and
+//! two when the values near the answer fit (readings of one magnitude: RSS, sampling gaps).
 
 /// Most values a pass keeps.
 pub const KEEP: usize = 1 << 18;
@@ -57,7 +58,8 @@ impl Nth {
             overflow: false,
             min: u64::MAX,
             max: 0,
-            hist: Vec::new(),
+            // The first pass counts by magnitude (log buckets).
+            hist: vec![0; BUCKETS],
             done: None,
         }
     }
@@ -87,10 +89,12 @@ impl Nth {
                 self.kept = Vec::new();
             }
         }
-        if !self.hist.is_empty() {
-            let b = ((v - self.lo) / self.width()) as usize;
-            self.hist[b] += 1;
-        }
+        let b = if self.len.is_none() {
+            log_bucket(v)
+        } else {
+            ((v - self.lo) / self.width()) as usize
+        };
+        self.hist[b] += 1;
     }
 
     /// The end of a pass: the answer when it is known, else `None` (feed another pass).
@@ -98,6 +102,7 @@ impl Nth {
         if let Some(d) = self.done {
             return Some(d);
         }
+        let first = self.len.is_none();
         let len = *self.len.get_or_insert(self.seen);
         if len == 0 {
             self.done = Some(None);
@@ -119,20 +124,17 @@ impl Nth {
             self.done = Some(Some(self.min));
             return self.done;
         }
-        if self.hist.is_empty() {
-            // The first pass learned the range; the next one counts by bucket.
-            self.lo = self.min;
-            self.hi = self.max;
-            self.hist = vec![0; BUCKETS];
+        if first {
+            // The log bucket holding the answer (a thousandth of its magnitude wide).
+            let (b, acc) = holding(&self.hist, k);
+            self.below += acc;
+            let (lo, hi) = log_range(b);
+            self.lo = lo.max(self.min);
+            self.hi = hi.min(self.max);
+            self.hist.iter_mut().for_each(|c| *c = 0);
         } else {
             let w = self.width();
-            let mut acc = 0u64;
-            let mut b = 0usize;
-            // (A sequence that changed between passes ends in the last bucket.)
-            while b + 1 < BUCKETS && acc + self.hist[b] <= k {
-                acc += self.hist[b];
-                b += 1;
-            }
+            let (b, acc) = holding(&self.hist, k);
             self.below += acc;
             let lo = self.lo + b as u64 * w;
             self.hi = lo.saturating_add(w - 1).min(self.hi);
@@ -150,6 +152,43 @@ impl Nth {
         self.max = 0;
         None
     }
+}
+
+/// The bucket of `hist` holding the element of rank `k`, and how many lie before it. (A
+/// sequence that changed between passes ends in the last bucket.)
+fn holding(hist: &[u64], k: u64) -> (usize, u64) {
+    let mut acc = 0u64;
+    let mut b = 0usize;
+    while b + 1 < hist.len() && acc + hist[b] <= k {
+        acc += hist[b];
+        b += 1;
+    }
+    (b, acc)
+}
+
+/// Mantissa bits of a log bucket.
+const MANT: u32 = 10;
+
+/// The log bucket of `v`: values below 2^10 each their own, above them 2^10 buckets per power
+/// of two (increasing with `v`; fewer than [`BUCKETS`] in all).
+fn log_bucket(v: u64) -> usize {
+    if v < 1 << MANT {
+        return v as usize;
+    }
+    let e = 63 - v.leading_zeros();
+    let m = (v >> (e - MANT)) & ((1 << MANT) - 1);
+    ((1 + e - MANT) << MANT) as usize + m as usize
+}
+
+/// The values of log bucket `b`, inclusive.
+fn log_range(b: usize) -> (u64, u64) {
+    if b < 1 << MANT {
+        return (b as u64, b as u64);
+    }
+    let e = (b >> MANT) as u32 - 1 + MANT;
+    let m = (b & ((1 << MANT) - 1)) as u64;
+    let lo = ((1u64 << MANT) + m) << (e - MANT);
+    (lo, lo + ((1u64 << (e - MANT)) - 1))
 }
 
 #[cfg(test)]
@@ -174,6 +213,30 @@ mod tests {
     }
 
     #[test]
+    fn log_buckets_cover_every_value_in_order() {
+        for v in [
+            0u64,
+            1,
+            1023,
+            1024,
+            1025,
+            4095,
+            4096,
+            1 << 40,
+            (1 << 40) + 12345,
+            u64::MAX,
+        ] {
+            let b = log_bucket(v);
+            assert!(b < BUCKETS, "{v}");
+            let (lo, hi) = log_range(b);
+            assert!(lo <= v && v <= hi, "{v} in bucket {b} [{lo}, {hi}]");
+            if b + 1 < BUCKETS && hi < u64::MAX {
+                assert_eq!(log_bucket(hi + 1), b + 1, "{v}");
+            }
+        }
+    }
+
+    #[test]
     fn a_short_sequence_is_answered_in_one_pass() {
         assert_eq!(select(&[]), (None, 1));
         assert_eq!(select(&[5, 1, 9]), (Some(5), 1));
@@ -193,6 +256,11 @@ mod tests {
         let (got, passes) = select(&wide);
         assert_eq!(got, sorted_median(&wide));
         assert!(passes <= 5, "{passes} passes");
+        // Readings of one magnitude, as RSS or sampling gaps are: two passes.
+        let near: Vec<u64> = wide.iter().map(|x| (45 << 30) + x % (1 << 30)).collect();
+        let (got, passes) = select(&near);
+        assert_eq!(got, sorted_median(&near));
+        assert_eq!(passes, 2);
         let same = vec![42u64; KEEP + 1];
         assert_eq!(select(&same), (Some(42), 1));
     }
