@@ -32,8 +32,11 @@ pub struct Stream {
     pub header: SessionHeader,
 }
 
-/// Bytes read at a time from a format-1 file.
+/// Bytes read at a time from a format-1 file (small under test: many windows a file).
+#[cfg(not(test))]
 const WINDOW: usize = 4 << 20;
+#[cfg(test)]
+const WINDOW: usize = 8 << 10;
 /// Bytes read to find a head: the largest header and then some.
 const HEAD_READ: usize = 12 + super::MAX_HEADER as usize + 64;
 
@@ -259,4 +262,89 @@ fn read_full(file: &std::fs::File, buf: &mut [u8], at: u64) -> io::Result<usize>
         }
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Mark, RecordBody, Sample};
+    use crate::session::{load, SessionWriter};
+
+    /// Enough records that a format-1 file spans several windows.
+    fn records() -> Vec<Record> {
+        (0..40_000u64)
+            .map(|i| {
+                let body = if i % 100 == 7 {
+                    RecordBody::Mark(Mark::Note {
+                        text: format!("note {i}"),
+                    })
+                } else {
+                    RecordBody::Sample(Sample {
+                        rss: (40 << 30) + (i * 2_654_435_761) % (1 << 30),
+                        peak: Some(41 << 30),
+                        anon: Some(i),
+                        ..Sample::default()
+                    })
+                };
+                Record::new(1_000_000_000 + i * 50_000_000, body)
+            })
+            .collect()
+    }
+
+    fn write(path: &Path, compact: bool) {
+        let h = SessionHeader::now(vec!["x".into()], 20.0);
+        let mut w = if compact {
+            SessionWriter::create_compact(path, &h)
+        } else {
+            SessionWriter::create(path, &h)
+        }
+        .unwrap();
+        for (i, r) in records().iter().enumerate() {
+            w.append(r).unwrap();
+            if i % 24 == 23 {
+                w.flush().unwrap();
+            }
+        }
+        w.sync().unwrap();
+    }
+
+    fn streamed(path: &Path) -> (Vec<Record>, Vec<Warning>) {
+        let s = Stream::open(path).unwrap().expect("a clean head");
+        let mut v = Vec::new();
+        let w = s.each(&mut |r| v.push(r)).unwrap();
+        (v, w)
+    }
+
+    #[test]
+    fn a_stream_gives_what_the_whole_file_reader_gives_intact_cut_or_damaged() {
+        let dir = tempfile::tempdir().unwrap();
+        for compact in [false, true] {
+            let p = dir.path().join(format!("s{compact}.ptop"));
+            write(&p, compact);
+            let whole = std::fs::read(&p).unwrap();
+            let n = whole.len();
+            let cases: Vec<(&str, Vec<u8>)> = vec![
+                ("intact", whole.clone()),
+                ("cut", whole[..n - n / 3 - 5].to_vec()),
+                ("damaged", {
+                    let mut d = whole.clone();
+                    for k in [n / 5, n / 2, n / 2 + 1, n - 100] {
+                        d[k] ^= 0x5a;
+                    }
+                    d
+                }),
+            ];
+            for (what, bytes) in cases {
+                std::fs::write(&p, &bytes).unwrap();
+                let l = load(&p).unwrap();
+                let (recs, warns) = streamed(&p);
+                assert_eq!(recs.len(), l.records.len(), "{what}, compact {compact}");
+                assert!(recs == l.records, "{what}, compact {compact}");
+                assert_eq!(warns.is_empty(), l.warnings.is_empty(), "{what}");
+                if !compact {
+                    assert_eq!(warns, l.warnings, "{what}");
+                }
+            }
+        }
+    }
 }
