@@ -4,14 +4,15 @@
 //! Contract: feed every value of the sequence ([`Nth::feed`]), then [`Nth::end_pass`]; when
 //! it gives `None`, feed the same sequence again. The answer is the element that sorting the
 //! sequence would put at `rank(len)` (len: the values of a pass). A pass keeps at most
-//! [`KEEP`] values and a histogram of [`BUCKETS`] counts: the first pass keeps the values if
-//! they fit, else finds the bucket of the answer by magnitude (a thousandth of it wide); each
-//! further pass keeps the values in that range if they fit, else narrows it by 2^16, so a
-//! sequence of u64 takes at most five passes, one when it holds at most [`KEEP`] values, and
-//! two when the values near the answer fit (readings of one magnitude: RSS, sampling gaps).
+//! [`KEEP`] distinct values (each with its count) and a histogram of [`BUCKETS`] counts: the
+//! first pass keeps the values if they fit, else finds the bucket of the answer by magnitude
+//! (a thousandth of it wide); each further pass keeps the values in that range if they fit,
+//! else narrows it by 2^16, so a sequence of u64 takes at most five passes, one when it holds
+//! at most [`KEEP`] distinct values (readings in pages, a steady sampling interval), and two
+//! when the distinct values near the answer fit.
 
-/// Most values a pass keeps.
-pub const KEEP: usize = 1 << 18;
+/// Most distinct values a pass keeps.
+pub const KEEP: usize = 1 << 17;
 /// Buckets of a narrowing pass.
 pub const BUCKETS: usize = 1 << 16;
 
@@ -36,7 +37,8 @@ pub struct Nth {
     hi: u64,
     /// This pass: values in the range.
     seen: u64,
-    kept: Vec<u64>,
+    /// This pass's values in the range and how often each came (until there are too many).
+    kept: std::collections::BTreeMap<u64, u64>,
     overflow: bool,
     min: u64,
     max: u64,
@@ -54,7 +56,7 @@ impl Nth {
             lo: 0,
             hi: u64::MAX,
             seen: 0,
-            kept: Vec::new(),
+            kept: Default::default(),
             overflow: false,
             min: u64::MAX,
             max: 0,
@@ -82,11 +84,11 @@ impl Nth {
         self.min = self.min.min(v);
         self.max = self.max.max(v);
         if !self.overflow {
-            if self.kept.len() < KEEP {
-                self.kept.push(v);
+            if self.kept.len() < KEEP || self.kept.contains_key(&v) {
+                *self.kept.entry(v).or_insert(0) += 1;
             } else {
                 self.overflow = true;
-                self.kept = Vec::new();
+                self.kept = Default::default();
             }
         }
         let b = if self.len.is_none() {
@@ -110,13 +112,22 @@ impl Nth {
         }
         let k = ((self.rank)(len).min(len - 1)).saturating_sub(self.below);
         if !self.overflow {
-            let mut kept = std::mem::take(&mut self.kept);
+            let kept = std::mem::take(&mut self.kept);
             if kept.is_empty() {
                 self.done = Some(None);
                 return self.done;
             }
-            let i = (k as usize).min(kept.len() - 1);
-            let v = *kept.select_nth_unstable(i).1;
+            // The value where the counts in order reach rank k (the last for a sequence that
+            // changed between passes).
+            let mut acc = 0u64;
+            let mut v = 0;
+            for (&x, &c) in &kept {
+                v = x;
+                acc += c;
+                if acc > k {
+                    break;
+                }
+            }
             self.done = Some(Some(v));
             return self.done;
         }
@@ -147,7 +158,7 @@ impl Nth {
         }
         self.seen = 0;
         self.overflow = false;
-        self.kept = Vec::new();
+        self.kept = Default::default();
         self.min = u64::MAX;
         self.max = 0;
         None
