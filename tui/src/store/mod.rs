@@ -253,6 +253,12 @@ impl Store {
             RecordBody::Event(_) | RecordBody::Derived(_) if relabel || p.label == NO_LABEL => {
                 let text = model.current_phase_text();
                 p.label = match p.label_ids.get(&text) {
+                    // A streamed store needs only the text now (a long session's texts, one
+                    // per proof and partition, would pile up).
+                    _ if self.records_gone => {
+                        p.text = text;
+                        0
+                    }
                     Some(&id) => id,
                     None => {
                         let id = self.labels.len() as u32;
@@ -386,8 +392,8 @@ impl Store {
         let mut apply = |store: &mut Store, pass: &mut Pass, rec: Record| {
             let label = store.step(pass, i, &rec, usize::MAX);
             i += 1;
-            let text = (has_events == Some(true) && label != NO_LABEL)
-                .then(|| store.labels[label as usize].as_str());
+            let text =
+                (has_events == Some(true) && label != NO_LABEL).then_some(pass.text.as_str());
             visit(&rec, text);
         };
         let warnings = src.each(&mut |rec| {
@@ -583,6 +589,8 @@ struct Pass {
     model: Model,
     fx: Effects,
     label_ids: HashMap<String, u32>,
+    /// The label's text, in a streamed pass (which interns none).
+    text: String,
     label: u32,
     /// The reach so far.
     hi: u64,
@@ -609,6 +617,7 @@ impl Pass {
             model,
             fx: Effects::new(),
             label_ids: HashMap::new(),
+            text: String::new(),
             label: NO_LABEL,
             hi: 0,
             prev_sample: None,
