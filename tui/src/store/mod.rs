@@ -38,16 +38,13 @@
 //! `export`, `compare`). Where log-derived records go is [`place`]'s; the tables `classify`
 //! prints are [`tables`]'.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use provetop_shared::classify::Thresholds;
 use provetop_shared::session::{self, LoadError, Loaded, SessionHeader, SourceKind, Warning};
 use provetop_shared::{Record, RecordBody};
 
-use crate::model::{
-    Effect, Effects, FinishedProof, Model, PhaseSpan, ProofSpan, SpanSource, Stats,
-};
+use crate::model::{Effect, FinishedProof, Model, PhaseSpan, ProofSpan, SpanSource, Stats};
 
 /// Most bytes the model snapshots may hold together (estimated); beyond it every other
 /// snapshot is dropped and the spacing doubles.
@@ -60,9 +57,11 @@ pub const TARGET_SNAPSHOTS: usize = 128;
 const NO_LABEL: u32 = u32::MAX;
 
 pub mod digest;
+mod pass;
 mod place;
 mod tables;
 
+use pass::Pass;
 use place::Placer;
 pub use place::{place_derived, placed_each, Late, LateFinder, NeedsPlacement};
 pub use tables::{mode_table, phase_table, phase_width};
@@ -580,51 +579,6 @@ impl Store {
     pub fn report_warnings(&self) {
         for w in self.warnings() {
             crate::say!("provetop: warning: {}: {w}", self.path.display());
-        }
-    }
-}
-
-/// The running state of the reducer pass.
-struct Pass {
-    model: Model,
-    fx: Effects,
-    label_ids: HashMap<String, u32>,
-    /// The label's text, in a streamed pass (which interns none).
-    text: String,
-    label: u32,
-    /// The reach so far.
-    hi: u64,
-    /// (reach, no phase open) at the previous sample.
-    prev_sample: Option<(u64, bool)>,
-    srs_ready: bool,
-    snap_bytes: usize,
-    /// Threshold phase starts, kept aside while whether the file has events is unknown.
-    threshold_starts: Vec<u64>,
-    saw_events: bool,
-}
-
-impl Pass {
-    /// A pass from the start (`streamed`: for [`Store::stream`]).
-    fn new(store: &Store, streamed: bool) -> Pass {
-        // A streamed store keeps no model to show (no snapshots): its charts' series need
-        // only what the reducer reads of them, not an hour of points.
-        let model = if streamed {
-            Model::with_limits(store.thresholds, crate::series::Limits::streaming())
-        } else {
-            Model::new(store.thresholds)
-        };
-        Pass {
-            model,
-            fx: Effects::new(),
-            label_ids: HashMap::new(),
-            text: String::new(),
-            label: NO_LABEL,
-            hi: 0,
-            prev_sample: None,
-            srs_ready: false,
-            snap_bytes: 0,
-            threshold_starts: Vec::new(),
-            saw_events: false,
         }
     }
 }

@@ -20,7 +20,7 @@ mod select;
 
 use provetop_shared::classify::{Classifier, Medians, Run, Summarizer, Thresholds};
 use provetop_shared::session::SourceKind;
-use provetop_shared::{Record, RecordBody};
+use provetop_shared::Record;
 
 pub use figure::{Figure, Section, Unit};
 pub use memory::OOM_SHARE;
@@ -74,6 +74,8 @@ pub struct FirstPass {
     cycles: Summarizer,
     kernel: KernelFold,
     samples: u64,
+    /// The highest reading of RSS and interval peak.
+    high: Option<u64>,
 }
 
 impl FirstPass {
@@ -84,16 +86,18 @@ impl FirstPass {
             cycles: Summarizer::new(thresholds),
             kernel: KernelFold::new(),
             samples: 0,
+            high: None,
         }
     }
 
     /// The next record.
     pub fn feed(&mut self, r: &Record) {
         self.kernel.feed(r);
-        if let RecordBody::Sample(s) = &r.body {
+        if let Some(x) = reading(r) {
             self.samples += 1;
-            self.medians.push(r.t, s.rss);
-            self.cycles.push(r.t, s.rss);
+            self.medians.push(x.t, x.rss);
+            self.cycles.push(x.t, x.rss);
+            self.high = Some(self.high.map_or(x.high, |h| h.max(x.high)));
         }
     }
 }
@@ -200,52 +204,7 @@ pub fn summarize_with(
             i > 0 && t <= v[i - 1].1
         }
     };
-    // The selected samples: their maxima and threshold runs; the medians, if the first
-    // pass did not settle them.
-    let mut medians = first.medians.end_pass();
-    let mut mem = MemoryInput {
-        no_samples: first.samples == 0,
-        ..MemoryInput::default()
-    };
-    let mut classifier = Classifier::new(store.thresholds());
-    let mut runs: Vec<Run> = Vec::new();
-    replay(&mut |r| {
-        if let Some(x) = reading(r) {
-            if medians.is_none() {
-                first.medians.push(x.t, x.rss);
-            }
-            if inside(x.t) {
-                mem.feed(&x);
-                runs.extend(classifier.push(x.t, x.rss));
-            }
-        }
-    })?;
-    runs.extend(classifier.finish());
-    while medians.is_none() {
-        medians = first.medians.end_pass();
-        if medians.is_none() {
-            replay(&mut |r| {
-                if let Some(x) = reading(r) {
-                    first.medians.push(x.t, x.rss);
-                }
-            })?;
-        }
-    }
-    let (gap, idle) = medians.unwrap_or((0, None));
-    let interval_ns = (first.samples >= 2).then_some(gap);
-    // The floor belongs to the session, not to a selection: the SRS resident between proofs
-    // (as classify's mode table has it), else the seed's idle floor by thresholds.
-    mem.floor = store.srs_floor().or(idle);
-    if let Some(high) = mem.high {
-        let mut w = OomWindow::new(high, interval_ns);
-        replay(&mut |r| {
-            if let Some(x) = reading(r).filter(|x| inside(x.t)) {
-                w.feed(&x);
-            }
-        })?;
-        mem.window_s = Some(w.seconds());
-    }
-
+    let (mem, runs, interval_ns) = sample_passes(store, &mut first, replay, &inside, sel.is_all())?;
     let cycles = first.cycles.finish(0, None).map(|s| s.cycles);
     let mut f = Figures::default();
     memory(&mut f, &mem, &chosen, sel);
@@ -303,4 +262,76 @@ fn selection_notes(
             modes.join(", ")
         ));
     }
+}
+
+/// The passes over the selected samples (those `inside` holds): their maxima and threshold
+/// runs, the medians if the first pass did not settle them, and the time near the peak. With
+/// every sample selected and the medians known, the time near the peak comes in the same pass
+/// as the rest (the peak is the first pass's); else in a pass of its own. Returns the memory
+/// figures' input, the runs and the sampling interval.
+fn sample_passes(
+    store: &Store,
+    first: &mut FirstPass,
+    replay: &mut Replay<'_>,
+    inside: &dyn Fn(u64) -> bool,
+    all: bool,
+) -> anyhow::Result<(MemoryInput, Vec<Run>, Option<u64>)> {
+    let mut medians = first.medians.end_pass();
+    let interval = |gap: u64| (first.samples >= 2).then_some(gap);
+    let mut early = match (all, first.high, medians) {
+        (true, Some(h), Some((gap, _))) => Some(OomWindow::new(h, interval(gap))),
+        _ => None,
+    };
+    let mut mem = MemoryInput {
+        no_samples: first.samples == 0,
+        ..MemoryInput::default()
+    };
+    let mut classifier = Classifier::new(store.thresholds());
+    let mut runs: Vec<Run> = Vec::new();
+    let fm = &mut first.medians;
+    replay(&mut |r| {
+        if let Some(x) = reading(r) {
+            if medians.is_none() {
+                fm.push(x.t, x.rss);
+            }
+            if inside(x.t) {
+                mem.feed(&x);
+                runs.extend(classifier.push(x.t, x.rss));
+                if let Some(w) = early.as_mut() {
+                    w.feed(&x);
+                }
+            }
+        }
+    })?;
+    runs.extend(classifier.finish());
+    while medians.is_none() {
+        medians = first.medians.end_pass();
+        if medians.is_none() {
+            let fm = &mut first.medians;
+            replay(&mut |r| {
+                if let Some(x) = reading(r) {
+                    fm.push(x.t, x.rss);
+                }
+            })?;
+        }
+    }
+    let (gap, idle) = medians.unwrap_or((0, None));
+    let interval_ns = (first.samples >= 2).then_some(gap);
+    // The floor belongs to the session, not to a selection: the SRS resident between proofs
+    // (as classify's mode table has it), else the seed's idle floor by thresholds.
+    mem.floor = store.srs_floor().or(idle);
+    match (mem.high, early) {
+        (Some(_), Some(w)) => mem.window_s = Some(w.seconds()),
+        (Some(high), None) => {
+            let mut w = OomWindow::new(high, interval_ns);
+            replay(&mut |r| {
+                if let Some(x) = reading(r).filter(|x| inside(x.t)) {
+                    w.feed(&x);
+                }
+            })?;
+            mem.window_s = Some(w.seconds());
+        }
+        (None, _) => {}
+    }
+    Ok((mem, runs, interval_ns))
 }
