@@ -66,12 +66,12 @@ impl OomWindow {
         }
     }
 
-    /// The next selected sample.
-    pub(super) fn feed(&mut self, r: &Reading) {
+    /// The next selected sample: its time and its highest reading.
+    pub(super) fn feed(&mut self, t: u64, high: u64) {
         if let Some((t0, true)) = self.prev {
-            self.ns += r.t.saturating_sub(t0).min(self.cap);
+            self.ns += t.saturating_sub(t0).min(self.cap);
         }
-        self.prev = Some((r.t, (r.high as f64) >= self.limit));
+        self.prev = Some((t, (high as f64) >= self.limit));
     }
 
     /// The seconds.

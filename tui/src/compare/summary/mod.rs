@@ -264,10 +264,15 @@ fn selection_notes(
     }
 }
 
+/// Most selected samples kept between the selection's pass and the time near the peak (a
+/// pass more beyond).
+const KEEP_SELECTED: usize = 1 << 18;
+
 /// The passes over the selected samples (those `inside` holds): their maxima and threshold
 /// runs, the medians if the first pass did not settle them, and the time near the peak. With
 /// every sample selected and the medians known, the time near the peak comes in the same pass
-/// as the rest (the peak is the first pass's); else in a pass of its own. Returns the memory
+/// as the rest (the peak is the first pass's); else from the selected samples kept, or, when
+/// they were too many to keep, in a pass of its own. Returns the memory
 /// figures' input, the runs and the sampling interval.
 fn sample_passes(
     store: &Store,
@@ -288,6 +293,9 @@ fn sample_passes(
     };
     let mut classifier = Classifier::new(store.thresholds());
     let mut runs: Vec<Run> = Vec::new();
+    // The selected samples' (time, highest reading), while they are few: the time near the
+    // peak from them, without a pass more.
+    let (mut kept, mut overflow): (Vec<(u64, u64)>, bool) = (Vec::new(), false);
     let fm = &mut first.medians;
     replay(&mut |r| {
         if let Some(x) = reading(r) {
@@ -297,8 +305,10 @@ fn sample_passes(
             if inside(x.t) {
                 mem.feed(&x);
                 runs.extend(classifier.push(x.t, x.rss));
-                if let Some(w) = early.as_mut() {
-                    w.feed(&x);
+                match early.as_mut() {
+                    Some(w) => w.feed(x.t, x.high),
+                    None if kept.len() < KEEP_SELECTED => kept.push((x.t, x.high)),
+                    None => overflow = true,
                 }
             }
         }
@@ -324,11 +334,15 @@ fn sample_passes(
         (Some(_), Some(w)) => mem.window_s = Some(w.seconds()),
         (Some(high), None) => {
             let mut w = OomWindow::new(high, interval_ns);
-            replay(&mut |r| {
-                if let Some(x) = reading(r).filter(|x| inside(x.t)) {
-                    w.feed(&x);
-                }
-            })?;
+            if overflow {
+                replay(&mut |r| {
+                    if let Some(x) = reading(r).filter(|x| inside(x.t)) {
+                        w.feed(x.t, x.high);
+                    }
+                })?;
+            } else {
+                kept.iter().for_each(|&(t, h)| w.feed(t, h));
+            }
             mem.window_s = Some(w.seconds());
         }
         (None, _) => {}
