@@ -99,6 +99,7 @@ fn classify_export_and_compare_of_hours_of_flight_stay_under_64_mib() {
     let out = dir.path().join("out");
     let l = long.to_str().expect("utf-8");
     let o = other.to_str().expect("utf-8");
+    let mut jsonl_cpu = 0.0;
     for args in [
         vec!["classify", l],
         vec!["classify", "--table-only", l],
@@ -107,6 +108,9 @@ fn classify_export_and_compare_of_hours_of_flight_stay_under_64_mib() {
         vec!["compare", l, o],
     ] {
         let c = run(&args, &out);
+        if args.get(2) == Some(&"jsonl") {
+            jsonl_cpu = c.cpu_s;
+        }
         eprintln!(
             "provetop {args:?}: peak {} KiB, {:.2} CPU s",
             c.peak_kib, c.cpu_s
@@ -117,6 +121,20 @@ fn classify_export_and_compare_of_hours_of_flight_stay_under_64_mib() {
             c.peak_kib
         );
     }
+    // A reader that goes away (`| head`): the export stops reading there, not at the end.
+    let (r, w) = nix::unistd::pipe().expect("pipe");
+    drop(r);
+    let c = cost_of(
+        &provetop_testkit::bins::provetop(),
+        &["export", "--format", "jsonl", l],
+        std::fs::File::from(w),
+    );
+    assert_eq!(c.code, Some(0));
+    assert!(
+        c.cpu_s < jsonl_cpu / 3.0,
+        "{} s CPU with its reader gone, {jsonl_cpu} s whole",
+        c.cpu_s
+    );
 }
 
 #[test]

@@ -217,9 +217,9 @@ pub fn stream_csv(path: &Path, src: &Stream, pre: &Pre, out: &mut dyn Write) -> 
         Some(&pre.late),
         false,
         &mut |rec, phase| {
-            if failed.is_none() {
-                failed = rows.record(rec, phase, out).err();
-            }
+            failed = rows.record(rec, phase, out).err();
+            // A reader that went away (`| head`), a full disk: no more reading.
+            failed.is_none()
         },
     );
     if let Some(e) = failed {
@@ -234,12 +234,11 @@ pub fn stream_csv(path: &Path, src: &Stream, pre: &Pre, out: &mut dyn Write) -> 
 pub fn stream_jsonl(src: &Stream, pre: &Pre, out: &mut dyn Write) -> io::Result<()> {
     let mut failed: Option<io::Error> = None;
     let pass = crate::store::placed_each(src, &pre.late, &mut |rec| {
-        if failed.is_none() {
-            failed = serde_json::to_writer(&mut *out, &rec)
-                .map_err(io::Error::from)
-                .and_then(|()| out.write_all(b"\n"))
-                .err();
-        }
+        failed = serde_json::to_writer(&mut *out, &rec)
+            .map_err(io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+            .err();
+        failed.is_none()
     });
     if let Some(e) = failed {
         return Err(e);

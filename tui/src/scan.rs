@@ -99,7 +99,10 @@ pub fn reduce<S>(
             has_events,
             late,
             true,
-            &mut |r, p| visit(state, r, p),
+            &mut |r, p| {
+                visit(state, r, p);
+                true
+            },
         )
     };
     if let Ok(store) = go(None, &mut state)? {

@@ -88,15 +88,33 @@ impl Stream {
     /// Give every record to `f`, in file order; returns the warnings, as [`super::load`]
     /// has them.
     pub fn each(&self, f: &mut dyn FnMut(Record)) -> Result<Vec<Warning>, LoadError> {
+        self.each_while(&mut |r| {
+            f(r);
+            true
+        })
+    }
+
+    /// [`Stream::each`] until `f` says no more (false): reading stops there (a reader whose
+    /// output went away, `| head`); the warnings are those met so far.
+    pub fn each_while(&self, f: &mut dyn FnMut(Record) -> bool) -> Result<Vec<Warning>, LoadError> {
+        let stop = std::cell::Cell::new(false);
+        let f = &mut |r: Record| {
+            if !stop.get() && !f(r) {
+                stop.set(true);
+            }
+        };
         let many = self.files.len() > 1;
         let mut warnings = Vec::new();
         for (k, p) in self.files.iter().enumerate() {
+            if stop.get() {
+                break;
+            }
             let name = p
                 .file_name()
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
             let mut ws = Vec::new();
             let r = match clean_head(p) {
-                Ok(Some((h, at))) => part(p, &h, at, f, &mut ws),
+                Ok(Some((h, at))) => part(p, &h, at, f, &stop, &mut ws),
                 // A later part with a damaged head: read whole, as `load` reads it.
                 Ok(None) => super::load_one(p).map(|l| {
                     l.records.into_iter().for_each(&mut *f);
@@ -130,6 +148,7 @@ fn part(
     header: &SessionHeader,
     at: u64,
     f: &mut dyn FnMut(Record),
+    stop: &std::cell::Cell<bool>,
     warnings: &mut Vec<Warning>,
 ) -> Result<(), LoadError> {
     let io = |error| LoadError::Io {
@@ -137,7 +156,7 @@ fn part(
         error,
     };
     if header.format == 2 {
-        return compact(path, f, warnings).map_err(io);
+        return compact(path, f, stop, warnings).map_err(io);
     }
     let file = open_regular(path).map_err(io)?;
     let len = file.metadata().map_err(io)?.len();
@@ -145,7 +164,7 @@ fn part(
     let mut base = at; // file offset of buf[0]
     let mut pos = at;
     loop {
-        if pos >= len {
+        if pos >= len || stop.get() {
             return Ok(());
         }
         // The frame's head, then the whole frame, in the buffer.
@@ -213,11 +232,19 @@ fn refill(
 }
 
 /// A compact file's records: chunk by chunk, then its tail.
-fn compact(path: &Path, f: &mut dyn FnMut(Record), warnings: &mut Vec<Warning>) -> io::Result<()> {
+fn compact(
+    path: &Path,
+    f: &mut dyn FnMut(Record),
+    stop: &std::cell::Cell<bool>,
+    warnings: &mut Vec<Warning>,
+) -> io::Result<()> {
     let ix = Index::open(path)?;
     warnings.extend(ix.warnings.iter().cloned());
     let mut next_seq = 0u64;
     for (i, &(at, head)) in ix.chunks.iter().enumerate() {
+        if stop.get() {
+            return Ok(());
+        }
         let end = head.first_seq.saturating_add(u64::from(head.count));
         match ix.chunk(i) {
             Err(why) => warnings.push(Warning {

@@ -340,7 +340,8 @@ impl Store {
     /// given then). `late`: the records [`place_derived`] moves, when a pass before found
     /// them; without it, a record that would move makes the pass stop with
     /// `Ok(Err(NeedsPlacement))`. Without `figures`, the store keeps no spans, proofs or seek
-    /// times either (only the phase text matters: export).
+    /// times either (only the phase text matters: export). A `visit` that returns false ends
+    /// the pass there (the store then holds what came before).
     #[allow(clippy::too_many_arguments)]
     pub fn stream(
         path: &Path,
@@ -349,7 +350,7 @@ impl Store {
         has_events: Option<bool>,
         late: Option<&[Late]>,
         figures: bool,
-        visit: &mut dyn FnMut(&Record, Option<&str>),
+        visit: &mut dyn FnMut(&Record, Option<&str>) -> bool,
     ) -> Result<Result<Store, NeedsPlacement>, LoadError> {
         let mut store = Store {
             path: path.to_path_buf(),
@@ -388,23 +389,25 @@ impl Store {
         let mut placer = Placer::new(late);
         let mut i = 0usize;
         let mut stopped = false;
+        // The visitor wants no more (its reader went away): the pass ends there.
+        let halted = std::cell::Cell::new(false);
         let mut apply = |store: &mut Store, pass: &mut Pass, rec: Record| {
             let label = store.step(pass, i, &rec, usize::MAX);
             i += 1;
             let text =
                 (has_events == Some(true) && label != NO_LABEL).then_some(pass.text.as_str());
-            visit(&rec, text);
-        };
-        let warnings = src.each(&mut |rec| {
-            if stopped {
-                return;
+            if !visit(&rec, text) {
+                halted.set(true);
             }
+        };
+        let warnings = src.each_while(&mut |rec| {
             if placer
                 .feed(rec, &mut |r| apply(&mut store, &mut pass, r))
                 .is_err()
             {
                 stopped = true;
             }
+            !stopped && !halted.get()
         })?;
         if stopped {
             return Ok(Err(NeedsPlacement));

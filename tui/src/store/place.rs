@@ -126,17 +126,26 @@ impl<'a> Placer<'a> {
 }
 
 /// Every record of `src` in placed order (see [`place_derived`]), `late` being what a pass
-/// before found ([`LateFinder`]); returns the warnings.
+/// before found ([`LateFinder`]), until `f` says no more (false); returns the warnings.
 pub fn placed_each(
     src: &session::stream::Stream,
     late: &[Late],
-    f: &mut dyn FnMut(Record),
+    f: &mut dyn FnMut(Record) -> bool,
 ) -> Result<Vec<Warning>, LoadError> {
     let mut placer = Placer::new(Some(late));
-    let warnings = src.each(&mut |r| {
+    let go = std::cell::Cell::new(true);
+    let mut g = |r: Record| {
+        if go.get() && !f(r) {
+            go.set(false);
+        }
+    };
+    let warnings = src.each_while(&mut |r| {
         // With the list, every record that moves is placed: feed never fails.
-        let _ = placer.feed(r, f);
+        let _ = placer.feed(r, &mut g);
+        go.get()
     })?;
-    placer.finish(f);
+    if go.get() {
+        placer.finish(&mut g);
+    }
     Ok(warnings)
 }
