@@ -557,6 +557,12 @@ impl Store {
         &self.digest
     }
 
+    /// Forget what only compare reads of each closed span ([`digest::SpanDigest::closed`]):
+    /// a streamed classify frees it before its utilisation pass.
+    pub fn forget_closed_spans(&mut self) {
+        self.digest.closed = Vec::new();
+    }
+
     /// Proofs that finished ok, in the order they finished, with their ids and the RSS seen
     /// while each ran (interval peaks included).
     pub fn finished_proofs(&self) -> &[ProofSpan] {
