@@ -29,14 +29,15 @@
 //! * Every prover phase span with the memory the reducer saw while it was open (for
 //!   `classify`), and the prover's phase text at each sample (for `export`).
 //!
-//! All of it comes from the reducer's [`Effects`]: the store never compares model states.
+//! All of it comes from the reducer's [`Effects`](crate::model::Effects): the store never
+//! compares model states.
 //!
 //! # Streaming
 //! [`Store::stream`] makes the same reducer pass over a session read record by record
 //! ([`crate::scan`]) and keeps none of them: the spans, proofs and counters above without the
 //! per-record index, for the readers that must not grow with the session (`classify`,
-//! `export`, `compare`). Where log-derived records go is [`place`]'s; the tables `classify`
-//! prints are [`tables`]'.
+//! `export`, `compare`). Where log-derived records go is `place.rs`'s; the tables `classify`
+//! prints are `tables.rs`'.
 
 use std::path::{Path, PathBuf};
 
