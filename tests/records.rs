@@ -10,6 +10,7 @@ mod compare;
 mod durability;
 mod export;
 mod files;
+mod flight_readers;
 mod log_session;
 mod readers;
 mod recorder;

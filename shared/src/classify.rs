@@ -315,6 +315,129 @@ pub fn summarize(thresholds: Thresholds, series: &[(u64, u64)]) -> Option<Summar
     })
 }
 
+/// [`summarize`] one reading at a time, in bounded memory: the medians it needs (the
+/// sampling interval, the idle floor) come from [`Medians`], which may need the readings
+/// more than once.
+#[derive(Debug, Clone)]
+pub struct Summarizer {
+    thresholds: Thresholds,
+    samples: u64,
+    cycles: u64,
+    armed: bool,
+    time: [f64; 5],
+    /// The previous reading's time and phase (its duration is known at the next one).
+    prev: Option<(u64, usize)>,
+    peak: Option<(u64, u64)>,
+    lo: u64,
+    hi: u64,
+}
+
+impl Summarizer {
+    /// Nothing read yet.
+    pub fn new(thresholds: Thresholds) -> Self {
+        Summarizer {
+            thresholds,
+            samples: 0,
+            cycles: 0,
+            armed: true,
+            time: [0.0; 5],
+            prev: None,
+            peak: None,
+            lo: u64::MAX,
+            hi: 0,
+        }
+    }
+
+    /// The next reading, in series order.
+    pub fn push(&mut self, t: u64, b: u64) {
+        let phase = self.thresholds.classify(b);
+        if let Some((pt, idx)) = self.prev {
+            self.time[idx] += t.saturating_sub(pt) as f64 / 1e9;
+        }
+        let idx = ThresholdPhase::ALL
+            .iter()
+            .position(|p| *p == phase)
+            .unwrap_or(0);
+        match phase {
+            ThresholdPhase::Synth | ThresholdPhase::PeakSynth => {
+                if self.armed {
+                    self.cycles += 1;
+                    self.armed = false;
+                }
+            }
+            ThresholdPhase::IdlePre | ThresholdPhase::IdlePost => self.armed = true,
+            ThresholdPhase::GpuOrTransition => {}
+        }
+        match self.peak {
+            Some((p, _)) if b <= p => {}
+            _ => self.peak = Some((b, t)),
+        }
+        self.samples += 1;
+        self.lo = self.lo.min(t);
+        self.hi = self.hi.max(t);
+        self.prev = Some((t, idx));
+    }
+
+    /// The summary, given the series' medians (what [`Medians`] found); None without a
+    /// reading.
+    pub fn finish(mut self, median_gap: u64, idle_floor: Option<u64>) -> Option<Summary> {
+        let (_, idx) = self.prev?;
+        self.time[idx] += median_gap as f64 / 1e9;
+        Some(Summary {
+            samples: self.samples,
+            cycles: self.cycles,
+            time_in: ThresholdPhase::ALL.iter().copied().zip(self.time).collect(),
+            peak: self.peak.map_or((0, 0), |p| p),
+            idle_floor,
+            interval_s: median_gap as f64 / 1e9,
+            span_s: (self.hi - self.lo) as f64 / 1e9,
+        })
+    }
+}
+
+/// The medians of a series that [`summarize`] takes: of the gaps between consecutive
+/// readings, and of the idle_post readings, exactly, from passes over the series (see
+/// [`crate::nth`]).
+#[derive(Debug, Clone)]
+pub struct Medians {
+    thresholds: Thresholds,
+    gap: crate::nth::Nth,
+    idle: crate::nth::Nth,
+    prev: Option<u64>,
+}
+
+impl Medians {
+    /// Before the first pass.
+    pub fn new(thresholds: Thresholds) -> Self {
+        Medians {
+            thresholds,
+            gap: crate::nth::Nth::new(crate::nth::upper_median),
+            idle: crate::nth::Nth::new(crate::nth::upper_median),
+            prev: None,
+        }
+    }
+
+    /// The next reading of this pass.
+    pub fn push(&mut self, t: u64, b: u64) {
+        if let Some(p) = self.prev {
+            self.gap.feed(t.saturating_sub(p));
+        }
+        self.prev = Some(t);
+        if self.thresholds.classify(b) == ThresholdPhase::IdlePost {
+            self.idle.feed(b);
+        }
+    }
+
+    /// The end of a pass: (median gap, 0 without two readings; idle floor) once both are
+    /// known, else None (push the series again).
+    pub fn end_pass(&mut self) -> Option<(u64, Option<u64>)> {
+        self.prev = None;
+        let g = self.gap.end_pass();
+        let i = self.idle.end_pass();
+        Some((g?.unwrap_or(0), i?))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,5 +490,34 @@ mod tests {
         );
         assert!("10,50,100".parse::<Thresholds>().is_err());
         assert!("10,5,100,180".parse::<Thresholds>().is_err());
+    }
+
+    #[test]
+    fn the_streaming_summary_is_the_whole_series_summary() {
+        let t = Thresholds::default();
+        let mut x = 7u64;
+        let series: Vec<(u64, u64)> = (0..5000u64)
+            .map(|i| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let gb = [1.0, 12.0, 60.0, 150.0, 190.0][(x >> 60) as usize % 5];
+                (
+                    i * 50_000_000 + (x >> 40) % 3_000_000,
+                    kb(gb + (x >> 20) as f64 % 1.0),
+                )
+            })
+            .collect();
+        let mut m = Medians::new(t);
+        let (gap, idle) = loop {
+            series.iter().for_each(|&(a, b)| m.push(a, b));
+            if let Some(r) = m.end_pass() {
+                break r;
+            }
+        };
+        let mut s = Summarizer::new(t);
+        series.iter().for_each(|&(a, b)| s.push(a, b));
+        assert_eq!(s.finish(gap, idle), summarize(t, &series));
+        assert_eq!(Summarizer::new(t).finish(0, None), None);
     }
 }

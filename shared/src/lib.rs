@@ -22,6 +22,7 @@ pub mod clock;
 pub mod forecast;
 pub mod limit;
 pub mod metric;
+pub mod nth;
 pub mod nvml_calls;
 pub mod nvtx_origin;
 pub mod protocol;

@@ -6,8 +6,14 @@
 //! by the testkit's `flight` generator (proofs, phases, alerts, output lines, usage at 2 Hz);
 //! `PROVETOP_BENCH_30D=1` adds 30 days (about 0.6 GB of disk while it runs, removed after).
 //! Under `cargo test` (no `--bench`) it runs once on a minute-long session.
+//!
+//! Each length also runs the streaming readers (`classify`, `export`, `compare` with an hour
+//! beside it), the release binary to its end, and reports each one's own peak RSS and CPU
+//! time (goal: ≤ 64 MiB whatever the length); and `classify --table-only` runs beside the
+//! seed's awk on the same seed-style CSV of a million rows (goal: no more CPU than awk).
 
 use std::hint::black_box;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -15,10 +21,18 @@ use provetop_shared::session::compact::index::Index;
 use provetop_shared::session::{load, SessionHeader, SessionWriter};
 use provetop_shared::RecordBody;
 use provetop_testkit::flight::{Flight, FlightConfig};
+use provetop_testkit::procs::cost_of;
 
 fn cpu() -> Duration {
     use nix::time::{clock_gettime, ClockId};
     let t = clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID).expect("process CPU clock");
+    Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32)
+}
+
+/// This thread's CPU time (a seek's own work, apart from waiting for the disk or a core).
+fn thread_cpu() -> Duration {
+    use nix::time::{clock_gettime, ClockId};
+    let t = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).expect("thread CPU clock");
     Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32)
 }
 
@@ -71,6 +85,84 @@ fn write(path: &std::path::Path, seconds: u64, compact: bool) -> Written {
     }
 }
 
+/// The streaming readers on a session: each one's own peak RSS and CPU time (the release
+/// binary, run to its end), against the 64 MiB bound; `other` is compare's second file.
+fn readers(name: &str, path: &Path, other: &Path) {
+    let p = path.to_str().expect("utf-8");
+    let o = other.to_str().expect("utf-8");
+    for args in [
+        vec!["classify", p],
+        vec!["classify", "--table-only", p],
+        vec!["export", "--format", "csv", p],
+        vec!["export", "--format", "jsonl", p],
+        vec!["compare", p, o],
+    ] {
+        let null = std::fs::File::create("/dev/null").expect("/dev/null");
+        let c = cost_of(&provetop_testkit::bins::provetop(), &args, null);
+        assert_eq!(c.code, Some(0), "provetop {args:?}");
+        eprintln!(
+            "{name} readers: provetop {}: peak RSS {:.1} MiB, {:.2} s CPU",
+            args[..args.len() - 1].join(" ").replace(p, "A"),
+            c.peak_kib as f64 / 1024.0,
+            c.cpu_s
+        );
+        assert!(c.peak_kib < 64 << 10, "over 64 MiB");
+    }
+}
+
+/// `classify --table-only` against the seed's awk script on the same seed-style CSV of
+/// `rows` one-second rows (a walk through every threshold phase), side by side.
+fn seed_csv_against_awk(dir: &Path, rows: u64) {
+    use std::io::Write as _;
+    let csv = dir.join("seed-style.csv");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&csv).expect("csv"));
+    writeln!(w, "timestamp,rss_kb").expect("write");
+    let (mut x, mut kb) = (0x2545_f491_4f6c_dd1du64, 8u64 << 20);
+    for i in 0..rows {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // A proof's climb and fall over ~10 minutes, with noise of a few hundred MiB.
+        let target = [8u64, 30, 75, 140, 190, 120, 60, 20][(i / 75 % 8) as usize] << 20;
+        kb = (kb * 7 + target) / 8 + x % (256 << 10);
+        writeln!(w, "{},{kb}", 1_700_000_000 + i).expect("write");
+    }
+    w.flush().expect("flush");
+    drop(w);
+    let out = dir.join("awk.out");
+    let awk = cost_of(
+        Path::new("/usr/bin/awk"),
+        &[
+            "-F,",
+            provetop_testkit::fixtures::SEED_AWK,
+            csv.to_str().expect("utf-8"),
+        ],
+        std::fs::File::create(&out).expect("out"),
+    );
+    let theirs = std::fs::read_to_string(&out).expect("awk output");
+    let ours_out = dir.join("provetop.out");
+    let ours = cost_of(
+        &provetop_testkit::bins::provetop(),
+        &["classify", "--table-only", csv.to_str().expect("utf-8")],
+        std::fs::File::create(&ours_out).expect("out"),
+    );
+    let mine = std::fs::read_to_string(&ours_out).expect("provetop output");
+    // The same table but for the first run's minimum (the seed's started at 0).
+    assert_eq!(
+        mine.lines().skip(1).collect::<Vec<_>>(),
+        theirs.lines().skip(1).collect::<Vec<_>>()
+    );
+    eprintln!(
+        "seed-style CSV of {rows} rows, {} table lines: awk {:.3} s CPU, {:.1} MiB; provetop classify --table-only {:.3} s CPU, {:.1} MiB; ratio {:.2}",
+        mine.lines().count(),
+        awk.cpu_s,
+        awk.peak_kib as f64 / 1024.0,
+        ours.cpu_s,
+        ours.peak_kib as f64 / 1024.0,
+        ours.cpu_s / awk.cpu_s.max(1e-3)
+    );
+}
+
 fn bench(c: &mut Criterion) {
     let full = std::env::args().any(|a| a == "--bench");
     let mut lengths: Vec<(&str, u64)> = if full {
@@ -82,6 +174,10 @@ fn bench(c: &mut Criterion) {
         lengths.push(("30d", 30 * 86_400));
     }
     let dir = tempfile::tempdir().expect("tempdir");
+    seed_csv_against_awk(dir.path(), if full { 1_000_000 } else { 10_000 });
+    // compare's second file in the readers' runs: an hour, compact.
+    let hour = dir.path().join("hour.ptop");
+    write(&hour, 3600.min(lengths[0].1), true);
     // Format 1 for comparison, on the shortest length.
     let (name, secs) = lengths[0];
     let old = dir.path().join("old.ptop");
@@ -141,14 +237,16 @@ fn bench(c: &mut Criterion) {
             })
         });
         let mut k = 0u64;
-        let mut worst = Duration::ZERO;
+        let (mut worst, mut worst_cpu, mut biggest) = (Duration::ZERO, Duration::ZERO, 0);
         g.bench_function("seek (decode the chunk at a time)", |b| {
             b.iter(|| {
                 k = (k + 7919) % 1000;
-                let t = Instant::now();
+                let (t, c) = (Instant::now(), thread_cpu());
                 let i = ix.seek(s + (e - s) / 1000 * k);
                 let n = ix.chunk(i).expect("chunk").0.len();
                 worst = worst.max(t.elapsed());
+                worst_cpu = worst_cpu.max(thread_cpu() - c);
+                biggest = biggest.max(n);
                 black_box(n)
             })
         });
@@ -156,7 +254,10 @@ fn bench(c: &mut Criterion) {
             b.iter(|| black_box(ix.envelope(s, e).rss_max))
         });
         g.finish();
-        eprintln!("{name} compact: worst seek {worst:.2?}");
+        eprintln!(
+            "{name} compact: worst seek {worst:.2?} wall, {worst_cpu:.2?} CPU (largest chunk {biggest} records)"
+        );
+        readers(name, &p, &hour);
         drop(ix);
         std::fs::remove_file(&p).expect("remove");
     }

@@ -29,7 +29,10 @@ use provetop_shared::metric::{
 use provetop_shared::session::SessionHeader;
 use provetop_shared::{Kernel, Mark, Record, RecordBody, Sample, Usage};
 
+use provetop_shared::session::stream::Stream;
+
 use crate::cli::{ExportArgs, ExportFormat};
+use crate::scan::Pre;
 use crate::store::Store;
 
 /// The CSV header line (without the newline) for a session whose GPUs are `gpus` (device
@@ -100,14 +103,34 @@ pub fn main(args: &ExportArgs) -> anyhow::Result<i32> {
     if let Some(out) = &args.output {
         refuse_existing(&args.file, out)?;
     }
-    let store = Store::scan(&args.file, Thresholds::default())
-        // LoadError already names the cause; `{:#}` would repeat its io::Error source.
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    // LoadError already names the cause; `{:#}` would repeat its io::Error source.
+    let err = |e: provetop_shared::session::LoadError| anyhow::anyhow!("{e}");
+    if let Some(src) = Stream::open(&args.file).map_err(err)? {
+        // A pass for what the header names and the records that move, then one that writes.
+        let (pre, warnings) = crate::scan::Pre::of(&src).map_err(err)?;
+        for w in &warnings {
+            crate::say!("provetop: warning: {}: {w}", args.file.display());
+        }
+        let write = |out: &mut dyn Write| match args.format {
+            ExportFormat::Csv => stream_csv(&args.file, &src, &pre, out),
+            ExportFormat::Jsonl => stream_jsonl(&src, &pre, out),
+        };
+        return emit(args, write);
+    }
+    let store = Store::scan(&args.file, Thresholds::default()).map_err(err)?;
     store.report_warnings();
     let write = |out: &mut dyn Write| match args.format {
         ExportFormat::Csv => write_csv(&store, out),
         ExportFormat::Jsonl => write_jsonl(&store, out),
     };
+    emit(args, write)
+}
+
+/// Write the export with `write` to `-o`'s new file or to standard output.
+fn emit(
+    args: &ExportArgs,
+    write: impl Fn(&mut dyn Write) -> io::Result<()>,
+) -> anyhow::Result<i32> {
     match &args.output {
         Some(path) => {
             let file = create(path)?;
@@ -172,43 +195,120 @@ fn ignore_broken_pipe(r: io::Result<()>) -> io::Result<()> {
 
 /// Every sample as one CSV row under [`csv_header`].
 pub fn write_csv(store: &Store, out: &mut dyn Write) -> io::Result<()> {
-    let gpus = session_gpus(store);
-    let with_kernel = has_kernel(store);
-    writeln!(out, "{}", csv_header(&gpus, with_kernel))?;
-    let header = store.header();
-    let mut line = String::with_capacity(256);
-    let mut usage: Option<&Usage> = None;
-    let mut kernel: Option<&Kernel> = None;
+    let mut rows = CsvRows::new(store.header(), session_gpus(store), has_kernel(store));
+    writeln!(out, "{}", csv_header(&rows.gpus, rows.kernel))?;
     for (i, rec) in store.records().iter().enumerate() {
+        rows.record(rec, store.phase_at_index(i), out)?;
+    }
+    Ok(())
+}
+
+/// [`write_csv`] of a session read in passes ([`crate::scan`]): the reducer's pass writes
+/// each row as its sample comes.
+pub fn stream_csv(path: &Path, src: &Stream, pre: &Pre, out: &mut dyn Write) -> io::Result<()> {
+    let mut rows = CsvRows::new(&src.header, pre.gpus.clone(), pre.kernel);
+    writeln!(out, "{}", csv_header(&rows.gpus, rows.kernel))?;
+    let mut failed: Option<io::Error> = None;
+    let pass = Store::stream(
+        path,
+        src,
+        Thresholds::default(),
+        Some(pre.has_events),
+        Some(&pre.late),
+        false,
+        &mut |rec, phase| {
+            failed = rows.record(rec, phase, out).err();
+            // A reader that went away (`| head`), a full disk: no more reading.
+            failed.is_none()
+        },
+    );
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    pass.map(|_| ())
+        .map_err(|e| io::Error::other(e.to_string()))
+}
+
+/// Every record as one line of its serde JSON, read in one pass (placed as the store
+/// places them).
+pub fn stream_jsonl(src: &Stream, pre: &Pre, out: &mut dyn Write) -> io::Result<()> {
+    let mut failed: Option<io::Error> = None;
+    let pass = crate::store::placed_each(src, &pre.late, &mut |rec| {
+        failed = serde_json::to_writer(&mut *out, &rec)
+            .map_err(io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+            .err();
+        failed.is_none()
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    pass.map(|_| ())
+        .map_err(|e| io::Error::other(e.to_string()))
+}
+
+/// The CSV's rows, record by record: the latest usage and kernel readings carried forward.
+struct CsvRows {
+    header: SessionHeader,
+    gpus: Vec<u32>,
+    kernel: bool,
+    usage: Option<Usage>,
+    last_kernel: Option<Kernel>,
+    line: String,
+}
+
+impl CsvRows {
+    fn new(header: &SessionHeader, gpus: Vec<u32>, kernel: bool) -> Self {
+        CsvRows {
+            header: header.clone(),
+            gpus,
+            kernel,
+            usage: None,
+            last_kernel: None,
+            line: String::with_capacity(256),
+        }
+    }
+
+    /// The next record (in placed order) with the prover's phase text after it: a sample is
+    /// a row.
+    fn record(&mut self, rec: &Record, phase: Option<&str>, out: &mut dyn Write) -> io::Result<()> {
         let s = match &rec.body {
             RecordBody::Sample(s) => s,
             RecordBody::Usage(u) => {
-                usage = Some(u);
-                continue;
+                self.usage = Some(u.clone());
+                return Ok(());
             }
             RecordBody::Kernel(k) => {
-                kernel = Some(k);
-                continue;
+                self.last_kernel = Some(k.as_ref().clone());
+                return Ok(());
             }
             // A new or ended tree: the last usage and kernel readings were of the one before.
             RecordBody::Mark(Mark::ChildStarted { .. } | Mark::ChildExited { .. }) => {
-                usage = None;
-                kernel = None;
-                continue;
+                self.usage = None;
+                self.last_kernel = None;
+                return Ok(());
             }
-            _ => continue,
+            _ => return Ok(()),
         };
+        let line = &mut self.line;
         line.clear();
         // The model writes "-" for "no phase, no known state"; a CSV cell says that empty.
-        let phase = store.phase_at_index(i).filter(|p| *p != "-");
-        csv_row(&mut line, header, rec.t, s, phase, usage, &gpus);
-        if with_kernel {
-            kernel_cells(&mut line, kernel);
+        let phase = phase.filter(|p| *p != "-");
+        csv_row(
+            line,
+            &self.header,
+            rec.t,
+            s,
+            phase,
+            self.usage.as_ref(),
+            &self.gpus,
+        );
+        if self.kernel {
+            kernel_cells(line, self.last_kernel.as_ref());
         }
         line.push('\n');
-        out.write_all(line.as_bytes())?;
+        out.write_all(line.as_bytes())
     }
-    Ok(())
 }
 
 fn csv_row(

@@ -48,6 +48,7 @@ fn main() {
         Some(Command::Classify(a)) => provetop::classify::main(a),
         Some(Command::Compare(a)) => provetop::compare::main(a),
         Some(Command::Export(a)) => provetop::export::main(a),
+        Some(Command::Import(a)) => provetop::import::main(a),
         Some(Command::Run(a)) => provetop::live::main_run(a),
         Some(Command::Watch(a)) => provetop::live::main_watch(a),
         Some(Command::Replay(a)) => provetop::replay::main(a),

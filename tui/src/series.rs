@@ -183,6 +183,17 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// A minute at full resolution and a few hundred buckets: a model that one pass reduces
+    /// and nobody draws (the streaming readers').
+    pub fn streaming() -> Self {
+        Limits {
+            recent_ns: 60 * 1_000_000_000,
+            max_recent: 1_200,
+            bucket_ns: 1_000_000_000,
+            max_buckets: 256,
+        }
+    }
+
     /// Keep everything at full resolution (offline analysis of a file already in memory).
     pub fn unbounded() -> Self {
         Limits {

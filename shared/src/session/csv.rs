@@ -147,6 +147,206 @@ pub fn load_csv(path: &Path, data: &[u8]) -> Result<Loaded, LoadError> {
     })
 }
 
+/// The RSS column (KiB) of a plain seed CSV, row by row in one pass over a small buffer: what
+/// [`load_csv`] would read, with its warnings and errors, at the cost of the seed's awk.
+/// `Ok(None)`, possibly after some rows were given, when the file is not plain (a quote, a
+/// byte that is not ASCII, not a `timestamp,rss_kb` CSV, a rotated set): the caller starts
+/// over and loads it whole.
+pub fn stream_rss(
+    path: &Path,
+    each: &mut dyn FnMut(u64),
+) -> Result<Option<Vec<Warning>>, LoadError> {
+    use std::io::Read;
+    if parts::set_of(path).len() != 1 {
+        return Ok(None);
+    }
+    let io = |error| LoadError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let err = |line: u64, detail: String| LoadError::Csv {
+        path: path.to_path_buf(),
+        line,
+        detail,
+    };
+    let mut file = open_regular(path).map_err(io)?;
+    let mut rows = RowStats::default();
+    // A row that did not parse: fatal unless it is the last record of a file without a
+    // final newline.
+    let mut failed: Option<(u64, String)> = None;
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut have, mut line, mut first) = (0usize, 0u64, true);
+    let mut ends_nl = false;
+    loop {
+        let n = file.read(&mut buf[have..]).map_err(io)?;
+        let eof = n == 0;
+        let fresh = &buf[have..have + n];
+        if fresh.iter().any(|&b| b == b'"' || b >= 0x80) {
+            return Ok(None);
+        }
+        have += n;
+        if first {
+            if have < 64 && !eof {
+                continue;
+            }
+            if !looks_like_csv(&buf[..have]) {
+                return Ok(None);
+            }
+        }
+        let mut start = 0;
+        let mut take = |rec: &[u8], line: u64, first: &mut bool| -> Result<(), LoadError> {
+            if let Some((l, e)) = failed.take() {
+                return Err(err(l, e));
+            }
+            if std::mem::take(first) {
+                return Ok(());
+            }
+            let mut rec = rec;
+            while let [r @ .., b'\r'] = rec {
+                rec = r;
+            }
+            // ASCII throughout (checked above).
+            let text = std::str::from_utf8(rec).unwrap_or_default();
+            if text.trim().is_empty() {
+                return Ok(());
+            }
+            match fast_row(rec).map_or_else(|| parse_row(text), Ok) {
+                Ok((ts, kb)) => {
+                    rows.push(ts, line);
+                    each(kb);
+                }
+                Err(e) => failed = Some((line, e)),
+            }
+            Ok(())
+        };
+        while let Some(i) = buf[start..have].iter().position(|&b| b == b'\n') {
+            line += 1;
+            take(&buf[start..start + i], line, &mut first)?;
+            start += i + 1;
+            ends_nl = true;
+        }
+        if eof {
+            if start < have {
+                line += 1;
+                ends_nl = false;
+                take(&buf[start..have], line, &mut first)?;
+            }
+            break;
+        }
+        buf.copy_within(start..have, 0);
+        have -= start;
+        if have == buf.len() {
+            // A line longer than the buffer: not the seed's.
+            return Ok(None);
+        }
+    }
+    let mut warnings = Vec::new();
+    if let Some((l, e)) = failed {
+        if ends_nl {
+            return Err(err(l, e));
+        }
+        warnings.push(Warning {
+            offset: None,
+            line: Some(l),
+            message: format!("last line is cut off ({e}); skipped"),
+        });
+    }
+    rows.finish(&mut warnings).map_err(|(l, e)| err(l, e))?;
+    Ok(Some(warnings))
+}
+
+/// A row of digits (`1700000000` or `1700000000.25`, a comma, KiB in digits) read without
+/// [`parse_row`]'s allocations; None for anything else, which [`parse_row`] reads.
+fn fast_row(rec: &[u8]) -> Option<(f64, u64)> {
+    let comma = rec.iter().position(|&b| b == b',')?;
+    let (ts, kb) = (&rec[..comma], &rec[comma + 1..]);
+    let digits = |b: &[u8]| !b.is_empty() && b.len() <= 15 && b.iter().all(u8::is_ascii_digit);
+    let ts_ok = match ts.iter().position(|&b| b == b'.') {
+        Some(d) => digits(&ts[..d]) && digits(&ts[d + 1..]),
+        None => digits(ts),
+    };
+    if !ts_ok || !digits(kb) {
+        return None;
+    }
+    let kb = kb.iter().fold(0u64, |a, &d| a * 10 + u64::from(d - b'0'));
+    let ts: f64 = std::str::from_utf8(ts).ok()?.parse().ok()?;
+    (kb <= MAX_RSS_KB).then_some((ts, kb))
+}
+
+/// What [`load_csv`] checks of the rows' timestamps, one row at a time.
+#[derive(Default)]
+struct RowStats {
+    prev: Option<f64>,
+    back: Vec<Warning>,
+    reported: u64,
+    future: Option<Warning>,
+    lo: f64,
+    hi: Option<(f64, u64)>,
+}
+
+impl RowStats {
+    fn push(&mut self, ts: f64, line: u64) {
+        if let Some(p) = self.prev.filter(|p| ts < *p) {
+            self.reported += 1;
+            if self.reported <= 5 {
+                self.back.push(Warning {
+                    offset: None,
+                    line: Some(line),
+                    message: format!(
+                        "timestamp {} goes back in time (previous row {}); kept in file order",
+                        fmt_ts(ts),
+                        fmt_ts(p)
+                    ),
+                });
+            }
+        }
+        self.prev = Some(ts);
+        if ts > MAX_UNIX_SECS && self.future.is_none() {
+            self.future = Some(Warning {
+                offset: None,
+                line: Some(line),
+                message: format!(
+                    "timestamp {} is after the year 5000: milliseconds instead of unix seconds? durations will be wrong",
+                    fmt_ts(ts)
+                ),
+            });
+        }
+        self.lo = if self.hi.is_none() {
+            ts
+        } else {
+            self.lo.min(ts)
+        };
+        if self.hi.is_none_or(|(h, _)| ts > h) {
+            self.hi = Some((ts, line));
+        }
+    }
+
+    fn finish(self, warnings: &mut Vec<Warning>) -> Result<(), (u64, String)> {
+        warnings.extend(self.back);
+        if self.reported > 5 {
+            warnings.push(Warning {
+                offset: None,
+                line: None,
+                message: format!(
+                    "{} more rows go back in time; kept in file order",
+                    self.reported - 5
+                ),
+            });
+        }
+        warnings.extend(self.future);
+        match self.hi {
+            Some((hi, line)) if hi - self.lo > MAX_SPAN_SECS => Err((
+                line,
+                format!(
+                    "absurd timestamp {}: the rows span more than {MAX_SPAN_SECS:e} seconds",
+                    fmt_ts(hi)
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// The records of CSV text with the 1-based line each starts on, without their line break.
 /// RFC 4180: a field that starts with `"` runs to its closing quote (`""` is a quote in it),
 /// across commas and line breaks, so a text column (`export`'s phase) may hold anything.

@@ -28,7 +28,8 @@
 //!
 //! * [`writer`]: appending records; [`frame`]: one frame read at an offset, the parser of both
 //!   the whole-file reader and the follower of a growing file; [`reader`]: reading frames back,
-//!   resynchronizing on damage; [`csv`]: the seed's CSV.
+//!   resynchronizing on damage; [`csv`]: the seed's CSV; [`stream`]: a session record by record in
+//!   bounded memory.
 
 pub mod compact;
 pub mod csv;
@@ -36,6 +37,7 @@ mod frame;
 mod header;
 pub mod parts;
 mod reader;
+pub mod stream;
 #[cfg(test)]
 mod tests;
 mod writer;

@@ -157,6 +157,8 @@ pub struct Frames<'a> {
     data: &'a [u8],
     pos: usize,
     budget: u64,
+    /// File offset of `data[0]` (0 unless reading the rest of a file).
+    base: usize,
 }
 
 impl<'a> Frames<'a> {
@@ -167,6 +169,20 @@ impl<'a> Frames<'a> {
             pos,
             budget: RESYNC_BUDGET_MIN
                 .saturating_add((data.len() as u64).saturating_mul(RESYNC_BUDGET_PER_BYTE)),
+            base: 0,
+        }
+    }
+
+    /// The frames of `rest`, the bytes of a file of `file_len` bytes from offset `base` on:
+    /// what [`Frames::new`] over the whole file gives from `base` (the same offsets, the
+    /// same resynchronization budget).
+    pub fn rest_of(rest: &'a [u8], base: usize, file_len: u64) -> Self {
+        Frames {
+            data: rest,
+            pos: 0,
+            budget: RESYNC_BUDGET_MIN
+                .saturating_add(file_len.saturating_mul(RESYNC_BUDGET_PER_BYTE)),
+            base,
         }
     }
 
@@ -200,7 +216,7 @@ impl<'a> Frames<'a> {
     fn give_up(&mut self, at: usize, why: &str) -> FrameItem {
         self.pos = self.data.len();
         FrameItem::Warning(Warning {
-            offset: Some(at as u64),
+            offset: Some((self.base + at) as u64),
             line: None,
             message: format!(
                 "damaged record ({why}); looking for the next intact record took too long, {} bytes to the end ignored",
@@ -220,7 +236,7 @@ impl Iterator for Frames<'_> {
         match frame_at(&self.data[at..]) {
             Ok((rec, len)) => {
                 self.pos += len;
-                Some(FrameItem::Record(at as u64, rec))
+                Some(FrameItem::Record((self.base + at) as u64, rec))
             }
             Err(FrameError::Incomplete) => {
                 // A damaged length in the middle also "runs past the end": it is only a cut
@@ -230,18 +246,19 @@ impl Iterator for Frames<'_> {
                     Ok(Some(p)) => {
                         self.pos = p;
                         Some(FrameItem::Warning(Warning {
-                            offset: Some(at as u64),
+                            offset: Some((self.base + at) as u64),
                             line: None,
                             message: format!(
-                                "damaged record (length runs past the end of the file); skipped {} bytes, resumed at byte {p}",
-                                p - at
+                                "damaged record (length runs past the end of the file); skipped {} bytes, resumed at byte {}",
+                                p - at,
+                                self.base + p
                             ),
                         }))
                     }
                     Ok(None) => {
                         self.pos = self.data.len();
                         Some(FrameItem::Warning(Warning {
-                            offset: Some(at as u64),
+                            offset: Some((self.base + at) as u64),
                             line: None,
                             message: format!(
                                 "file cut off inside a record ({} trailing bytes ignored)",
@@ -258,8 +275,9 @@ impl Iterator for Frames<'_> {
                     Ok(Some(p)) => (
                         p,
                         format!(
-                            "damaged record ({why}); skipped {} bytes, resumed at byte {p}",
-                            p - at
+                            "damaged record ({why}); skipped {} bytes, resumed at byte {}",
+                            p - at,
+                            self.base + p
                         ),
                     ),
                     Ok(None) => (
@@ -272,7 +290,7 @@ impl Iterator for Frames<'_> {
                 };
                 self.pos = p;
                 Some(FrameItem::Warning(Warning {
-                    offset: Some(at as u64),
+                    offset: Some((self.base + at) as u64),
                     line: None,
                     message,
                 }))

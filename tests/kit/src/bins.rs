@@ -56,6 +56,15 @@ pub fn burn() -> PathBuf {
         .clone()
 }
 
+/// `provetop-cost` (a bin of this kit): runs a program and says its own peak RSS and CPU
+/// time ([`crate::procs::cost_of`]).
+pub fn cost() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| cargo_build("provetop-testkit", "provetop-cost"))
+        .clone()
+}
+
 /// `libprovetop_nvtx.so`, the NVTX injection library, built next to `provetop` (where
 /// `provetop run` looks for it).
 pub fn nvtx_library() -> PathBuf {

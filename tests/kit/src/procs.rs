@@ -60,3 +60,48 @@ pub fn limited_cgroup(parent: &Path, v1: bool, limit: u64) -> Option<PathBuf> {
     let _ = std::fs::write(dir.join("memory.swap.max"), "0");
     Some(dir)
 }
+
+/// What a finished child cost: its exit status, its peak resident memory (KiB, the
+/// kernel's `ru_maxrss`) and its CPU time (user + system).
+#[derive(Debug, Clone, Copy)]
+pub struct Cost {
+    /// Exit code (None: killed by a signal).
+    pub code: Option<i32>,
+    /// Peak RSS, KiB.
+    pub peak_kib: u64,
+    /// CPU seconds.
+    pub cpu_s: f64,
+}
+
+/// Run `program` with `args` to its end (standard output to `stdout`, standard error
+/// inherited) and tell what it cost, measured by [`crate::bins::cost`] (its own peak: a test
+/// process that forked it directly would lend it its own high-water mark).
+pub fn cost_of(program: &Path, args: &[&str], stdout: std::fs::File) -> Cost {
+    let out = std::process::Command::new(crate::bins::cost())
+        .arg(program)
+        .args(args)
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap_or_else(|e| panic!("provetop-cost {}: {e}", program.display()));
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprint!("{err}");
+    let line = err
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("provetop-cost: peak_kib="))
+        .unwrap_or_else(|| panic!("no cost line from provetop-cost:\n{err}"));
+    let field = |name: &str| -> String {
+        line.split_whitespace()
+            .find_map(|f| f.strip_prefix(name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let peak: String = line.chars().take_while(char::is_ascii_digit).collect();
+    let code: i32 = field("code=").parse().unwrap_or(-1);
+    Cost {
+        code: (code >= 0).then_some(code),
+        peak_kib: peak.parse().unwrap_or(0),
+        cpu_s: field("cpu_s=").parse().unwrap_or(0.0),
+    }
+}

@@ -42,6 +42,9 @@ pub enum Command {
     Classify(ClassifyArgs),
     /// Export a session or CSV as CSV (`timestamp,rss_kb,...`) or JSON lines.
     Export(ExportArgs),
+    /// Write a session from JSON lines (what `export --format jsonl` writes): an export
+    /// records again.
+    Import(ImportArgs),
     /// Supervise like `run --headless`, as a long-running service: no terminal, survives a
     /// hangup, stopped by a signal or `provetop attach` then q; screens attach and detach.
     Serve(RunArgs),
@@ -472,6 +475,20 @@ pub struct ExportArgs {
     /// Output file (default: standard output).
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// `provetop import`.
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// JSON lines, one record each (`provetop export --format jsonl`).
+    pub file: PathBuf,
+    /// The session to write (a new file; compact, format 2).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Take the header (host, command, clock anchors, rate) from this session, e.g. the one
+    /// exported: a CSV export of the import then has the same times.
+    #[arg(long, value_name = "SESSION")]
+    pub like: Option<PathBuf>,
 }
 
 /// `provetop completions`.

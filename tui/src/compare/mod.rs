@@ -54,7 +54,7 @@ fn selections(args: &CompareArgs) -> anyhow::Result<Vec<Selection>> {
         .collect())
 }
 
-/// Open every file (on as many threads as files: loading dominates) and compare.
+/// Open every file (one after the other, each streamed) and compare.
 pub fn compare(
     paths: &[PathBuf],
     sels: &[Selection],
@@ -86,27 +86,22 @@ pub fn compare_with(
     thresholds: Thresholds,
     logs: bool,
 ) -> anyhow::Result<Comparison> {
-    // Each file is read, reduced and summarized on a thread of its own (and its records
-    // dropped there): the work is per file until the table.
-    let mut sums: Vec<summary::Summary> = std::thread::scope(|s| {
-        let handles: Vec<_> = paths
-            .iter()
-            .zip(sels)
-            .map(|(p, sel)| {
-                s.spawn(move || {
-                    let store = open(p, thresholds, logs)?;
-                    Ok(summary::summarize_store(&store, sel))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a loading thread panicked")))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()
-    })?;
+    // Each file is read, reduced and summarized in turn, its records never held: the memory
+    // of a comparison is that of its largest file, not of all of them at once.
+    let mut sums: Vec<summary::Summary> = paths
+        .iter()
+        .zip(sels)
+        .map(|(p, sel)| {
+            // A session streams in bounded memory; a CSV or a log is loaded whole.
+            let stream = provetop_shared::session::stream::Stream::open(p)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            if let Some(src) = stream {
+                return summary::summarize_stream(p, &src, sel, thresholds);
+            }
+            let store = open(p, thresholds, logs)?;
+            Ok(summary::summarize_store(&store, sel))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let baseline = sums.remove(0);
     Ok(Comparison::new(baseline, sums))
 }

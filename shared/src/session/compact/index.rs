@@ -145,6 +145,26 @@ impl Index {
         Ok(super::Records::new(&b, 0).collect())
     }
 
+    /// [`Index::tail`] after the chunks' records up to sequence number `next_seq` were read,
+    /// each record and warning with its offset in the file.
+    pub fn tail_after(&self, next_seq: u64) -> io::Result<Vec<FrameItem>> {
+        let len = self.file.metadata()?.len();
+        let mut b = vec![0u8; (len.saturating_sub(self.tail_at)) as usize];
+        let n = read_full(&self.file, &mut b, self.tail_at)?;
+        b.truncate(n);
+        let at = self.tail_at;
+        Ok(super::Records::new(&b, 0)
+            .after_seq(next_seq)
+            .map(|item| match item {
+                FrameItem::Record(o, r) => FrameItem::Record(o + at, r),
+                FrameItem::Warning(mut w) => {
+                    w.offset = w.offset.map(|o| o + at);
+                    FrameItem::Warning(w)
+                }
+            })
+            .collect())
+    }
+
     /// The chunk holding time `t`: the last chunk starting at or before it.
     pub fn seek(&self, t: u64) -> usize {
         self.chunks

@@ -42,6 +42,13 @@ impl<'a> Records<'a> {
         }
     }
 
+    /// Records before sequence number `seq` already read elsewhere (the chunks before a
+    /// tail read on its own): skipped, as if read here.
+    pub fn after_seq(mut self, seq: u64) -> Self {
+        self.next_seq = seq;
+        self
+    }
+
     /// The sequence number the next record would have.
     pub fn next_seq(&self) -> u64 {
         self.next_seq

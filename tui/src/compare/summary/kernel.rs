@@ -6,28 +6,44 @@
 //! the row says so.
 
 use provetop_shared::metric::Metric;
-use provetop_shared::{Mark, RecordBody};
+use provetop_shared::{Mark, Record, RecordBody};
 
 use super::figure::{Figures, Section, Unit};
-use crate::store::Store;
 
-/// Push the kernel section's figures of `store`.
-pub(super) fn kernel_figures(f: &mut Figures, store: &Store) {
-    let mut limit: Option<u64> = None;
-    let mut psi: Vec<(Metric, f64, f64, u64)> =
-        PRESSURE.iter().map(|m| (*m, 0.0, 0.0, 0)).collect();
-    let mut readings = 0u64;
-    let mut kills = 0u64;
-    let mut named_kill: Option<u32> = None;
-    let (mut at_limit, mut throttled) = (0u64, 0u64);
-    for r in store.records() {
+/// The kernel records and marks folded so far (the whole recording, one at a time).
+#[derive(Debug, Clone)]
+pub(super) struct KernelFold {
+    limit: Option<u64>,
+    psi: Vec<(Metric, f64, f64, u64)>,
+    readings: u64,
+    kills: u64,
+    named_kill: Option<u32>,
+    at_limit: u64,
+    throttled: u64,
+}
+
+impl KernelFold {
+    pub(super) fn new() -> Self {
+        KernelFold {
+            limit: None,
+            psi: PRESSURE.iter().map(|m| (*m, 0.0, 0.0, 0)).collect(),
+            readings: 0,
+            kills: 0,
+            named_kill: None,
+            at_limit: 0,
+            throttled: 0,
+        }
+    }
+
+    /// The next record, in file order.
+    pub(super) fn feed(&mut self, r: &Record) {
         match &r.body {
             RecordBody::Kernel(k) => {
-                readings += 1;
+                self.readings += 1;
                 if let Some(b) = &k.binding {
-                    limit = Some(limit.map_or(b.limit, |l| l.min(b.limit)));
+                    self.limit = Some(self.limit.map_or(b.limit, |l| l.min(b.limit)));
                 }
-                for (m, max, sum, n) in psi.iter_mut() {
+                for (m, max, sum, n) in self.psi.iter_mut() {
                     if let Some(v) = m.of_kernel(k) {
                         *max = max.max(v);
                         *sum += v;
@@ -36,23 +52,37 @@ pub(super) fn kernel_figures(f: &mut Figures, store: &Store) {
                 }
             }
             RecordBody::Mark(Mark::OomKill { pid, .. }) => {
-                kills += 1;
-                named_kill = *pid;
+                self.kills += 1;
+                self.named_kill = *pid;
             }
             // An exit the kernel log did not name is a kill all the same.
             RecordBody::Mark(Mark::ChildExited { pid, oom_kill, .. })
-                if *oom_kill && named_kill != Some(*pid) =>
+                if *oom_kill && self.named_kill != Some(*pid) =>
             {
-                kills += 1;
+                self.kills += 1;
             }
             RecordBody::Mark(Mark::MemoryEvent { counter, delta, .. }) => match counter.as_str() {
-                "high" => throttled += delta,
-                "max" | "failcnt" => at_limit += delta,
+                "high" => self.throttled += delta,
+                "max" | "failcnt" => self.at_limit += delta,
                 _ => {}
             },
             _ => {}
         }
     }
+}
+
+/// Push the kernel section's figures of what `fold` read.
+pub(super) fn kernel_figures(f: &mut Figures, fold: &KernelFold) {
+    let KernelFold {
+        limit,
+        ref psi,
+        readings,
+        kills,
+        at_limit,
+        throttled,
+        ..
+    } = *fold;
+    let psi = psi.clone();
     // Without kernel records there are no rows: a session that has them says what the other
     // lacks.
     if readings == 0 {

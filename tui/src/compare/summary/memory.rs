@@ -3,31 +3,98 @@
 //! above it, the time spent near the peak ([`OOM_SHARE`]), and pinned and GPU memory where
 //! the sampler measured them.
 
-use provetop_shared::classify::summarize;
 use provetop_shared::metric::Metric;
 
 use super::figure::{Figures, Section, Unit};
 use super::readings::Reading;
 use super::Selection;
 use crate::model::ProofSpan;
-use crate::store::Store;
 
 /// Share of the peak above which a session is "exposed to OOM" (`oom_window`).
 pub const OOM_SHARE: f64 = 0.9;
 
-/// The memory rows of `sel` (the selected samples) and `chosen` (the selected proofs).
+/// What the memory rows read from the samples: maxima over the selected ones, the session's
+/// floor, and the time near the peak ([`OomWindow`]).
+#[derive(Debug, Clone, Default)]
+pub(super) struct MemoryInput {
+    /// The session has no sample at all.
+    pub(super) no_samples: bool,
+    pub(super) rss: Option<u64>,
+    pub(super) high: Option<u64>,
+    pub(super) pinned: Option<u64>,
+    pub(super) gpu: Option<u64>,
+    pub(super) floor: Option<u64>,
+    /// Seconds at or above [`OOM_SHARE`] of the peak (None without a selected sample).
+    pub(super) window_s: Option<f64>,
+}
+
+impl MemoryInput {
+    /// The next selected sample, for the maxima.
+    pub(super) fn feed(&mut self, r: &Reading) {
+        let max = |m: &mut Option<u64>, v: Option<u64>| {
+            if let Some(v) = v {
+                *m = Some(m.map_or(v, |m| m.max(v)));
+            }
+        };
+        max(&mut self.rss, Some(r.rss));
+        max(&mut self.high, Some(r.high));
+        max(&mut self.pinned, r.pinned);
+        max(&mut self.gpu, r.gpu);
+    }
+}
+
+/// Seconds at or above [`OOM_SHARE`] of the peak, one selected sample at a time: each sample
+/// lasts until the next one (at most ten sampling intervals, so a gap in the recording does
+/// not count), the last one interval.
+pub(super) struct OomWindow {
+    limit: f64,
+    cap: u64,
+    interval: u64,
+    prev: Option<(u64, bool)>,
+    ns: u64,
+}
+
+impl OomWindow {
+    /// Near `high` (the selection's highest reading); `interval_ns` the sampling interval.
+    pub(super) fn new(high: u64, interval_ns: Option<u64>) -> Self {
+        OomWindow {
+            limit: high as f64 * OOM_SHARE,
+            cap: interval_ns.unwrap_or(0).saturating_mul(10),
+            interval: interval_ns.unwrap_or(0),
+            prev: None,
+            ns: 0,
+        }
+    }
+
+    /// The next selected sample: its time and its highest reading.
+    pub(super) fn feed(&mut self, t: u64, high: u64) {
+        if let Some((t0, true)) = self.prev {
+            self.ns += t.saturating_sub(t0).min(self.cap);
+        }
+        self.prev = Some((t, (high as f64) >= self.limit));
+    }
+
+    /// The seconds.
+    pub(super) fn seconds(&self) -> f64 {
+        let last = if matches!(self.prev, Some((_, true))) {
+            self.interval
+        } else {
+            0
+        };
+        (self.ns + last) as f64 / 1e9
+    }
+}
+
+/// The memory rows of the selected samples (`m`) and `chosen` (the selected proofs).
 pub(super) fn memory(
     f: &mut Figures,
-    store: &Store,
-    series: &[(u64, u64)],
-    sel: &[Reading],
+    m: &MemoryInput,
     chosen: &[&ProofSpan],
-    interval_ns: Option<u64>,
     selection: &Selection,
 ) {
     // Why a row has no value: no samples at all, else `why`.
     let lacking = |why: &str| -> String {
-        if series.is_empty() {
+        if m.no_samples {
             "no samples".to_string()
         } else {
             why.to_string()
@@ -39,10 +106,7 @@ pub(super) fn memory(
     } else {
         "while the selected proofs ran".to_string()
     };
-    let max_of =
-        |get: fn(&Reading) -> Option<u64>| -> Option<u64> { sel.iter().filter_map(get).max() };
-    let rss = max_of(|r| Some(r.rss));
-    let high = max_of(|r| Some(r.high));
+    let (rss, high) = (m.rss, m.high);
     let value = |v: Option<u64>, what: &str| v.map(|b| b as f64).ok_or_else(|| none(what));
     f.push(
         Metric::Rss.name(),
@@ -62,11 +126,7 @@ pub(super) fn memory(
         "no samples",
         false,
     );
-    // The floor belongs to the session, not to a selection: the SRS resident between proofs
-    // (as classify's mode table has it), else the seed's idle floor by thresholds.
-    let floor = store
-        .srs_floor()
-        .or_else(|| summarize(store.thresholds(), series).and_then(|s| s.idle_floor));
+    let floor = m.floor;
     f.push(
         "floor",
         "floor between proofs (SRS resident)",
@@ -103,24 +163,7 @@ pub(super) fn memory(
         "no floor",
         false,
     );
-    // Seconds at or above 90 % of the peak: each sample lasts until the next one (at most
-    // ten sampling intervals, so a gap in the recording does not count), the last one interval.
-    let window = high.map(|h| {
-        let limit = h as f64 * OOM_SHARE;
-        let cap = interval_ns.unwrap_or(0).saturating_mul(10);
-        let mut ns = 0u64;
-        for (i, r) in sel.iter().enumerate() {
-            if (r.high as f64) < limit {
-                continue;
-            }
-            let dt = match sel.get(i + 1) {
-                Some(n) => n.t.saturating_sub(r.t).min(cap),
-                None => interval_ns.unwrap_or(0),
-            };
-            ns += dt;
-        }
-        ns as f64 / 1e9
-    });
+    let window = high.and(m.window_s);
     f.push(
         "oom_window",
         "time above 90 % of the peak",
@@ -145,12 +188,8 @@ pub(super) fn memory(
     }
     // Readings a sampler may not take: without them the row is "not measured".
     let measured = [
-        (
-            Metric::Pinned,
-            "pinned host memory, peak",
-            max_of(|r| r.pinned),
-        ),
-        (Metric::Gpu, "GPU memory, peak", max_of(|r| r.gpu)),
+        (Metric::Pinned, "pinned host memory, peak", m.pinned),
+        (Metric::Gpu, "GPU memory, peak", m.gpu),
     ];
     for (metric, label, peak) in measured {
         f.push(

@@ -18,7 +18,9 @@ mod proofs;
 mod readings;
 mod select;
 
+use provetop_shared::classify::{Classifier, Medians, Run, Summarizer, Thresholds};
 use provetop_shared::session::SourceKind;
+use provetop_shared::Record;
 
 pub use figure::{Figure, Section, Unit};
 pub use memory::OOM_SHARE;
@@ -28,11 +30,11 @@ pub use select::{parse_range, Selection};
 use crate::model::ProofSpan;
 use crate::store::Store;
 use figure::Figures;
-use kernel::kernel_figures;
-use memory::memory;
+use kernel::{kernel_figures, KernelFold};
+use memory::{memory, MemoryInput, OomWindow};
 use phases::{phases, threshold_phases};
 use proofs::proof_figures;
-use readings::{median_gap, readings, Reading};
+use readings::reading;
 
 /// One session summarized for the table.
 #[derive(Debug, Clone)]
@@ -61,8 +63,93 @@ impl Summary {
     }
 }
 
-/// Summarize `store` over the proofs `sel` picks.
+/// Replays a session's records (every one but those placed back in time, in file order)
+/// to a fold: a store's, or a stream's pass.
+pub type Replay<'a> = dyn FnMut(&mut dyn FnMut(&Record)) -> anyhow::Result<()> + 'a;
+
+/// What the summary reads of every sample and kernel record before it knows the selection.
+#[derive(Clone)]
+pub struct FirstPass {
+    medians: Medians,
+    cycles: Summarizer,
+    kernel: KernelFold,
+    samples: u64,
+    /// The highest reading of RSS and interval peak.
+    high: Option<u64>,
+}
+
+impl FirstPass {
+    /// Nothing read yet.
+    pub fn new(thresholds: Thresholds) -> Self {
+        FirstPass {
+            medians: Medians::new(thresholds),
+            cycles: Summarizer::new(thresholds),
+            kernel: KernelFold::new(),
+            samples: 0,
+            high: None,
+        }
+    }
+
+    /// The next record.
+    pub fn feed(&mut self, r: &Record) {
+        self.kernel.feed(r);
+        if let Some(x) = reading(r) {
+            self.samples += 1;
+            self.medians.push(x.t, x.rss);
+            self.cycles.push(x.t, x.rss);
+            self.high = Some(self.high.map_or(x.high, |h| h.max(x.high)));
+        }
+    }
+}
+
+/// Summarize `store` (loaded whole) over the proofs `sel` picks.
 pub fn summarize_store(store: &Store, sel: &Selection) -> Summary {
+    let mut replay = |f: &mut dyn FnMut(&Record)| -> anyhow::Result<()> {
+        store.records().iter().for_each(f);
+        Ok(())
+    };
+    let mut first = FirstPass::new(store.thresholds());
+    store.records().iter().for_each(|r| first.feed(r));
+    match summarize_with(store, sel, first, &mut replay) {
+        Ok(s) => s,
+        // Replaying records in memory does not fail.
+        Err(_) => unreachable!("an in-memory replay fails"),
+    }
+}
+
+/// Summarize a session read in passes ([`crate::scan`]): the store's pass with the first
+/// fold, then the passes [`summarize_with`] makes.
+pub fn summarize_stream(
+    path: &std::path::Path,
+    src: &provetop_shared::session::stream::Stream,
+    sel: &Selection,
+    thresholds: Thresholds,
+) -> anyhow::Result<Summary> {
+    let err = |e: provetop_shared::session::LoadError| anyhow::anyhow!("{e}");
+    let ((store, first), _) = crate::scan::reduce(
+        path,
+        src,
+        thresholds,
+        None,
+        || FirstPass::new(thresholds),
+        |f, r, _| f.feed(r),
+    )
+    .map_err(err)?;
+    let mut replay = |f: &mut dyn FnMut(&Record)| -> anyhow::Result<()> {
+        src.each(&mut |r| f(&r)).map(|_| ()).map_err(err)
+    };
+    summarize_with(&store, sel, first, &mut replay)
+}
+
+/// Summarize `store` over the proofs `sel` picks, `first` having read every record, and
+/// `replay` giving the samples again for the passes that need the selection, the medians or
+/// the peak.
+pub fn summarize_with(
+    store: &Store,
+    sel: &Selection,
+    mut first: FirstPass,
+    replay: &mut Replay<'_>,
+) -> anyhow::Result<Summary> {
     let path = store.path().display().to_string();
     let name = store
         .path()
@@ -74,10 +161,6 @@ pub fn summarize_store(store: &Store, sel: &Selection) -> Summary {
         .iter()
         .map(|w| format!("{name}: {w}; compared as far as it goes"))
         .collect();
-    let readings = readings(store);
-    let interval_ns = median_gap(&readings);
-    // `(t, rss)` of every sample: what the seed's threshold classifier reads.
-    let series: Vec<(u64, u64)> = readings.iter().map(|r| (r.t, r.rss)).collect();
     let has_events = store.has_events();
 
     // The proofs, in start order, and those selected.
@@ -98,36 +181,11 @@ pub fn summarize_store(store: &Store, sel: &Selection) -> Summary {
             .map(|(_, p)| p)
             .collect(),
     };
-    if !has_events {
-        notes.push(format!(
-            "{name}: no prover events ({}): proofs are not known, phases are by RSS thresholds",
-            if store.kind() == SourceKind::Csv {
-                "a CSV"
-            } else {
-                "the child did not speak the protocol"
-            }
-        ));
-    } else if proofs.is_empty() {
-        notes.push(format!("{name}: no proof finished in this recording"));
-    } else if chosen.is_empty() {
-        let mut modes: Vec<String> = Vec::new();
-        for p in &proofs {
-            let m = p.mode.to_string();
-            if !modes.contains(&m) {
-                modes.push(m);
-            }
-        }
-        notes.push(format!(
-            "{name}: no proof matches {} ({} proofs here: {})",
-            sel.describe(),
-            proofs.len(),
-            modes.join(", ")
-        ));
-    }
-    if readings.is_empty() {
+    selection_notes(&mut notes, &name, store, sel, &proofs, &chosen);
+    if first.samples == 0 {
         notes.push(format!(
             "{name}: no memory samples ({} other records): its memory rows are empty",
-            store.records().len()
+            store.record_count()
         ));
     }
 
@@ -146,29 +204,16 @@ pub fn summarize_store(store: &Store, sel: &Selection) -> Summary {
             i > 0 && t <= v[i - 1].1
         }
     };
-    // Without a selection every sample counts: no copy of a million of them.
-    let sel_readings: std::borrow::Cow<[Reading]> = if intervals.is_none() {
-        std::borrow::Cow::Borrowed(&readings)
-    } else {
-        readings.iter().copied().filter(|r| inside(r.t)).collect()
-    };
-
+    let (mem, runs, interval_ns) = sample_passes(store, &mut first, replay, &inside, sel.is_all())?;
+    let cycles = first.cycles.finish(0, None).map(|s| s.cycles);
     let mut f = Figures::default();
-    memory(
-        &mut f,
-        store,
-        &series,
-        &sel_readings,
-        &chosen,
-        interval_ns,
-        sel,
-    );
-    proof_figures(&mut f, has_events, &chosen, &proofs, store, &series);
+    memory(&mut f, &mem, &chosen, sel);
+    proof_figures(&mut f, has_events, &chosen, &proofs, cycles);
     phases(&mut f, store, sel, &chosen);
-    threshold_phases(&mut f, store, &sel_readings, interval_ns);
-    kernel_figures(&mut f, store);
+    threshold_phases(&mut f, &runs, interval_ns);
+    kernel_figures(&mut f, &first.kernel);
 
-    Summary {
+    Ok(Summary {
         name,
         path,
         selection: sel.clone(),
@@ -178,5 +223,129 @@ pub fn summarize_store(store: &Store, sel: &Selection) -> Summary {
         interval_s: interval_ns.map(|g| g as f64 / 1e9),
         host: store.header().host.clone(),
         kind: store.kind(),
+    })
+}
+
+/// What a reader should know of the selection: no prover events, no proof, none matching.
+fn selection_notes(
+    notes: &mut Vec<String>,
+    name: &str,
+    store: &Store,
+    sel: &Selection,
+    proofs: &[&ProofSpan],
+    chosen: &[&ProofSpan],
+) {
+    let has_events = store.has_events();
+    if !has_events {
+        notes.push(format!(
+            "{name}: no prover events ({}): proofs are not known, phases are by RSS thresholds",
+            if store.kind() == SourceKind::Csv {
+                "a CSV"
+            } else {
+                "the child did not speak the protocol"
+            }
+        ));
+    } else if proofs.is_empty() {
+        notes.push(format!("{name}: no proof finished in this recording"));
+    } else if chosen.is_empty() {
+        let mut modes: Vec<String> = Vec::new();
+        for p in proofs {
+            let m = p.mode.to_string();
+            if !modes.contains(&m) {
+                modes.push(m);
+            }
+        }
+        notes.push(format!(
+            "{name}: no proof matches {} ({} proofs here: {})",
+            sel.describe(),
+            proofs.len(),
+            modes.join(", ")
+        ));
     }
+}
+
+/// Most selected samples kept between the selection's pass and the time near the peak (a
+/// pass more beyond).
+const KEEP_SELECTED: usize = 1 << 18;
+
+/// The passes over the selected samples (those `inside` holds): their maxima and threshold
+/// runs, the medians if the first pass did not settle them, and the time near the peak. With
+/// every sample selected and the medians known, the time near the peak comes in the same pass
+/// as the rest (the peak is the first pass's); else from the selected samples kept, or, when
+/// they were too many to keep, in a pass of its own. Returns the memory
+/// figures' input, the runs and the sampling interval.
+fn sample_passes(
+    store: &Store,
+    first: &mut FirstPass,
+    replay: &mut Replay<'_>,
+    inside: &dyn Fn(u64) -> bool,
+    all: bool,
+) -> anyhow::Result<(MemoryInput, Vec<Run>, Option<u64>)> {
+    let mut medians = first.medians.end_pass();
+    let interval = |gap: u64| (first.samples >= 2).then_some(gap);
+    let mut early = match (all, first.high, medians) {
+        (true, Some(h), Some((gap, _))) => Some(OomWindow::new(h, interval(gap))),
+        _ => None,
+    };
+    let mut mem = MemoryInput {
+        no_samples: first.samples == 0,
+        ..MemoryInput::default()
+    };
+    let mut classifier = Classifier::new(store.thresholds());
+    let mut runs: Vec<Run> = Vec::new();
+    // The selected samples' (time, highest reading), while they are few: the time near the
+    // peak from them, without a pass more.
+    let (mut kept, mut overflow): (Vec<(u64, u64)>, bool) = (Vec::new(), false);
+    let fm = &mut first.medians;
+    replay(&mut |r| {
+        if let Some(x) = reading(r) {
+            if medians.is_none() {
+                fm.push(x.t, x.rss);
+            }
+            if inside(x.t) {
+                mem.feed(&x);
+                runs.extend(classifier.push(x.t, x.rss));
+                match early.as_mut() {
+                    Some(w) => w.feed(x.t, x.high),
+                    None if kept.len() < KEEP_SELECTED => kept.push((x.t, x.high)),
+                    None => overflow = true,
+                }
+            }
+        }
+    })?;
+    runs.extend(classifier.finish());
+    while medians.is_none() {
+        medians = first.medians.end_pass();
+        if medians.is_none() {
+            let fm = &mut first.medians;
+            replay(&mut |r| {
+                if let Some(x) = reading(r) {
+                    fm.push(x.t, x.rss);
+                }
+            })?;
+        }
+    }
+    let (gap, idle) = medians.unwrap_or((0, None));
+    let interval_ns = (first.samples >= 2).then_some(gap);
+    // The floor belongs to the session, not to a selection: the SRS resident between proofs
+    // (as classify's mode table has it), else the seed's idle floor by thresholds.
+    mem.floor = store.srs_floor().or(idle);
+    match (mem.high, early) {
+        (Some(_), Some(w)) => mem.window_s = Some(w.seconds()),
+        (Some(high), None) => {
+            let mut w = OomWindow::new(high, interval_ns);
+            if overflow {
+                replay(&mut |r| {
+                    if let Some(x) = reading(r).filter(|x| inside(x.t)) {
+                        w.feed(x.t, x.high);
+                    }
+                })?;
+            } else {
+                kept.iter().for_each(|&(t, h)| w.feed(t, h));
+            }
+            mem.window_s = Some(w.seconds());
+        }
+        (None, _) => {}
+    }
+    Ok((mem, runs, interval_ns))
 }

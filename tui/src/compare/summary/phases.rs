@@ -4,11 +4,10 @@
 
 use std::collections::HashSet;
 
-use provetop_shared::classify::{classify_series, ThresholdPhase};
+use provetop_shared::classify::{Run, ThresholdPhase};
 use provetop_shared::Phase;
 
 use super::figure::{Figures, Section, Unit};
-use super::readings::Reading;
 use super::Selection;
 use crate::model::ProofSpan;
 use crate::store::Store;
@@ -29,28 +28,25 @@ fn p90(sorted: &[f64]) -> f64 {
 pub(super) fn phases(f: &mut Figures, store: &Store, sel: &Selection, chosen: &[&ProofSpan]) {
     let ids: Option<HashSet<u64>> =
         (!sel.is_all()).then(|| chosen.iter().map(|p| p.proof_id).collect());
-    let mut order: Vec<(u64, Phase)> = Vec::new();
-    let mut per: std::collections::HashMap<Phase, (Vec<f64>, u64)> = Default::default();
-    for s in store.spans() {
-        let Some(end) = s.end else { continue };
+    let digest = store.span_digest();
+    let mut order: Vec<(u64, u32)> = Vec::new();
+    let mut per: std::collections::HashMap<u32, (Vec<f64>, u64)> = Default::default();
+    for s in &digest.closed {
         if ids.as_ref().is_some_and(|ids| !ids.contains(&s.proof_id)) {
             continue;
         }
-        let d = s
-            .duration_s
-            .filter(|d| d.is_finite() && *d >= 0.0)
-            .unwrap_or(end.saturating_sub(s.start) as f64 / 1e9);
-        let e = per.entry(s.phase.clone()).or_insert_with(|| {
-            order.push((s.start, s.phase.clone()));
+        let e = per.entry(s.row).or_insert_with(|| {
+            order.push((s.start, s.row));
             (Vec::new(), 0)
         });
-        e.0.push(d);
-        e.1 = e.1.max(s.rss.max().unwrap_or(0));
+        e.0.push(s.duration_s);
+        e.1 = e.1.max(s.rss_max);
     }
     order.sort_by_key(|o| o.0);
-    for (_, phase) in order {
-        let (mut d, peak) = per.remove(&phase).unwrap_or_default();
+    for (_, row) in order {
+        let (mut d, peak) = per.remove(&row).unwrap_or_default();
         d.sort_by(f64::total_cmp);
+        let phase: &Phase = &digest.rows[row as usize].phase;
         let name = crate::text::inert(phase.as_str()).into_owned();
         push_phase(f, &name, &d, peak, false);
     }
@@ -86,15 +82,9 @@ fn push_phase(f: &mut Figures, name: &str, sorted: &[f64], peak: u64, threshold:
         threshold,
     );
 }
-/// Per threshold phase (the seed's classifier over the selected samples): each run lasts
+/// Per threshold phase (`runs`: the seed's classifier over the selected samples): each run lasts
 /// until the next one starts (the last one its span and one interval).
-pub(super) fn threshold_phases(
-    f: &mut Figures,
-    store: &Store,
-    sel: &[Reading],
-    interval_ns: Option<u64>,
-) {
-    let runs = classify_series(store.thresholds(), sel.iter().map(|r| (r.t, r.rss)));
+pub(super) fn threshold_phases(f: &mut Figures, runs: &[Run], interval_ns: Option<u64>) {
     let gap = interval_ns.unwrap_or(0);
     let mut per: Vec<(ThresholdPhase, Vec<f64>, f64)> = Vec::new();
     for (i, r) in runs.iter().enumerate() {

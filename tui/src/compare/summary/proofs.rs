@@ -2,20 +2,17 @@
 //! thresholds), seconds per proof and per sector over busy time, sectors per hour, and the
 //! same per batch mode.
 
-use provetop_shared::classify::summarize;
-
 use super::figure::{Figures, Section, Unit};
 use crate::model::{busy_ns, mode_rows, FinishedProof, ProofSpan};
-use crate::store::Store;
 
-/// The proof rows of `chosen` (the selected proofs) out of `all`.
+/// The proof rows of `chosen` (the selected proofs) out of `all`; `cycles`: the proof
+/// cycles by thresholds over every sample (None without one).
 pub(super) fn proof_figures(
     f: &mut Figures,
     has_events: bool,
     chosen: &[&ProofSpan],
     all: &[&ProofSpan],
-    store: &Store,
-    series: &[(u64, u64)],
+    cycles: Option<u64>,
 ) {
     let finished: Vec<FinishedProof> = chosen.iter().filter_map(|p| p.finished_ok()).collect();
     let why = || -> String {
@@ -47,8 +44,8 @@ pub(super) fn proof_figures(
             "proof cycles (by RSS thresholds)",
             Section::Proofs,
             Unit::Count,
-            summarize(store.thresholds(), series)
-                .map(|s| s.cycles as f64)
+            cycles
+                .map(|c| c as f64)
                 .ok_or_else(|| "no samples".to_string()),
             "counted only without prover events (see proofs)",
             true,

@@ -1,9 +1,7 @@
 //! The samples as compare reads them: per sample its time, RSS, the interval high, pinned
-//! and GPU memory, in record order; and the median sampling interval.
+//! and GPU memory.
 
-use provetop_shared::RecordBody;
-
-use crate::store::Store;
+use provetop_shared::{Record, RecordBody};
 
 /// A sample's readings that compare uses.
 #[derive(Debug, Clone, Copy)]
@@ -16,34 +14,16 @@ pub(super) struct Reading {
     pub(super) gpu: Option<u64>,
 }
 
-/// The store's samples, in record order.
-pub(super) fn readings(store: &Store) -> Vec<Reading> {
-    store
-        .records()
-        .iter()
-        .filter_map(|r| match &r.body {
-            RecordBody::Sample(s) => Some(Reading {
-                t: r.t,
-                rss: s.rss,
-                high: s.peak.unwrap_or(s.rss).max(s.rss),
-                pinned: s.pinned.or(s.pinned_reported),
-                gpu: s.gpu_used,
-            }),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The median gap between consecutive readings, ns (None without two).
-pub(super) fn median_gap(r: &[Reading]) -> Option<u64> {
-    let mut gaps: Vec<u64> = r
-        .windows(2)
-        .map(|w| w[1].t.saturating_sub(w[0].t))
-        .collect();
-    if gaps.is_empty() {
-        return None;
+/// A sample's reading (None for other records).
+pub(super) fn reading(r: &Record) -> Option<Reading> {
+    match &r.body {
+        RecordBody::Sample(s) => Some(Reading {
+            t: r.t,
+            rss: s.rss,
+            high: s.peak.unwrap_or(s.rss).max(s.rss),
+            pinned: s.pinned.or(s.pinned_reported),
+            gpu: s.gpu_used,
+        }),
+        _ => None,
     }
-    // The element a sort would put there, in linear time (a million samples).
-    let mid = gaps.len() / 2;
-    Some(*gaps.select_nth_unstable(mid).1)
 }

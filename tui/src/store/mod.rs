@@ -29,21 +29,23 @@
 //! * Every prover phase span with the memory the reducer saw while it was open (for
 //!   `classify`), and the prover's phase text at each sample (for `export`).
 //!
-//! All of it comes from the reducer's [`Effects`]: the store never compares model states.
+//! All of it comes from the reducer's [`Effects`](crate::model::Effects): the store never
+//! compares model states.
+//!
+//! # Streaming
+//! [`Store::stream`] makes the same reducer pass over a session read record by record
+//! ([`crate::scan`]) and keeps none of them: the spans, proofs and counters above without the
+//! per-record index, for the readers that must not grow with the session (`classify`,
+//! `export`, `compare`). Where log-derived records go is `place.rs`'s; the tables `classify`
+//! prints are `tables.rs`'.
 
-use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use provetop_shared::classify::Thresholds;
 use provetop_shared::session::{self, LoadError, Loaded, SessionHeader, SourceKind, Warning};
-use provetop_shared::units::{fmt_bytes, fmt_secs};
-use provetop_shared::{Phase, Record, RecordBody};
+use provetop_shared::{Record, RecordBody};
 
-use crate::model::{
-    busy_ns, mode_rows, Effect, Effects, FinishedProof, Model, PhaseSpan, ProofSpan, SpanSource,
-    Stats,
-};
+use crate::model::{Effect, FinishedProof, Model, PhaseSpan, ProofSpan, SpanSource, Stats};
 
 /// Most bytes the model snapshots may hold together (estimated); beyond it every other
 /// snapshot is dropped and the spacing doubles.
@@ -55,21 +57,39 @@ pub const TARGET_SNAPSHOTS: usize = 128;
 
 const NO_LABEL: u32 = u32::MAX;
 
+pub mod digest;
+mod pass;
+mod place;
+mod tables;
+
+use pass::Pass;
+use place::Placer;
+pub use place::{place_derived, placed_each, Late, LateFinder, NeedsPlacement};
+pub use tables::{mode_table, phase_table, phase_width};
+
 /// A loaded session file or `timestamp,rss_kb` CSV with its seek index.
 #[derive(Debug, Clone)]
 pub struct Store {
     path: PathBuf,
     loaded: Loaded,
     thresholds: Thresholds,
-    /// `reach[i]`: the largest record time among records `0..=i` (non-decreasing).
+    /// `reach[i]`: the largest record time among records `0..=i` (non-decreasing; empty for
+    /// a streamed store).
     reach: Vec<u64>,
     start: u64,
+    /// The largest record time.
+    end: u64,
+    /// Records read.
+    n_records: usize,
     /// (records applied, model after applying them); the first is the empty model.
     snapshots: Vec<(usize, Model)>,
     every: usize,
     phase_starts: Vec<u64>,
     alerts: Vec<u64>,
+    /// Every span (a store loaded whole; a streamed one keeps only the digest).
     spans: Vec<PhaseSpan>,
+    /// What the tables read of the spans.
+    digest: digest::SpanDigest,
     /// Proofs that finished ok, as the reducer closed them (unbounded, unlike the model's).
     finished: Vec<FinishedProof>,
     /// The same proofs whole (id, sectors, RSS seen), for `compare`'s selections.
@@ -84,6 +104,11 @@ pub struct Store {
     /// (`NO_LABEL` before the first event); empty when the file has no events.
     label_of: Vec<u32>,
     has_events: bool,
+    /// A streamed store: no records, no spans (their digest only).
+    records_gone: bool,
+    /// Whether the pass keeps the spans, proofs and seek times (a streamed export needs
+    /// only the phase text at each record: its memory stays flat however many proofs).
+    figures: bool,
 }
 
 impl Store {
@@ -135,11 +160,14 @@ impl Store {
             loaded,
             thresholds,
             reach: Vec::with_capacity(n),
+            end: 0,
+            n_records: n,
             snapshots: Vec::new(),
             every,
             phase_starts: Vec::new(),
             alerts: Vec::new(),
             spans: Vec::new(),
+            digest: digest::SpanDigest::default(),
             finished: Vec::new(),
             finished_spans: Vec::new(),
             srs_floor: None,
@@ -148,6 +176,8 @@ impl Store {
             labels: Vec::new(),
             label_of: Vec::with_capacity(if has_events { n } else { 0 }),
             has_events,
+            records_gone: false,
+            figures: true,
         };
         store.index();
         store
@@ -155,118 +185,245 @@ impl Store {
 
     /// The one pass: the reducer over every record, indexing what its effects tell.
     fn index(&mut self) {
-        let mut model = Model::new(self.thresholds);
-        self.snapshots.push((0, model.clone()));
-        let mut snap_bytes = 0usize;
-        let mut label_ids: HashMap<String, u32> = HashMap::new();
-        let mut label = NO_LABEL;
-        let mut hi = 0u64;
-        let mut prev_sample: Option<(u64, bool)> = None; // (reach, no phase open)
-        let mut srs_ready = false;
-        let mut fx = Effects::new();
         let records = std::mem::take(&mut self.loaded.records);
+        let mut pass = Pass::new(self, false);
+        self.snapshots.push((0, pass.model.clone()));
         for (i, rec) in records.iter().enumerate() {
-            hi = hi.max(rec.t);
-            self.reach.push(hi);
-            model.apply_into(rec, &mut fx);
-            let mut relabel = false;
-            for e in &fx {
-                match e {
-                    Effect::SpanOpened {
-                        source: SpanSource::Prover,
-                        first_of_phase,
-                        ..
-                    } => {
-                        if *first_of_phase {
-                            self.phase_starts.push(hi);
-                        }
-                        relabel = true;
-                    }
-                    Effect::SpanClosed {
-                        source: SpanSource::Prover,
-                        span,
-                    } => {
-                        self.spans.push(span.clone());
-                        relabel = true;
-                    }
-                    Effect::StateChanged(_) => relabel = true,
-                    // Proofs read from log lines have no batch mode to compare.
-                    Effect::ProofFinished(p) if model.has_events() => {
-                        if let Some(f) = p.finished_ok() {
-                            self.finished.push(f);
-                            self.finished_spans.push(p.clone());
-                        }
-                    }
-                    Effect::SrsReady { .. } => srs_ready = true,
-                    Effect::AlertFired(_) => self.alerts.push(hi),
-                    Effect::ThresholdPhaseChanged(_) if !self.has_events => {
-                        self.phase_starts.push(hi)
-                    }
-                    _ => {}
-                }
-            }
-            match &rec.body {
-                RecordBody::Event(_) | RecordBody::Derived(_) if relabel || label == NO_LABEL => {
-                    let text = model.current_phase_text();
-                    label = match label_ids.get(&text) {
-                        Some(&id) => id,
-                        None => {
-                            let id = self.labels.len() as u32;
-                            label_ids.insert(text.clone(), id);
-                            self.labels.push(text);
-                            id
-                        }
-                    };
-                }
-                RecordBody::Sample(s) => {
-                    if srs_ready {
-                        let v = s.peak.unwrap_or(s.rss).max(s.rss);
-                        self.srs_floor = Some(self.srs_floor.map_or(v, |f| f.min(v)));
-                    }
-                    if self.has_events && (model.has_events() || model.has_derived()) {
-                        if let Some((t0, idle)) = prev_sample {
-                            if idle {
-                                self.between_ns += hi - t0;
-                            }
-                        }
-                        let idle = model.spans.open.is_empty();
-                        if idle {
-                            self.between.add(s.rss);
-                        }
-                        prev_sample = Some((hi, idle));
-                    }
-                }
-                _ => {}
-            }
+            let label = self.step(&mut pass, i, rec, records.len());
+            self.reach.push(pass.hi);
             if self.has_events {
                 self.label_of.push(label);
             }
-            if (i + 1) % self.every == 0 && i + 1 < records.len() {
-                let size = estimate_bytes(&model);
-                if snap_bytes + size > SNAPSHOT_BUDGET && self.snapshots.len() > 1 {
-                    // Over budget: widen the spacing (by powers of two, so kept snapshots stay
-                    // on its grid) until the whole file fits at the current model size, which
-                    // only grows towards the model's bounds; clones that would be thrown away
-                    // later are then never made.
-                    let want = records.len().saturating_mul(size) / SNAPSHOT_BUDGET + 1;
-                    while self.every < want {
-                        self.every *= 2;
+        }
+        self.n_records = records.len();
+        self.loaded.records = records;
+        self.finish(pass);
+    }
+
+    /// Apply record `i` of `total` (in placed order) to the pass; returns its label.
+    fn step(&mut self, p: &mut Pass, i: usize, rec: &Record, total: usize) -> u32 {
+        p.hi = p.hi.max(rec.t);
+        let hi = p.hi;
+        let model = &mut p.model;
+        model.apply_into(rec, &mut p.fx);
+        let mut relabel = false;
+        let keep = self.figures;
+        for e in &p.fx {
+            match e {
+                Effect::SpanOpened {
+                    source: SpanSource::Prover,
+                    first_of_phase,
+                    ..
+                } => {
+                    if *first_of_phase && keep {
+                        self.phase_starts.push(hi);
                     }
-                    let every = self.every;
-                    self.snapshots.retain(|(at, _)| at % every == 0);
-                    snap_bytes = self.snapshots.iter().map(|(_, m)| estimate_bytes(m)).sum();
+                    relabel = true;
                 }
-                if (i + 1) % self.every == 0 {
-                    snap_bytes += size;
-                    self.snapshots.push((i + 1, model.clone()));
+                Effect::SpanClosed {
+                    source: SpanSource::Prover,
+                    span,
+                } => {
+                    if keep {
+                        // Closed: its end is its own.
+                        self.digest.add(span, 0);
+                        if !self.records_gone {
+                            self.spans.push(span.clone());
+                        }
+                    }
+                    relabel = true;
+                }
+                Effect::StateChanged(_) => relabel = true,
+                // Proofs read from log lines have no batch mode to compare.
+                Effect::ProofFinished(pr) if model.has_events() && keep => {
+                    if let Some(f) = pr.finished_ok() {
+                        self.finished.push(f);
+                        self.finished_spans.push(pr.clone());
+                    }
+                }
+                Effect::SrsReady { .. } => p.srs_ready = true,
+                Effect::AlertFired(_) if keep => self.alerts.push(hi),
+                Effect::ThresholdPhaseChanged(_) if !keep => {}
+                Effect::ThresholdPhaseChanged(_) if !self.has_events => self.phase_starts.push(hi),
+                Effect::ThresholdPhaseChanged(_) => p.threshold_starts.push(hi),
+                _ => {}
+            }
+        }
+        match &rec.body {
+            RecordBody::Event(_) | RecordBody::Derived(_) if relabel || p.label == NO_LABEL => {
+                let text = model.current_phase_text();
+                p.label = match p.label_ids.get(&text) {
+                    // A streamed store needs only the text now (a long session's texts, one
+                    // per proof and partition, would pile up).
+                    _ if self.records_gone => {
+                        p.text = text;
+                        0
+                    }
+                    Some(&id) => id,
+                    None => {
+                        let id = self.labels.len() as u32;
+                        p.label_ids.insert(text.clone(), id);
+                        self.labels.push(text);
+                        id
+                    }
+                };
+            }
+            RecordBody::Sample(s) => {
+                if p.srs_ready {
+                    let v = s.peak.unwrap_or(s.rss).max(s.rss);
+                    self.srs_floor = Some(self.srs_floor.map_or(v, |f| f.min(v)));
+                }
+                if self.has_events && (model.has_events() || model.has_derived()) {
+                    if let Some((t0, idle)) = p.prev_sample {
+                        if idle {
+                            self.between_ns += hi - t0;
+                        }
+                    }
+                    let idle = model.spans.open.is_empty();
+                    if idle {
+                        self.between.add(s.rss);
+                    }
+                    p.prev_sample = Some((hi, idle));
+                }
+            }
+            _ => {}
+        }
+        if matches!(rec.body, RecordBody::Event(_) | RecordBody::Derived(_)) {
+            p.saw_events = true;
+        }
+        self.start = self.start.min(rec.t);
+        if (i + 1) % self.every == 0 && i + 1 < total {
+            let size = estimate_bytes(model);
+            if p.snap_bytes + size > SNAPSHOT_BUDGET && self.snapshots.len() > 1 {
+                // Over budget: widen the spacing (by powers of two, so kept snapshots stay
+                // on its grid) until the whole file fits at the current model size, which
+                // only grows towards the model's bounds; clones that would be thrown away
+                // later are then never made.
+                let want = total.saturating_mul(size) / SNAPSHOT_BUDGET + 1;
+                while self.every < want {
+                    self.every *= 2;
+                }
+                let every = self.every;
+                self.snapshots.retain(|(at, _)| at % every == 0);
+                p.snap_bytes = self.snapshots.iter().map(|(_, m)| estimate_bytes(m)).sum();
+            }
+            if (i + 1) % self.every == 0 {
+                p.snap_bytes += size;
+                self.snapshots.push((i + 1, model.clone()));
+            }
+        }
+        p.label
+    }
+
+    fn finish(&mut self, p: Pass) {
+        if let Some((t0, true)) = p.prev_sample {
+            self.between_ns += p.hi - t0;
+        }
+        if self.n_records == 0 {
+            self.start = 0;
+        }
+        self.end = p.hi;
+        if self.figures {
+            for s in p.model.spans.open.with_stats() {
+                self.digest.add(&s, self.end);
+                if !self.records_gone {
+                    self.spans.push(s);
                 }
             }
         }
-        if let Some((t0, true)) = prev_sample {
-            self.between_ns += hi - t0;
+    }
+
+    /// One streaming pass over `src` (see [`crate::scan`]): the store of everything but the
+    /// records (none are kept: [`Store::records`] is empty, [`Store::model_at`] and the
+    /// per-record lookups know nothing), each record handed to `visit` in placed order with
+    /// the prover's phase text after it (as [`Store::phase_at_index`] has it). `has_events`:
+    /// whether the file holds prover events, when a pass before found out (the text is only
+    /// given then). `late`: the records [`place_derived`] moves, when a pass before found
+    /// them; without it, a record that would move makes the pass stop with
+    /// `Ok(Err(NeedsPlacement))`. Without `figures`, the store keeps no spans, proofs or seek
+    /// times either (only the phase text matters: export). A `visit` that returns false ends
+    /// the pass there (the store then holds what came before).
+    #[allow(clippy::too_many_arguments)]
+    pub fn stream(
+        path: &Path,
+        src: &session::stream::Stream,
+        thresholds: Thresholds,
+        has_events: Option<bool>,
+        late: Option<&[Late]>,
+        figures: bool,
+        visit: &mut dyn FnMut(&Record, Option<&str>) -> bool,
+    ) -> Result<Result<Store, NeedsPlacement>, LoadError> {
+        let mut store = Store {
+            path: path.to_path_buf(),
+            start: u64::MAX,
+            loaded: Loaded {
+                header: src.header.clone(),
+                records: Vec::new(),
+                warnings: Vec::new(),
+                kind: SourceKind::Session,
+            },
+            thresholds,
+            reach: Vec::new(),
+            end: 0,
+            n_records: 0,
+            snapshots: Vec::new(),
+            every: usize::MAX,
+            phase_starts: Vec::new(),
+            alerts: Vec::new(),
+            spans: Vec::new(),
+            digest: digest::SpanDigest::default(),
+            finished: Vec::new(),
+            finished_spans: Vec::new(),
+            srs_floor: None,
+            between: Stats::default(),
+            between_ns: 0,
+            labels: Vec::new(),
+            label_of: Vec::new(),
+            // Unknown: as if it had (what differs, threshold phase starts, is kept aside).
+            has_events: has_events.unwrap_or(true),
+            records_gone: true,
+            figures: true,
+        };
+        store.figures = figures;
+        let mut pass = Pass::new(&store, true);
+        store.snapshots.push((0, pass.model.clone()));
+        let mut placer = Placer::new(late);
+        let mut i = 0usize;
+        let mut stopped = false;
+        // The visitor wants no more (its reader went away): the pass ends there.
+        let halted = std::cell::Cell::new(false);
+        let mut apply = |store: &mut Store, pass: &mut Pass, rec: Record| {
+            let label = store.step(pass, i, &rec, usize::MAX);
+            i += 1;
+            let text =
+                (has_events == Some(true) && label != NO_LABEL).then_some(pass.text.as_str());
+            if !visit(&rec, text) {
+                halted.set(true);
+            }
+        };
+        let warnings = src.each_while(&mut |rec| {
+            if placer
+                .feed(rec, &mut |r| apply(&mut store, &mut pass, r))
+                .is_err()
+            {
+                stopped = true;
+            }
+            !stopped && !halted.get()
+        })?;
+        if stopped {
+            return Ok(Err(NeedsPlacement));
         }
-        self.loaded.records = records;
-        self.spans.extend(model.spans.open.with_stats());
+        placer.finish(&mut |r| apply(&mut store, &mut pass, r));
+        store.n_records = i;
+        store.loaded.warnings = warnings;
+        if has_events.is_none() {
+            store.has_events = pass.saw_events;
+            if !pass.saw_events {
+                store.phase_starts = std::mem::take(&mut pass.threshold_starts);
+            }
+        }
+        store.finish(pass);
+        Ok(Ok(store))
     }
 
     /// The file this came from.
@@ -311,7 +468,12 @@ impl Store {
 
     /// Latest record time, ns (0 without records).
     pub fn end(&self) -> u64 {
-        self.reach.last().copied().unwrap_or(0)
+        self.end
+    }
+
+    /// How many records the file holds (those read, for a streamed store).
+    pub fn record_count(&self) -> usize {
+        self.n_records
     }
 
     /// Number of records in effect at time `t`: records `0..index_at(t)` have reach ≤ t.
@@ -385,9 +547,21 @@ impl Store {
     }
 
     /// Every prover phase span (closed ones in closing order, then those still open at the
-    /// end of the file), with the memory the reducer saw while each was open.
+    /// end of the file), with the memory the reducer saw while each was open; none in a
+    /// streamed store ([`Store::stream`]), whose tables read [`Store::span_digest`].
     pub fn spans(&self) -> &[PhaseSpan] {
         &self.spans
+    }
+
+    /// What the tables read of the spans, folded.
+    pub fn span_digest(&self) -> &digest::SpanDigest {
+        &self.digest
+    }
+
+    /// Forget what only compare reads of each closed span ([`digest::SpanDigest::closed`]):
+    /// a streamed classify frees it before its utilisation pass.
+    pub fn forget_closed_spans(&mut self) {
+        self.digest.closed = Vec::new();
     }
 
     /// Proofs that finished ok, in the order they finished, with their ids and the RSS seen
@@ -440,182 +614,6 @@ fn estimate_bytes(m: &Model) -> usize {
                 + m.notes.marks.len()
                 + m.alerts.history.len()
                 + m.notes.controls.len())
-}
-
-/// One row of the prover-phase table.
-#[derive(Debug, Clone, Default)]
-struct PhaseRow {
-    spans: u64,
-    /// Intervals, for the union (wall time the phase was open).
-    intervals: Vec<(u64, u64)>,
-    rss: Stats,
-    pinned: Stats,
-    gpu: Stats,
-}
-
-/// Move each derived record that lies before records recorded ahead of it back to its time.
-/// A phase known by its end and duration (`synthesis time: 79.4s`, a tracing close) starts
-/// in the past: its start is recorded with the line, after the samples of its time, which
-/// the reducer would otherwise count outside every phase. Nothing else moves, and records
-/// keep their order among equal times.
-pub fn place_derived(records: &mut Vec<Record>) {
-    let mut reach = 0u64;
-    let mut late = false;
-    let keys: Vec<u64> = records
-        .iter()
-        .map(|r| {
-            let before = reach;
-            reach = reach.max(r.t);
-            match r.body {
-                RecordBody::Derived(_) if r.t < before => {
-                    late = true;
-                    r.t
-                }
-                RecordBody::Derived(_) => before,
-                _ => reach,
-            }
-        })
-        .collect();
-    if !late {
-        return;
-    }
-    let mut keyed: Vec<(u64, Record)> = keys.into_iter().zip(records.drain(..)).collect();
-    keyed.sort_by_key(|(k, _)| *k);
-    records.extend(keyed.into_iter().map(|(_, r)| r));
-}
-
-/// Memory by the prover's actual phases, from the reducer's phase spans: per phase, how many
-/// spans, the wall time it was open (overlapping partitions counted once), RSS min/max/mean,
-/// and the largest pinned and GPU readings. None for a file without prover events.
-pub fn phase_table(store: &Store) -> Option<String> {
-    if !store.has_events() {
-        return None;
-    }
-    let end = store.end();
-    // Rows in the order the phases first started.
-    let mut order: Vec<(u64, Phase)> = Vec::new();
-    let mut rows: HashMap<Phase, PhaseRow> = HashMap::new();
-    for s in store.spans() {
-        let row = rows.entry(s.phase.clone()).or_insert_with(|| {
-            order.push((s.start, s.phase.clone()));
-            PhaseRow::default()
-        });
-        if let Some(o) = order.iter_mut().find(|o| o.1 == s.phase) {
-            o.0 = o.0.min(s.start);
-        }
-        row.spans += 1;
-        row.intervals.push((s.start, s.end_or(end)));
-        row.rss.merge(&s.rss);
-        row.pinned.merge(&s.pinned);
-        row.gpu.merge(&s.gpu);
-    }
-    let mut out = String::new();
-    // Every span read from the child's log lines (it never spoke the protocol): said so.
-    let whence = if !store.spans().is_empty() && store.spans().iter().all(|s| s.derived) {
-        "from its log lines"
-    } else {
-        "from events"
-    };
-    let _ = writeln!(out, "prover phases ({whence}):");
-    // The name column as wide as its longest name (a rust-fil-proofs call's can be 30).
-    let w = phase_width(store);
-    let _ = writeln!(
-        out,
-        "  {:<w$} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
-        "phase", "spans", "time", "rss min", "rss max", "rss mean", "pinned max", "gpu max"
-    );
-    let b = |st: &Stats, f: fn(&Stats) -> Option<u64>| f(st).map(fmt_bytes).unwrap_or("-".into());
-    order.sort();
-    for (_, phase) in &order {
-        let row = &rows[phase];
-        let _ = writeln!(
-            out,
-            "  {:<w$} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
-            crate::text::inert(phase.as_str()),
-            row.spans,
-            fmt_secs(busy_ns(&row.intervals) as f64 / 1e9),
-            b(&row.rss, Stats::min),
-            b(&row.rss, Stats::max),
-            b(&row.rss, Stats::mean),
-            b(&row.pinned, Stats::max),
-            b(&row.gpu, Stats::max),
-        );
-    }
-    if store.between.n > 0 {
-        let s = &store.between;
-        let _ = writeln!(
-            out,
-            "  {:<w$} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
-            "(no phase open)",
-            "-",
-            fmt_secs(store.between_ns as f64 / 1e9),
-            b(s, Stats::min),
-            b(s, Stats::max),
-            b(s, Stats::mean),
-            "-",
-            "-",
-        );
-    }
-    Some(out)
-}
-
-/// The width of [`phase_table`]'s name column: its longest phase name (as shown), at least
-/// 18.
-pub fn phase_width(store: &Store) -> usize {
-    store
-        .spans()
-        .iter()
-        .map(|s| crate::text::inert(s.phase.as_str()).chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(18)
-}
-
-/// `batch modes (from events)`: per mode, in the order the modes first ran, the proofs that
-/// finished ok, their sectors, the busy time (overlapping proofs count once), seconds per
-/// sector and sectors per hour over it, and the peak RSS per proof (median and highest; above
-/// the SRS floor: the lowest RSS sampled once the SRS was ready). The comparison an engineer
-/// makes after switching modes in one session. `None` without a finished proof.
-pub fn mode_table(store: &Store) -> Option<String> {
-    if store.finished.is_empty() {
-        return None;
-    }
-    let floor = store.srs_floor;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "batch modes (from events){}:",
-        floor.map_or(String::new(), |f| format!(", SRS floor {}", fmt_bytes(f)))
-    );
-    let _ = writeln!(
-        out,
-        "  {:<14} {:>6} {:>7} {:>9} {:>9} {:>9} {:>11} {:>11} {:>11}",
-        "mode",
-        "proofs",
-        "sectors",
-        "busy",
-        "s/sector",
-        "sectors/h",
-        "peak median",
-        "peak max",
-        "above floor"
-    );
-    for row in mode_rows(&store.finished) {
-        let _ = writeln!(
-            out,
-            "  {:<14} {:>6} {:>7} {:>9} {:>9.2} {:>9.0} {:>11} {:>11} {:>11}",
-            row.mode.to_string(),
-            row.proofs,
-            row.sectors,
-            fmt_secs(row.busy_s),
-            row.s_per_sector(),
-            row.sectors_per_hour(),
-            fmt_bytes(row.peak_median),
-            fmt_bytes(row.peak_max),
-            floor.map_or("-".into(), |f| fmt_bytes(row.peak_median.saturating_sub(f))),
-        );
-    }
-    Some(out)
 }
 
 #[cfg(test)]

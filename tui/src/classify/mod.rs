@@ -16,17 +16,22 @@
 //! `printf("%.1f")` — except that the first run's minimum is the true minimum (the script
 //! started it at 0) and no run's minimum is capped at 999 GiB (the script reset it to 999).
 
-use std::fmt::Write as _;
+mod samples;
+mod utilisation;
 
-use provetop_shared::classify::{classify_series, summarize, Run, ThresholdPhase, Thresholds};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use provetop_shared::classify::{Classifier, ThresholdPhase, Thresholds};
 use provetop_shared::clock::civil_from_days;
+use provetop_shared::session::stream::Stream;
 use provetop_shared::session::SessionHeader;
 use provetop_shared::units::{fmt_bytes, fmt_secs};
 use provetop_shared::RecordBody;
 
 use crate::cli::ClassifyArgs;
-use crate::compare::summary::merged;
 use crate::store::Store;
+use samples::Samples;
 
 /// Run `provetop classify`; returns the process exit code.
 pub fn main(args: &ClassifyArgs) -> anyhow::Result<i32> {
@@ -40,9 +45,24 @@ pub fn main(args: &ClassifyArgs) -> anyhow::Result<i32> {
     let Some(file) = &args.file else {
         anyhow::bail!("classify: give a session file, or --log FILE");
     };
-    let store = Store::scan(file, args.thresholds)
-        // LoadError already names the cause; `{:#}` would repeat its io::Error source.
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    // LoadError already names the cause; `{:#}` would repeat its io::Error source.
+    let err = |e: provetop_shared::session::LoadError| anyhow::anyhow!("{e}");
+    if let Some(src) = Stream::open(file).map_err(err)? {
+        let text = if args.table_only {
+            stream_table(file, &src, args.thresholds)?
+        } else {
+            stream_render(file, &src, args.thresholds)?
+        };
+        crate::export::write_stdout(text.as_bytes())?;
+        return Ok(0);
+    }
+    if args.table_only {
+        if let Some(text) = csv_table(file, args.thresholds)? {
+            crate::export::write_stdout(text.as_bytes())?;
+            return Ok(0);
+        }
+    }
+    let store = Store::scan(file, args.thresholds).map_err(err)?;
     store.report_warnings();
     let text = if args.table_only {
         render_table(&store, args.thresholds)?
@@ -58,20 +78,91 @@ pub fn main(args: &ClassifyArgs) -> anyhow::Result<i32> {
 ///
 /// Fails (one line) when the file holds no memory sample at all.
 pub fn render(store: &Store, thresholds: Thresholds) -> anyhow::Result<String> {
-    let series = rss_series(store)?;
-    let runs = classify_series(thresholds, series.iter().copied());
-    let mut out = table(&runs);
+    let mut f = Samples::new(thresholds);
+    store.records().iter().for_each(|r| f.feed(r));
+    while !f.end_pass() {
+        store.records().iter().for_each(|r| f.feed_medians(r));
+    }
+    let util = store.has_events().then(|| {
+        let mut u = utilisation::Plan::new(store, crate::export::session_gpus(store)).fold();
+        store.records().iter().for_each(|r| u.feed(r));
+        u
+    });
+    compose(store, thresholds, &f, util.as_ref())
+}
+
+/// [`render`] of a session read in passes (see [`crate::scan`]): the reducer's pass with the
+/// samples' fold, then (with prover events) the utilisation's, then any the medians need.
+pub fn stream_render(path: &Path, src: &Stream, thresholds: Thresholds) -> anyhow::Result<String> {
+    let err = |e: provetop_shared::session::LoadError| anyhow::anyhow!("{e}");
+    let ((mut store, (mut f, gpus)), _) = crate::scan::reduce(
+        path,
+        src,
+        thresholds,
+        None,
+        || (Samples::new(thresholds), crate::scan::Gpus::default()),
+        |(f, g), r, _| {
+            f.feed(r);
+            g.feed(r);
+        },
+    )
+    .map_err(err)?;
+    store.report_warnings();
+    store.forget_closed_spans();
+    let mut done = f.end_pass();
+    let util = if store.has_events() {
+        let mut u = utilisation::Plan::new(&store, gpus.sorted()).fold();
+        src.each(&mut |r| {
+            u.feed(&r);
+            if !done {
+                f.feed_medians(&r);
+            }
+        })
+        .map_err(err)?;
+        done = done || f.end_pass();
+        Some(u)
+    } else {
+        None
+    };
+    while !done {
+        src.each(&mut |r| f.feed_medians(&r)).map_err(err)?;
+        done = f.end_pass();
+    }
+    compose(&store, thresholds, &f, util.as_ref())
+}
+
+/// The report from the store's reducer figures and the samples' fold.
+fn compose(
+    store: &Store,
+    thresholds: Thresholds,
+    f: &Samples,
+    util: Option<&utilisation::Fold>,
+) -> anyhow::Result<String> {
+    no_samples(store, f.count)?;
+    let mut out = f.table.clone();
     out.push('\n');
-    summary(&mut out, store, thresholds, &series, &runs);
-    if let Some(table) = crate::store::phase_table(store) {
+    summary(&mut out, store, thresholds, f);
+    if let (Some(table), Some(u)) = (crate::store::phase_table(store), util) {
         out.push('\n');
-        out.push_str(&with_utilisation(store, &table));
+        out.push_str(&u.render(store, &table));
     }
     if let Some(table) = crate::store::mode_table(store) {
         out.push('\n');
         out.push_str(&table);
     }
     Ok(out)
+}
+
+/// The error of a file without a memory sample.
+fn no_samples(store: &Store, samples: u64) -> anyhow::Result<()> {
+    if samples == 0 {
+        anyhow::bail!(
+            "{}: no memory samples to classify ({} other records)",
+            store.path().display(),
+            store.record_count()
+        );
+    }
+    Ok(())
 }
 
 /// The report of a session built from a log (`classify --log`): its notes (how its times
@@ -143,47 +234,89 @@ pub fn fmt_wall_ms(header: &SessionHeader, t: u64) -> String {
 
 /// Only the seed's table (`--table-only`).
 pub fn render_table(store: &Store, thresholds: Thresholds) -> anyhow::Result<String> {
-    let series = rss_series(store)?;
-    Ok(table(&classify_series(thresholds, series.iter().copied())))
-}
-
-fn table(runs: &[Run]) -> String {
+    let mut c = Classifier::new(thresholds);
     let mut out = String::new();
-    for run in runs {
+    let mut n = 0u64;
+    for r in store.records() {
+        if let RecordBody::Sample(s) = &r.body {
+            n += 1;
+            if let Some(run) = c.push(r.t, s.rss) {
+                let _ = writeln!(out, "{run}");
+            }
+        }
+    }
+    no_samples(store, n)?;
+    if let Some(run) = c.finish() {
         let _ = writeln!(out, "{run}");
     }
-    out
+    Ok(out)
 }
 
-/// `(t, rss)` of every sample, in file order; an error when there is none.
-fn rss_series(store: &Store) -> anyhow::Result<Vec<(u64, u64)>> {
-    let series: Vec<(u64, u64)> = store
-        .records()
-        .iter()
-        .filter_map(|r| match &r.body {
-            RecordBody::Sample(s) => Some((r.t, s.rss)),
-            _ => None,
+/// [`render_table`] of a session read once, record by record.
+pub fn stream_table(path: &Path, src: &Stream, thresholds: Thresholds) -> anyhow::Result<String> {
+    let mut c = Classifier::new(thresholds);
+    let mut out = String::new();
+    let (mut n, mut others) = (0u64, 0usize);
+    let warnings = src
+        .each(&mut |r| match &r.body {
+            RecordBody::Sample(s) => {
+                n += 1;
+                if let Some(run) = c.push(r.t, s.rss) {
+                    let _ = writeln!(out, "{run}");
+                }
+            }
+            _ => others += 1,
         })
-        .collect();
-    if series.is_empty() {
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    for w in &warnings {
+        crate::say!("provetop: warning: {}: {w}", path.display());
+    }
+    if n == 0 {
         anyhow::bail!(
-            "{}: no memory samples to classify ({} other records)",
-            store.path().display(),
-            store.records().len()
+            "{}: no memory samples to classify ({others} other records)",
+            path.display()
         );
     }
-    Ok(series)
+    if let Some(run) = c.finish() {
+        let _ = writeln!(out, "{run}");
+    }
+    Ok(out)
+}
+
+/// [`render_table`] of a plain seed CSV read row by row (None: not one, load it whole).
+fn csv_table(path: &Path, thresholds: Thresholds) -> anyhow::Result<Option<String>> {
+    let mut c = Classifier::new(thresholds);
+    let mut out = String::new();
+    let mut n = 0u64;
+    let rows = provetop_shared::session::csv::stream_rss(path, &mut |kb| {
+        n += 1;
+        // The table has no times: only the readings' order matters.
+        if let Some(run) = c.push(0, kb * 1024) {
+            let _ = writeln!(out, "{run}");
+        }
+    })
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let Some(warnings) = rows else {
+        return Ok(None);
+    };
+    for w in &warnings {
+        crate::say!("provetop: warning: {}: {w}", path.display());
+    }
+    if n == 0 {
+        anyhow::bail!(
+            "{}: no memory samples to classify (0 other records)",
+            path.display()
+        );
+    }
+    if let Some(run) = c.finish() {
+        let _ = writeln!(out, "{run}");
+    }
+    Ok(Some(out))
 }
 
 /// The summary block: span, proof cycles, time per phase, peak, idle floor.
-fn summary(
-    out: &mut String,
-    store: &Store,
-    thresholds: Thresholds,
-    series: &[(u64, u64)],
-    runs: &[Run],
-) {
-    let Some(sum) = summarize(thresholds, series) else {
+fn summary(out: &mut String, store: &Store, thresholds: Thresholds, f: &Samples) {
+    let Some(sum) = f.summary() else {
         return;
     };
     let header = store.header();
@@ -206,8 +339,8 @@ fn summary(
     );
     let total: f64 = sum.time_in.iter().map(|(_, s)| s).sum();
     let _ = writeln!(out, "time in phase:");
-    for (phase, secs) in &sum.time_in {
-        let n_runs = runs.iter().filter(|r| r.phase == *phase).count();
+    for (i, (phase, secs)) in sum.time_in.iter().enumerate() {
+        let n_runs = f.runs[i];
         let share = if total > 0.0 {
             secs / total * 100.0
         } else {
@@ -231,18 +364,7 @@ fn summary(
     };
     let _ = writeln!(out, "peak: {} RSS at {}", fmt_bytes(peak_b), when(peak_t));
     // The interval peak (VmHWM reset every sample) catches spikes between two samples.
-    let hwm = store
-        .records()
-        .iter()
-        .filter_map(|r| match &r.body {
-            RecordBody::Sample(s) => s.peak.map(|p| (p, r.t)),
-            _ => None,
-        })
-        .fold(None, |best: Option<(u64, u64)>, (p, t)| match best {
-            Some((bp, _)) if bp >= p => best,
-            _ => Some((p, t)),
-        });
-    if let Some((p, t)) = hwm {
+    if let Some((p, t)) = f.hwm {
         // Only worth a line when it tells more than the RSS peak at the shown precision.
         if p > peak_b && fmt_bytes(p) != fmt_bytes(peak_b) {
             let _ = writeln!(
@@ -270,183 +392,6 @@ fn summary(
             );
         }
     }
-}
-
-/// A reading over `(t0, t1]`; `t0 == t1`: a reading at one instant, counted once where it
-/// falls.
-type Reading = (u64, u64, f64);
-
-/// The mean of `readings` over the time each phase covers, per phase (Σ value × overlap /
-/// Σ overlap; instants weigh one each), from segments (t0, t1, phases open) sorted and
-/// disjoint.
-fn accumulate(
-    segs: &[(u64, u64, Vec<usize>)],
-    readings: &[Reading],
-    phases: usize,
-) -> Vec<Option<f64>> {
-    let mut acc = vec![(0.0f64, 0u64); phases];
-    for &(t0, t1, v) in readings {
-        if !v.is_finite() || t1 < t0 {
-            continue;
-        }
-        if t1 == t0 {
-            let i = segs.partition_point(|s| s.1 < t0);
-            if let Some((_, _, open)) = segs.get(i).filter(|s| s.0 <= t0) {
-                for &p in open {
-                    acc[p].0 += v;
-                    acc[p].1 += 1;
-                }
-            }
-            continue;
-        }
-        let from = segs.partition_point(|s| s.1 <= t0);
-        for (a, b, open) in segs[from..].iter().take_while(|s| s.0 < t1) {
-            let w = t1.min(*b).saturating_sub(t0.max(*a));
-            for &p in open {
-                acc[p].0 += v * w as f64;
-                acc[p].1 += w;
-            }
-        }
-    }
-    acc.into_iter()
-        .map(|(sum, w)| (w > 0).then(|| sum / w as f64))
-        .collect()
-}
-
-/// The store's prover-phase table with the utilisation columns appended (see the module
-/// doc): the phases in the table's order (first start), `(no phase open)` last.
-fn with_utilisation(store: &Store, table: &str) -> String {
-    let end = store.end();
-    // The table's rows: each phase by its first start, then the time outside every span.
-    let mut order: Vec<(u64, provetop_shared::Phase)> = Vec::new();
-    for sp in store.spans() {
-        match order.iter_mut().find(|o| o.1 == sp.phase) {
-            Some(o) => o.0 = o.0.min(sp.start),
-            None => order.push((sp.start, sp.phase.clone())),
-        }
-    }
-    order.sort();
-    let n = order.len();
-    let mut intervals: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n + 1];
-    for sp in store.spans() {
-        if let Some(i) = order.iter().position(|o| o.1 == sp.phase) {
-            intervals[i].push((sp.start, sp.end_or(end)));
-        }
-    }
-    let intervals: Vec<Vec<(u64, u64)>> = intervals.into_iter().map(merged).collect();
-    let any = merged(intervals.iter().flatten().copied().collect());
-    let mut between = Vec::new();
-    let mut reach = store.start();
-    for &(a, b) in &any {
-        if a > reach {
-            between.push((reach, a));
-        }
-        reach = reach.max(b);
-    }
-    if end > reach {
-        between.push((reach, end));
-    }
-    let mut bounds: Vec<u64> = intervals
-        .iter()
-        .flatten()
-        .chain(&between)
-        .flat_map(|&(a, b)| [a, b])
-        .collect();
-    bounds.sort_unstable();
-    bounds.dedup();
-    let all: Vec<&[(u64, u64)]> = intervals[..n]
-        .iter()
-        .map(Vec::as_slice)
-        .chain([between.as_slice()])
-        .collect();
-    let mut cursor = vec![0usize; all.len()];
-    let mut segs: Vec<(u64, u64, Vec<usize>)> = Vec::with_capacity(bounds.len());
-    for w in bounds.windows(2) {
-        let (a, b) = (w[0], w[1]);
-        let mut open = Vec::new();
-        for (p, iv) in all.iter().enumerate() {
-            while cursor[p] < iv.len() && iv[cursor[p]].1 <= a {
-                cursor[p] += 1;
-            }
-            if iv.get(cursor[p]).is_some_and(|&(s, e)| s <= a && e >= b) {
-                open.push(p);
-            }
-        }
-        if !open.is_empty() {
-            segs.push((a, b, open));
-        }
-    }
-    // The readings, each over the interval it covers.
-    let (mut cores, mut host): (Vec<Reading>, Vec<Reading>) = (Vec::new(), Vec::new());
-    let gpus = crate::export::session_gpus(store);
-    let mut gpu: Vec<Vec<Reading>> = vec![Vec::new(); gpus.len()];
-    for r in store.records() {
-        match &r.body {
-            RecordBody::Usage(u) if u.interval_ns > 0 => {
-                let t0 = r.t.saturating_sub(u.interval_ns);
-                if let Some(c) = u.cores {
-                    cores.push((t0, r.t, c));
-                }
-                if let Some(c) = u.host_cores {
-                    host.push((t0, r.t, c));
-                }
-            }
-            RecordBody::Sample(s) => {
-                for g in &s.gpus {
-                    if let (Ok(i), Some(u)) = (gpus.binary_search(&g.index), g.utilization()) {
-                        gpu[i].push((r.t, r.t, f64::from(u)));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    let rows = n + 1;
-    let cores = accumulate(&segs, &cores, rows);
-    let host = accumulate(&segs, &host, rows);
-    let gpu: Vec<Vec<Option<f64>>> = gpu.iter().map(|g| accumulate(&segs, g, rows)).collect();
-    let cells = |p: Option<usize>| {
-        let mut c = String::new();
-        let num = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
-        let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}%"));
-        let _ = write!(
-            c,
-            " {:>6} {:>6}",
-            num(p.and_then(|p| cores[p])),
-            num(p.and_then(|p| host[p]))
-        );
-        for g in &gpu {
-            let _ = write!(c, " {:>9}", pct(p.and_then(|p| g[p])));
-        }
-        c
-    };
-    let w = crate::store::phase_width(store);
-    let mut out = String::with_capacity(table.len() * 2);
-    let mut row = 0;
-    for (i, line) in table.lines().enumerate() {
-        out.push_str(line);
-        if i == 1 {
-            let _ = write!(out, " {:>6} {:>6}", "cores", "host");
-            for g in &gpus {
-                let _ = write!(out, " {:>9}", format!("gpu{g} util"));
-            }
-        } else if i > 1 {
-            // Each row is the phase in this order; a row that is not (never so today) gets
-            // "-" rather than another phase's numbers.
-            let p = if line.starts_with("  (no phase open)") {
-                Some(n)
-            } else {
-                let p = order.get(row).filter(|(_, ph)| {
-                    line.starts_with(&format!("  {:<w$} ", crate::text::inert(ph.as_str())))
-                });
-                row += 1;
-                p.map(|_| row - 1)
-            };
-            out.push_str(&cells(p));
-        }
-        out.push('\n');
-    }
-    out
 }
 
 /// Wall-clock time of a record time, `2023-11-14 22:14:44 UTC`.

@@ -1,0 +1,103 @@
+//! What the readers' tables take from the phase spans, folded span by span: per phase its
+//! spans, the time it was open and the memory seen (classify's prover-phase table and its
+//! utilisation columns), and per closed span what compare's phase figures read. A few dozen
+//! bytes a span where the spans themselves are a few hundred: a streamed store keeps this,
+//! not the spans.
+
+use std::collections::HashMap;
+
+use provetop_shared::Phase;
+
+use crate::model::{PhaseSpan, Stats};
+
+/// One phase's spans, folded.
+#[derive(Debug, Clone)]
+pub struct PhaseRow {
+    /// The phase.
+    pub phase: Phase,
+    /// The earliest start of its spans.
+    pub first_start: u64,
+    /// Spans.
+    pub spans: u64,
+    /// Each span's (start, end), an open one's end the store's end.
+    pub intervals: Vec<(u64, u64)>,
+    /// RSS, pinned and GPU memory seen while one was open.
+    pub rss: Stats,
+    pub pinned: Stats,
+    pub gpu: Stats,
+}
+
+/// A span that closed, as compare reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct ClosedSpan {
+    pub proof_id: u64,
+    /// Its phase's index in [`SpanDigest::rows`].
+    pub row: u32,
+    pub start: u64,
+    /// Seconds: the prover's measure, else end minus start.
+    pub duration_s: f64,
+    /// The highest RSS seen while it was open (0 without a reading).
+    pub rss_max: u64,
+}
+
+/// The spans folded so far.
+#[derive(Debug, Clone, Default)]
+pub struct SpanDigest {
+    /// Per phase, in the order its first span came.
+    pub rows: Vec<PhaseRow>,
+    index: HashMap<Phase, usize>,
+    /// Closed spans, in the order they came (closing order).
+    pub closed: Vec<ClosedSpan>,
+    /// Spans folded.
+    pub count: usize,
+    /// Whether every span was read from log lines.
+    pub all_derived: bool,
+    /// The longest phase name, as shown (characters).
+    pub widest: usize,
+}
+
+impl SpanDigest {
+    /// Fold a span; `end` is where an open one ends.
+    pub fn add(&mut self, s: &PhaseSpan, end: u64) {
+        let i = match self.index.get(&s.phase) {
+            Some(&i) => i,
+            None => {
+                self.index.insert(s.phase.clone(), self.rows.len());
+                self.widest = self
+                    .widest
+                    .max(crate::text::inert(s.phase.as_str()).chars().count());
+                self.rows.push(PhaseRow {
+                    phase: s.phase.clone(),
+                    first_start: s.start,
+                    spans: 0,
+                    intervals: Vec::new(),
+                    rss: Stats::default(),
+                    pinned: Stats::default(),
+                    gpu: Stats::default(),
+                });
+                self.rows.len() - 1
+            }
+        };
+        let row = &mut self.rows[i];
+        row.first_start = row.first_start.min(s.start);
+        row.spans += 1;
+        row.intervals.push((s.start, s.end_or(end)));
+        row.rss.merge(&s.rss);
+        row.pinned.merge(&s.pinned);
+        row.gpu.merge(&s.gpu);
+        self.all_derived = (self.count == 0 || self.all_derived) && s.derived;
+        self.count += 1;
+        if let Some(e) = s.end {
+            self.closed.push(ClosedSpan {
+                proof_id: s.proof_id,
+                row: i as u32,
+                start: s.start,
+                duration_s: s
+                    .duration_s
+                    .filter(|d| d.is_finite() && *d >= 0.0)
+                    .unwrap_or(e.saturating_sub(s.start) as f64 / 1e9),
+                rss_max: s.rss.max().unwrap_or(0),
+            });
+        }
+    }
+}

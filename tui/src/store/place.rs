@@ -1,0 +1,151 @@
+//! Where log-derived records go: [`place_derived`] moves each derived record that lies
+//! before records recorded ahead of it back to its time, on a whole file or record by record
+//! ([`Placer`], given the records that move, which one pass finds: [`LateFinder`]).
+
+use provetop_shared::session::{self, LoadError, Warning};
+use provetop_shared::{Record, RecordBody};
+
+/// Move each derived record that lies before records recorded ahead of it back to its time.
+/// A phase known by its end and duration (`synthesis time: 79.4s`, a tracing close) starts
+/// in the past: its start is recorded with the line, after the samples of its time, which
+/// the reducer would otherwise count outside every phase. Nothing else moves, and records
+/// keep their order among equal times.
+pub fn place_derived(records: &mut Vec<Record>) {
+    let mut reach = 0u64;
+    let mut late = false;
+    let keys: Vec<u64> = records
+        .iter()
+        .map(|r| {
+            let (key, moves) = place_key(&mut reach, r);
+            late |= moves;
+            key
+        })
+        .collect();
+    if !late {
+        return;
+    }
+    let mut keyed: Vec<(u64, Record)> = keys.into_iter().zip(records.drain(..)).collect();
+    keyed.sort_by_key(|(k, _)| *k);
+    records.extend(keyed.into_iter().map(|(_, r)| r));
+}
+
+/// A record that [`place_derived`] moves back: its sort key (the time it moves to), its
+/// index in the file, and itself.
+pub type Late = (u64, usize, Record);
+
+/// A streaming pass met a record that moves back, and was given no [`Late`] list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeedsPlacement;
+
+/// The key [`place_derived`] sorts a record by, given the reach before it (which it
+/// updates), and whether the record moves back.
+fn place_key(reach: &mut u64, r: &Record) -> (u64, bool) {
+    let before = *reach;
+    *reach = (*reach).max(r.t);
+    match r.body {
+        RecordBody::Derived(_) if r.t < before => (r.t, true),
+        RecordBody::Derived(_) => (before, false),
+        _ => (*reach, false),
+    }
+}
+
+/// Collects, record by record in file order, the records [`place_derived`] moves back,
+/// sorted as it places them.
+#[derive(Debug, Default)]
+pub struct LateFinder {
+    reach: u64,
+    i: usize,
+    late: Vec<Late>,
+}
+
+impl LateFinder {
+    /// The next record.
+    pub fn feed(&mut self, r: &Record) {
+        let (key, late) = place_key(&mut self.reach, r);
+        if late {
+            self.late.push((key, self.i, r.clone()));
+        }
+        self.i += 1;
+    }
+
+    /// The late records, in the order they are placed.
+    pub fn finish(mut self) -> Vec<Late> {
+        self.late.sort_by_key(|l| (l.0, l.1));
+        self.late
+    }
+}
+
+/// [`place_derived`] record by record: records in file order in, in placed order out. The
+/// keys of records that stay are non-decreasing, so a late record goes out just before the
+/// first that stays whose key is greater than its own.
+pub(super) struct Placer<'a> {
+    late: Option<&'a [Late]>,
+    next: usize,
+    reach: u64,
+}
+
+impl<'a> Placer<'a> {
+    pub(super) fn new(late: Option<&'a [Late]>) -> Self {
+        Placer {
+            late,
+            next: 0,
+            reach: 0,
+        }
+    }
+
+    /// The next record of the file; `Err` when it moves back and no late list was given.
+    pub(super) fn feed(
+        &mut self,
+        r: Record,
+        out: &mut dyn FnMut(Record),
+    ) -> Result<(), NeedsPlacement> {
+        let (key, late) = place_key(&mut self.reach, &r);
+        let Some(list) = self.late else {
+            if late {
+                return Err(NeedsPlacement);
+            }
+            out(r);
+            return Ok(());
+        };
+        if late {
+            return Ok(()); // given from the list, in its place
+        }
+        while let Some(l) = list.get(self.next).filter(|l| l.0 < key) {
+            out(l.2.clone());
+            self.next += 1;
+        }
+        out(r);
+        Ok(())
+    }
+
+    pub(super) fn finish(&mut self, out: &mut dyn FnMut(Record)) {
+        for l in self.late.unwrap_or(&[]).get(self.next..).unwrap_or(&[]) {
+            out(l.2.clone());
+        }
+    }
+}
+
+/// Every record of `src` in placed order (see [`place_derived`]), `late` being what a pass
+/// before found ([`LateFinder`]), until `f` says no more (false); returns the warnings.
+pub fn placed_each(
+    src: &session::stream::Stream,
+    late: &[Late],
+    f: &mut dyn FnMut(Record) -> bool,
+) -> Result<Vec<Warning>, LoadError> {
+    let mut placer = Placer::new(Some(late));
+    let go = std::cell::Cell::new(true);
+    let mut g = |r: Record| {
+        if go.get() && !f(r) {
+            go.set(false);
+        }
+    };
+    let warnings = src.each_while(&mut |r| {
+        // With the list, every record that moves is placed: feed never fails.
+        let _ = placer.feed(r, &mut g);
+        go.get()
+    })?;
+    if go.get() {
+        placer.finish(&mut g);
+    }
+    Ok(warnings)
+}
