@@ -165,13 +165,14 @@ mod tests {
         let whole = std::fs::read("/proc/self/smaps").unwrap();
         assert!(whole.len() > 4096, "{}", whole.len());
         let lines = |t: &[u8]| t.iter().filter(|&&b| b == b'\n').count();
+        // Other test threads map and unmap memory meanwhile (a mapping is ~25 lines): a few
+        // mappings apart, never a page's worth (a read cut at a page is a tenth of the file).
+        let near = |a: usize, b: usize| a.abs_diff(b) <= 100;
         let a = lines(f.read().unwrap());
-        assert!(
-            a.abs_diff(lines(&whole)) <= 2,
-            "{a} lines against {}",
-            lines(&whole)
-        );
-        assert_eq!(lines(f.read().unwrap()), a);
+        let w = lines(&whole);
+        assert!(near(a, w), "{a} lines against {w}");
+        let again = lines(f.read().unwrap());
+        assert!(near(again, a), "{again} lines, then {a}");
     }
 
     #[test]
