@@ -14,11 +14,10 @@
 //! (a median, then the time above it) makes them at the cost of reading, not of memory.
 
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::compact::index::Index;
-use super::compact::MAGIC2;
+use super::compact::{read_full, MAGIC2};
 use super::frame::{frame_at, possible_len, FrameItem};
 use super::header::read_header;
 use super::{open_regular, parts, Frames, LoadError, SessionHeader, Warning};
@@ -276,19 +275,6 @@ fn compact(
         }
     }
     Ok(())
-}
-
-fn read_full(file: &std::fs::File, buf: &mut [u8], at: u64) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match file.read_at(&mut buf[n..], at + n as u64) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 #[cfg(test)]

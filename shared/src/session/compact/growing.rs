@@ -11,9 +11,8 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 
-use super::{block_at, decode_chunk, plausible_block, Block};
+use super::{block_at, decode_chunk, plausible_block, read_full, Block};
 use crate::session::frame::{FrameError, FrameItem};
 use crate::session::{Warning, MAX_FRAME};
 
@@ -204,17 +203,4 @@ impl Growing {
 /// The offset in `b` (after its first byte) of the next intact block.
 fn next_block(b: &[u8]) -> Option<usize> {
     (1..b.len()).find(|&q| plausible_block(&b[q..]) && block_at(&b[q..]).is_ok())
-}
-
-fn read_full(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match file.read_at(&mut buf[n..], at + n as u64) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }

@@ -11,11 +11,11 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::{
-    block_at, chunk_head, decode_chunk, plausible_block, Block, ChunkHead, Summary, CHUNK_HEAD,
+    block_at, chunk_head, decode_chunk, plausible_block, read_full, Block, ChunkHead, Summary,
+    CHUNK_HEAD,
 };
 use crate::record::Record;
 use crate::session::frame::FrameItem;
@@ -190,17 +190,4 @@ impl Index {
         }
         s
     }
-}
-
-fn read_full(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match file.read_at(&mut buf[n..], at + n as u64) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }

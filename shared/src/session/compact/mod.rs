@@ -311,3 +311,19 @@ pub fn decode_chunk(head: &ChunkHead, z: &[u8]) -> Result<(Vec<Record>, Option<S
     };
     Ok((records, disagree))
 }
+
+/// Read up to `buf.len()` bytes at `at`, as many as the file holds there (a short count only at
+/// its end): what every reader of a file still being written needs.
+pub(crate) fn read_full(file: &std::fs::File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt as _;
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(&mut buf[n..], at + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
