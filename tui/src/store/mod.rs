@@ -141,6 +141,36 @@ impl Store {
         Self::build(path, loaded, thresholds, true)
     }
 
+    /// A store of `loaded` with nothing indexed yet: what both the whole-file build and a
+    /// streamed pass start from.
+    fn fresh(path: &Path, loaded: Loaded, thresholds: Thresholds, has_events: bool) -> Store {
+        Store {
+            path: path.to_path_buf(),
+            start: 0,
+            loaded,
+            thresholds,
+            reach: Vec::new(),
+            end: 0,
+            n_records: 0,
+            snapshots: Vec::new(),
+            every: usize::MAX,
+            phase_starts: Vec::new(),
+            alerts: Vec::new(),
+            spans: Vec::new(),
+            digest: digest::SpanDigest::default(),
+            finished: Vec::new(),
+            finished_spans: Vec::new(),
+            srs_floor: None,
+            between: Stats::default(),
+            between_ns: 0,
+            labels: Vec::new(),
+            label_of: Vec::new(),
+            has_events,
+            records_gone: false,
+            figures: true,
+        }
+    }
+
     fn build(path: &Path, mut loaded: Loaded, thresholds: Thresholds, snapshots: bool) -> Store {
         place_derived(&mut loaded.records);
         let n = loaded.records.len();
@@ -154,31 +184,13 @@ impl Store {
             .iter()
             // Phases sent by the prover, or read from its log lines, alike.
             .any(|r| matches!(r.body, RecordBody::Event(_) | RecordBody::Derived(_)));
-        let mut store = Store {
-            path: path.to_path_buf(),
-            start: loaded.records.iter().map(|r| r.t).min().unwrap_or(0),
-            loaded,
-            thresholds,
-            reach: Vec::with_capacity(n),
-            end: 0,
-            n_records: n,
-            snapshots: Vec::new(),
-            every,
-            phase_starts: Vec::new(),
-            alerts: Vec::new(),
-            spans: Vec::new(),
-            digest: digest::SpanDigest::default(),
-            finished: Vec::new(),
-            finished_spans: Vec::new(),
-            srs_floor: None,
-            between: Stats::default(),
-            between_ns: 0,
-            labels: Vec::new(),
-            label_of: Vec::with_capacity(if has_events { n } else { 0 }),
-            has_events,
-            records_gone: false,
-            figures: true,
-        };
+        let start = loaded.records.iter().map(|r| r.t).min().unwrap_or(0);
+        let mut store = Store::fresh(path, loaded, thresholds, has_events);
+        store.start = start;
+        store.reach = Vec::with_capacity(n);
+        store.n_records = n;
+        store.every = every;
+        store.label_of = Vec::with_capacity(if has_events { n } else { 0 });
         store.index();
         store
     }
@@ -353,37 +365,16 @@ impl Store {
         figures: bool,
         visit: &mut dyn FnMut(&Record, Option<&str>) -> bool,
     ) -> Result<Result<Store, NeedsPlacement>, LoadError> {
-        let mut store = Store {
-            path: path.to_path_buf(),
-            start: u64::MAX,
-            loaded: Loaded {
-                header: src.header.clone(),
-                records: Vec::new(),
-                warnings: Vec::new(),
-                kind: SourceKind::Session,
-            },
-            thresholds,
-            reach: Vec::new(),
-            end: 0,
-            n_records: 0,
-            snapshots: Vec::new(),
-            every: usize::MAX,
-            phase_starts: Vec::new(),
-            alerts: Vec::new(),
-            spans: Vec::new(),
-            digest: digest::SpanDigest::default(),
-            finished: Vec::new(),
-            finished_spans: Vec::new(),
-            srs_floor: None,
-            between: Stats::default(),
-            between_ns: 0,
-            labels: Vec::new(),
-            label_of: Vec::new(),
-            // Unknown: as if it had (what differs, threshold phase starts, is kept aside).
-            has_events: has_events.unwrap_or(true),
-            records_gone: true,
-            figures: true,
+        let loaded = Loaded {
+            header: src.header.clone(),
+            records: Vec::new(),
+            warnings: Vec::new(),
+            kind: SourceKind::Session,
         };
+        // Unknown events: as if it had (what differs, threshold phase starts, is kept aside).
+        let mut store = Store::fresh(path, loaded, thresholds, has_events.unwrap_or(true));
+        store.start = u64::MAX;
+        store.records_gone = true;
         store.figures = figures;
         let mut pass = Pass::new(&store, true);
         store.snapshots.push((0, pass.model.clone()));
