@@ -113,20 +113,7 @@ pub fn prometheus(bin: &Path, dir: &Path, targets: &[u16], hostile: bool) -> Pro
     )
     .unwrap();
     let port = free_port();
-    let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
-    let child = Command::new(bin)
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg("--log.level=warn")
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("start prometheus");
+    let child = super::prometheus_proc::spawn(bin, dir, &config, port);
     let url = format!("http://127.0.0.1:{port}");
     let ready = wait_until(Duration::from_secs(60), || {
         ureq::get(&format!("{url}/-/ready")).call().is_ok()

@@ -83,20 +83,7 @@ impl Prometheus {
         )
         .unwrap();
         let port = free_port();
-        let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
-        let child = Command::new(bin)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg("--log.level=warn")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("start prometheus");
+        let child = super::prometheus_proc::spawn(&bin, dir, &config, port);
         let p = Prometheus {
             _proc: Reaped(child),
             base: format!("http://127.0.0.1:{port}"),

@@ -8,6 +8,7 @@ mod cli_docs;
 mod fleet;
 mod metrics;
 mod metrics_crowd;
+mod prometheus_proc;
 mod remote;
 mod server;
 mod units;
