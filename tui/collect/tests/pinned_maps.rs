@@ -311,3 +311,64 @@ fn mlocked_memory_shows_in_the_pinned_series_within_a_second_of_each_step() {
     assert!(down.is_some_and(|d| d < Duration::from_secs(1)), "{down:?}");
     h.stop();
 }
+
+/// A file under `/dev` whose name the mapping readers take for an NVIDIA device node (the
+/// VM has none), removed on drop.
+struct FakeDevice(std::path::PathBuf);
+
+impl FakeDevice {
+    fn create() -> Option<FakeDevice> {
+        let path =
+            std::path::PathBuf::from(format!("/dev/nvidia-ptop-test-{}", std::process::id()));
+        match std::fs::File::create(&path).and_then(|f| f.set_len(MIB)) {
+            Ok(()) => Some(FakeDevice(path)),
+            Err(e) => {
+                eprintln!("skipped: cannot create {} ({e})", path.display());
+                None
+            }
+        }
+    }
+}
+
+impl Drop for FakeDevice {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn smaps_passes_wait_until_the_tree_has_a_cuda_mapping_to_measure() {
+    let Some(dev) = FakeDevice::create() else {
+        return;
+    };
+    let mut hog = Hog::start(&["--anon", "8"]);
+    let cfg = SamplerConfig {
+        gpu_hz: 0.0,
+        // Generous: without the wait a pass would come every second.
+        smaps_duty: 0.5,
+        ..SamplerConfig::default()
+    };
+    let mut h = sampler::spawn(cfg, hog.pid).unwrap();
+    let mut recs = Vec::new();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(2500) {
+        std::thread::sleep(Duration::from_millis(50));
+        h.drain(&mut recs);
+    }
+    assert_eq!(
+        h.smaps_passes(),
+        0,
+        "a pass over a tree with no CUDA mapping"
+    );
+    assert_eq!(hog.say(&format!("mapfile {}", dev.0.display())), "ok");
+    let t1 = Instant::now();
+    while h.smaps_passes() == 0 {
+        assert!(
+            t1.elapsed() < Duration::from_secs(10),
+            "no smaps pass once the tree had a device mapping"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+        h.drain(&mut recs);
+    }
+    h.stop();
+}

@@ -32,6 +32,7 @@ const HUGE: usize = 2 * MIB;
 ///   shm MIB           memfd (POSIX shared memory) mapped shared, touched → "ok"
 ///   lock MIB          anonymous memory locked with mlock          → "ok"
 ///   spike MIB MS      hold MIB more for MS ms, then free it       → "spike FULL_NS RELEASE_NS"
+///   mapfile PATH      map the whole file PATH shared and touch it → "ok"
 ///   free              release everything allocated so far         → "ok"
 ///   exit              exit 0
 ///
@@ -145,6 +146,30 @@ fn shm(mib: usize) -> nix::Result<Region> {
     let fd = memfd_create(c"provetop-memhog", MemFdCreateFlag::MFD_CLOEXEC)?;
     nix::unistd::ftruncate(&fd, len as i64)?;
     // SAFETY: a fresh shared mapping of our own memfd; nothing else maps it.
+    let ptr = unsafe {
+        mman::mmap(
+            None,
+            nonzero(len)?,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_SHARED,
+            &fd,
+            0,
+        )?
+    };
+    Ok(hold(ptr, len, Some(fd)))
+}
+
+/// Map the file at `path` shared (a stand-in for a device node's mapping: the pinned-memory
+/// readers classify mappings by path) and touch every page.
+fn mapfile(path: &str) -> nix::Result<Region> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(0)))?;
+    let len = f.metadata().map_err(|_| Errno::EIO)?.len() as usize;
+    let fd = OwnedFd::from(f);
+    // SAFETY: a fresh shared mapping of a file this program opened; it is unmapped on drop.
     let ptr = unsafe {
         mman::mmap(
             None,
@@ -282,6 +307,9 @@ fn main() -> ExitCode {
             (Some("lock"), Some(n), _) => locked(n).map(|r| held.push(r)).map(|_| "ok".into()),
             (Some("spike"), Some(n), Some(ms)) => {
                 spike(n, Duration::from_millis(ms as u64)).map(|(a, b)| format!("spike {a} {b}"))
+            }
+            (Some("mapfile"), _, _) if w.len() == 2 => {
+                mapfile(w[1]).map(|r| held.push(r)).map(|_| "ok".into())
             }
             (Some("free"), _, _) => {
                 held.clear();

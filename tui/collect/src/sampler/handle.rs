@@ -152,6 +152,12 @@ impl SamplerHandle {
         self.shared.late_resets.load(Ordering::Relaxed)
     }
 
+    /// smaps passes the cross-check has made so far (none while the tree has no CUDA
+    /// mapping to measure).
+    pub fn smaps_passes(&self) -> u64 {
+        self.shared.smaps_passes.load(Ordering::Relaxed)
+    }
+
     /// Usage readings taken so far, their mean and their largest cost on the sampler thread
     /// (from the tick's status readings to the record in the ring).
     pub fn usage_cost(&self) -> (u64, Duration, Duration) {

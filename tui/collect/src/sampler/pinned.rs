@@ -17,7 +17,9 @@
 //!   agreement that ends it. A pass starts only once its [`SmapsBudget`] has earned what the
 //!   pass will cost (the tree's RSS at the last pass's rate), so from the session's start it
 //!   uses at most `smaps_duty` of a core, the first pass at a large RSS included; it never
-//!   runs on a thread that keeps a schedule. When the table meets a device mapping it cannot
+//!   runs on a thread that keeps a schedule. While the tables show no candidate mapping in
+//!   any process of the tree (a host without a GPU, a prover before CUDA starts) a pass would
+//!   measure nothing, so none is made: the maps thread wakes it when one appears. When the table meets a device mapping it cannot
 //!   classify (pagemap unreadable), one pass may borrow three quarters of its cost, so it
 //!   comes four times sooner: the one pass that classifies it. A mapping that appears or
 //!   vanishes between the smaps pass and the table read that follows it, or a process that
@@ -39,7 +41,7 @@ use std::time::{Duration, Instant};
 use provetop_shared::units::fmt_bytes;
 
 use super::maps::{parse_line, Kind, Learned, Mapping, MapsError, PidMaps, Reading};
-use super::shared::PidPinned;
+use super::shared::{Candidates, PidPinned};
 use super::{park_until, Shared, SMAPS_MIN_INTERVAL};
 use crate::procfile::leading_u64;
 
@@ -327,6 +329,7 @@ pub(super) fn smaps_loop(s: &Shared, duty: f64) {
             s.mark_maps(&taught);
         }
         let end = Instant::now();
+        s.smaps_passes.fetch_add(1, Ordering::Relaxed);
         budget.spent(end - t0, rss, end);
         // A big read buffer is only needed while the target is big.
         if buf.capacity() > 64 << 20 {
@@ -350,6 +353,12 @@ fn wait_for_budget(s: &Shared, budget: &mut SmapsBudget) -> Option<u64> {
             continue;
         }
         let urgent = s.smaps_urgent.load(Ordering::Acquire);
+        // A tree without CUDA mappings has nothing to measure: wait for the tables to show
+        // one (the maps thread wakes this one then), the budget earning meanwhile.
+        if s.no_candidates() && !urgent {
+            park_until(now + SMAPS_RECHECK);
+            continue;
+        }
         let wait = budget.wait(now, rss, urgent);
         if wait.is_zero() {
             s.smaps_urgent.store(false, Ordering::Release);
@@ -485,11 +494,28 @@ pub(super) fn maps_loop(s: &Shared, hz: f64) {
                 st.pids.retain(|p, _| pids.contains(p));
             }
         }
+        s.set_candidates(candidates_in(&tables, &pids, &noted));
         let cost = t0.elapsed();
         let space = Duration::from_secs_f64(cost.as_secs_f64() / MAPS_DUTY)
             .max(min_gap)
             .min(MAPS_FLOOR);
         next_allowed = t0 + space;
+    }
+}
+
+/// What the tables read so far say of the tree `pids`: some process has a candidate
+/// mapping, or every process's table was read (and none is unknown, `noted`) without one.
+fn candidates_in(
+    tables: &HashMap<u32, PidMaps>,
+    pids: &[u32],
+    noted: &HashMap<u32, String>,
+) -> Candidates {
+    if tables.values().any(|t| !t.candidates().is_empty()) {
+        Candidates::Some
+    } else if noted.is_empty() && pids.iter().all(|p| tables.contains_key(p)) {
+        Candidates::None
+    } else {
+        Candidates::Unknown
     }
 }
 

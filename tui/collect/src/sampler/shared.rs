@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, Thread};
 use std::time::Instant;
@@ -57,6 +57,19 @@ pub(super) struct LearnedState {
 }
 
 /// State shared by the sampler's threads and the handle.
+/// Whether the tree's processes have mappings the pinned-memory readers measure (CUDA's),
+/// as the latest mapping-table reads tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(super) enum Candidates {
+    /// Not every process's table has been read (or one could not be).
+    Unknown = 0,
+    /// Every process's table was read and none has one.
+    None = 1,
+    /// At least one process has one.
+    Some = 2,
+}
+
 pub(super) struct Shared {
     pub(super) root: AtomicU32,
     /// Bumped by every `set_root`; helper readings of an older tree are discarded.
@@ -86,6 +99,11 @@ pub(super) struct Shared {
     /// The tree's RSS at the latest sample (`u64::MAX` before the first): what the next
     /// smaps pass will walk.
     pub(super) tree_rss: AtomicU64,
+    /// What the mapping tables last said of CUDA mappings in the tree ([`Candidates`], as
+    /// `u8`): an smaps pass over a tree without one would measure nothing.
+    pub(super) candidates: AtomicU8,
+    /// smaps passes made (for tests and the bench).
+    pub(super) smaps_passes: AtomicU64,
     pub(super) gpu: Mutex<GpuState>,
     pub(super) notes: Mutex<Vec<Mark>>,
     pub(super) tids: Mutex<Vec<(String, u32)>>,
@@ -119,6 +137,8 @@ impl Shared {
             smaps_urgent: AtomicBool::new(false),
             smaps_thread: Mutex::new(None),
             tree_rss: AtomicU64::new(u64::MAX),
+            candidates: AtomicU8::new(Candidates::Unknown as u8),
+            smaps_passes: AtomicU64::new(0),
             gpu: Mutex::new(GpuState::default()),
             notes: Mutex::new(Vec::new()),
             tids: Mutex::new(Vec::new()),
@@ -165,6 +185,22 @@ impl Shared {
             .unwrap_or_else(|e| e.into_inner())
             .push(t.thread().clone());
         Ok(t.thread().clone())
+    }
+
+    /// Publish what the mapping tables say of CUDA mappings in the tree; the smaps thread is
+    /// woken when some appear.
+    pub(super) fn set_candidates(&self, c: Candidates) {
+        let was = self.candidates.swap(c as u8, Ordering::AcqRel);
+        if c == Candidates::Some && was != c as u8 {
+            if let Some(t) = &*self.smaps_thread.lock().unwrap_or_else(|e| e.into_inner()) {
+                t.unpark();
+            }
+        }
+    }
+
+    /// Whether the mapping tables have shown that no process of the tree has a CUDA mapping.
+    pub(super) fn no_candidates(&self) -> bool {
+        self.candidates.load(Ordering::Acquire) == Candidates::None as u8
     }
 
     /// Ask `provetop-maps` to read the tables of `pids` now.
