@@ -538,3 +538,85 @@ fn a_watched_process_oom_killed_in_its_memory_cgroup_reads_oom_killed() {
         "{exit:?}"
     );
 }
+
+#[test]
+fn watch_cgroup_reads_that_cgroups_limit_alerts_against_it_and_names_an_oom_kill_inside_it() {
+    let Some(own) = own_memory_cgroup() else {
+        eprintln!("SKIPPED: no writable memory cgroup here (needs root)");
+        return;
+    };
+    let mut guard = Cgroups(Vec::new());
+    let parent = own
+        .dir
+        .join(format!("provetop-test-watch-limit-{}", std::process::id()));
+    assert!(guard.make(&parent));
+    let v1 = own.version == Version::V1;
+    let Some(cg) = limited_cgroup(&parent, v1, 256 * MIB) else {
+        eprintln!("SKIPPED: cannot limit a memory cgroup here");
+        return;
+    };
+    guard.0.push(cg.clone());
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path().join("limit.ptop");
+    // Watched while empty: the member comes after the session started.
+    let p = watch(tmp.path(), &s, &["--cgroup", cg.to_str().unwrap()], &[]);
+    assert!(wait_until(Duration::from_secs(10), || load(&s)
+        .is_ok_and(|l| !samples(&l).is_empty())));
+    // It grows 16 MiB every 50 ms until its cgroup's limit (no swap) kills it.
+    let script = format!(
+        "echo $$ > '{}/cgroup.procs' && while :; do echo anon 16; sleep 0.05; done | exec '{}' --stdin",
+        cg.display(),
+        memhog().display()
+    );
+    let mut hog = Command::new("sh")
+        .args(["-c", &script])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _ = hog.wait();
+    // Emptied, the cgroup is removed: the session ends.
+    assert!(wait_until(Duration::from_secs(10), || std::fs::remove_dir(
+        &cg
+    )
+    .is_ok()));
+    let out = finished(p);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let name = cg.file_name().unwrap().to_string_lossy().to_string();
+    let file = if v1 {
+        "memory.limit_in_bytes"
+    } else {
+        "memory.max"
+    };
+    let limit = format!("{name} {file}");
+    assert!(
+        err.lines()
+            .any(|l| l.contains("ALERT") && l.contains("rss > 90%") && l.contains(&limit)),
+        "the default rule fired against the watched cgroup's limit: {err}"
+    );
+    assert!(
+        err.contains("OOM kill of pid ") && err.contains("(provetop-memhog)"),
+        "{err}"
+    );
+    assert!(err.contains("alert cleared: rss > 90%"), "{err}");
+    let l = session(&s);
+    let cgroups: Vec<_> = l
+        .records
+        .iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Kernel(k) => Some(k.cgroup.as_ref().map(|c| c.path.clone())),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !cgroups.is_empty()
+            && cgroups
+                .iter()
+                .any(|c| c.as_deref().is_some_and(|p| p.ends_with(&name))),
+        "the kernel readings are of the watched cgroup: {:?}",
+        &cgroups[..cgroups.len().min(3)]
+    );
+    let intro = marks(&l).into_iter().any(|(_, m)| {
+        matches!(m, Mark::Note { text } if text.starts_with("watched cgroup /") && text.contains(&limit))
+    });
+    assert!(intro, "the intro names the watched cgroup and its limit");
+}

@@ -26,6 +26,8 @@ use crate::text::alert_line;
 pub const RECORDS_WITHIN: Duration = Duration::from_millis(500);
 /// How often a watched target is looked at when nothing else wakes the pump.
 pub const WATCHED_CHECK: Duration = Duration::from_millis(250);
+/// How long a watched cgroup stays removed before the watch ends on it.
+pub const CGROUP_GONE_GRACE: Duration = Duration::from_millis(200);
 /// Least time between two warnings that say how many hook runs were suppressed.
 pub const SUPPRESSED_WARNING_EVERY: Duration = Duration::from_secs(10);
 /// How long hooks still running at the end are waited for before their groups are killed.
@@ -141,6 +143,7 @@ impl Pipeline {
             name: cgroup.name.clone(),
             unit: unit.map(str::to_string),
             absent: false,
+            gone_at: None,
         });
         self.watching_metrics();
     }
@@ -445,6 +448,7 @@ impl Pipeline {
             name,
             unit: Some(unit),
             absent,
+            ..
         }) = self.watched.as_mut()
         {
             if members.exists() != *absent {
@@ -461,7 +465,7 @@ impl Pipeline {
                 RecordBody::Mark(Mark::Note { text }),
             ));
         }
-        let (text, mark) = match self.watched.as_ref()? {
+        let (text, mark) = match self.watched.as_mut()? {
             Watching::Pid { pid, started_us } => {
                 if !super::watched_exit::ended(*pid, *started_us) {
                     return None;
@@ -472,8 +476,20 @@ impl Pipeline {
                 };
                 (format!("pid {pid} {reason}"), mark)
             }
-            Watching::Cgroup { members, name, .. } => {
+            Watching::Cgroup {
+                members,
+                name,
+                gone_at,
+                ..
+            } => {
                 if members.exists() {
+                    *gone_at = None;
+                    return None;
+                }
+                // Its last members may have just been OOM-killed (systemd removes a failed
+                // service's cgroup at once): the sampler gets a few ticks to mark the kills
+                // the kernel log names before the watch ends.
+                if gone_at.get_or_insert_with(Instant::now).elapsed() < CGROUP_GONE_GRACE {
                     return None;
                 }
                 let text = format!("cgroup {name} was removed: nothing more to watch");
@@ -531,6 +547,8 @@ enum Watching {
         name: String,
         unit: Option<String>,
         absent: bool,
+        /// When it was first seen removed (a cgroup not of a unit).
+        gone_at: Option<Instant>,
     },
 }
 

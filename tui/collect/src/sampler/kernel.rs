@@ -56,6 +56,7 @@ impl Sampler {
         // The old watcher thread stops (joined) before the new one starts.
         self.kernel = KernelState {
             root,
+            adopted: true,
             said,
             gone,
             ..KernelState::default()
@@ -178,9 +179,14 @@ impl Sampler {
         moved_from: Option<String>,
     ) -> String {
         let root = self.root;
+        // A watched cgroup is named as such, not by a root pid it does not have.
+        let who = match &self.members {
+            Some(m) => format!("cgroup {}", m.dir().display()),
+            None => format!("pid {root}"),
+        };
         let Some(cg) = &self.kernel.cg else {
             let mut s = format!(
-                "pid {root}: no memory cgroup readable (the hierarchy's root, no memory controller, or unreadable files): cgroup readings unavailable"
+                "{who}: no memory cgroup readable (the hierarchy's root, no memory controller, or unreadable files): cgroup readings unavailable"
             );
             if let Some(b) = binding {
                 s.push_str(&format!("; binding: {}", b.name));
@@ -191,9 +197,10 @@ impl Sampler {
             Version::V1 => "cgroup v1",
             Version::V2 => "cgroup v2",
         };
-        let mut s = match moved_from {
-            Some(from) => format!("pid {root} moved from {from} to {} ({v})", cg.path()),
-            None => format!("pid {root} in {} ({v})", cg.path()),
+        let mut s = match (moved_from, &self.members) {
+            (Some(from), None) => format!("pid {root} moved from {from} to {} ({v})", cg.path()),
+            (_, Some(_)) => format!("watched cgroup {} ({v})", cg.path()),
+            (None, None) => format!("pid {root} in {} ({v})", cg.path()),
         };
         if rooms.is_empty() {
             s.push_str(": no cgroup memory limit");
@@ -346,12 +353,13 @@ impl Sampler {
             return None;
         }
         let (rooms, binding) = self.kernel_limits(s.mem_total.zip(s.mem_available));
+        // A watched cgroup's removal ends the watch, which says so itself.
+        let watched = self.members.is_some();
         let k = &mut self.kernel;
         let mut cgroup = None;
         if let Some(cg) = k.cg.as_mut() {
             if cg.removed() {
-                if !k.removed_said {
-                    k.removed_said = true;
+                if !std::mem::replace(&mut k.removed_said, true) && !watched {
                     let text = format!(
                         "cgroup {} was removed while watched: its readings are unavailable",
                         cg.path()

@@ -15,8 +15,10 @@ use crate::psi::PsiFiles;
 /// The sampler's kernel readers for the current root.
 #[derive(Default)]
 pub struct KernelState {
-    /// The root these readers are of (0: none yet).
+    /// The root these readers are of (0: none yet, or a watched cgroup's readers).
     pub(super) root: u32,
+    /// The readers were opened (a watched cgroup's have root 0 like no readers at all).
+    pub(super) adopted: bool,
     /// The root's `/proc/PID/cgroup`, to see it move.
     pub(super) pid_cgroup: Option<KeptOpen>,
     pub(super) pid_cgroup_text: Vec<u8>,

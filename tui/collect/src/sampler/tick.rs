@@ -254,7 +254,7 @@ impl Sampler {
         self.no_reset.clear();
         self.root_gone = false;
         self.members_absent = false;
-        if !same_root || self.kernel.root != self.root {
+        if !same_root || self.kernel.root != self.root || !self.kernel.adopted {
             self.kernel_adopt(None);
         }
         self.next_walk = Instant::now();
