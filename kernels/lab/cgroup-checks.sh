@@ -12,18 +12,22 @@
 #  peak:    256 MiB held 20 ms every 3 s under `watch PID --headless --hz 20` with no peak
 #           reset: every spike caught (memory.peak through provetop's own file, v2 only),
 #           the process's VmHWM untouched;
+#  cgwatch: `watch --cgroup` of a 1 GiB cgroup, empty when the watch starts: a member spiking
+#           256 MiB for 20 ms every 3 s (the interval peak from the cgroup's memory.peak,
+#           v2), then a second one growing until the limit kills it (the default alert names
+#           memory.max, the kill is named, the alert clears), then the cgroup removed;
 #  prover:  the bundled prover, PROVER_PARTS x 2^PROVER_K, in a cgroup whose memory.max is
 #           PROVER_MAX_GIB: the binding limit named, time to OOM before the kill, the kill named.
 #
 #   bash kernels/lab/cgroup-checks.sh BIN_DIR OUT_DIR
 #
-# STEPS picks some of "host alert quick reclaim removal peak prover". OUT_DIR gets every log
+# STEPS picks some of "host alert quick reclaim removal peak cgwatch prover". OUT_DIR gets every log
 # and recording: `provetop export` or `replay` them (docs/kernel.md says what each step shows).
 set -uo pipefail
 bin=$(cd "${1:?BIN_DIR}" && pwd)
 out=${2:?OUT_DIR}
 mkdir -p "$out"
-steps=" ${STEPS:-host alert quick reclaim removal peak prover} "
+steps=" ${STEPS:-host alert quick reclaim removal peak cgwatch prover} "
 export XDG_STATE_HOME=/tmp/provetop-state XDG_RUNTIME_DIR=/tmp/provetop-run
 mkdir -p "$XDG_STATE_HOME" "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
@@ -124,6 +128,22 @@ if [[ $steps == *" peak "* ]]; then
   grep VmHWM "/proc/$hog/status" > "$out/peak-vmhwm.txt"
   kill "$hog"; wait $w; echo "watch exit $?"; cat "$out/peak.log" "$out/peak-vmhwm.txt"
   rmdir "$cg" 2>/dev/null
+fi
+
+if [[ $steps == *" cgwatch "* ]]; then
+  log "cgwatch: watch --cgroup, spikes, then a member grown to its OOM kill"
+  cg=$(mk ptop-cgwatch 1073741824)
+  "$bin/provetop" watch --headless --hz 20 --record "$out/cgwatch.ptop" --cgroup "$cg" > "$out/cgwatch.log" 2>&1 &
+  w=$!
+  sleep 1
+  sh -c "echo \$\$ > $cg/cgroup.procs && exec $bin/provetop-memhog --anon 64 --spike 256 --hold-ms 20 --every-ms 3000 --count 5" \
+    > "$out/cgwatch-spikes.log" 2>&1 &
+  spiker=$!
+  sleep 16
+  ( for i in $(seq 1 40); do echo "anon 64"; sleep 0.25; done; sleep 5 ) |
+    sh -c "echo \$\$ > $cg/cgroup.procs && exec $bin/provetop-memhog --stdin" > "$out/cgwatch-hog.log" 2>&1
+  sleep 2; kill $spiker; wait $spiker 2>/dev/null; sleep 0.5; rmdir "$cg"
+  wait $w; echo "watch exit $?"; cat "$out/cgwatch.log" "$out/cgwatch-spikes.log"
 fi
 
 if [[ $steps == *" prover "* ]]; then
