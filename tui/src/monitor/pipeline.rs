@@ -24,7 +24,8 @@ use crate::text::alert_line;
 /// Longest a routine record (an event, an output line) waits in the channel while the
 /// sampler wakes nothing (its process gone, between two runs): twice the sampler's pace.
 pub const RECORDS_WITHIN: Duration = Duration::from_millis(500);
-/// How often a watched target is looked at when nothing else wakes the pump.
+/// How often a watched target is looked at when nothing else wakes the pump (once the
+/// sampler, whose wake-ups look at it too, has been silent four times this long).
 pub const WATCHED_CHECK: Duration = Duration::from_millis(250);
 /// How long a watched cgroup stays removed before the watch ends on it.
 pub const CGROUP_GONE_GRACE: Duration = Duration::from_millis(200);
@@ -52,6 +53,10 @@ pub struct Pipeline {
     rx_closed: bool,
     /// When the sampler last woke [`Self::wait`].
     sampler_woke: Instant,
+    /// When a watched target is looked at next if nothing wakes the pump before: one timer
+    /// kept between waits and moved only when it passes (a timer made at each wait and
+    /// dropped when something else woke it has the runtime's timer thread woken twice).
+    watch_timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
     reported_drops: u64,
     watched: Option<Watching>,
     /// What ended the watched target ("pid 12 OOM-killed (…)", "cgroup /x was removed"),
@@ -91,6 +96,7 @@ impl Pipeline {
             buf: Vec::with_capacity(256),
             rx_closed: false,
             sampler_woke: Instant::now(),
+            watch_timer: None,
             reported_drops: 0,
             watched: None,
             watched_gone: None,
@@ -331,16 +337,32 @@ impl Pipeline {
         };
         // A watched target can end while nothing else comes (a cgroup removed has no
         // samples): look at it every so often.
+        if self.watched.is_some() && self.watch_timer.is_none() {
+            self.watch_timer = Some(Box::pin(tokio::time::sleep(WATCHED_CHECK)));
+        }
         let watching = async {
-            match &self.watched {
-                Some(_) => tokio::time::sleep(WATCHED_CHECK).await,
+            match self.watch_timer.as_mut() {
+                Some(t) => t.as_mut().await,
                 None => std::future::pending().await,
             }
         };
-        tokio::select! {
-            _ = sampler => self.sampler_woke = Instant::now(),
-            _ = records => {}
-            _ = watching => {}
+        let woke = tokio::select! {
+            _ = sampler => Some(true),
+            _ = records => None,
+            _ = watching => Some(false),
+        };
+        let now = Instant::now();
+        match woke {
+            Some(true) => self.sampler_woke = now,
+            Some(false) => {
+                // While the sampler wakes the pump, its wake-ups look at the target: the
+                // timer only has to cover its silence, so it waits on past its last one.
+                let next = (self.sampler_woke + 4 * WATCHED_CHECK).max(now + WATCHED_CHECK);
+                if let Some(t) = self.watch_timer.as_mut() {
+                    t.as_mut().reset(next.into());
+                }
+            }
+            None => {}
         }
     }
 
