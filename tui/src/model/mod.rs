@@ -114,6 +114,17 @@ impl Model {
         Self::with_limits(thresholds, Limits::default())
     }
 
+    /// This model without its series (memory and utilisation), which are most of its size;
+    /// series made from now on are bounded by `limits`. What a replay of a long session keeps
+    /// at each snapshot, drawing the series again on a seek ([`crate::timeline`]).
+    pub fn light(&self, limits: Limits) -> Model {
+        Model {
+            series: Series::new(limits),
+            usage: self.usage.without_series(limits),
+            ..self.clone()
+        }
+    }
+
     /// Empty model with explicit series limits ([`Limits::unbounded`] for offline tools).
     pub fn with_limits(thresholds: Thresholds, limits: Limits) -> Self {
         Model {

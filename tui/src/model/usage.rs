@@ -172,6 +172,25 @@ pub struct UsageState {
 }
 
 impl UsageState {
+    /// The same state with every series empty, series made from now on bounded by
+    /// `limits` (a replay's light snapshot: its series are drawn again on a seek).
+    pub fn without_series(&self, limits: Limits) -> UsageState {
+        UsageState {
+            limits,
+            cpu: Series::new(limits),
+            psi: Series::new(limits),
+            gpus: self
+                .gpus
+                .iter()
+                .map(|g| GpuSeries {
+                    index: g.index,
+                    series: Series::new(limits),
+                })
+                .collect(),
+            ..self.clone()
+        }
+    }
+
     /// Empty, bounded like the memory series.
     pub fn new(limits: Limits) -> Self {
         UsageState {
