@@ -194,9 +194,12 @@ impl ReplayDriver {
                 let near = {
                     let ix = tl.indexed();
                     let k = ix.snaps.partition_point(|s| s.hi <= t);
+                    // Nearer than any snapshot, and where the pass has been (playing on
+                    // costs the records between; past the pass they could be many).
                     t >= app.clock
                         && waiting.is_none()
                         && ix.late.is_some()
+                        && (ix.done || t < ix.hi)
                         && ix.snaps[..k].last().is_none_or(|s| s.hi <= cursor.hi())
                 };
                 if near {

@@ -150,8 +150,6 @@ pub struct Timeline {
     stop: Arc<AtomicBool>,
     cache: VecDeque<(usize, Arc<Vec<Record>>)>,
     warnings: Vec<Warning>,
-    /// Damaged chunks met while playing, told once each.
-    told: Vec<usize>,
 }
 
 /// Whether `path` (or every file of its rotated set) is a compact session.
@@ -243,7 +241,6 @@ impl Timeline {
             stop,
             cache: VecDeque::new(),
             warnings,
-            told: Vec::new(),
         })
     }
 
@@ -295,23 +292,15 @@ impl Timeline {
         }
     }
 
-    /// Part `i`'s records, through the cache; a damaged chunk is empty (and told once, as a
-    /// warning line returned by [`Timeline::take_damage`]).
+    /// Part `i`'s records, through the cache; a damaged chunk is empty (the background
+    /// pass, which reads every chunk, tells it).
     fn part(&mut self, i: usize) -> Arc<Vec<Record>> {
         if let Some(k) = self.cache.iter().position(|(j, _)| *j == i) {
             let hit = self.cache.remove(k).map(|(_, r)| r).unwrap_or_default();
             self.cache.push_front((i, hit.clone()));
             return hit;
         }
-        let recs = match self.src.records(i) {
-            Ok(r) => r,
-            Err(_) => {
-                if !self.told.contains(&i) {
-                    self.told.push(i);
-                }
-                Arc::new(Vec::new())
-            }
-        };
+        let recs = self.src.records(i).unwrap_or_default();
         self.cache.push_front((i, recs.clone()));
         self.cache.truncate(CACHE_CHUNKS);
         recs
@@ -406,14 +395,6 @@ impl Timeline {
                 }
             }
         }
-    }
-
-    /// Lines for the damaged chunks met since the last call.
-    pub fn take_damage(&mut self) -> Vec<String> {
-        let told = std::mem::take(&mut self.told);
-        told.into_iter()
-            .filter_map(|i| self.src.records(i).err())
-            .collect()
     }
 }
 
