@@ -153,11 +153,18 @@ fn replay_path(name: &str, p: &Path) {
     let first = t0.elapsed();
     let first_cpu = cpu() - c0;
     let tl = d.timeline().expect("chunked");
+    while tl.indexed().late.is_none() {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // Playing waits for the first stage (the records that placing moves back).
+    let plays = t0.elapsed();
     tl.wait_indexed();
     let (indexing, indexing_cpu) = (t0.elapsed(), cpu() - c0);
-    let (snaps, every, records) = {
+    let indexed_kib = rss_kib().saturating_sub(base);
+    let (snaps, every, records, snap_mib) = {
         let ix = tl.indexed();
-        (ix.snaps.len(), ix.every, ix.records)
+        let mib = ix.snap_bytes as f64 / (1 << 20) as f64;
+        (ix.snaps.len(), ix.every, ix.records, mib)
     };
     let parts = tl.parts().len();
     let (s, e) = (d.start(), d.end());
@@ -175,9 +182,10 @@ fn replay_path(name: &str, p: &Path) {
         worst_cpu = worst_cpu.max(cp);
     }
     eprintln!(
-        "{name} replay: first frame {first:.2?} wall ({first_cpu:.2?} CPU); indexing {records} records in {parts} chunks {indexing:.2?} wall, {indexing_cpu:.2?} CPU; peak RSS +{:.1} MiB over the {:.1} MiB before ({snaps} light snapshots, one every {every} chunks); seek and draw {:.2?} mean, {worst:.2?} worst wall ({worst_cpu:.2?} own CPU at most)",
+        "{name} replay: first frame {first:.2?} wall ({first_cpu:.2?} CPU); plays from {plays:.2?}; indexing {records} records in {parts} chunks {indexing:.2?} wall, {indexing_cpu:.2?} CPU; peak RSS +{:.1} MiB over the {:.1} MiB before, +{:.1} MiB once indexed ({snaps} light snapshots, one every {every} chunks, {snap_mib:.1} MiB estimated); seek and draw {:.2?} mean, {worst:.2?} worst wall ({worst_cpu:.2?} own CPU at most)",
         peak_kib().saturating_sub(base) as f64 / 1024.0,
         base as f64 / 1024.0,
+        indexed_kib as f64 / 1024.0,
         sum / n as u32,
     );
     assert!(first < Duration::from_secs(1), "first frame over 1 s");

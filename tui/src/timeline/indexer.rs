@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex};
 use provetop_shared::classify::Thresholds;
 use provetop_shared::{Mark, Record, RecordBody};
 
-use super::{shown_limits, LateList, Source, LIGHT_BUDGET};
+use super::{shown_limits, LateList, Source, LIGHT_BUDGET, LIGHT_READINGS};
 use crate::model::{Effect, Effects, Model, SpanSource};
-use crate::store::{estimate_bytes, LateFinder, Placer};
+use crate::store::{LateFinder, Placer};
 
 /// Kind bytes of prover events and log-derived events in a chunk's kind column (the frame
 /// kinds of format 1).
@@ -66,7 +66,8 @@ pub struct Indexed {
     pub warnings: Vec<String>,
     /// Records reduced.
     pub records: u64,
-    snap_bytes: usize,
+    /// Bytes the snapshots hold together ([`light_bytes`]).
+    pub snap_bytes: usize,
 }
 
 impl Indexed {
@@ -80,20 +81,41 @@ impl Indexed {
     }
 
     fn snapshot(&mut self, s: Snap) {
-        let size = estimate_bytes(&s.model);
+        let size = light_bytes(&s.model);
         if self.snap_bytes + size > LIGHT_BUDGET && self.snaps.len() > 1 {
             // Over budget: widen the spacing (by powers of two, so kept snapshots stay on its
             // grid) and keep every other one.
             self.every *= 2;
             let every = self.every;
             self.snaps.retain(|x| x.part % every == 0);
-            self.snap_bytes = self.snaps.iter().map(|x| estimate_bytes(&x.model)).sum();
+            self.snap_bytes = self.snaps.iter().map(|x| light_bytes(&x.model)).sum();
         }
         if s.part % self.every == 0 {
             self.snap_bytes += size;
             self.snaps.push(s);
         }
     }
+}
+
+/// Bytes a light snapshot holds, nearly: its bounded queues at their element sizes (a clone
+/// allocates them to their length), a log line's text beside its entry, and what the model
+/// keeps whatever its history. Usage and kernel readings are shared with the pass's model
+/// until it thins them away, so each snapshot counts its own.
+pub fn light_bytes(m: &Model) -> usize {
+    use crate::model::{LogEntry, PhaseSpan, ProofSpan};
+    use std::mem::size_of;
+    const TEXT: usize = 112;
+    const OTHER: usize = 160;
+    size_of::<Model>()
+        + (m.spans.closed.len() + m.spans.open.len() + m.proofs.running.len())
+            * size_of::<PhaseSpan>()
+        + m.proofs.finished.len() * size_of::<ProofSpan>()
+        + m.log.len() * (size_of::<LogEntry>() + TEXT)
+        + (m.alerts.history.len() + m.notes.marks.len() + m.notes.controls.len()) * OTHER
+        + m.log_warnings.len() * (16 + TEXT)
+        + m.runs_kept() * size_of::<provetop_shared::classify::Run>()
+        + m.usage.readings_len() * 1024
+        + (64 << 10)
 }
 
 /// Start the pass on a thread of its own; it stops early when `stop` is set.
@@ -247,7 +269,7 @@ fn reduce(
         part: 0,
         placer: placer.state(),
         hi: 0,
-        model: Arc::new(pass.model.light(shown_limits())),
+        model: Arc::new(pass.model.light(shown_limits(), LIGHT_READINGS)),
     });
     for i in 0..src.parts.len() {
         if stop.load(Ordering::Relaxed) {
@@ -274,7 +296,7 @@ fn reduce(
             part: i + 1,
             placer: placer.state(),
             hi: pass.hi,
-            model: Arc::new(pass.model.light(shown_limits())),
+            model: Arc::new(pass.model.light(shown_limits(), LIGHT_READINGS)),
         });
         let mut ix = lock(shared);
         pass.publish(&mut ix);

@@ -43,7 +43,10 @@ pub use indexer::Indexed;
 
 /// Most bytes the light snapshots may hold together (estimated); beyond it every other one
 /// is dropped and the spacing doubles.
-pub const LIGHT_BUDGET: usize = 96 << 20;
+pub const LIGHT_BUDGET: usize = 112 << 20;
+/// Usage and kernel readings a light snapshot keeps (the newest: the process table at a
+/// cursor before them reads the nearest kept).
+pub const LIGHT_READINGS: usize = 256;
 /// Decoded chunks kept for playing and seeking.
 pub const CACHE_CHUNKS: usize = 8;
 /// How far before a seek's snapshot the memory series is drawn at full resolution.
