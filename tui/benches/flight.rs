@@ -169,7 +169,7 @@ fn replay_path(name: &str, p: &Path) {
     let parts = tl.parts().len();
     let (s, e) = (d.start(), d.end());
     let (mut sum, mut worst, mut worst_cpu, n) =
-        (Duration::ZERO, Duration::ZERO, Duration::ZERO, 40u64);
+        (Duration::ZERO, Duration::ZERO, Duration::ZERO, 20u64);
     let mut k = 0u64;
     for _ in 0..n {
         k = (k + 7919) % 1000;
