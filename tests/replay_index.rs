@@ -74,6 +74,14 @@ fn drawn(app: &mut App) -> String {
         .collect()
 }
 
+/// Seek and let a seek that goes on between frames land.
+fn seek(d: &mut ReplayDriver, app: &mut App, t: u64) {
+    d.seek(app, t);
+    while d.seeking().is_some() {
+        d.poll(app);
+    }
+}
+
 fn indexed(path: &Path) -> ReplayDriver {
     let tl = Timeline::open(path, Thresholds::default()).expect("open");
     tl.wait_indexed();
@@ -109,7 +117,7 @@ fn a_compact_session_read_chunk_by_chunk_shows_what_the_whole_file_shows_at_ever
         s,
     ] {
         whole.seek(&mut a, t);
-        chunked.seek(&mut b, t);
+        seek(&mut chunked, &mut b, t);
         assert_eq!(b.clock, a.clock);
         assert_eq!(
             reading(&b.model),
@@ -145,7 +153,7 @@ fn a_zoomed_out_chart_of_a_long_session_keeps_a_single_sample_spike() {
     let mut d = indexed(&p);
     let mut app = d.app(1.0, Theme::mono());
     let end = d.end();
-    d.seek(&mut app, end);
+    seek(&mut d, &mut app, end);
     let cols = app.model.series.columns(d.start(), end, 60);
     let top = cols
         .iter()
@@ -231,7 +239,7 @@ fn a_seek_past_what_is_indexed_waits_saying_so_and_then_lands_on_the_true_state(
     let s = drawn(&mut app);
     assert!(s.contains("indexing"), "{s}");
     let t0 = std::time::Instant::now();
-    while d.waiting().is_some() {
+    while d.waiting().is_some() || d.seeking().is_some() {
         assert!(
             t0.elapsed() < Duration::from_secs(120),
             "indexing never ended"

@@ -171,18 +171,28 @@ fn replay_path(name: &str, p: &Path) {
     let (mut sum, mut worst, mut worst_cpu, n) =
         (Duration::ZERO, Duration::ZERO, Duration::ZERO, 20u64);
     let mut k = 0u64;
+    // A long seek goes on a few chunks a frame: the longest frame is how long the screen
+    // does not answer.
+    let mut frame = Duration::ZERO;
     for _ in 0..n {
         k = (k + 7919) % 1000;
         let (t, c) = (Instant::now(), thread_cpu());
         d.seek(&mut app, s + (e - s) / 1000 * k);
         draw(&mut app);
+        frame = frame.max(t.elapsed());
+        while d.seeking().is_some() {
+            let f = Instant::now();
+            d.poll(&mut app);
+            draw(&mut app);
+            frame = frame.max(f.elapsed());
+        }
         let (w, cp) = (t.elapsed(), thread_cpu() - c);
         sum += w;
         worst = worst.max(w);
         worst_cpu = worst_cpu.max(cp);
     }
     eprintln!(
-        "{name} replay: first frame {first:.2?} wall ({first_cpu:.2?} CPU); plays from {plays:.2?}; indexing {records} records in {parts} chunks {indexing:.2?} wall, {indexing_cpu:.2?} CPU; peak RSS +{:.1} MiB over the {:.1} MiB before, +{:.1} MiB once indexed ({snaps} light snapshots, one every {every} chunks, {snap_mib:.1} MiB estimated); seek and draw {:.2?} mean, {worst:.2?} worst wall ({worst_cpu:.2?} own CPU at most)",
+        "{name} replay: first frame {first:.2?} wall ({first_cpu:.2?} CPU); plays from {plays:.2?}; indexing {records} records in {parts} chunks {indexing:.2?} wall, {indexing_cpu:.2?} CPU; peak RSS +{:.1} MiB over the {:.1} MiB before, +{:.1} MiB once indexed ({snaps} light snapshots, one every {every} chunks, {snap_mib:.1} MiB estimated); seek and draw {:.2?} mean, {worst:.2?} worst wall ({worst_cpu:.2?} own CPU at most), longest frame meanwhile {frame:.2?}",
         peak_kib().saturating_sub(base) as f64 / 1024.0,
         base as f64 / 1024.0,
         indexed_kib as f64 / 1024.0,

@@ -13,7 +13,7 @@ use crate::cli::ReplayArgs;
 use crate::event_loop::{self, Driver};
 use crate::store::Store;
 use crate::theme::Theme;
-use crate::timeline::{Cursor, Timeline};
+use crate::timeline::{Cursor, Seeking, Timeline};
 use provetop_shared::session::SourceKind;
 use provetop_shared::{Mark, Record, RecordBody};
 
@@ -45,8 +45,13 @@ enum Source {
         cursor: Cursor,
         waiting: Option<u64>,
         told: usize,
+        /// A seek under way, a few chunks a frame.
+        seeking: Option<Seeking>,
     },
 }
+
+/// Chunks a seek applies between two frames (the screen answers meanwhile).
+const SEEK_STEP: usize = 4;
 
 /// Whether a session file ends without provetop's stop: its last lifecycle mark is a start
 /// (of the child, a restart, or watching a pid) with neither the child's exit nor provetop's
@@ -87,6 +92,7 @@ impl ReplayDriver {
             cursor: Cursor::default(),
             waiting: None,
             told: 0,
+            seeking: None,
         };
         Self::over(src, false)
     }
@@ -188,6 +194,7 @@ impl ReplayDriver {
                 tl,
                 cursor,
                 waiting,
+                seeking,
                 ..
             } => {
                 // Forward within reach of the cursor: play on; else from a snapshot.
@@ -198,19 +205,28 @@ impl ReplayDriver {
                     // costs the records between; past the pass they could be many).
                     t >= app.clock
                         && waiting.is_none()
+                        && seeking.is_none()
                         && ix.late.is_some()
                         && (ix.done || t < ix.hi)
                         && ix.snaps[..k].last().is_none_or(|s| s.hi <= cursor.hi())
                 };
+                *waiting = None;
+                *seeking = None;
                 if near {
                     false
                 } else {
-                    match tl.model_at(t) {
-                        Some((m, c)) => {
-                            app.model = m;
-                            *cursor = c;
-                            *waiting = None;
-                            true
+                    match tl.begin_seek(t) {
+                        Some(mut s) => {
+                            if tl.step_seek(&mut s, SEEK_STEP) {
+                                (app.model, *cursor) = s.into_parts();
+                                true
+                            } else {
+                                // Goes on at the next polls; the screen stays where it is
+                                // known meanwhile.
+                                *seeking = Some(s);
+                                app.view.frozen = None;
+                                return;
+                            }
                         }
                         None => {
                             *waiting = Some(t);
@@ -222,17 +238,62 @@ impl ReplayDriver {
             }
         };
         if back {
-            app.clock = t;
-            self.told_abrupt = false;
-            for m in &self.marks {
-                app.model.apply(m);
-            }
-            self.tell_abrupt_end(app);
+            self.landed(app, t);
         } else {
             self.advance_to(app, t);
         }
         // A cursor placed earlier stays put; the window follows the position.
         app.view.frozen = None;
+    }
+
+    /// A model rebuilt for `t` is in the app: the position moves there, the marks of this
+    /// screen apply again.
+    fn landed(&mut self, app: &mut App, t: u64) {
+        app.clock = t;
+        self.told_abrupt = false;
+        for m in &self.marks {
+            app.model.apply(m);
+        }
+        self.tell_abrupt_end(app);
+    }
+
+    /// Where a seek under way goes, and how far it has got (per cent).
+    pub fn seeking(&self) -> Option<(u64, u32)> {
+        match &self.src {
+            Source::Chunked {
+                seeking: Some(s), ..
+            } => Some((s.t, s.percent())),
+            _ => None,
+        }
+    }
+
+    /// The seek under way, a few chunks further: whether it is still under way.
+    fn seek_on(&mut self, app: &mut App) -> bool {
+        let Source::Chunked {
+            tl,
+            cursor,
+            seeking,
+            ..
+        } = &mut self.src
+        else {
+            return false;
+        };
+        let Some(s) = seeking.as_mut() else {
+            return false;
+        };
+        if !tl.step_seek(s, SEEK_STEP) {
+            let text = format!("seeking {}%", s.percent());
+            app.flash(text, false);
+            return true;
+        }
+        let Some(s) = seeking.take() else {
+            return false;
+        };
+        let t = s.t;
+        (app.model, *cursor) = s.into_parts();
+        self.landed(app, t);
+        app.view.frozen = None;
+        false
     }
 
     /// The position a seek waits for (the background pass has not reached it yet).
@@ -264,10 +325,7 @@ impl ReplayDriver {
     /// alerts and the end's abruptness it found, its progress and damage told. Returns
     /// whether the screen changed and whether playing may go on.
     fn catch_up(&mut self, app: &mut App) -> (bool, bool) {
-        let Source::Chunked {
-            tl, waiting, told, ..
-        } = &mut self.src
-        else {
+        let Source::Chunked { tl, told, .. } = &mut self.src else {
             return (false, true);
         };
         let (late, done, pct, alerts, abrupt, damage) = {
@@ -302,7 +360,11 @@ impl ReplayDriver {
                 p.abrupt_end = true;
             }
         }
-        if let Some(t) = *waiting {
+        if self.seeking().is_some() {
+            self.seek_on(app);
+            return (true, false);
+        }
+        if let Some(t) = self.waiting() {
             self.seek(app, t);
             if self.waiting().is_some() {
                 app.flash(format!("indexing {pct}%: the position waits for it"), false);

@@ -134,6 +134,31 @@ pub struct Cursor {
     finished: bool,
 }
 
+/// A seek under way ([`Timeline::begin_seek`]): the model from a snapshot, the records
+/// towards the position applied a few chunks at a time, so the screen answers meanwhile.
+pub struct Seeking {
+    /// Where to.
+    pub t: u64,
+    model: Model,
+    cursor: Cursor,
+    from: usize,
+    to: usize,
+}
+
+impl Seeking {
+    /// How far it has got, in per cent.
+    pub fn percent(&self) -> u32 {
+        let done = self.cursor.part.saturating_sub(self.from) * 100;
+        (done / self.to.saturating_sub(self.from).max(1)).min(99) as u32
+    }
+
+    /// The model at the position and the cursor after it (once [`Timeline::step_seek`] said
+    /// it got there).
+    pub fn into_parts(self) -> (Model, Cursor) {
+        (self.model, self.cursor)
+    }
+}
+
 impl Cursor {
     /// The reach of the records applied.
     pub fn hi(&self) -> u64 {
@@ -312,14 +337,26 @@ impl Timeline {
     /// Apply to `model` every record placed after `c` whose reach is ≤ `t`; whether any was.
     /// Needs the late records ([`Indexed::late`]); without them nothing moves.
     pub fn advance(&mut self, c: &mut Cursor, t: u64, model: &mut Model) -> bool {
+        self.advance_by(c, t, model, usize::MAX).0
+    }
+
+    /// [`Timeline::advance`] over at most `parts` parts: whether any record was applied, and
+    /// whether it got to `t`.
+    fn advance_by(
+        &mut self,
+        c: &mut Cursor,
+        t: u64,
+        model: &mut Model,
+        parts: usize,
+    ) -> (bool, bool) {
         let Some(late) = self.indexed().late.clone() else {
-            return false;
+            return (false, false);
         };
-        let mut any = false;
+        let (mut any, mut left) = (false, parts);
         loop {
             if let Some(r) = c.pending.front() {
                 if c.hi.max(r.t) > t {
-                    return any;
+                    return (any, true);
                 }
                 c.hi = c.hi.max(r.t);
                 if let Some(r) = c.pending.pop_front() {
@@ -330,7 +367,7 @@ impl Timeline {
             }
             if c.part >= self.src.parts.len() {
                 if c.finished {
-                    return any;
+                    return (any, true);
                 }
                 c.finished = true;
                 Placer::resume(&late, c.placer).finish(&mut |r| c.pending.push_back(r));
@@ -340,6 +377,10 @@ impl Timeline {
             let Some(rec) = recs.get(c.off) else {
                 c.part += 1;
                 c.off = 0;
+                left = left.saturating_sub(1);
+                if left == 0 {
+                    return (any, false);
+                }
                 continue;
             };
             c.off += 1;
@@ -353,6 +394,14 @@ impl Timeline {
     /// The model at `t` and the cursor after it; `None` while the background pass has not
     /// reached `t` yet.
     pub fn model_at(&mut self, t: u64) -> Option<(Model, Cursor)> {
+        let mut s = self.begin_seek(t)?;
+        self.step_seek(&mut s, usize::MAX);
+        Some((s.model, s.cursor))
+    }
+
+    /// A seek to `t` begun from the nearest light snapshot (its series drawn); `None` while
+    /// the background pass has not reached `t` yet.
+    pub fn begin_seek(&mut self, t: u64) -> Option<Seeking> {
         let (snap, ready) = {
             let ix = self.indexed();
             let k = ix.snaps.partition_point(|s| s.hi <= t).checked_sub(1)?;
@@ -364,14 +413,26 @@ impl Timeline {
         }
         let mut model = (*snap.model).clone();
         self.draw_before(&mut model, snap.part);
-        let mut c = Cursor {
+        let cursor = Cursor {
             part: snap.part,
             placer: snap.placer,
             hi: snap.hi,
             ..Cursor::default()
         };
-        self.advance(&mut c, t, &mut model);
-        Some((model, c))
+        let to = self.src.parts.partition_point(|p| p.t_min <= t);
+        Some(Seeking {
+            t,
+            model,
+            cursor,
+            from: snap.part,
+            to,
+        })
+    }
+
+    /// Apply at most `parts` parts' records of a seek; whether it got there.
+    pub fn step_seek(&mut self, s: &mut Seeking, parts: usize) -> bool {
+        let (cursor, model) = (&mut s.cursor, &mut s.model);
+        self.advance_by(cursor, s.t, model, parts).1
     }
 
     /// The memory series of the parts before `upto` into `model`'s empty series: the older
