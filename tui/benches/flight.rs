@@ -152,6 +152,7 @@ fn replay_path(name: &str, p: &Path) {
     draw(&mut app);
     let first = t0.elapsed();
     let first_cpu = cpu() - c0;
+    let first_kib = rss_kib().saturating_sub(base);
     let tl = d.timeline().expect("chunked");
     while tl.indexed().late.is_none() {
         std::thread::sleep(Duration::from_millis(2));
@@ -192,7 +193,8 @@ fn replay_path(name: &str, p: &Path) {
         worst_cpu = worst_cpu.max(cp);
     }
     eprintln!(
-        "{name} replay: first frame {first:.2?} wall ({first_cpu:.2?} CPU); plays from {plays:.2?}; indexing {records} records in {parts} chunks {indexing:.2?} wall, {indexing_cpu:.2?} CPU; peak RSS +{:.1} MiB over the {:.1} MiB before, +{:.1} MiB once indexed ({snaps} light snapshots, one every {every} chunks, {snap_mib:.1} MiB estimated); seek and draw {:.2?} mean, {worst:.2?} worst wall ({worst_cpu:.2?} own CPU at most), longest frame meanwhile {frame:.2?}",
+        "{name} replay: first frame {first:.2?} wall ({first_cpu:.2?} CPU), RSS +{:.1} MiB then; plays from {plays:.2?}; indexing {records} records in {parts} chunks {indexing:.2?} wall, {indexing_cpu:.2?} CPU; peak RSS +{:.1} MiB over the {:.1} MiB before, +{:.1} MiB once indexed ({snaps} light snapshots, one every {every} chunks, {snap_mib:.1} MiB estimated); seek and draw {:.2?} mean, {worst:.2?} worst wall ({worst_cpu:.2?} own CPU at most), longest frame meanwhile {frame:.2?}",
+        first_kib as f64 / 1024.0,
         peak_kib().saturating_sub(base) as f64 / 1024.0,
         base as f64 / 1024.0,
         indexed_kib as f64 / 1024.0,
