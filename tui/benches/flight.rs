@@ -27,6 +27,36 @@ use provetop_shared::RecordBody;
 use provetop_testkit::flight::{Flight, FlightConfig};
 use provetop_testkit::procs::cost_of;
 
+/// The system allocator, counting the bytes live (what the heap holds, apart from what the
+/// allocator keeps of freed memory).
+struct Counting;
+
+static LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+// SAFETY: every call goes to the system allocator with the caller's arguments; the counter
+// only adds and subtracts the sizes it was given.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        LIVE.fetch_add(l.size(), std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: the caller's layout, as GlobalAlloc requires.
+        unsafe { std::alloc::System.alloc(l) }
+    }
+
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        LIVE.fetch_sub(l.size(), std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: `p` came from `alloc` with `l`.
+        unsafe { std::alloc::System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// Heap bytes live, MiB.
+fn live_mib() -> f64 {
+    LIVE.load(std::sync::atomic::Ordering::Relaxed) as f64 / (1 << 20) as f64
+}
+
 fn cpu() -> Duration {
     use nix::time::{clock_gettime, ClockId};
     let t = clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID).expect("process CPU clock");
@@ -144,6 +174,7 @@ fn replay_path(name: &str, p: &Path) {
     };
     reset_peak();
     let base = rss_kib();
+    let live0 = live_mib();
     let (c0, t0) = (cpu(), Instant::now());
     let tl = provetop::timeline::Timeline::open(p, Default::default()).expect("open");
     let mut d = provetop::replay::ReplayDriver::chunked(tl);
@@ -162,6 +193,7 @@ fn replay_path(name: &str, p: &Path) {
     tl.wait_indexed();
     let (indexing, indexing_cpu) = (t0.elapsed(), cpu() - c0);
     let indexed_kib = rss_kib().saturating_sub(base);
+    let live = live_mib() - live0;
     let (snaps, every, records, snap_mib) = {
         let ix = tl.indexed();
         let mib = ix.snap_bytes as f64 / (1 << 20) as f64;
@@ -193,7 +225,7 @@ fn replay_path(name: &str, p: &Path) {
         worst_cpu = worst_cpu.max(cp);
     }
     eprintln!(
-        "{name} replay: first frame {first:.2?} wall ({first_cpu:.2?} CPU), RSS +{:.1} MiB then; plays from {plays:.2?}; indexing {records} records in {parts} chunks {indexing:.2?} wall, {indexing_cpu:.2?} CPU; peak RSS +{:.1} MiB over the {:.1} MiB before, +{:.1} MiB once indexed ({snaps} light snapshots, one every {every} chunks, {snap_mib:.1} MiB estimated); seek and draw {:.2?} mean, {worst:.2?} worst wall ({worst_cpu:.2?} own CPU at most), longest frame meanwhile {frame:.2?}",
+        "{name} replay: first frame {first:.2?} wall ({first_cpu:.2?} CPU), RSS +{:.1} MiB then; plays from {plays:.2?}; indexing {records} records in {parts} chunks {indexing:.2?} wall, {indexing_cpu:.2?} CPU; peak RSS +{:.1} MiB over the {:.1} MiB before, +{:.1} MiB once indexed (heap +{live:.1} MiB live; {snaps} light snapshots, one every {every} chunks, {snap_mib:.1} MiB estimated); seek and draw {:.2?} mean, {worst:.2?} worst wall ({worst_cpu:.2?} own CPU at most), longest frame meanwhile {frame:.2?}",
         first_kib as f64 / 1024.0,
         peak_kib().saturating_sub(base) as f64 / 1024.0,
         base as f64 / 1024.0,
@@ -270,12 +302,20 @@ fn bench(c: &mut Criterion) {
     // `PROVETOP_BENCH_ONLY=replay`: the replay path alone (writing and replaying each length).
     let only_replay = std::env::var("PROVETOP_BENCH_ONLY").as_deref() == Ok("replay");
     if only_replay {
+        // `PROVETOP_BENCH_KEEP=DIR`: the sessions are written there and kept (to replay with
+        // the binary, whose own RSS is then the process's alone).
+        let keep = std::env::var_os("PROVETOP_BENCH_KEEP").map(std::path::PathBuf::from);
         for (name, secs) in lengths {
-            let p = dir.path().join(format!("{name}.ptop"));
+            let p = keep
+                .as_deref()
+                .unwrap_or(dir.path())
+                .join(format!("{name}.ptop"));
             let w = write(&p, secs, true);
             eprintln!("{name} compact: {} samples", w.samples);
             replay_path(name, &p);
-            std::fs::remove_file(&p).expect("remove");
+            if keep.is_none() {
+                std::fs::remove_file(&p).expect("remove");
+            }
         }
         return;
     }
