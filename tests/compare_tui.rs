@@ -54,8 +54,8 @@ fn replay(dir: &Path) -> (ReplayDriver, App) {
     let base = Baseline::from_store(&Store::open(&baseline(dir)).unwrap());
     let mut d = ReplayDriver::new(store);
     let mut app = d.app(1.0, Theme::mono());
-    app.baseline = Some(base.for_replay(d.store(), Align::Start));
-    let start = d.store().start();
+    app.baseline = Some(base.for_replay(d.store().unwrap(), Align::Start));
+    let start = d.start();
     d.seek(&mut app, start + 75 * NS);
     (d, app)
 }
@@ -148,7 +148,7 @@ fn cursor_values(screen: &str) -> Option<(f64, f64, f64)> {
 fn the_alignment_key_cycles_start_and_each_proof_and_the_cursor_gives_both_values() {
     let dir = tempfile::tempdir().unwrap();
     let (d, mut app) = replay(dir.path());
-    let shown_proofs = d.store().finished_proofs().len();
+    let shown_proofs = d.store().unwrap().finished_proofs().len();
     assert!(shown_proofs >= 8, "{shown_proofs}");
     let b = app.baseline.as_ref().unwrap();
     let both = b
@@ -181,6 +181,7 @@ fn the_alignment_key_cycles_start_and_each_proof_and_the_cursor_gives_both_value
     let b = app.baseline.as_ref().unwrap();
     let mut starts: Vec<u64> = d
         .store()
+        .unwrap()
         .finished_proofs()
         .iter()
         .map(|p| p.start)

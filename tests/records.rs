@@ -14,6 +14,7 @@ mod flight_readers;
 mod log_session;
 mod readers;
 mod recorder;
+mod replay_index;
 mod rotation;
 mod settings;
 mod shape;

@@ -54,7 +54,7 @@ fn seek_play_and_jump() {
     let dir = tempfile::tempdir().unwrap();
     let mut d = ReplayDriver::new(Store::open(&recorded(dir.path())).unwrap());
     let mut app = d.app(1.0, Theme::mono());
-    let start = d.store().start();
+    let start = d.start();
     d.act(&mut app, Action::Seek(60));
     assert_eq!(app.clock, start + 60 * NS);
     let done = app.model.prover.proofs_done;
@@ -65,7 +65,7 @@ fn seek_play_and_jump() {
     // Same state as applying the records directly.
     assert_eq!(
         app.model.records(),
-        d.store().index_at(start + 50 * NS) as u64
+        d.store().unwrap().index_at(start + 50 * NS) as u64
     );
     d.act(&mut app, Action::NextPhase);
     let t = app.clock;
@@ -73,7 +73,7 @@ fn seek_play_and_jump() {
     d.act(&mut app, Action::PrevPhase);
     assert!(app.clock < t);
     d.act(&mut app, Action::End);
-    assert_eq!(app.clock, d.store().end());
+    assert_eq!(app.clock, d.end());
     d.act(&mut app, Action::Start);
     assert_eq!(app.clock, start);
     for _ in 0..20 {
@@ -210,7 +210,7 @@ fn a_recording_provetop_did_not_stop_says_so_at_its_end() {
 
     let mut d = ReplayDriver::new(Store::open(&killed).unwrap());
     let mut app = d.app(1.0, Theme::mono());
-    let (start, end) = (d.store().start(), d.store().end());
+    let (start, end) = (d.start(), d.end());
     let s = screen_at(&mut d, &mut app, start);
     assert!(!s.contains(ABRUPT_END), "{s}");
     let s = screen_at(&mut d, &mut app, end);
@@ -232,7 +232,7 @@ fn a_recording_provetop_did_not_stop_says_so_at_its_end() {
 
     let mut d = ReplayDriver::new(Store::open(&clean).unwrap());
     let mut app = d.app(1.0, Theme::mono());
-    let end = d.store().end();
+    let end = d.end();
     let s = screen_at(&mut d, &mut app, end);
     assert!(!s.contains(ABRUPT_END), "{s}");
 }

@@ -11,6 +11,10 @@
 //! beside it), the release binary to its end, and reports each one's own peak RSS and CPU
 //! time (goal: ≤ 64 MiB whatever the length); and `classify --table-only` runs beside the
 //! seed's awk on the same seed-style CSV of a million rows (goal: no more CPU than awk).
+//!
+//! And `replay` of each length as its driver reads it (chunk by chunk): open to the first
+//! frame, the background pass, peak RSS, seeks. `PROVETOP_BENCH_ONLY=replay` runs that
+//! alone.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -22,6 +26,36 @@ use provetop_shared::session::{load, SessionHeader, SessionWriter};
 use provetop_shared::RecordBody;
 use provetop_testkit::flight::{Flight, FlightConfig};
 use provetop_testkit::procs::cost_of;
+
+/// The system allocator, counting the bytes live (what the heap holds, apart from what the
+/// allocator keeps of freed memory).
+struct Counting;
+
+static LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+// SAFETY: every call goes to the system allocator with the caller's arguments; the counter
+// only adds and subtracts the sizes it was given.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        LIVE.fetch_add(l.size(), std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: the caller's layout, as GlobalAlloc requires.
+        unsafe { std::alloc::System.alloc(l) }
+    }
+
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        LIVE.fetch_sub(l.size(), std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: `p` came from `alloc` with `l`.
+        unsafe { std::alloc::System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// Heap bytes live, MiB.
+fn live_mib() -> f64 {
+    LIVE.load(std::sync::atomic::Ordering::Relaxed) as f64 / (1 << 20) as f64
+}
 
 fn cpu() -> Duration {
     use nix::time::{clock_gettime, ClockId};
@@ -110,6 +144,97 @@ fn readers(name: &str, path: &Path, other: &Path) {
     }
 }
 
+/// Peak RSS since the last [`reset_peak`], KiB.
+fn peak_kib() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Start measuring the peak RSS again from the current RSS.
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// `provetop replay` of a compact session, as its driver does it: open to the first frame
+/// drawn, the background pass to its end (its wall and CPU time), the peak RSS over both
+/// (goal: ≤ 1 s, ≤ 200 MiB, flat in the length), then seeks all over the session (goal:
+/// ≤ 50 ms), each redrawing its series from the chunks' summaries.
+fn replay_path(name: &str, p: &Path) {
+    use provetop::event_loop::Driver as _;
+    let draw = |app: &mut provetop::app::App| {
+        let mut term =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 48)).expect("term");
+        term.draw(|f| {
+            provetop::ui::draw(f, app);
+        })
+        .expect("draw");
+    };
+    reset_peak();
+    let base = rss_kib();
+    let live0 = live_mib();
+    let (c0, t0) = (cpu(), Instant::now());
+    let tl = provetop::timeline::Timeline::open(p, Default::default()).expect("open");
+    let mut d = provetop::replay::ReplayDriver::chunked(tl);
+    let mut app = d.app(1.0, provetop::theme::Theme::mono());
+    d.poll(&mut app);
+    draw(&mut app);
+    let first = t0.elapsed();
+    let first_cpu = cpu() - c0;
+    let first_kib = rss_kib().saturating_sub(base);
+    let tl = d.timeline().expect("chunked");
+    while tl.indexed().late.is_none() {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // Playing waits for the first stage (the records that placing moves back).
+    let plays = t0.elapsed();
+    tl.wait_indexed();
+    let (indexing, indexing_cpu) = (t0.elapsed(), cpu() - c0);
+    let indexed_kib = rss_kib().saturating_sub(base);
+    let live = live_mib() - live0;
+    let (snaps, every, records, snap_mib) = {
+        let ix = tl.indexed();
+        let mib = ix.snap_bytes as f64 / (1 << 20) as f64;
+        (ix.snaps.len(), ix.every, ix.records, mib)
+    };
+    let parts = tl.parts().len();
+    let (s, e) = (d.start(), d.end());
+    let (mut sum, mut worst, mut worst_cpu, n) =
+        (Duration::ZERO, Duration::ZERO, Duration::ZERO, 20u64);
+    let mut k = 0u64;
+    // A long seek goes on a few chunks a frame: the longest frame is how long the screen
+    // does not answer.
+    let mut frame = Duration::ZERO;
+    for _ in 0..n {
+        k = (k + 7919) % 1000;
+        let (t, c) = (Instant::now(), thread_cpu());
+        d.seek(&mut app, s + (e - s) / 1000 * k);
+        draw(&mut app);
+        frame = frame.max(t.elapsed());
+        while d.seeking().is_some() {
+            let f = Instant::now();
+            d.poll(&mut app);
+            draw(&mut app);
+            frame = frame.max(f.elapsed());
+        }
+        let (w, cp) = (t.elapsed(), thread_cpu() - c);
+        sum += w;
+        worst = worst.max(w);
+        worst_cpu = worst_cpu.max(cp);
+    }
+    eprintln!(
+        "{name} replay: first frame {first:.2?} wall ({first_cpu:.2?} CPU), RSS +{:.1} MiB then; plays from {plays:.2?}; indexing {records} records in {parts} chunks {indexing:.2?} wall, {indexing_cpu:.2?} CPU; peak RSS +{:.1} MiB over the {:.1} MiB before, +{:.1} MiB once indexed (heap +{live:.1} MiB live; {snaps} light snapshots, one every {every} chunks, {snap_mib:.1} MiB estimated); seek and draw {:.2?} mean, {worst:.2?} worst wall ({worst_cpu:.2?} own CPU at most), longest frame meanwhile {frame:.2?}",
+        first_kib as f64 / 1024.0,
+        peak_kib().saturating_sub(base) as f64 / 1024.0,
+        base as f64 / 1024.0,
+        indexed_kib as f64 / 1024.0,
+        sum / n as u32,
+    );
+    assert!(first < Duration::from_secs(1), "first frame over 1 s");
+}
+
 /// `classify --table-only` against the seed's awk script on the same seed-style CSV of
 /// `rows` one-second rows (a walk through every threshold phase), side by side.
 fn seed_csv_against_awk(dir: &Path, rows: u64) {
@@ -174,6 +299,26 @@ fn bench(c: &mut Criterion) {
         lengths.push(("30d", 30 * 86_400));
     }
     let dir = tempfile::tempdir().expect("tempdir");
+    // `PROVETOP_BENCH_ONLY=replay`: the replay path alone (writing and replaying each length).
+    let only_replay = std::env::var("PROVETOP_BENCH_ONLY").as_deref() == Ok("replay");
+    if only_replay {
+        // `PROVETOP_BENCH_KEEP=DIR`: the sessions are written there and kept (to replay with
+        // the binary, whose own RSS is then the process's alone).
+        let keep = std::env::var_os("PROVETOP_BENCH_KEEP").map(std::path::PathBuf::from);
+        for (name, secs) in lengths {
+            let p = keep
+                .as_deref()
+                .unwrap_or(dir.path())
+                .join(format!("{name}.ptop"));
+            let w = write(&p, secs, true);
+            eprintln!("{name} compact: {} samples", w.samples);
+            replay_path(name, &p);
+            if keep.is_none() {
+                std::fs::remove_file(&p).expect("remove");
+            }
+        }
+        return;
+    }
     seed_csv_against_awk(dir.path(), if full { 1_000_000 } else { 10_000 });
     // compare's second file in the readers' runs: an hour, compact.
     let hour = dir.path().join("hour.ptop");
@@ -257,6 +402,7 @@ fn bench(c: &mut Criterion) {
         eprintln!(
             "{name} compact: worst seek {worst:.2?} wall, {worst_cpu:.2?} CPU (largest chunk {biggest} records)"
         );
+        replay_path(name, &p);
         readers(name, &p, &hour);
         drop(ix);
         std::fs::remove_file(&p).expect("remove");

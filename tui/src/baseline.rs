@@ -123,6 +123,14 @@ impl Baseline {
         self
     }
 
+    /// For replay of a session whose proofs are not listed (read chunk by chunk): aligned
+    /// at the start.
+    pub fn for_replay_from(mut self, start: u64) -> Baseline {
+        self.shown_start = start;
+        self.align = Align::Start;
+        self
+    }
+
     /// For the live screen: each proof with the baseline's proof of the same number.
     pub fn for_live(mut self, origin: u64) -> Baseline {
         self.shown_start = origin;

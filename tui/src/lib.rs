@@ -39,5 +39,6 @@ pub mod store;
 pub mod terminal;
 pub mod text;
 pub mod theme;
+pub mod timeline;
 pub mod ui;
 pub mod view_options;

@@ -13,6 +13,7 @@ use crate::cli::ReplayArgs;
 use crate::event_loop::{self, Driver};
 use crate::store::Store;
 use crate::theme::Theme;
+use crate::timeline::{Cursor, Seeking, Timeline};
 use provetop_shared::session::SourceKind;
 use provetop_shared::{Mark, Record, RecordBody};
 
@@ -21,8 +22,7 @@ pub const SPEEDS: &[f64] = &[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
 
 /// Feeds the app from a store on a playback clock.
 pub struct ReplayDriver {
-    store: Store,
-    applied: usize,
+    src: Source,
     last: Instant,
     /// The recording ends without provetop's stop ([`ends_abruptly`]).
     abrupt: bool,
@@ -32,6 +32,26 @@ pub struct ReplayDriver {
     /// again after each seek back rebuilds the model.
     marks: Vec<Record>,
 }
+
+/// Where the records come from (one per replay: the sizes' difference costs nothing).
+#[allow(clippy::large_enum_variant)]
+enum Source {
+    /// A whole file in memory: records `0..applied` are in the model.
+    Whole { store: Store, applied: usize },
+    /// A compact session read chunk by chunk; `waiting`: a seek the background pass has not
+    /// reached yet (the screen stays where it was and says so).
+    Chunked {
+        tl: Timeline,
+        cursor: Cursor,
+        waiting: Option<u64>,
+        told: usize,
+        /// A seek under way, a few chunks a frame.
+        seeking: Option<Seeking>,
+    },
+}
+
+/// Chunks a seek applies between two frames (the screen answers meanwhile).
+const SEEK_STEP: usize = 4;
 
 /// Whether a session file ends without provetop's stop: its last lifecycle mark is a start
 /// (of the child, a restart, or watching a pid) with neither the child's exit nor provetop's
@@ -61,9 +81,25 @@ impl ReplayDriver {
     /// A driver over an opened store.
     pub fn new(store: Store) -> Self {
         let abrupt = ends_abruptly(&store);
+        Self::over(Source::Whole { store, applied: 0 }, abrupt)
+    }
+
+    /// A driver over a compact session read chunk by chunk (whether it ends abruptly is
+    /// known when its background pass is over).
+    pub fn chunked(tl: Timeline) -> Self {
+        let src = Source::Chunked {
+            tl,
+            cursor: Cursor::default(),
+            waiting: None,
+            told: 0,
+            seeking: None,
+        };
+        Self::over(src, false)
+    }
+
+    fn over(src: Source, abrupt: bool) -> Self {
         ReplayDriver {
-            store,
-            applied: 0,
+            src,
             last: Instant::now(),
             abrupt,
             told_abrupt: false,
@@ -71,73 +107,280 @@ impl ReplayDriver {
         }
     }
 
-    /// The store.
-    pub fn store(&self) -> &Store {
-        &self.store
+    /// The store, when the whole file is in memory.
+    pub fn store(&self) -> Option<&Store> {
+        match &self.src {
+            Source::Whole { store, .. } => Some(store),
+            Source::Chunked { .. } => None,
+        }
+    }
+
+    /// The timeline, when the session is read chunk by chunk.
+    pub fn timeline(&self) -> Option<&Timeline> {
+        match &self.src {
+            Source::Chunked { tl, .. } => Some(tl),
+            Source::Whole { .. } => None,
+        }
+    }
+
+    /// Earliest record time.
+    pub fn start(&self) -> u64 {
+        match &self.src {
+            Source::Whole { store, .. } => store.start(),
+            Source::Chunked { tl, .. } => tl.start(),
+        }
+    }
+
+    /// Latest record time.
+    pub fn end(&self) -> u64 {
+        match &self.src {
+            Source::Whole { store, .. } => store.end(),
+            Source::Chunked { tl, .. } => tl.end(),
+        }
     }
 
     /// An app showing this store at its start.
     pub fn app(&self, speed: f64, theme: Theme) -> App {
-        let s = &self.store;
-        let file = s
-            .path()
+        let (path, thresholds, alerts) = match &self.src {
+            Source::Whole { store, .. } => (
+                store.path(),
+                store.thresholds(),
+                store.alert_times().to_vec(),
+            ),
+            Source::Chunked { tl, .. } => (tl.path(), tl.thresholds(), tl.indexed().alerts.clone()),
+        };
+        let file = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let (start, end) = (self.start(), self.end());
         let mut app = App::new(
             Screen::Replay(Playback {
                 playing: true,
                 speed,
-                start: s.start(),
-                end: s.end(),
-                alerts: s.alert_times().to_vec(),
+                start,
+                end,
+                alerts,
                 file,
                 abrupt_end: self.abrupt,
             }),
-            s.thresholds(),
+            thresholds,
             theme,
-            s.start(),
+            start,
         );
-        let span_s = s.end().saturating_sub(s.start()) as f64 / NS as f64;
+        let span_s = end.saturating_sub(start) as f64 / NS as f64;
         // The whole file when it is up to an hour long, else the last hour before the position.
         app.view.zoom = View::zoom_for(span_s.clamp(10.0, 3600.0));
-        app.model = s.model_at_index(0);
+        app.model = match &self.src {
+            Source::Whole { store, .. } => store.model_at_index(0),
+            // The state before any record: the empty model.
+            Source::Chunked { .. } => crate::model::Model::new(thresholds),
+        };
         app
     }
 
-    /// Move the position to `t` (clamped to the file).
+    /// Move the position to `t` (clamped to the file). A compact session's background pass
+    /// may not have reached `t` yet: the position then waits for it ([`Self::waiting`]).
     pub fn seek(&mut self, app: &mut App, t: u64) {
-        let t = t.clamp(self.store.start(), self.store.end());
-        if t >= app.clock {
-            self.advance_to(app, t);
-        } else {
-            app.model = self.store.model_at(t);
-            self.applied = self.store.index_at(t);
-            app.clock = t;
-            self.told_abrupt = false;
-            for m in &self.marks {
-                app.model.apply(m);
+        let t = t.clamp(self.start(), self.end());
+        let back = match &mut self.src {
+            Source::Whole { store, applied } if t < app.clock => {
+                app.model = store.model_at(t);
+                *applied = store.index_at(t);
+                true
             }
-            self.tell_abrupt_end(app);
+            Source::Whole { .. } => false,
+            Source::Chunked {
+                tl,
+                cursor,
+                waiting,
+                seeking,
+                ..
+            } => {
+                // Forward within reach of the cursor: play on; else from a snapshot.
+                let near = {
+                    let ix = tl.indexed();
+                    let k = ix.snaps.partition_point(|s| s.hi <= t);
+                    // Nearer than any snapshot, and where the pass has been (playing on
+                    // costs the records between; past the pass they could be many).
+                    t >= app.clock
+                        && waiting.is_none()
+                        && seeking.is_none()
+                        && ix.late.is_some()
+                        && (ix.done || t < ix.hi)
+                        && ix.snaps[..k].last().is_none_or(|s| s.hi <= cursor.hi())
+                };
+                *waiting = None;
+                *seeking = None;
+                if near {
+                    false
+                } else {
+                    match tl.begin_seek(t) {
+                        Some(mut s) => {
+                            if tl.step_seek(&mut s, SEEK_STEP) {
+                                (app.model, *cursor) = s.into_parts();
+                                true
+                            } else {
+                                // Goes on at the next polls; the screen stays where it is
+                                // known meanwhile.
+                                *seeking = Some(s);
+                                app.view.frozen = None;
+                                return;
+                            }
+                        }
+                        None => {
+                            *waiting = Some(t);
+                            app.view.frozen = None;
+                            return;
+                        }
+                    }
+                }
+            }
+        };
+        if back {
+            self.landed(app, t);
+        } else {
+            self.advance_to(app, t);
         }
         // A cursor placed earlier stays put; the window follows the position.
         app.view.frozen = None;
     }
 
+    /// A model rebuilt for `t` is in the app: the position moves there, the marks of this
+    /// screen apply again.
+    fn landed(&mut self, app: &mut App, t: u64) {
+        app.clock = t;
+        self.told_abrupt = false;
+        for m in &self.marks {
+            app.model.apply(m);
+        }
+        self.tell_abrupt_end(app);
+    }
+
+    /// Where a seek under way goes, and how far it has got (per cent).
+    pub fn seeking(&self) -> Option<(u64, u32)> {
+        match &self.src {
+            Source::Chunked {
+                seeking: Some(s), ..
+            } => Some((s.t, s.percent())),
+            _ => None,
+        }
+    }
+
+    /// The seek under way, a few chunks further: whether it is still under way.
+    fn seek_on(&mut self, app: &mut App) -> bool {
+        let Source::Chunked {
+            tl,
+            cursor,
+            seeking,
+            ..
+        } = &mut self.src
+        else {
+            return false;
+        };
+        let Some(s) = seeking.as_mut() else {
+            return false;
+        };
+        if !tl.step_seek(s, SEEK_STEP) {
+            let text = format!("seeking {}%", s.percent());
+            app.flash(text, false);
+            return true;
+        }
+        let Some(s) = seeking.take() else {
+            return false;
+        };
+        let t = s.t;
+        (app.model, *cursor) = s.into_parts();
+        self.landed(app, t);
+        app.view.frozen = None;
+        false
+    }
+
+    /// The position a seek waits for (the background pass has not reached it yet).
+    pub fn waiting(&self) -> Option<u64> {
+        match &self.src {
+            Source::Chunked { waiting, .. } => *waiting,
+            Source::Whole { .. } => None,
+        }
+    }
+
     fn advance_to(&mut self, app: &mut App, t: u64) -> bool {
         app.clock = t;
-        let upto = self.store.index_at(t);
-        let changed = upto > self.applied;
-        for r in &self.store.records()[self.applied..upto] {
-            app.model.apply(r);
-        }
-        self.applied = self.applied.max(upto);
+        let changed = match &mut self.src {
+            Source::Whole { store, applied } => {
+                let upto = store.index_at(t);
+                let changed = upto > *applied;
+                for r in &store.records()[*applied..upto] {
+                    app.model.apply(r);
+                }
+                *applied = (*applied).max(upto);
+                changed
+            }
+            Source::Chunked { tl, cursor, .. } => tl.advance(cursor, t, &mut app.model),
+        };
         self.tell_abrupt_end(app) || changed
+    }
+
+    /// A compact session's background pass, caught up with: a seek waiting for it, the
+    /// alerts and the end's abruptness it found, its progress and damage told. Returns
+    /// whether the screen changed and whether playing may go on.
+    fn catch_up(&mut self, app: &mut App) -> (bool, bool) {
+        let Source::Chunked { tl, told, .. } = &mut self.src else {
+            return (false, true);
+        };
+        let (late, done, pct, alerts, abrupt, damage) = {
+            let ix = tl.indexed();
+            let alerts = match &app.screen {
+                Screen::Replay(p) if p.alerts.len() != ix.alerts.len() => Some(ix.alerts.clone()),
+                _ => None,
+            };
+            let damage: Vec<String> = ix.warnings[(*told).min(ix.warnings.len())..].to_vec();
+            *told = ix.warnings.len();
+            (
+                ix.late.is_some(),
+                ix.done,
+                ix.percent(),
+                alerts,
+                ix.abrupt,
+                damage,
+            )
+        };
+        let mut changed = false;
+        if let Some(w) = damage.first() {
+            app.flash(format!("warning: {w}"), true);
+            changed = true;
+        }
+        if let (Some(a), Some(p)) = (alerts, Self::playback(app)) {
+            p.alerts = a;
+            changed = true;
+        }
+        if done && abrupt && !self.abrupt {
+            self.abrupt = true;
+            if let Some(p) = Self::playback(app) {
+                p.abrupt_end = true;
+            }
+        }
+        if self.seeking().is_some() {
+            self.seek_on(app);
+            return (true, false);
+        }
+        if let Some(t) = self.waiting() {
+            self.seek(app, t);
+            if self.waiting().is_some() {
+                app.flash(format!("indexing {pct}%: the position waits for it"), false);
+            }
+            return (true, false);
+        }
+        if !late {
+            app.flash(format!("indexing {pct}%"), false);
+            return (true, false);
+        }
+        (changed, true)
     }
 
     /// At the end of a recording that provetop did not stop, the log says so (once).
     fn tell_abrupt_end(&mut self, app: &mut App) -> bool {
-        let end = self.store.end();
+        let end = self.end();
         if !self.abrupt || self.told_abrupt || app.clock < end {
             return false;
         }
@@ -161,11 +404,15 @@ impl Driver for ReplayDriver {
         let now = Instant::now();
         let dt = now.duration_since(self.last);
         self.last = now;
+        let (changed, go) = self.catch_up(app);
+        if !go {
+            return changed;
+        }
         let Some(p) = Self::playback(app) else {
-            return false;
+            return changed;
         };
         if !p.playing {
-            return false;
+            return changed;
         }
         let step = (dt.as_secs_f64() * p.speed * NS as f64) as u64;
         let end = p.end;
@@ -195,7 +442,7 @@ impl Driver for ReplayDriver {
                 return;
             }
             Action::PlayPause => {
-                let at_end = clock >= self.store.end();
+                let at_end = clock >= self.end();
                 if let Some(p) = Self::playback(app) {
                     p.playing = !p.playing;
                     if p.playing && at_end {
@@ -230,28 +477,63 @@ impl Driver for ReplayDriver {
                     clock.saturating_add((s as u64).saturating_mul(NS))
                 }
             }
-            Action::NextPhase => match self.store.next_phase_start(clock) {
-                Some(t) => t,
-                None => return app.flash("no later phase start", true),
-            },
-            Action::PrevPhase => match self.store.prev_phase_start(clock) {
-                Some(t) => t,
-                None => return app.flash("no earlier phase start", true),
-            },
-            Action::NextAlert => match self.store.next_alert(clock) {
-                Some(t) => t,
-                None => return app.flash("no later alert", true),
-            },
-            Action::PrevAlert => match self.store.prev_alert(clock) {
-                Some(t) => t,
-                None => return app.flash("no earlier alert", true),
-            },
-            Action::Start => self.store.start(),
-            Action::End => self.store.end(),
+            Action::NextPhase | Action::PrevPhase | Action::NextAlert | Action::PrevAlert => {
+                match self.jump(a, clock) {
+                    Ok(t) => t,
+                    Err(why) => return app.flash(why, true),
+                }
+            }
+            Action::Start => self.start(),
+            Action::End => self.end(),
             _ => return,
         };
         self.seek(app, target);
     }
+}
+
+impl ReplayDriver {
+    /// Where `]`, `[`, `a` or `A` goes from `clock`; else what to tell.
+    fn jump(&self, a: Action, clock: u64) -> Result<u64, String> {
+        let (what, found, partial) = match &self.src {
+            Source::Whole { store, .. } => {
+                let (what, t) = match a {
+                    Action::NextPhase => ("no later phase start", store.next_phase_start(clock)),
+                    Action::PrevPhase => ("no earlier phase start", store.prev_phase_start(clock)),
+                    Action::NextAlert => ("no later alert", store.next_alert(clock)),
+                    _ => ("no earlier alert", store.prev_alert(clock)),
+                };
+                (what, t, None)
+            }
+            Source::Chunked { tl, .. } => {
+                let ix = tl.indexed();
+                let (what, t) = match a {
+                    Action::NextPhase => {
+                        ("no later phase start", next_after(&ix.phase_starts, clock))
+                    }
+                    Action::PrevPhase => (
+                        "no earlier phase start",
+                        last_before(&ix.phase_starts, clock),
+                    ),
+                    Action::NextAlert => ("no later alert", next_after(&ix.alerts, clock)),
+                    _ => ("no earlier alert", last_before(&ix.alerts, clock)),
+                };
+                (what, t, (!ix.done).then(|| ix.percent()))
+            }
+        };
+        match (found, partial) {
+            (Some(t), _) => Ok(t),
+            (None, Some(pct)) => Err(format!("{what} yet (indexing {pct}%)")),
+            (None, None) => Err(what.to_string()),
+        }
+    }
+}
+
+fn next_after(v: &[u64], t: u64) -> Option<u64> {
+    v.get(v.partition_point(|&x| x <= t)).copied()
+}
+
+fn last_before(v: &[u64], t: u64) -> Option<u64> {
+    v.partition_point(|&x| x < t).checked_sub(1).map(|i| v[i])
 }
 
 /// Parse `--start`: seconds from the beginning ("90", "2m", "1h").
@@ -281,29 +563,39 @@ pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
     }
     let start = args.start.as_deref().map(parse_start).transpose()?;
     let look = crate::settings::screen::load(&args.screen, None)?;
-    let store = match &args.log {
+    let mut driver = match &args.log {
         Some(log) => {
             let rules = crate::logsession::rules(args.config.as_deref())?;
-            Store::from_loaded(log, crate::logsession::load(log, rules)?, args.thresholds)
+            let loaded = crate::logsession::load(log, rules)?;
+            ReplayDriver::new(Store::from_loaded(log, loaded, args.thresholds))
         }
-        None => open(file, args)?,
+        // A compact session is read chunk by chunk: its length costs no memory.
+        None if crate::timeline::is_compact(file) => {
+            ReplayDriver::chunked(Timeline::open(file, args.thresholds)?)
+        }
+        None => ReplayDriver::new(open(file, args)?),
     };
-    let warnings: Vec<String> = store.warnings().iter().map(|w| w.to_string()).collect();
-    let mut driver = ReplayDriver::new(store);
+    let warnings: Vec<String> = match &driver.src {
+        Source::Whole { store, .. } => store.warnings().iter().map(|w| w.to_string()).collect(),
+        Source::Chunked { tl, .. } => tl.warnings().iter().map(|w| w.to_string()).collect(),
+    };
     let mut app = driver.app(args.speed, look.theme);
     app.mouse = look.mouse;
     if let Some(b) = &args.baseline {
         let b = crate::baseline::Baseline::open(b, args.thresholds)?;
-        app.baseline = Some(b.for_replay(driver.store(), crate::baseline::Align::Start));
+        app.baseline = Some(match driver.store() {
+            Some(s) => b.for_replay(s, crate::baseline::Align::Start),
+            None => b.for_replay_from(driver.start()),
+        });
     }
     if let Some(off) = start {
-        let t = driver.store().start().saturating_add(off);
-        if t > driver.store().end() {
+        let t = driver.start().saturating_add(off);
+        if t > driver.end() {
             anyhow::bail!(
                 "--start {}: the recording is only {} long",
                 args.start.as_deref().unwrap_or(""),
                 provetop_shared::units::fmt_secs(
-                    driver.store().end().saturating_sub(driver.store().start()) as f64 / NS as f64
+                    driver.end().saturating_sub(driver.start()) as f64 / NS as f64
                 )
             );
         }
@@ -326,6 +618,11 @@ pub fn main(args: &ReplayArgs) -> anyhow::Result<i32> {
     crate::terminal::restore();
     for w in &warnings {
         crate::say!("provetop: {}: {w}", file.display());
+    }
+    if let Some(tl) = driver.timeline() {
+        for w in &tl.indexed().warnings {
+            crate::say!("provetop: warning: {w}");
+        }
     }
     result.map(|e| e.status())
 }

@@ -94,6 +94,20 @@ impl<const N: usize> Bucket<N> {
         }
     }
 
+    /// A bucket over `[t0, t1]` of `n` points whose lane `i` spans `lanes[i]` (`None`: no
+    /// reading): an envelope known without its points (a compact chunk's summary).
+    pub fn of_envelope(t0: u64, t1: u64, n: u32, lanes: [Option<(u64, u64)>; N]) -> Self {
+        let mut b = Bucket::empty();
+        (b.t0, b.t1, b.n) = (t0.min(t1), t1.max(t0), n);
+        for (i, l) in lanes.iter().enumerate() {
+            if let Some((lo, hi)) = *l {
+                b.min[i] = lo.min(hi).min(NONE - 1);
+                b.max[i] = hi.max(lo).min(NONE - 1);
+            }
+        }
+        b
+    }
+
     fn of_point(p: &Point<N>) -> Self {
         let mut b = Bucket::empty();
         b.add_point(p);
@@ -248,12 +262,32 @@ impl<const N: usize> Series<N> {
         }
     }
 
+    /// Append a bucket of history known only by its envelope ([`Bucket::of_envelope`]),
+    /// before any point: it merges with the buckets as points folded into them would.
+    pub fn push_bucket(&mut self, b: Bucket<N>) {
+        if b.n == 0 || !self.recent.is_empty() {
+            return;
+        }
+        let slot = b.t0 / self.bucket_ns;
+        match self.history.back_mut() {
+            Some(h) if h.t0 / self.bucket_ns == slot => h.merge(&b),
+            _ => self.history.push_back(b),
+        }
+        self.total += u64::from(b.n);
+        self.thin();
+    }
+
     fn fold(&mut self, p: &Point<N>) {
         let slot = p.t / self.bucket_ns;
         match self.history.back_mut() {
             Some(b) if b.t0 / self.bucket_ns == slot => b.add_point(p),
             _ => self.history.push_back(Bucket::of_point(p)),
         }
+        self.thin();
+    }
+
+    /// Too many buckets: neighbours merge and the width doubles.
+    fn thin(&mut self) {
         if self.history.len() > self.limits.max_buckets {
             self.bucket_ns = self.bucket_ns.saturating_mul(2);
             let mut merged: VecDeque<Bucket<N>> =

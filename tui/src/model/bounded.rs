@@ -43,6 +43,15 @@ impl<T> Thinned<T> {
         }
     }
 
+    /// The newest `n` readings alone (bounded as this one): a copy that pins no more of them.
+    pub fn newest(&self, n: usize) -> Self {
+        let skip = self.readings.len().saturating_sub(n);
+        Thinned {
+            readings: self.readings.iter().skip(skip).cloned().collect(),
+            max: self.max,
+        }
+    }
+
     /// The newest reading and its time.
     pub fn latest(&self) -> Option<(u64, &T)> {
         self.readings.back().map(|(t, x)| (*t, x.as_ref()))

@@ -114,6 +114,20 @@ impl Model {
         Self::with_limits(thresholds, Limits::default())
     }
 
+    /// This model without its series (memory and utilisation), which are most of its size,
+    /// and with only the newest `readings` usage and kernel readings (those of snapshots far
+    /// apart are not shared); series made from now on are bounded by `limits`. What a replay
+    /// of a long session keeps at each snapshot, drawing the series again on a seek
+    /// ([`crate::timeline`]).
+    pub fn light(&self, limits: Limits, readings: usize) -> Model {
+        Model {
+            series: Series::new(limits),
+            usage: self.usage.without_series(limits, readings),
+            kernels: self.kernels.newest(readings),
+            ..self.clone()
+        }
+    }
+
     /// Empty model with explicit series limits ([`Limits::unbounded`] for offline tools).
     pub fn with_limits(thresholds: Thresholds, limits: Limits) -> Self {
         Model {
@@ -451,6 +465,11 @@ impl Model {
     /// Threshold runs (closed and the one in progress) overlapping `[t0, t1]`.
     pub fn runs_in(&self, t0: u64, t1: u64) -> Vec<Run> {
         self.runs.overlapping(t0, t1)
+    }
+
+    /// Closed threshold runs kept.
+    pub fn runs_kept(&self) -> usize {
+        self.runs.kept()
     }
 
     /// The usage reading for the screen at `t` (`None`: the newest).

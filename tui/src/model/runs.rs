@@ -19,6 +19,11 @@ pub struct ThresholdRuns {
 }
 
 impl ThresholdRuns {
+    /// Closed runs kept.
+    pub fn kept(&self) -> usize {
+        self.closed.len()
+    }
+
     pub fn new(thresholds: Thresholds) -> Self {
         ThresholdRuns {
             classifier: Classifier::new(thresholds),

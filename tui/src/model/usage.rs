@@ -172,6 +172,28 @@ pub struct UsageState {
 }
 
 impl UsageState {
+    /// The same state with every series empty, series made from now on bounded by
+    /// `limits`, and only the newest `readings` readings (a replay's light snapshot: its
+    /// series are drawn again on a seek, and snapshots far apart would each pin readings of
+    /// their own).
+    pub fn without_series(&self, limits: Limits, readings: usize) -> UsageState {
+        UsageState {
+            limits,
+            readings: self.readings.newest(readings),
+            cpu: Series::new(limits),
+            psi: Series::new(limits),
+            gpus: self
+                .gpus
+                .iter()
+                .map(|g| GpuSeries {
+                    index: g.index,
+                    series: Series::new(limits),
+                })
+                .collect(),
+            ..self.clone()
+        }
+    }
+
     /// Empty, bounded like the memory series.
     pub fn new(limits: Limits) -> Self {
         UsageState {

@@ -63,8 +63,7 @@ mod place;
 mod tables;
 
 use pass::Pass;
-use place::Placer;
-pub use place::{place_derived, placed_each, Late, LateFinder, NeedsPlacement};
+pub use place::{place_derived, placed_each, Late, LateFinder, NeedsPlacement, Placer};
 pub use tables::{mode_table, phase_table, phase_width};
 
 /// A loaded session file or `timestamp,rss_kb` CSV with its seek index.
@@ -593,7 +592,7 @@ fn last_before(v: &[u64], t: u64) -> Option<u64> {
 }
 
 /// Rough heap size of a model: the series dominates; bounded queues count ~256 B a entry.
-fn estimate_bytes(m: &Model) -> usize {
+pub(crate) fn estimate_bytes(m: &Model) -> usize {
     // An open span also sits in the key index and the per-phase count.
     m.series.heap_bytes()
         + m.usage.heap_bytes()

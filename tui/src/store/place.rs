@@ -68,6 +68,13 @@ impl LateFinder {
         self.i += 1;
     }
 
+    /// `n` records in file order, none of them derived, the largest time among them
+    /// `t_max`: what feeding them would do, without them.
+    pub fn skip(&mut self, n: usize, t_max: u64) {
+        self.reach = self.reach.max(t_max);
+        self.i += n;
+    }
+
     /// The late records, in the order they are placed.
     pub fn finish(mut self) -> Vec<Late> {
         self.late.sort_by_key(|l| (l.0, l.1));
@@ -78,14 +85,15 @@ impl LateFinder {
 /// [`place_derived`] record by record: records in file order in, in placed order out. The
 /// keys of records that stay are non-decreasing, so a late record goes out just before the
 /// first that stays whose key is greater than its own.
-pub(super) struct Placer<'a> {
+pub struct Placer<'a> {
     late: Option<&'a [Late]>,
     next: usize,
     reach: u64,
 }
 
 impl<'a> Placer<'a> {
-    pub(super) fn new(late: Option<&'a [Late]>) -> Self {
+    /// A placer from the start of the file.
+    pub fn new(late: Option<&'a [Late]>) -> Self {
         Placer {
             late,
             next: 0,
@@ -93,12 +101,23 @@ impl<'a> Placer<'a> {
         }
     }
 
+    /// A placer where another left off ([`Placer::state`]): feeding it the rest of the file
+    /// gives what that one would have given.
+    pub fn resume(late: &'a [Late], state: (usize, u64)) -> Self {
+        Placer {
+            late: Some(late),
+            next: state.0,
+            reach: state.1,
+        }
+    }
+
+    /// Where it is: late records given so far, and the reach of the records fed.
+    pub fn state(&self) -> (usize, u64) {
+        (self.next, self.reach)
+    }
+
     /// The next record of the file; `Err` when it moves back and no late list was given.
-    pub(super) fn feed(
-        &mut self,
-        r: Record,
-        out: &mut dyn FnMut(Record),
-    ) -> Result<(), NeedsPlacement> {
+    pub fn feed(&mut self, r: Record, out: &mut dyn FnMut(Record)) -> Result<(), NeedsPlacement> {
         let (key, late) = place_key(&mut self.reach, &r);
         let Some(list) = self.late else {
             if late {
@@ -118,7 +137,8 @@ impl<'a> Placer<'a> {
         Ok(())
     }
 
-    pub(super) fn finish(&mut self, out: &mut dyn FnMut(Record)) {
+    /// The late records not given yet (at the end of the file).
+    pub fn finish(&mut self, out: &mut dyn FnMut(Record)) {
         for l in self.late.unwrap_or(&[]).get(self.next..).unwrap_or(&[]) {
             out(l.2.clone());
         }

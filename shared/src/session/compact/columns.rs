@@ -356,6 +356,17 @@ fn read_values(c: &mut Cursor, n: usize) -> Result<Vec<Option<u64>>, String> {
     Ok(out)
 }
 
+/// The kind of each of the `count` records of uncompressed columns `raw` (the first
+/// column, read without decoding the others).
+pub fn kinds(raw: &[u8], count: usize) -> Result<&[u8], String> {
+    let mut c = Cursor::new(raw, "kind");
+    let kinds = c.section("kind")?;
+    if kinds.b.len() != count {
+        return Err(format!("{} kinds for {count} records", kinds.b.len()));
+    }
+    Ok(kinds.b)
+}
+
 /// The `count` records of uncompressed columns `raw`.
 pub fn decode(raw: &[u8], count: usize) -> Result<Vec<Record>, String> {
     let mut c = Cursor::new(raw, "kind");

@@ -135,6 +135,26 @@ impl Index {
         }
     }
 
+    /// The kind of each record of chunk `i` (decompressed, the other columns left alone):
+    /// what a reader that looks for a few kinds of record needs.
+    pub fn kinds(&self, i: usize) -> Result<Vec<u8>, String> {
+        let (at, _) = self.chunks[i];
+        let mut lenb = [0u8; 4];
+        read_full(&self.file, &mut lenb, at).map_err(|e| e.to_string())?;
+        let blen = u32::from_le_bytes(lenb).min(MAX_FRAME) as usize;
+        let mut b = vec![0u8; 8 + blen];
+        read_full(&self.file, &mut b, at).map_err(|e| e.to_string())?;
+        match block_at(&b) {
+            Ok((Block::Chunk(head, z), _)) => {
+                let raw = zstd::bulk::decompress(z, head.raw_len as usize)
+                    .map_err(|e| format!("chunk does not decompress: {e}"))?;
+                super::columns::kinds(&raw, head.count as usize).map(<[u8]>::to_vec)
+            }
+            Ok(_) => Err("not a chunk".into()),
+            Err(e) => Err(format!("{e:?}")),
+        }
+    }
+
     /// The records after the last chunk (the tail of a session still being written, or cut
     /// off by a crash).
     pub fn tail(&self) -> io::Result<Vec<FrameItem>> {

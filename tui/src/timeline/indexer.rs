@@ -1,0 +1,311 @@
+//! The background pass of a [`super::Timeline`]: first the records that placing moves back
+//! (reading only the kind column of chunks without derived records), then the reducer over
+//! every record in placed order, publishing as it goes what replay's keys and seeks need.
+//!
+//! Contract: what [`Indexed`] holds is true of the session up to [`Indexed::hi`] (the reach
+//! of the records reduced); nothing is published ahead of the pass. Memory: the light
+//! snapshots within [`super::LIGHT_BUDGET`], a few bytes a phase start and alert, the pass's
+//! own model with streaming series.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use provetop_shared::classify::Thresholds;
+use provetop_shared::{Mark, Record, RecordBody};
+
+use super::{shown_limits, LateList, Source, LIGHT_BUDGET, LIGHT_READINGS};
+use crate::model::{Effect, Effects, Model, SpanSource};
+use crate::store::{LateFinder, Placer};
+
+/// Kind bytes of prover events and log-derived events in a chunk's kind column (the frame
+/// kinds of format 1).
+const EVENT_KIND: u8 = 2;
+const DERIVED_KIND: u8 = 7;
+
+/// A light snapshot: the model (series left out) before part `part`.
+#[derive(Debug, Clone)]
+pub struct Snap {
+    /// The first part not applied.
+    pub part: usize,
+    /// The placer's state there.
+    pub placer: (usize, u64),
+    /// The reach of the records applied.
+    pub hi: u64,
+    /// The model.
+    pub model: Arc<Model>,
+}
+
+/// What the background pass has found so far.
+#[derive(Debug, Default)]
+pub struct Indexed {
+    /// The records placing moves back, once the first stage is over.
+    pub late: Option<LateList>,
+    /// Whether the session holds prover events (known with `late`).
+    pub has_events: bool,
+    /// Parts the first stage has read.
+    pub scanned: usize,
+    /// Parts the reducer has gone over.
+    pub reduced: usize,
+    /// Parts in all.
+    pub total: usize,
+    /// The reach of the records reduced.
+    pub hi: u64,
+    /// Light snapshots, ascending; the first is the empty model.
+    pub snaps: Vec<Snap>,
+    /// Parts between two snapshots.
+    pub every: usize,
+    /// Phase starts, ascending (as the store's).
+    pub phase_starts: Vec<u64>,
+    /// Firing alerts, ascending.
+    pub alerts: Vec<u64>,
+    /// The recording ends without provetop's stop ([`crate::replay::ends_abruptly`]).
+    pub abrupt: bool,
+    /// The pass is over.
+    pub done: bool,
+    /// Damaged chunks, one line each.
+    pub warnings: Vec<String>,
+    /// Records reduced.
+    pub records: u64,
+    /// Bytes the snapshots hold together ([`light_bytes`]).
+    pub snap_bytes: usize,
+}
+
+impl Indexed {
+    /// How far the pass has got, in per cent (the first stage counts a fifth).
+    pub fn percent(&self) -> u32 {
+        if self.done || self.total == 0 {
+            return 100;
+        }
+        let done = self.scanned as f64 / 5.0 + self.reduced as f64 * 0.8;
+        ((done / self.total as f64) * 100.0).min(99.0) as u32
+    }
+
+    fn snapshot(&mut self, s: Snap) {
+        let size = light_bytes(&s.model);
+        if self.snap_bytes + size > LIGHT_BUDGET && self.snaps.len() > 1 {
+            // Over budget: widen the spacing (by powers of two, so kept snapshots stay on its
+            // grid) and keep every other one.
+            self.every *= 2;
+            let every = self.every;
+            self.snaps.retain(|x| x.part % every == 0);
+            self.snap_bytes = self.snaps.iter().map(|x| light_bytes(&x.model)).sum();
+        }
+        if s.part % self.every == 0 {
+            self.snap_bytes += size;
+            self.snaps.push(s);
+        }
+    }
+}
+
+/// Bytes a light snapshot holds, nearly: its bounded queues at their element sizes (a clone
+/// allocates them to their length), a log line's text beside its entry, and what the model
+/// keeps whatever its history. Usage and kernel readings are shared with the pass's model
+/// until it thins them away, so each snapshot counts its own.
+pub fn light_bytes(m: &Model) -> usize {
+    use crate::model::{LogEntry, PhaseSpan, ProofSpan};
+    use std::mem::size_of;
+    const TEXT: usize = 112;
+    const OTHER: usize = 160;
+    size_of::<Model>()
+        + (m.spans.closed.len() + m.spans.open.len() + m.proofs.running.len())
+            * size_of::<PhaseSpan>()
+        + m.proofs.finished.len() * size_of::<ProofSpan>()
+        + m.log.len() * (size_of::<LogEntry>() + TEXT)
+        + (m.alerts.history.len() + m.notes.marks.len() + m.notes.controls.len()) * OTHER
+        + m.log_warnings.len() * (16 + TEXT)
+        + m.runs_kept() * size_of::<provetop_shared::classify::Run>()
+        + m.usage.readings_len() * 1024
+        + (64 << 10)
+}
+
+/// Start the pass on a thread of its own; it stops early when `stop` is set.
+pub fn start(src: Arc<Source>, th: Thresholds, shared: Arc<Mutex<Indexed>>, stop: Arc<AtomicBool>) {
+    let mine = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("replay-index".into())
+        .spawn(move || run(&src, th, &mine, &stop));
+    if let Err(e) = spawned {
+        // Without the thread nothing gets indexed: say so rather than wait forever.
+        let mut ix = lock(&shared);
+        ix.warnings.push(format!("cannot start indexing: {e}"));
+        ix.done = true;
+    }
+}
+
+fn lock(m: &Mutex<Indexed>) -> std::sync::MutexGuard<'_, Indexed> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn run(src: &Source, th: Thresholds, shared: &Mutex<Indexed>, stop: &AtomicBool) {
+    let n = src.parts.len();
+    {
+        let mut ix = lock(shared);
+        ix.total = n;
+        ix.every = 1;
+    }
+    let Some((late, has_events)) = find_late(src, shared, stop) else {
+        return;
+    };
+    let late = Arc::new(late);
+    {
+        let mut ix = lock(shared);
+        ix.late = Some(late.clone());
+        ix.has_events = has_events;
+        ix.scanned = n;
+    }
+    reduce(src, th, &late, has_events, shared, stop);
+}
+
+/// The first stage: the late records and whether there are prover events.
+fn find_late(
+    src: &Source,
+    shared: &Mutex<Indexed>,
+    stop: &AtomicBool,
+) -> Option<(Vec<super::Late>, bool)> {
+    let mut finder = LateFinder::default();
+    let mut has_events = false;
+    for (i, p) in src.parts.iter().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let kinds = src.kinds(i);
+        if let Some(k) = &kinds {
+            has_events |= k.contains(&EVENT_KIND) || k.contains(&DERIVED_KIND);
+        }
+        match kinds {
+            Some(k) if !k.contains(&DERIVED_KIND) => finder.skip(k.len(), p.t_max),
+            // A tail, a chunk with derived records, or one whose kinds cannot be read: its
+            // records (none for a damaged chunk, as the reducer will find).
+            _ => {
+                for r in src.records(i).map(|r| r.to_vec()).unwrap_or_default() {
+                    has_events |= matches!(r.body, RecordBody::Event(_) | RecordBody::Derived(_));
+                    finder.feed(&r);
+                }
+            }
+        }
+        if i % 16 == 15 {
+            lock(shared).scanned = i + 1;
+        }
+    }
+    Some((finder.finish(), has_events))
+}
+
+/// What the reducer's pass carries from record to record.
+struct Pass {
+    model: Model,
+    fx: Effects,
+    hi: u64,
+    has_events: bool,
+    phase_starts: Vec<u64>,
+    alerts: Vec<u64>,
+    abrupt: bool,
+    records: u64,
+}
+
+impl Pass {
+    fn step(&mut self, r: &Record) {
+        self.hi = self.hi.max(r.t);
+        self.records += 1;
+        self.model.apply_into(r, &mut self.fx);
+        for e in &self.fx {
+            match e {
+                Effect::SpanOpened {
+                    source: SpanSource::Prover,
+                    first_of_phase: true,
+                    ..
+                } => self.phase_starts.push(self.hi),
+                Effect::AlertFired(_) => self.alerts.push(self.hi),
+                Effect::ThresholdPhaseChanged(_) if !self.has_events => {
+                    self.phase_starts.push(self.hi)
+                }
+                _ => {}
+            }
+        }
+        if let RecordBody::Mark(m) = &r.body {
+            match m {
+                Mark::Note { text } if text.starts_with(crate::model::STOPPING_NOTE) => {
+                    self.abrupt = false
+                }
+                Mark::ChildExited { .. } => self.abrupt = false,
+                Mark::Note { text } if text.starts_with("watching pid") => self.abrupt = true,
+                Mark::ChildStarted { .. } | Mark::Restart { .. } => self.abrupt = true,
+                _ => {}
+            }
+        }
+    }
+
+    /// Hand what was found since the last call to `ix`.
+    fn publish(&mut self, ix: &mut Indexed) {
+        ix.phase_starts.append(&mut self.phase_starts);
+        ix.alerts.append(&mut self.alerts);
+        ix.hi = self.hi;
+        ix.abrupt = self.abrupt;
+        ix.records = self.records;
+    }
+}
+
+/// The second stage: the reducer over every record in placed order.
+fn reduce(
+    src: &Source,
+    th: Thresholds,
+    late: &LateList,
+    has_events: bool,
+    shared: &Mutex<Indexed>,
+    stop: &AtomicBool,
+) {
+    let mut pass = Pass {
+        // Its series are never shown (a snapshot leaves them out): those of a streamed pass.
+        model: Model::with_limits(th, crate::series::Limits::streaming()),
+        fx: Effects::new(),
+        hi: 0,
+        has_events,
+        phase_starts: Vec::new(),
+        alerts: Vec::new(),
+        abrupt: false,
+        records: 0,
+    };
+    let mut placer = Placer::new(Some(late));
+    lock(shared).snapshot(Snap {
+        part: 0,
+        placer: placer.state(),
+        hi: 0,
+        model: Arc::new(pass.model.light(shown_limits(), LIGHT_READINGS)),
+    });
+    for i in 0..src.parts.len() {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let recs = match src.records(i) {
+            Ok(r) => r,
+            Err(why) => {
+                lock(shared).warnings.push(why);
+                Arc::new(Vec::new())
+            }
+        };
+        for r in recs.iter() {
+            // With the late list, feeding never fails.
+            let _ = placer.feed(r.clone(), &mut |r| pass.step(&r));
+        }
+        if i + 1 == src.parts.len() {
+            placer.finish(&mut |r| pass.step(&r));
+        }
+        let every = lock(shared).every;
+        // None after the last part: a cursor from there would place the last late records
+        // again.
+        let snap = ((i + 1) % every == 0 && i + 1 < src.parts.len()).then(|| Snap {
+            part: i + 1,
+            placer: placer.state(),
+            hi: pass.hi,
+            model: Arc::new(pass.model.light(shown_limits(), LIGHT_READINGS)),
+        });
+        let mut ix = lock(shared);
+        pass.publish(&mut ix);
+        ix.reduced = i + 1;
+        if let Some(s) = snap {
+            ix.snapshot(s);
+        }
+    }
+    let mut ix = lock(shared);
+    pass.publish(&mut ix);
+    ix.done = true;
+}

@@ -1,0 +1,496 @@
+//! A compact session (format 2, or a rotated set of them) opened for replay without reading
+//! it: records come chunk by chunk through a small cache of decoded chunks, never the whole
+//! file.
+//!
+//! Contract:
+//! * [`Timeline::open`] reads the chunks' heads (the [`Index`]) and the tails of the files
+//!   and starts one background pass ([`indexer`]); it costs the same whatever the session's
+//!   length, apart from a few dozen bytes a chunk. The first frame needs nothing more: the
+//!   model at the start is the empty one.
+//! * The background pass is the store's: the one [`Model`] reducer over every record in
+//!   placed order ([`crate::store::place_derived`]), publishing as it goes the phase starts
+//!   and alerts (`]`/`[`, `a`/`A`) and light snapshots of the model (its series left out)
+//!   within [`LIGHT_BUDGET`] bytes.
+//! * [`Timeline::model_at`] gives the model at `t` as the whole-file store has it (every
+//!   record whose reach is ≤ t, applied in placed order) from the nearest light snapshot,
+//!   once the pass has reached `t` (`None` before: no state is made up). Its memory series is
+//!   drawn again: the chunks older than [`DETAIL_NS`] before the snapshot from their
+//!   summaries (each chunk one min/max bucket, so no peak is lost at any zoom), the rest at
+//!   full resolution. Utilisation series start at the snapshot.
+//! * [`Timeline::advance`] applies the records a playing clock passes, from a [`Cursor`].
+//!
+//! Format-1 files and CSVs are not read here: they are small or old, and the whole-file
+//! [`crate::store::Store`] opens them.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use provetop_shared::classify::Thresholds;
+use provetop_shared::session::compact::index::Index;
+use provetop_shared::session::compact::{Summary, MAGIC2};
+use provetop_shared::session::{parts, SessionHeader, Warning};
+use provetop_shared::{Record, RecordBody};
+
+use crate::model::Model;
+use crate::series::{Bucket, Limits, Metric, Point};
+use crate::store::{Late, Placer};
+
+mod indexer;
+
+pub use indexer::Indexed;
+
+/// Most bytes the light snapshots may hold together (estimated); beyond it every other one
+/// is dropped and the spacing doubles.
+pub const LIGHT_BUDGET: usize = 112 << 20;
+/// Usage and kernel readings a light snapshot keeps (the newest: the process table at a
+/// cursor before them reads the nearest kept).
+pub const LIGHT_READINGS: usize = 256;
+/// Decoded chunks kept for playing and seeking.
+pub const CACHE_CHUNKS: usize = 8;
+/// How far before a seek's snapshot the memory series is drawn at full resolution.
+pub const DETAIL_NS: u64 = 10 * 60 * 1_000_000_000;
+/// Most chunks decoded for that detail (a seek's cost stays bounded on dense chunks).
+pub const DETAIL_CHUNKS: usize = 4;
+
+/// A run of records: a chunk of one file, or the records after its last chunk.
+#[derive(Debug, Clone, Copy)]
+pub struct Part {
+    /// Which file of the set.
+    pub file: usize,
+    /// Its chunk in that file (`None`: the file's tail).
+    pub chunk: Option<usize>,
+    /// Records at its start already given by a chunk before (a chunk copied twice).
+    pub skip: u32,
+    /// Records in it (`skip` included).
+    pub count: u32,
+    /// Largest record time.
+    pub t_max: u64,
+    /// Earliest record time.
+    pub t_min: u64,
+    /// Byte offset in its file.
+    pub offset: u64,
+    /// The envelope of its samples.
+    pub summary: Summary,
+}
+
+/// What the parts are read from, shared with the background pass.
+pub struct Source {
+    files: Vec<(PathBuf, Index)>,
+    tails: Vec<Arc<Vec<Record>>>,
+    /// Every part, in timeline order.
+    pub parts: Vec<Part>,
+}
+
+impl Source {
+    /// The records of part `i`, each once; `Err` says why a damaged chunk cannot be read
+    /// (one line naming its file and offset).
+    pub fn records(&self, i: usize) -> Result<Arc<Vec<Record>>, String> {
+        let p = self.parts[i];
+        let Some(c) = p.chunk else {
+            return Ok(self.tails[p.file].clone());
+        };
+        let (path, ix) = &self.files[p.file];
+        match ix.chunk(c) {
+            Ok((mut recs, _)) => {
+                recs.drain(..(p.skip as usize).min(recs.len()));
+                Ok(Arc::new(recs))
+            }
+            Err(why) => Err(format!(
+                "{}: byte {}: damaged chunk ({why}); its {} records are skipped",
+                path.display(),
+                p.offset,
+                p.count
+            )),
+        }
+    }
+
+    /// The kinds of part `i`'s records (`None` where they cannot be read).
+    fn kinds(&self, i: usize) -> Option<Vec<u8>> {
+        let p = self.parts[i];
+        match p.chunk {
+            Some(c) => self.files[p.file].1.kinds(c).ok().map(|mut k| {
+                k.drain(..(p.skip as usize).min(k.len()));
+                k
+            }),
+            None => None,
+        }
+    }
+}
+
+/// Where playing has got to: the next record of the file to place, and what the placing
+/// holds back.
+#[derive(Debug, Clone, Default)]
+pub struct Cursor {
+    part: usize,
+    off: usize,
+    placer: (usize, u64),
+    /// The reach of the records applied.
+    hi: u64,
+    /// Records placed, not applied yet (their time is ahead of the clock).
+    pending: VecDeque<Record>,
+    /// The late records left at the end were placed.
+    finished: bool,
+}
+
+/// A seek under way ([`Timeline::begin_seek`]): the model from a snapshot, the records
+/// towards the position applied a few chunks at a time, so the screen answers meanwhile.
+pub struct Seeking {
+    /// Where to.
+    pub t: u64,
+    model: Model,
+    cursor: Cursor,
+    from: usize,
+    to: usize,
+}
+
+impl Seeking {
+    /// How far it has got, in per cent.
+    pub fn percent(&self) -> u32 {
+        let done = self.cursor.part.saturating_sub(self.from) * 100;
+        (done / self.to.saturating_sub(self.from).max(1)).min(99) as u32
+    }
+
+    /// The model at the position and the cursor after it (once [`Timeline::step_seek`] said
+    /// it got there).
+    pub fn into_parts(self) -> (Model, Cursor) {
+        (self.model, self.cursor)
+    }
+}
+
+impl Cursor {
+    /// The reach of the records applied.
+    pub fn hi(&self) -> u64 {
+        self.hi
+    }
+}
+
+/// A compact session opened for replay.
+pub struct Timeline {
+    path: PathBuf,
+    header: SessionHeader,
+    thresholds: Thresholds,
+    src: Arc<Source>,
+    start: u64,
+    end: u64,
+    shared: Arc<Mutex<Indexed>>,
+    stop: Arc<AtomicBool>,
+    cache: VecDeque<(usize, Arc<Vec<Record>>)>,
+    warnings: Vec<Warning>,
+}
+
+/// Whether `path` (or every file of its rotated set) is a compact session.
+pub fn is_compact(path: &Path) -> bool {
+    let files = parts::set_of(path);
+    !files.is_empty()
+        && files.iter().all(|f| {
+            let mut b = [0u8; 8];
+            std::fs::File::open(f)
+                .and_then(|mut h| std::io::Read::read_exact(&mut h, &mut b))
+                .is_ok()
+                && &b == MAGIC2
+        })
+}
+
+impl Timeline {
+    /// Open the compact session `path` (or its rotated set) and start indexing it.
+    pub fn open(path: &Path, thresholds: Thresholds) -> anyhow::Result<Timeline> {
+        let mut files = Vec::new();
+        let mut warnings = Vec::new();
+        for f in parts::set_of(path) {
+            let ix = Index::open(&f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+            warnings.extend(ix.warnings.iter().cloned());
+            files.push((f, ix));
+        }
+        let Some(header) = files.first().map(|(_, ix)| ix.header.clone()) else {
+            anyhow::bail!("{}: no such session", path.display());
+        };
+        let (mut parts, mut tails) = (Vec::new(), Vec::new());
+        for (fi, (_, ix)) in files.iter().enumerate() {
+            let mut next_seq = 0u64;
+            for (c, &(at, h)) in ix.chunks.iter().enumerate() {
+                let end = h.first_seq.saturating_add(u64::from(h.count));
+                let skip = next_seq.saturating_sub(h.first_seq).min(u64::from(h.count)) as u32;
+                next_seq = next_seq.max(end);
+                if skip == h.count {
+                    continue;
+                }
+                parts.push(Part {
+                    file: fi,
+                    chunk: Some(c),
+                    skip,
+                    count: h.count,
+                    t_min: h.t_min,
+                    t_max: h.t_max,
+                    offset: at,
+                    summary: h.summary,
+                });
+            }
+            let mut tail = Vec::new();
+            for item in ix.tail_after(next_seq)? {
+                match item {
+                    provetop_shared::session::FrameItem::Record(_, r) => tail.push(r),
+                    provetop_shared::session::FrameItem::Warning(w) => warnings.push(w),
+                }
+            }
+            if !tail.is_empty() {
+                parts.push(Part {
+                    file: fi,
+                    chunk: None,
+                    skip: 0,
+                    count: tail.len() as u32,
+                    t_min: tail.iter().map(|r| r.t).min().unwrap_or(0),
+                    t_max: tail.iter().map(|r| r.t).max().unwrap_or(0),
+                    offset: ix.tail_at,
+                    summary: Summary::of(&tail),
+                });
+            }
+            tails.push(Arc::new(tail));
+        }
+        let start = parts.iter().map(|p| p.t_min).min().unwrap_or(0);
+        let end = parts.iter().map(|p| p.t_max).max().unwrap_or(0);
+        let src = Arc::new(Source {
+            files,
+            tails,
+            parts,
+        });
+        let shared = Arc::new(Mutex::new(Indexed::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        indexer::start(src.clone(), thresholds, shared.clone(), stop.clone());
+        Ok(Timeline {
+            path: path.to_path_buf(),
+            header,
+            thresholds,
+            src,
+            start,
+            end,
+            shared,
+            stop,
+            cache: VecDeque::new(),
+            warnings,
+        })
+    }
+
+    /// The path it was opened by.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The session's header.
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    /// Thresholds the reducer runs with.
+    pub fn thresholds(&self) -> Thresholds {
+        self.thresholds
+    }
+
+    /// Earliest record time, ns.
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
+    /// Latest record time, ns.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// The parts, in timeline order.
+    pub fn parts(&self) -> &[Part] {
+        &self.src.parts
+    }
+
+    /// Damage found while opening (the background pass's is in [`Timeline::indexed`]).
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// What the background pass has found so far.
+    pub fn indexed(&self) -> MutexGuard<'_, Indexed> {
+        // A pass that panicked leaves what it had published: still true.
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wait until the background pass has gone over everything (tests, benches).
+    pub fn wait_indexed(&self) {
+        while !self.indexed().done {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// Part `i`'s records, through the cache; a damaged chunk is empty (the background
+    /// pass, which reads every chunk, tells it).
+    fn part(&mut self, i: usize) -> Arc<Vec<Record>> {
+        if let Some(k) = self.cache.iter().position(|(j, _)| *j == i) {
+            let hit = self.cache.remove(k).map(|(_, r)| r).unwrap_or_default();
+            self.cache.push_front((i, hit.clone()));
+            return hit;
+        }
+        let recs = self.src.records(i).unwrap_or_default();
+        self.cache.push_front((i, recs.clone()));
+        self.cache.truncate(CACHE_CHUNKS);
+        recs
+    }
+
+    /// Apply to `model` every record placed after `c` whose reach is ≤ `t`; whether any was.
+    /// Needs the late records ([`Indexed::late`]); without them nothing moves.
+    pub fn advance(&mut self, c: &mut Cursor, t: u64, model: &mut Model) -> bool {
+        self.advance_by(c, t, model, usize::MAX).0
+    }
+
+    /// [`Timeline::advance`] over at most `parts` parts: whether any record was applied, and
+    /// whether it got to `t`.
+    fn advance_by(
+        &mut self,
+        c: &mut Cursor,
+        t: u64,
+        model: &mut Model,
+        parts: usize,
+    ) -> (bool, bool) {
+        let Some(late) = self.indexed().late.clone() else {
+            return (false, false);
+        };
+        let (mut any, mut left) = (false, parts);
+        loop {
+            if let Some(r) = c.pending.front() {
+                if c.hi.max(r.t) > t {
+                    return (any, true);
+                }
+                c.hi = c.hi.max(r.t);
+                if let Some(r) = c.pending.pop_front() {
+                    model.apply(&r);
+                }
+                any = true;
+                continue;
+            }
+            if c.part >= self.src.parts.len() {
+                if c.finished {
+                    return (any, true);
+                }
+                c.finished = true;
+                Placer::resume(&late, c.placer).finish(&mut |r| c.pending.push_back(r));
+                continue;
+            }
+            let recs = self.part(c.part);
+            let Some(rec) = recs.get(c.off) else {
+                c.part += 1;
+                c.off = 0;
+                left = left.saturating_sub(1);
+                if left == 0 {
+                    return (any, false);
+                }
+                continue;
+            };
+            c.off += 1;
+            let mut p = Placer::resume(&late, c.placer);
+            // With the late list, feeding never fails.
+            let _ = p.feed(rec.clone(), &mut |r| c.pending.push_back(r));
+            c.placer = p.state();
+        }
+    }
+
+    /// The model at `t` and the cursor after it; `None` while the background pass has not
+    /// reached `t` yet.
+    pub fn model_at(&mut self, t: u64) -> Option<(Model, Cursor)> {
+        let mut s = self.begin_seek(t)?;
+        self.step_seek(&mut s, usize::MAX);
+        Some((s.model, s.cursor))
+    }
+
+    /// A seek to `t` begun from the nearest light snapshot (its series drawn); `None` while
+    /// the background pass has not reached `t` yet.
+    pub fn begin_seek(&mut self, t: u64) -> Option<Seeking> {
+        let (snap, ready) = {
+            let ix = self.indexed();
+            let k = ix.snaps.partition_point(|s| s.hi <= t).checked_sub(1)?;
+            let ready = ix.done || (ix.late.is_some() && ix.hi > t);
+            (ix.snaps[k].clone(), ready)
+        };
+        if !ready {
+            return None;
+        }
+        let mut model = (*snap.model).clone();
+        self.draw_before(&mut model, snap.part);
+        let cursor = Cursor {
+            part: snap.part,
+            placer: snap.placer,
+            hi: snap.hi,
+            ..Cursor::default()
+        };
+        let to = self.src.parts.partition_point(|p| p.t_min <= t);
+        Some(Seeking {
+            t,
+            model,
+            cursor,
+            from: snap.part,
+            to,
+        })
+    }
+
+    /// Apply at most `parts` parts' records of a seek; whether it got there.
+    pub fn step_seek(&mut self, s: &mut Seeking, parts: usize) -> bool {
+        let (cursor, model) = (&mut s.cursor, &mut s.model);
+        self.advance_by(cursor, s.t, model, parts).1
+    }
+
+    /// The memory series of the parts before `upto` into `model`'s empty series: the older
+    /// ones from their summaries, the last [`DETAIL_NS`] (at most [`DETAIL_CHUNKS`] parts)
+    /// from their samples.
+    fn draw_before(&mut self, model: &mut Model, upto: usize) {
+        let src = self.src.clone();
+        let parts = &src.parts[..upto];
+        let from = parts
+            .last()
+            .map_or(0, |p| p.t_max.saturating_sub(DETAIL_NS));
+        let detail = parts
+            .partition_point(|p| p.t_max < from)
+            .max(upto.saturating_sub(DETAIL_CHUNKS));
+        for p in &parts[..detail] {
+            if let Some(b) = summary_bucket(p) {
+                model.series.push_bucket(b);
+            }
+        }
+        for i in detail..upto {
+            for r in self.part(i).iter() {
+                if let RecordBody::Sample(s) = &r.body {
+                    model.series.push(Point::from_sample(r.t, s));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Timeline {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A part's summary as one history bucket: RSS its range; peak, GPU memory and available
+/// memory their extreme (the summary keeps no other end), so no peak is lost.
+pub fn summary_bucket(p: &Part) -> Option<Bucket> {
+    let s = p.summary;
+    if s.samples == 0 {
+        return None;
+    }
+    let mut lanes = [None; crate::series::METRICS];
+    lanes[Metric::Rss.idx()] = Some((s.rss_min, s.rss_max));
+    lanes[Metric::Peak.idx()] = Some((s.peak_max, s.peak_max));
+    if s.gpu_max > 0 {
+        lanes[Metric::Gpu.idx()] = Some((s.gpu_max, s.gpu_max));
+    }
+    if s.avail_min != u64::MAX {
+        lanes[Metric::MemAvailable.idx()] = Some((s.avail_min, s.avail_min));
+    }
+    Some(Bucket::of_envelope(p.t_min, p.t_max, s.samples, lanes))
+}
+
+/// Limits of the series a seek draws: a live model's.
+pub fn shown_limits() -> Limits {
+    Limits::default()
+}
+
+/// The late records, shared.
+pub type LateList = Arc<Vec<Late>>;
