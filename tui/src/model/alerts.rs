@@ -1,6 +1,5 @@
 //! Alerts as the stream records them: which fire now, and every change.
 
-use std::collections::VecDeque;
 
 use provetop_shared::{Alert, AlertState};
 
@@ -25,7 +24,7 @@ pub struct Alerts {
     /// Alerts firing now.
     pub active: Vec<ActiveAlert>,
     /// Every alert change, oldest first.
-    pub history: VecDeque<(u64, Alert)>,
+    pub history: super::bounded::History<(u64, Alert)>,
 }
 
 impl Alerts {

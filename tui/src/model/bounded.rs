@@ -4,12 +4,35 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+/// A bounded history: a persistent vector, so that a clone of the model (a replay snapshot)
+/// shares what it holds with the model it was taken from, and two snapshots a few records
+/// apart cost what changed between them, not the whole history twice.
+pub type History<T> = imbl::Vector<T>;
+
 /// Push `x`, dropping the oldest while `q` holds more than `max`.
-pub fn push_bounded<T>(q: &mut VecDeque<T>, x: T, max: usize) {
+pub fn push_bounded<T: Clone>(q: &mut History<T>, x: T, max: usize) {
     q.push_back(x);
     while q.len() > max {
         q.pop_front();
     }
+}
+
+/// The index of the first element for which `pred` is false, `pred` holding of a prefix
+/// (as [`slice::partition_point`]).
+pub fn partition_point<T: Clone>(v: &History<T>, mut pred: impl FnMut(&T) -> bool) -> usize {
+    v.binary_search_by(|x| {
+        if pred(x) {
+            std::cmp::Ordering::Less
+        } else {
+            std::cmp::Ordering::Greater
+        }
+    })
+    .unwrap_or_else(|i| i)
+}
+
+/// The elements from index `i` on.
+pub fn from_index<T: Clone>(v: &History<T>, i: usize) -> imbl::vector::Iter<'_, T, imbl::shared_ptr::DefaultSharedPtr> {
+    v.focus().narrow(i.min(v.len())..).into_iter()
 }
 
 /// Timed readings kept for a cursor, at most `max`: past that, the older half is thinned to

@@ -2,7 +2,6 @@
 //! in the stream ([`Notes`]): child lifecycle, restarts, dropped records, bad protocol lines,
 //! warnings, notes, and the controls it sent.
 
-use std::collections::VecDeque;
 
 use provetop_shared::{Control, Mark};
 
@@ -114,9 +113,9 @@ impl ChildStatus {
 #[derive(Debug, Clone, Default)]
 pub struct Notes {
     /// Marks, oldest first.
-    pub marks: VecDeque<(u64, Mark)>,
+    pub marks: super::bounded::History<(u64, Mark)>,
     /// Controls sent, oldest first.
-    pub controls: VecDeque<(u64, Control)>,
+    pub controls: super::bounded::History<(u64, Control)>,
     /// Samples reported dropped.
     pub dropped_samples: u64,
     /// Events reported dropped.

@@ -4,7 +4,6 @@
 //! The other domains write to the [`Log`] as they apply their records; it keeps the newest
 //! [`MAX_LOG`] entries.
 
-use std::collections::VecDeque;
 
 use provetop_shared::{Alert, BatchMode, Control, Event, Mark, OutputLine};
 
@@ -56,7 +55,7 @@ pub struct LogEntry {
 /// The log's entries, oldest first.
 #[derive(Debug, Clone, Default)]
 pub struct Log {
-    entries: VecDeque<LogEntry>,
+    entries: super::bounded::History<LogEntry>,
 }
 
 impl Log {
@@ -66,7 +65,7 @@ impl Log {
     }
 
     /// Entries, oldest first.
-    pub fn iter(&self) -> std::collections::vec_deque::Iter<'_, LogEntry> {
+    pub fn iter(&self) -> imbl::vector::Iter<'_, LogEntry, imbl::shared_ptr::DefaultSharedPtr> {
         self.entries.iter()
     }
 

@@ -34,7 +34,6 @@ pub mod spans;
 mod tests;
 pub mod usage;
 
-use std::collections::VecDeque;
 
 use provetop_shared::classify::{Run, ThresholdPhase, Thresholds};
 use provetop_shared::forecast::Forecast;
@@ -100,7 +99,7 @@ pub struct Model {
     killed_since_sample: bool,
     /// Warnings read from the child's log lines (a GPU falling back to the CPU), oldest
     /// first, bounded like marks: the timeline marks them.
-    pub log_warnings: VecDeque<(u64, String)>,
+    pub log_warnings: bounded::History<(u64, String)>,
     /// Applying a derived event now: the spans it opens or closes are marked as from logs.
     deriving: bool,
     /// provetop is stopping the session (its stop note was seen): a proof that fails now
@@ -153,7 +152,7 @@ impl Model {
             derived_ignored: 0,
             nvtx: 0,
             killed_since_sample: false,
-            log_warnings: VecDeque::new(),
+            log_warnings: bounded::History::new(),
             deriving: false,
             stopping: false,
         }

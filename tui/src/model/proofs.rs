@@ -1,7 +1,6 @@
 //! Proof jobs and batch modes ([`Proofs`]): proofs in flight and finished, mode changes, and
 //! the per-mode comparison (`m` overlay, `classify`'s mode table).
 
-use std::collections::VecDeque;
 
 use provetop_shared::{BatchMode, Event};
 
@@ -115,11 +114,11 @@ pub enum ProofEnd {
 #[derive(Debug, Clone, Default)]
 pub struct Proofs {
     /// Finished proofs, oldest first.
-    pub finished: VecDeque<ProofSpan>,
+    pub finished: super::bounded::History<ProofSpan>,
     /// Proofs in flight.
     pub running: Vec<ProofSpan>,
     /// Mode changes: (t, from, to).
-    pub mode_changes: VecDeque<(u64, BatchMode, BatchMode)>,
+    pub mode_changes: super::bounded::History<(u64, BatchMode, BatchMode)>,
 }
 
 impl Proofs {

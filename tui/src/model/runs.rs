@@ -1,10 +1,9 @@
 //! The seed's threshold phases of RSS, for children without events ([`ThresholdRuns`]).
 
-use std::collections::VecDeque;
 
 use provetop_shared::classify::{Classifier, Run, ThresholdPhase, Thresholds};
 
-use super::bounded::push_bounded;
+use super::bounded::{from_index, partition_point, push_bounded, History};
 use super::effects::{Effect, Effects};
 
 /// Most threshold runs kept.
@@ -15,7 +14,7 @@ pub const MAX_RUNS: usize = 50_000;
 pub struct ThresholdRuns {
     classifier: Classifier,
     /// Closed runs, oldest first.
-    closed: VecDeque<Run>,
+    closed: super::bounded::History<Run>,
 }
 
 impl ThresholdRuns {
@@ -27,7 +26,7 @@ impl ThresholdRuns {
     pub fn new(thresholds: Thresholds) -> Self {
         ThresholdRuns {
             classifier: Classifier::new(thresholds),
-            closed: VecDeque::new(),
+            closed: History::new(),
         }
     }
 
@@ -53,7 +52,7 @@ impl ThresholdRuns {
                 return Some(cur.phase);
             }
         }
-        let i = self.closed.partition_point(|r| r.end < t);
+        let i = partition_point(&self.closed, |r| r.end < t);
         // A run ends at its last sample; time between that and the next run's start belongs
         // to the earlier run.
         match self.closed.get(i) {
@@ -64,13 +63,9 @@ impl ThresholdRuns {
 
     /// Runs (closed and the one in progress) overlapping `[t0, t1]`.
     pub fn overlapping(&self, t0: u64, t1: u64) -> Vec<Run> {
-        let i = self
-            .closed
-            .partition_point(|r| r.end < t0)
+        let i = partition_point(&self.closed, |r| r.end < t0)
             .saturating_sub(1);
-        let mut out: Vec<Run> = self
-            .closed
-            .range(i..)
+        let mut out: Vec<Run> = from_index(&self.closed, i)
             .filter(|r| r.start <= t1)
             .cloned()
             .collect();

@@ -5,11 +5,12 @@
 //! O(log n) however many partitions are open at once (a 10^5-partition proof must not make
 //! the monitor quadratic); closed spans are kept ordered by end time, bounded.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 
 use provetop_shared::{Event, Phase, Sample, SrsSource};
 
 use super::effects::{Effect, Effects, SpanSource};
+use super::bounded::{from_index, partition_point};
 use super::span::{PhaseSpan, Stats};
 
 /// Most closed phase spans kept (oldest dropped first).
@@ -156,7 +157,7 @@ impl OpenSpans {
 #[derive(Debug, Clone, Default)]
 pub struct Spans {
     /// Closed phase spans, ordered by end time, oldest first.
-    pub closed: VecDeque<PhaseSpan>,
+    pub closed: super::bounded::History<PhaseSpan>,
     /// The prover's phases open now.
     pub open: OpenSpans,
     /// The SRS load/generation in progress (a timeline phase, not one of the prover's).
@@ -352,10 +353,8 @@ impl Spans {
 
     /// Phase spans (closed and open) overlapping `[t0, t1]`.
     pub fn overlapping(&self, t0: u64, t1: u64) -> impl Iterator<Item = &PhaseSpan> + '_ {
-        let i = self
-            .closed
-            .partition_point(|s| s.end.unwrap_or(s.start) < t0);
-        self.closed.range(i..).filter(move |s| s.start <= t1).chain(
+        let i = partition_point(&self.closed, |s| s.end.unwrap_or(s.start) < t0);
+        from_index(&self.closed, i).filter(move |s| s.start <= t1).chain(
             self.open
                 .iter()
                 .chain(self.srs_open.as_ref())
@@ -365,13 +364,9 @@ impl Spans {
 
     /// Phase spans covering time `t`, open ones up to `now`.
     pub fn at(&self, t: u64, now: u64) -> Vec<&PhaseSpan> {
-        let i = self
-            .closed
-            .partition_point(|s| s.end.unwrap_or(s.start) < t);
+        let i = partition_point(&self.closed, |s| s.end.unwrap_or(s.start) < t);
         let limit = t.saturating_add(self.max_span_ns);
-        let mut out: Vec<&PhaseSpan> = self
-            .closed
-            .range(i..)
+        let mut out: Vec<&PhaseSpan> = from_index(&self.closed, i)
             .take_while(|s| s.end.unwrap_or(s.start) <= limit)
             .filter(|s| s.start <= t)
             .collect();
