@@ -1,6 +1,5 @@
 //! Alerts as the stream records them: which fire now, and every change.
 
-
 use provetop_shared::{Alert, AlertState};
 
 use super::bounded::push_bounded;

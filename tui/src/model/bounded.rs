@@ -4,35 +4,130 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-/// A bounded history: a persistent vector, so that a clone of the model (a replay snapshot)
-/// shares what it holds with the model it was taken from, and two snapshots a few records
-/// apart cost what changed between them, not the whole history twice.
-pub type History<T> = imbl::Vector<T>;
+/// A bounded history: what a stream adds past `max` pushes its oldest out. It is a
+/// persistent vector of shared elements, so a clone of the model (a replay snapshot) shares
+/// what it holds with the model it was taken from: two snapshots a few records apart cost
+/// what changed between them (the vector's end buffers, pointers to the elements), not the
+/// whole history twice.
+#[derive(Debug)]
+pub struct History<T> {
+    items: imbl::Vector<Arc<T>>,
+}
 
-/// Push `x`, dropping the oldest while `q` holds more than `max`.
-pub fn push_bounded<T: Clone>(q: &mut History<T>, x: T, max: usize) {
-    q.push_back(x);
-    while q.len() > max {
-        q.pop_front();
+impl<T> Clone for History<T> {
+    fn clone(&self) -> Self {
+        History {
+            items: self.items.clone(),
+        }
     }
 }
 
-/// The index of the first element for which `pred` is false, `pred` holding of a prefix
-/// (as [`slice::partition_point`]).
-pub fn partition_point<T: Clone>(v: &History<T>, mut pred: impl FnMut(&T) -> bool) -> usize {
-    v.binary_search_by(|x| {
-        if pred(x) {
-            std::cmp::Ordering::Less
-        } else {
-            std::cmp::Ordering::Greater
+impl<T> Default for History<T> {
+    fn default() -> Self {
+        History {
+            items: imbl::Vector::new(),
         }
-    })
-    .unwrap_or_else(|i| i)
+    }
 }
 
-/// The elements from index `i` on.
-pub fn from_index<T: Clone>(v: &History<T>, i: usize) -> imbl::vector::Iter<'_, T, imbl::shared_ptr::DefaultSharedPtr> {
-    v.focus().narrow(i.min(v.len())..).into_iter()
+impl<T> History<T> {
+    /// Empty.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Push `x`, dropping the oldest while more than `max` are kept.
+    pub fn push_bounded(&mut self, x: T, max: usize) {
+        self.items.push_back(Arc::new(x));
+        while self.items.len() > max {
+            self.items.pop_front();
+        }
+    }
+
+    /// Put `x` at index `i` (a span closed late among those after it).
+    pub fn insert(&mut self, i: usize, x: T) {
+        self.items.insert(i, Arc::new(x));
+    }
+
+    pub fn pop_front(&mut self) -> Option<Arc<T>> {
+        self.items.pop_front()
+    }
+
+    pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        self.items.retain(|x| keep(x));
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Oldest first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator + '_ {
+        self.items.iter().map(|x| x.as_ref())
+    }
+
+    pub fn front(&self) -> Option<&T> {
+        self.items.front().map(|x| x.as_ref())
+    }
+
+    pub fn back(&self) -> Option<&T> {
+        self.items.back().map(|x| x.as_ref())
+    }
+
+    pub fn get(&self, i: usize) -> Option<&T> {
+        self.items.get(i).map(|x| x.as_ref())
+    }
+
+    /// The index of the first element for which `pred` is false, `pred` holding of a
+    /// prefix (as [`slice::partition_point`]).
+    pub fn partition_point(&self, mut pred: impl FnMut(&T) -> bool) -> usize {
+        self.items
+            .binary_search_by(|x| {
+                if pred(x) {
+                    std::cmp::Ordering::Less
+                } else {
+                    std::cmp::Ordering::Greater
+                }
+            })
+            .unwrap_or_else(|i| i)
+    }
+
+    /// The elements from index `i` on.
+    pub fn from_index(&self, i: usize) -> impl DoubleEndedIterator<Item = &T> + '_ {
+        let i = i.min(self.items.len());
+        self.items
+            .focus()
+            .narrow(i..)
+            .into_iter()
+            .map(|x| x.as_ref())
+    }
+}
+
+impl<'a, T> IntoIterator for &'a History<T> {
+    type Item = &'a T;
+    type IntoIter = std::iter::Map<
+        imbl::vector::Iter<'a, Arc<T>, imbl::shared_ptr::DefaultSharedPtr>,
+        fn(&'a Arc<T>) -> &'a T,
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter().map(|x| x.as_ref())
+    }
+}
+
+/// Push `x` to `q`, dropping the oldest while it holds more than `max`.
+pub fn push_bounded<T>(q: &mut History<T>, x: T, max: usize) {
+    q.push_bounded(x, max);
+}
+
+impl<T> std::ops::Index<usize> for History<T> {
+    type Output = T;
+    fn index(&self, i: usize) -> &T {
+        &self.items[i]
+    }
 }
 
 /// Timed readings kept for a cursor, at most `max`: past that, the older half is thinned to
@@ -119,5 +214,14 @@ impl<T> Thinned<T> {
     /// Bytes held by the queue itself (the readings are shared).
     pub fn heap_bytes(&self) -> usize {
         self.readings.capacity() * std::mem::size_of::<(u64, Arc<T>)>()
+    }
+
+    /// Bytes the readings hold, each measured by `size` (what one holds on the heap besides
+    /// its own size).
+    pub fn readings_bytes(&self, size: impl Fn(&T) -> usize) -> usize {
+        self.readings
+            .iter()
+            .map(|(_, x)| std::mem::size_of::<T>() + size(x))
+            .sum()
     }
 }

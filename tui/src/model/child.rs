@@ -2,7 +2,6 @@
 //! in the stream ([`Notes`]): child lifecycle, restarts, dropped records, bad protocol lines,
 //! warnings, notes, and the controls it sent.
 
-
 use provetop_shared::{Control, Mark};
 
 use super::bounded::push_bounded;

@@ -4,7 +4,6 @@
 //! The other domains write to the [`Log`] as they apply their records; it keeps the newest
 //! [`MAX_LOG`] entries.
 
-
 use provetop_shared::{Alert, BatchMode, Control, Event, Mark, OutputLine};
 
 use super::bounded::push_bounded;
@@ -65,7 +64,7 @@ impl Log {
     }
 
     /// Entries, oldest first.
-    pub fn iter(&self) -> imbl::vector::Iter<'_, LogEntry, imbl::shared_ptr::DefaultSharedPtr> {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &LogEntry> + ExactSizeIterator + '_ {
         self.entries.iter()
     }
 

@@ -34,13 +34,13 @@ pub mod spans;
 mod tests;
 pub mod usage;
 
-
 use provetop_shared::classify::{Run, ThresholdPhase, Thresholds};
 use provetop_shared::forecast::Forecast;
 use provetop_shared::{BatchMode, Mark, Record, RecordBody, Sample, Usage};
 
 pub use alerts::{ActiveAlert, Alerts};
 use bounded::push_bounded;
+pub use bounded::History;
 pub use child::{ChildStatus, Notes};
 pub use effects::{Effect, Effects, SpanSource};
 pub use log::{Log, LogEntry, LogLevel, Logged};
@@ -467,6 +467,11 @@ impl Model {
     }
 
     /// Closed threshold runs kept.
+    pub fn kernel_readings_bytes(&self) -> usize {
+        // A reading's cgroup path, memory.stat breakdown and limit names: a few hundred bytes.
+        self.kernels.readings_bytes(|_| 512)
+    }
+
     pub fn runs_kept(&self) -> usize {
         self.runs.kept()
     }

@@ -1,7 +1,6 @@
 //! Proof jobs and batch modes ([`Proofs`]): proofs in flight and finished, mode changes, and
 //! the per-mode comparison (`m` overlay, `classify`'s mode table).
 
-
 use provetop_shared::{BatchMode, Event};
 
 use super::bounded::push_bounded;

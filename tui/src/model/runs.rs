@@ -1,9 +1,8 @@
 //! The seed's threshold phases of RSS, for children without events ([`ThresholdRuns`]).
 
-
 use provetop_shared::classify::{Classifier, Run, ThresholdPhase, Thresholds};
 
-use super::bounded::{from_index, partition_point, push_bounded, History};
+use super::bounded::{push_bounded, History};
 use super::effects::{Effect, Effects};
 
 /// Most threshold runs kept.
@@ -52,7 +51,7 @@ impl ThresholdRuns {
                 return Some(cur.phase);
             }
         }
-        let i = partition_point(&self.closed, |r| r.end < t);
+        let i = self.closed.partition_point(|r| r.end < t);
         // A run ends at its last sample; time between that and the next run's start belongs
         // to the earlier run.
         match self.closed.get(i) {
@@ -63,9 +62,13 @@ impl ThresholdRuns {
 
     /// Runs (closed and the one in progress) overlapping `[t0, t1]`.
     pub fn overlapping(&self, t0: u64, t1: u64) -> Vec<Run> {
-        let i = partition_point(&self.closed, |r| r.end < t0)
+        let i = self
+            .closed
+            .partition_point(|r| r.end < t0)
             .saturating_sub(1);
-        let mut out: Vec<Run> = from_index(&self.closed, i)
+        let mut out: Vec<Run> = self
+            .closed
+            .from_index(i)
             .filter(|r| r.start <= t1)
             .cloned()
             .collect();

@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, HashMap};
 use provetop_shared::{Event, Phase, Sample, SrsSource};
 
 use super::effects::{Effect, Effects, SpanSource};
-use super::bounded::{from_index, partition_point};
 use super::span::{PhaseSpan, Stats};
 
 /// Most closed phase spans kept (oldest dropped first).
@@ -353,20 +352,29 @@ impl Spans {
 
     /// Phase spans (closed and open) overlapping `[t0, t1]`.
     pub fn overlapping(&self, t0: u64, t1: u64) -> impl Iterator<Item = &PhaseSpan> + '_ {
-        let i = partition_point(&self.closed, |s| s.end.unwrap_or(s.start) < t0);
-        from_index(&self.closed, i).filter(move |s| s.start <= t1).chain(
-            self.open
-                .iter()
-                .chain(self.srs_open.as_ref())
-                .filter(move |s| s.start <= t1),
-        )
+        let i = self
+            .closed
+            .partition_point(|s| s.end.unwrap_or(s.start) < t0);
+        self.closed
+            .from_index(i)
+            .filter(move |s| s.start <= t1)
+            .chain(
+                self.open
+                    .iter()
+                    .chain(self.srs_open.as_ref())
+                    .filter(move |s| s.start <= t1),
+            )
     }
 
     /// Phase spans covering time `t`, open ones up to `now`.
     pub fn at(&self, t: u64, now: u64) -> Vec<&PhaseSpan> {
-        let i = partition_point(&self.closed, |s| s.end.unwrap_or(s.start) < t);
+        let i = self
+            .closed
+            .partition_point(|s| s.end.unwrap_or(s.start) < t);
         let limit = t.saturating_add(self.max_span_ns);
-        let mut out: Vec<&PhaseSpan> = from_index(&self.closed, i)
+        let mut out: Vec<&PhaseSpan> = self
+            .closed
+            .from_index(i)
             .take_while(|s| s.end.unwrap_or(s.start) <= limit)
             .filter(|s| s.start <= t)
             .collect();

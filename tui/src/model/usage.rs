@@ -258,6 +258,23 @@ impl UsageState {
         self.readings.len()
     }
 
+    /// Bytes the kept readings hold, nearly (their processes, commands and GPU details).
+    pub fn readings_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.readings.readings_bytes(|u| {
+            u.procs
+                .iter()
+                .map(|p| {
+                    size_of::<provetop_shared::record::ProcUsage>()
+                        + p.command.len()
+                        + p.gpu_mem.len() * 16
+                })
+                .sum::<usize>()
+                + u.gpus.len() * size_of::<provetop_shared::record::GpuDetail>()
+                + u.nvml_calls.len() * 64
+        })
+    }
+
     /// The series of GPU `index`.
     pub fn gpu(&self, index: u32) -> Option<&Series<GPU_LANES>> {
         self.gpus

@@ -97,24 +97,24 @@ impl Indexed {
     }
 }
 
-/// Bytes a light snapshot holds, nearly: its bounded queues at their element sizes (a clone
-/// allocates them to their length), a log line's text beside its entry, and what the model
-/// keeps whatever its history. Usage and kernel readings are shared with the pass's model
-/// until it thins them away, so each snapshot counts its own.
+/// Bytes a light snapshot holds beyond what it shares, nearly. Its bounded histories are
+/// persistent vectors of shared elements ([`History`](crate::model::History)): what the
+/// snapshot pins alone is the end buffers of each (pointers, copied when the pass next
+/// pushes or drops), while each element, however many snapshots hold it, is allocated once
+/// (the pass's own model held it too). Its open spans and running proofs, its own newest
+/// usage and kernel readings (shared with the pass until it thins them away: counted here)
+/// and what the model keeps whatever its history are its own.
 pub fn light_bytes(m: &Model) -> usize {
-    use crate::model::{LogEntry, PhaseSpan, ProofSpan};
+    use crate::model::PhaseSpan;
     use std::mem::size_of;
-    const TEXT: usize = 112;
-    const OTHER: usize = 160;
+    /// The histories a model keeps, four end buffers of 64 pointers each.
+    const HISTORIES: usize = 9;
+    const BUFFERS: usize = HISTORIES * 4 * 64 * size_of::<usize>();
     size_of::<Model>()
-        + (m.spans.closed.len() + m.spans.open.len() + m.proofs.running.len())
-            * size_of::<PhaseSpan>()
-        + m.proofs.finished.len() * size_of::<ProofSpan>()
-        + m.log.len() * (size_of::<LogEntry>() + TEXT)
-        + (m.alerts.history.len() + m.notes.marks.len() + m.notes.controls.len()) * OTHER
-        + m.log_warnings.len() * (16 + TEXT)
-        + m.runs_kept() * size_of::<provetop_shared::classify::Run>()
-        + m.usage.readings_len() * 1024
+        + (m.spans.open.len() + m.proofs.running.len()) * size_of::<PhaseSpan>()
+        + BUFFERS
+        + m.usage.readings_bytes()
+        + m.kernel_readings_bytes()
         + (64 << 10)
 }
 

@@ -46,7 +46,7 @@ pub use indexer::Indexed;
 pub const LIGHT_BUDGET: usize = 112 << 20;
 /// Usage and kernel readings a light snapshot keeps (the newest: the process table at a
 /// cursor before them reads the nearest kept).
-pub const LIGHT_READINGS: usize = 256;
+pub const LIGHT_READINGS: usize = 16;
 /// Decoded chunks kept for playing and seeking.
 pub const CACHE_CHUNKS: usize = 8;
 /// How far before a seek's snapshot the memory series is drawn at full resolution.
