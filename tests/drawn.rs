@@ -1,5 +1,5 @@
 //! The screen as text: an app drawn once into ratatui's TestBackend (shared by the screen
-//! group's files).
+//! and records groups' files).
 
 use provetop::app::App;
 use provetop_testkit::screen::buffer_text;

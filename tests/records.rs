@@ -7,6 +7,7 @@
 mod assets;
 mod classify;
 mod compare;
+mod drawn;
 mod durability;
 mod export;
 mod files;

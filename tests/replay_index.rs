@@ -63,15 +63,7 @@ fn reading(m: &Model) -> String {
 
 /// The screen at 120×30.
 fn drawn(app: &mut App) -> String {
-    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 30)).unwrap();
-    term.draw(|f| {
-        provetop::ui::draw(f, app);
-    })
-    .unwrap();
-    let buf = term.backend().buffer();
-    (0..30)
-        .map(|y| (0..120).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
-        .collect()
+    crate::drawn::screen_text(app, 120, 30)
 }
 
 /// Seek and let a seek that goes on between frames land.

@@ -172,15 +172,7 @@ fn replay_seek_pause_quit() {
 /// The replay's header (first line) and log at the driver's position, drawn at 120×30.
 fn screen_at(d: &mut ReplayDriver, app: &mut provetop::app::App, t: u64) -> String {
     d.seek(app, t);
-    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 30)).unwrap();
-    term.draw(|f| {
-        provetop::ui::draw(f, app);
-    })
-    .unwrap();
-    let buf = term.backend().buffer();
-    (0..30)
-        .map(|y| (0..120).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n")
-        .collect()
+    crate::drawn::screen_text(app, 120, 30)
 }
 
 #[test]

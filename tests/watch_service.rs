@@ -72,6 +72,28 @@ fn own_memory_cgroup() -> Option<MemCgroup> {
     Some(own)
 }
 
+/// A memory cgroup limited to `limit` bytes (no swap), under a parent of this test's own
+/// (`limited_cgroup`'s name is per process, and other tests of this binary make one beside it
+/// at the same time), with the guard that removes both; `None` (SKIPPED said) where one may
+/// not be made.
+fn limited(tag: &str, limit: u64) -> Option<(Cgroups, PathBuf, Version)> {
+    let Some(own) = own_memory_cgroup() else {
+        eprintln!("SKIPPED: no writable memory cgroup here (needs root)");
+        return None;
+    };
+    let mut guard = Cgroups(Vec::new());
+    let parent = own
+        .dir
+        .join(format!("provetop-test-{tag}-{}", std::process::id()));
+    assert!(guard.make(&parent));
+    let Some(cg) = limited_cgroup(&parent, own.version == Version::V1, limit) else {
+        eprintln!("SKIPPED: cannot limit a memory cgroup here");
+        return None;
+    };
+    guard.0.push(cg.clone());
+    Some((guard, cg, own.version))
+}
+
 /// A `provetop-memhog --anon MIB` that moved itself into every cgroup of `cgs` first; its pid
 /// once it holds the memory.
 fn member(cgs: &[&Path], anon_mib: u64) -> (Child, u32) {
@@ -471,22 +493,9 @@ fn watch_unit_resolves_a_cgroup_of_that_name_follows_its_journal_and_outlives_a_
 
 #[test]
 fn a_watched_process_oom_killed_in_its_memory_cgroup_reads_oom_killed() {
-    let Some(own) = own_memory_cgroup() else {
-        eprintln!("SKIPPED: no writable memory cgroup here (needs root)");
+    let Some((_guard, cg, _)) = limited("watch-oom", 64 * MIB) else {
         return;
     };
-    // A parent of our own: `limited_cgroup`'s name is per process, and another test of this
-    // binary (faults_child's) makes one beside it at the same time.
-    let mut guard = Cgroups(Vec::new());
-    let parent = own
-        .dir
-        .join(format!("provetop-test-watch-oom-{}", std::process::id()));
-    assert!(guard.make(&parent));
-    let Some(cg) = limited_cgroup(&parent, own.version == Version::V1, 64 * MIB) else {
-        eprintln!("SKIPPED: cannot limit a memory cgroup here");
-        return;
-    };
-    guard.0.push(cg.clone());
     let script = format!(
         "echo $$ > '{}/cgroup.procs' && exec '{}' --stdin",
         cg.display(),
@@ -541,21 +550,10 @@ fn a_watched_process_oom_killed_in_its_memory_cgroup_reads_oom_killed() {
 
 #[test]
 fn watch_cgroup_reads_that_cgroups_limit_alerts_against_it_and_names_an_oom_kill_inside_it() {
-    let Some(own) = own_memory_cgroup() else {
-        eprintln!("SKIPPED: no writable memory cgroup here (needs root)");
+    let Some((_guard, cg, version)) = limited("watch-limit", 256 * MIB) else {
         return;
     };
-    let mut guard = Cgroups(Vec::new());
-    let parent = own
-        .dir
-        .join(format!("provetop-test-watch-limit-{}", std::process::id()));
-    assert!(guard.make(&parent));
-    let v1 = own.version == Version::V1;
-    let Some(cg) = limited_cgroup(&parent, v1, 256 * MIB) else {
-        eprintln!("SKIPPED: cannot limit a memory cgroup here");
-        return;
-    };
-    guard.0.push(cg.clone());
+    let v1 = version == Version::V1;
     let tmp = tempfile::tempdir().unwrap();
     let s = tmp.path().join("limit.ptop");
     // Watched while empty: the member comes after the session started.

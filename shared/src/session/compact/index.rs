@@ -120,14 +120,20 @@ impl Index {
         Ok(None)
     }
 
-    /// The records of chunk `i`, with a warning when its summary disagrees with them.
-    pub fn chunk(&self, i: usize) -> Result<(Vec<Record>, Option<String>), String> {
+    /// Chunk `i`'s block as the file holds it (its length read first, bounded).
+    fn block(&self, i: usize) -> Result<Vec<u8>, String> {
         let (at, _) = self.chunks[i];
         let mut lenb = [0u8; 4];
         read_full(&self.file, &mut lenb, at).map_err(|e| e.to_string())?;
         let blen = u32::from_le_bytes(lenb).min(MAX_FRAME) as usize;
         let mut b = vec![0u8; 8 + blen];
         read_full(&self.file, &mut b, at).map_err(|e| e.to_string())?;
+        Ok(b)
+    }
+
+    /// The records of chunk `i`, with a warning when its summary disagrees with them.
+    pub fn chunk(&self, i: usize) -> Result<(Vec<Record>, Option<String>), String> {
+        let b = self.block(i)?;
         match block_at(&b) {
             Ok((Block::Chunk(head, z), _)) => decode_chunk(&head, z),
             Ok(_) => Err("not a chunk".into()),
@@ -138,12 +144,7 @@ impl Index {
     /// The kind of each record of chunk `i` (decompressed, the other columns left alone):
     /// what a reader that looks for a few kinds of record needs.
     pub fn kinds(&self, i: usize) -> Result<Vec<u8>, String> {
-        let (at, _) = self.chunks[i];
-        let mut lenb = [0u8; 4];
-        read_full(&self.file, &mut lenb, at).map_err(|e| e.to_string())?;
-        let blen = u32::from_le_bytes(lenb).min(MAX_FRAME) as usize;
-        let mut b = vec![0u8; 8 + blen];
-        read_full(&self.file, &mut b, at).map_err(|e| e.to_string())?;
+        let b = self.block(i)?;
         match block_at(&b) {
             Ok((Block::Chunk(head, z), _)) => {
                 let raw = zstd::bulk::decompress(z, head.raw_len as usize)

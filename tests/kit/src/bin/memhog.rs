@@ -145,7 +145,13 @@ fn shm(mib: usize) -> nix::Result<Region> {
     let len = mib * MIB;
     let fd = memfd_create(c"provetop-memhog", MemFdCreateFlag::MFD_CLOEXEC)?;
     nix::unistd::ftruncate(&fd, len as i64)?;
-    // SAFETY: a fresh shared mapping of our own memfd; nothing else maps it.
+    shared(fd, len)
+}
+
+/// Map `len` bytes of `fd` shared, touch them and hold them.
+fn shared(fd: OwnedFd, len: usize) -> nix::Result<Region> {
+    // SAFETY: a fresh shared mapping of a file this program opened (a memfd of its own, or a
+    // file it maps for a test); it is unmapped when the region is dropped.
     let ptr = unsafe {
         mman::mmap(
             None,
@@ -168,19 +174,7 @@ fn mapfile(path: &str) -> nix::Result<Region> {
         .open(path)
         .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(0)))?;
     let len = f.metadata().map_err(|_| Errno::EIO)?.len() as usize;
-    let fd = OwnedFd::from(f);
-    // SAFETY: a fresh shared mapping of a file this program opened; it is unmapped on drop.
-    let ptr = unsafe {
-        mman::mmap(
-            None,
-            nonzero(len)?,
-            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-            MapFlags::MAP_SHARED,
-            &fd,
-            0,
-        )?
-    };
-    Ok(hold(ptr, len, Some(fd)))
+    shared(OwnedFd::from(f), len)
 }
 
 /// Allocate MIB with huge pages where possible, hold it `hold`, free it.
