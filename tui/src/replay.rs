@@ -11,7 +11,7 @@ use std::time::Instant;
 use crate::app::{Action, App, Playback, Screen, View, NS};
 use crate::cli::ReplayArgs;
 use crate::event_loop::{self, Driver};
-use crate::store::Store;
+use crate::store::{last_before, next_after, Store};
 use crate::theme::Theme;
 use crate::timeline::{Cursor, Seeking, Timeline};
 use provetop_shared::session::SourceKind;
@@ -61,20 +61,15 @@ pub fn ends_abruptly(store: &Store) -> bool {
     if store.kind() != SourceKind::Session {
         return false;
     }
-    for r in store.records().iter().rev() {
-        if let RecordBody::Mark(m) = &r.body {
-            match m {
-                Mark::Note { text } if text.starts_with(crate::model::STOPPING_NOTE) => {
-                    return false
-                }
-                Mark::ChildExited { .. } => return false,
-                Mark::Note { text } if text.starts_with("watching pid") => return true,
-                Mark::ChildStarted { .. } | Mark::Restart { .. } => return true,
-                _ => {}
-            }
-        }
-    }
-    false
+    store
+        .records()
+        .iter()
+        .rev()
+        .find_map(|r| match &r.body {
+            RecordBody::Mark(m) => crate::model::abrupt_after(m),
+            _ => None,
+        })
+        .unwrap_or(false)
 }
 
 impl ReplayDriver {
@@ -526,14 +521,6 @@ impl ReplayDriver {
             (None, None) => Err(what.to_string()),
         }
     }
-}
-
-fn next_after(v: &[u64], t: u64) -> Option<u64> {
-    v.get(v.partition_point(|&x| x <= t)).copied()
-}
-
-fn last_before(v: &[u64], t: u64) -> Option<u64> {
-    v.partition_point(|&x| x < t).checked_sub(1).map(|i| v[i])
 }
 
 /// Parse `--start`: seconds from the beginning ("90", "2m", "1h").

@@ -2,7 +2,6 @@
 
 use provetop_shared::{Alert, AlertState};
 
-use super::bounded::push_bounded;
 use super::effects::{Effect, Effects};
 use super::log::{Log, Logged};
 
@@ -43,7 +42,7 @@ impl Alerts {
                 fx.push(Effect::AlertCleared(a.clone()));
             }
         }
-        push_bounded(&mut self.history, (t, a.clone()), MAX_ALERTS);
+        self.history.push_bounded((t, a.clone()), MAX_ALERTS);
         log.push(t, Logged::Alert(a.clone()));
     }
 

@@ -118,11 +118,6 @@ impl<'a, T> IntoIterator for &'a History<T> {
     }
 }
 
-/// Push `x` to `q`, dropping the oldest while it holds more than `max`.
-pub fn push_bounded<T>(q: &mut History<T>, x: T, max: usize) {
-    q.push_bounded(x, max);
-}
-
 impl<T> std::ops::Index<usize> for History<T> {
     type Output = T;
     fn index(&self, i: usize) -> &T {

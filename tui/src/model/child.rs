@@ -4,7 +4,6 @@
 
 use provetop_shared::{Control, Mark};
 
-use super::bounded::push_bounded;
 use super::effects::{Effect, Effects};
 use super::log::{Log, Logged};
 
@@ -155,12 +154,25 @@ impl Notes {
         if logged {
             log.push(t, Logged::Mark(m.clone()));
         }
-        push_bounded(&mut self.marks, (t, m.clone()), MAX_MARKS);
+        self.marks.push_bounded((t, m.clone()), MAX_MARKS);
     }
 
     /// A control sent at `t`: kept and logged.
     pub fn control(&mut self, t: u64, c: &Control, log: &mut Log) {
         log.push(t, Logged::Control(c.clone()));
-        push_bounded(&mut self.controls, (t, c.clone()), MAX_MARKS);
+        self.controls.push_bounded((t, c.clone()), MAX_MARKS);
+    }
+}
+
+/// Whether a recording whose last lifecycle mark is `m` ends abruptly: a start (of the child,
+/// a restart, or watching a pid) does, the child's exit or provetop's stop note does not;
+/// `None` for a mark that is no lifecycle mark.
+pub fn abrupt_after(m: &Mark) -> Option<bool> {
+    match m {
+        Mark::Note { text } if text.starts_with(super::STOPPING_NOTE) => Some(false),
+        Mark::ChildExited { .. } => Some(false),
+        Mark::Note { text } if text.starts_with("watching pid") => Some(true),
+        Mark::ChildStarted { .. } | Mark::Restart { .. } => Some(true),
+        _ => None,
     }
 }

@@ -6,8 +6,6 @@
 
 use provetop_shared::{Alert, BatchMode, Control, Event, Mark, OutputLine};
 
-use super::bounded::push_bounded;
-
 /// Most log entries kept.
 pub const MAX_LOG: usize = 2_000;
 
@@ -60,7 +58,7 @@ pub struct Log {
 impl Log {
     /// Add an entry at `t`.
     pub fn push(&mut self, t: u64, what: Logged) {
-        push_bounded(&mut self.entries, LogEntry { t, what }, MAX_LOG);
+        self.entries.push_bounded(LogEntry { t, what }, MAX_LOG);
     }
 
     /// Entries, oldest first.

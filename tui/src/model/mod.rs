@@ -39,9 +39,8 @@ use provetop_shared::forecast::Forecast;
 use provetop_shared::{BatchMode, Mark, Record, RecordBody, Sample, Usage};
 
 pub use alerts::{ActiveAlert, Alerts};
-use bounded::push_bounded;
 pub use bounded::History;
-pub use child::{ChildStatus, Notes};
+pub use child::{abrupt_after, ChildStatus, Notes};
 pub use effects::{Effect, Effects, SpanSource};
 pub use log::{Log, LogEntry, LogLevel, Logged};
 pub use proofs::{mode_rows, FinishedProof, ModeRow, ProofEnd, Proofs};
@@ -255,11 +254,8 @@ impl Model {
         self.derived += 1;
         if let provetop_shared::Event::Log { level, message, .. } = &d.event {
             if level == "warn" || level == "error" {
-                push_bounded(
-                    &mut self.log_warnings,
-                    (t, message.clone()),
-                    child::MAX_MARKS,
-                );
+                self.log_warnings
+                    .push_bounded((t, message.clone()), child::MAX_MARKS);
             }
         }
         self.deriving = true;
@@ -466,12 +462,13 @@ impl Model {
         self.runs.overlapping(t0, t1)
     }
 
-    /// Closed threshold runs kept.
+    /// Bytes the kept kernel readings hold, nearly.
     pub fn kernel_readings_bytes(&self) -> usize {
         // A reading's cgroup path, memory.stat breakdown and limit names: a few hundred bytes.
         self.kernels.readings_bytes(|_| 512)
     }
 
+    /// Closed threshold runs kept.
     pub fn runs_kept(&self) -> usize {
         self.runs.kept()
     }

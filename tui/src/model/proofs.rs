@@ -3,7 +3,6 @@
 
 use provetop_shared::{BatchMode, Event};
 
-use super::bounded::push_bounded;
 use super::effects::{Effect, Effects};
 use super::log::{Log, Logged};
 use super::span::{busy_ns, ProofSpan, Stats};
@@ -154,7 +153,8 @@ impl Proofs {
             Event::ProofStarted { .. } => self.started(t, e, log),
             Event::ProofFinished { .. } => return self.finished(t, e, log, fx),
             Event::ModeChanged { from, to } => {
-                push_bounded(&mut self.mode_changes, (t, *from, *to), MAX_MODE_CHANGES);
+                self.mode_changes
+                    .push_bounded((t, *from, *to), MAX_MODE_CHANGES);
                 fx.push(Effect::ModeChanged {
                     from: *from,
                     to: *to,
@@ -258,7 +258,7 @@ impl Proofs {
             ProofEnd::Failed
         };
         fx.push(Effect::ProofFinished(span.clone()));
-        push_bounded(&mut self.finished, span, MAX_PROOFS);
+        self.finished.push_bounded(span, MAX_PROOFS);
         Some(end)
     }
 

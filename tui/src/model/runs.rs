@@ -2,7 +2,7 @@
 
 use provetop_shared::classify::{Classifier, Run, ThresholdPhase, Thresholds};
 
-use super::bounded::{push_bounded, History};
+use super::bounded::History;
 use super::effects::{Effect, Effects};
 
 /// Most threshold runs kept.
@@ -13,7 +13,7 @@ pub const MAX_RUNS: usize = 50_000;
 pub struct ThresholdRuns {
     classifier: Classifier,
     /// Closed runs, oldest first.
-    closed: super::bounded::History<Run>,
+    closed: History<Run>,
 }
 
 impl ThresholdRuns {
@@ -32,7 +32,7 @@ impl ThresholdRuns {
     /// The RSS of a sample at `t`.
     pub fn apply(&mut self, t: u64, rss: u64, fx: &mut Effects) {
         if let Some(run) = self.classifier.push(t, rss) {
-            push_bounded(&mut self.closed, run, MAX_RUNS);
+            self.closed.push_bounded(run, MAX_RUNS);
             if let Some(cur) = self.classifier.current() {
                 fx.push(Effect::ThresholdPhaseChanged(cur.phase));
             }

@@ -346,23 +346,18 @@ impl Pipeline {
                 None => std::future::pending().await,
             }
         };
-        let woke = tokio::select! {
-            _ = sampler => Some(true),
-            _ = records => None,
-            _ = watching => Some(false),
-        };
-        let now = Instant::now();
-        match woke {
-            Some(true) => self.sampler_woke = now,
-            Some(false) => {
+        tokio::select! {
+            _ = sampler => self.sampler_woke = Instant::now(),
+            _ = records => {}
+            _ = watching => {
                 // While the sampler wakes the pump, its wake-ups look at the target: the
                 // timer only has to cover its silence, so it waits on past its last one.
+                let now = Instant::now();
                 let next = (self.sampler_woke + 4 * WATCHED_CHECK).max(now + WATCHED_CHECK);
                 if let Some(t) = self.watch_timer.as_mut() {
                     t.as_mut().reset(next.into());
                 }
             }
-            None => {}
         }
     }
 

@@ -583,11 +583,13 @@ impl Store {
     }
 }
 
-fn next_after(v: &[u64], t: u64) -> Option<u64> {
+/// The first of the sorted times `v` after `t` (`]`, `a`).
+pub(crate) fn next_after(v: &[u64], t: u64) -> Option<u64> {
     v.get(v.partition_point(|&x| x <= t)).copied()
 }
 
-fn last_before(v: &[u64], t: u64) -> Option<u64> {
+/// The last of the sorted times `v` before `t` (`[`, `A`).
+pub(crate) fn last_before(v: &[u64], t: u64) -> Option<u64> {
     v.partition_point(|&x| x < t).checked_sub(1).map(|i| v[i])
 }
 

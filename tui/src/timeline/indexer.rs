@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use provetop_shared::classify::Thresholds;
-use provetop_shared::{Mark, Record, RecordBody};
+use provetop_shared::{Record, RecordBody};
 
 use super::{shown_limits, LateList, Source, LIGHT_BUDGET, LIGHT_READINGS};
 use crate::model::{Effect, Effects, Model, SpanSource};
@@ -222,14 +222,8 @@ impl Pass {
             }
         }
         if let RecordBody::Mark(m) = &r.body {
-            match m {
-                Mark::Note { text } if text.starts_with(crate::model::STOPPING_NOTE) => {
-                    self.abrupt = false
-                }
-                Mark::ChildExited { .. } => self.abrupt = false,
-                Mark::Note { text } if text.starts_with("watching pid") => self.abrupt = true,
-                Mark::ChildStarted { .. } | Mark::Restart { .. } => self.abrupt = true,
-                _ => {}
+            if let Some(a) = crate::model::abrupt_after(m) {
+                self.abrupt = a;
             }
         }
     }

@@ -19,8 +19,8 @@
 //!   uses at most `smaps_duty` of a core, the first pass at a large RSS included; it never
 //!   runs on a thread that keeps a schedule. While the tables show no candidate mapping in
 //!   any process of the tree (a host without a GPU, a prover before CUDA starts) a pass would
-//!   measure nothing, so none is made: the maps thread wakes it when one appears. When the table meets a device mapping it cannot
-//!   classify (pagemap unreadable), one pass may borrow three quarters of its cost, so it
+//!   measure nothing, so none is made: the maps thread wakes it when one appears. When the
+//!   table meets a device mapping it cannot classify (pagemap unreadable), one pass may borrow three quarters of its cost, so it
 //!   comes four times sooner: the one pass that classifies it. A mapping that appears or
 //!   vanishes between the smaps pass and the table read that follows it, or a process that
 //!   exits meanwhile, makes that pass's comparison void (not a disagreement).

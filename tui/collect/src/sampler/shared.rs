@@ -56,7 +56,6 @@ pub(super) struct LearnedState {
     pub pids: HashMap<u32, Arc<Learned>>,
 }
 
-/// State shared by the sampler's threads and the handle.
 /// Whether the tree's processes have mappings the pinned-memory readers measure (CUDA's),
 /// as the latest mapping-table reads tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +69,7 @@ pub(super) enum Candidates {
     Some = 2,
 }
 
+/// State shared by the sampler's threads and the handle.
 pub(super) struct Shared {
     pub(super) root: AtomicU32,
     /// Bumped by every `set_root`; helper readings of an older tree are discarded.
@@ -102,7 +102,7 @@ pub(super) struct Shared {
     /// What the mapping tables last said of CUDA mappings in the tree ([`Candidates`], as
     /// `u8`): an smaps pass over a tree without one would measure nothing.
     pub(super) candidates: AtomicU8,
-    /// smaps passes made (for tests and the bench).
+    /// smaps passes made (for tests).
     pub(super) smaps_passes: AtomicU64,
     pub(super) gpu: Mutex<GpuState>,
     pub(super) notes: Mutex<Vec<Mark>>,
