@@ -61,6 +61,13 @@ impl<T> History<T> {
         self.items.len()
     }
 
+    /// The newest `n` elements alone, sharing them.
+    pub fn newest(&self, n: usize) -> Self {
+        History {
+            items: self.items.skip(self.items.len().saturating_sub(n)),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }

@@ -71,6 +71,31 @@ impl Log {
         self.entries.back()
     }
 
+    /// The newest `n` entries alone (a replay snapshot's: those of snapshots far apart are
+    /// not shared).
+    pub fn newest(&self, n: usize) -> Log {
+        Log {
+            entries: self.entries.newest(n),
+        }
+    }
+
+    /// Bytes the entries hold, nearly: each entry where it is shared (its pointer, its
+    /// count), and the text of output lines.
+    pub fn bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.entries
+            .iter()
+            .map(|e| {
+                size_of::<LogEntry>()
+                    + 3 * size_of::<usize>()
+                    + match &e.what {
+                        Logged::Output(o) => o.text.capacity(),
+                        _ => 0,
+                    }
+            })
+            .sum()
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }

@@ -113,15 +113,16 @@ impl Model {
     }
 
     /// This model without its series (memory and utilisation), which are most of its size,
-    /// and with only the newest `readings` usage and kernel readings (those of snapshots far
-    /// apart are not shared); series made from now on are bounded by `limits`. What a replay
-    /// of a long session keeps at each snapshot, drawing the series again on a seek
-    /// ([`crate::timeline`]).
-    pub fn light(&self, limits: Limits, readings: usize) -> Model {
+    /// and with only the newest `readings` usage and kernel readings and the newest `log`
+    /// log entries (those of snapshots far apart are not shared); series made from now on
+    /// are bounded by `limits`. What a replay of a long session keeps at each snapshot,
+    /// drawing the series again on a seek ([`crate::timeline`]).
+    pub fn light(&self, limits: Limits, readings: usize, log: usize) -> Model {
         Model {
             series: Series::new(limits),
             usage: self.usage.without_series(limits, readings),
             kernels: self.kernels.newest(readings),
+            log: self.log.newest(log),
             ..self.clone()
         }
     }

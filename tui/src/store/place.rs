@@ -118,23 +118,52 @@ impl<'a> Placer<'a> {
 
     /// The next record of the file; `Err` when it moves back and no late list was given.
     pub fn feed(&mut self, r: Record, out: &mut dyn FnMut(Record)) -> Result<(), NeedsPlacement> {
-        let (key, late) = place_key(&mut self.reach, &r);
-        let Some(list) = self.late else {
-            if late {
-                return Err(NeedsPlacement);
-            }
+        let (before, goes) = self.place(&r)?;
+        for l in before {
+            out(l.2.clone());
+        }
+        if goes {
             out(r);
-            return Ok(());
+        }
+        Ok(())
+    }
+
+    /// [`Placer::feed`] of a borrowed record, giving borrowed records: what it gives is
+    /// copied only where `out` keeps it.
+    pub fn feed_ref(
+        &mut self,
+        r: &Record,
+        out: &mut dyn FnMut(&Record),
+    ) -> Result<(), NeedsPlacement> {
+        let (before, goes) = self.place(r)?;
+        for l in before {
+            out(&l.2);
+        }
+        if goes {
+            out(r);
+        }
+        Ok(())
+    }
+
+    /// Where `r` goes: the late records of the list to give before it, and whether it goes
+    /// now (a late record is given from the list, in its place).
+    fn place(&mut self, r: &Record) -> Result<(&'a [Late], bool), NeedsPlacement> {
+        let (key, late) = place_key(&mut self.reach, r);
+        let Some(list) = self.late else {
+            return if late {
+                Err(NeedsPlacement)
+            } else {
+                Ok((&[], true))
+            };
         };
         if late {
-            return Ok(()); // given from the list, in its place
+            return Ok((&[], false));
         }
-        while let Some(l) = list.get(self.next).filter(|l| l.0 < key) {
-            out(l.2.clone());
+        let from = self.next;
+        while list.get(self.next).is_some_and(|l| l.0 < key) {
             self.next += 1;
         }
-        out(r);
-        Ok(())
+        Ok((&list[from..self.next], true))
     }
 
     /// The late records not given yet (at the end of the file).
@@ -168,4 +197,64 @@ pub fn placed_each(
         placer.finish(&mut g);
     }
     Ok(warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use provetop_shared::protocol::{Event, Phase};
+    use provetop_shared::record::{Derived, Sample};
+
+    /// Samples every 10 ns, with phases known by their end every 7 samples: each starts
+    /// 25 ns back, among samples recorded before it.
+    fn file() -> Vec<Record> {
+        let mut recs = Vec::new();
+        for i in 0..60u64 {
+            recs.push(Record::new(i * 10, RecordBody::Sample(Sample::default())));
+            if i % 7 == 6 {
+                let derived = Derived {
+                    grammar: "bellperson".into(),
+                    event: Event::PhaseStarted {
+                        proof_id: i,
+                        phase: Phase::Synthesis,
+                        partition: None,
+                    },
+                    nvtx: None,
+                };
+                recs.push(Record::new(i * 10 - 25, RecordBody::Derived(derived)));
+            }
+        }
+        recs
+    }
+
+    #[test]
+    fn placing_record_by_record_owned_or_borrowed_gives_the_whole_files_order() {
+        let recs = file();
+        let mut whole = recs.clone();
+        place_derived(&mut whole);
+        assert_ne!(whole, recs, "some records move");
+        let mut finder = LateFinder::default();
+        recs.iter().for_each(|r| finder.feed(r));
+        let late = finder.finish();
+        let (mut owned, mut borrowed) = (Vec::new(), Vec::new());
+        let mut p = Placer::new(Some(&late));
+        for r in &recs {
+            p.feed(r.clone(), &mut |r| owned.push(r)).unwrap();
+        }
+        p.finish(&mut |r| owned.push(r));
+        let mut p = Placer::new(Some(&late));
+        for r in &recs {
+            p.feed_ref(r, &mut |r| borrowed.push(r.clone())).unwrap();
+        }
+        p.finish(&mut |r| borrowed.push(r));
+        assert_eq!(owned, whole);
+        assert_eq!(borrowed, whole);
+        // Without the list, the first record that moves is refused.
+        let mut p = Placer::new(None);
+        let refused = recs
+            .iter()
+            .map(|r| p.feed_ref(r, &mut |_| {}))
+            .find(Result::is_err);
+        assert_eq!(refused, Some(Err(NeedsPlacement)));
+    }
 }

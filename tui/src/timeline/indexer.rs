@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use provetop_shared::classify::Thresholds;
 use provetop_shared::{Record, RecordBody};
 
-use super::{shown_limits, LateList, Source, LIGHT_BUDGET, LIGHT_READINGS};
+use super::{shown_limits, LateList, Source, LIGHT_BUDGET, LIGHT_LOG, LIGHT_READINGS};
 use crate::model::{Effect, Effects, Model, SpanSource};
 use crate::store::{LateFinder, Placer};
 
@@ -102,8 +102,8 @@ impl Indexed {
 /// snapshot pins alone is the end buffers of each (pointers, copied when the pass next
 /// pushes or drops), while each element, however many snapshots hold it, is allocated once
 /// (the pass's own model held it too). Its open spans and running proofs, its own newest
-/// usage and kernel readings (shared with the pass until it thins them away: counted here)
-/// and what the model keeps whatever its history are its own.
+/// usage and kernel readings and log entries (shared with the pass until it drops them:
+/// counted here) and what the model keeps whatever its history are its own.
 pub fn light_bytes(m: &Model) -> usize {
     use crate::model::PhaseSpan;
     use std::mem::size_of;
@@ -115,7 +115,9 @@ pub fn light_bytes(m: &Model) -> usize {
         + BUFFERS
         + m.usage.readings_bytes()
         + m.kernel_readings_bytes()
-        + (64 << 10)
+        + m.log.bytes()
+        // The rest (the forecast's trend, the prover's view, open proofs' tables): a few KiB.
+        + (8 << 10)
 }
 
 /// Start the pass on a thread of its own; it stops early when `stop` is set.
@@ -136,7 +138,7 @@ fn lock(m: &Mutex<Indexed>) -> std::sync::MutexGuard<'_, Indexed> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn run(src: &Source, th: Thresholds, shared: &Mutex<Indexed>, stop: &AtomicBool) {
+fn run(src: &Arc<Source>, th: Thresholds, shared: &Mutex<Indexed>, stop: &AtomicBool) {
     let n = src.parts.len();
     {
         let mut ix = lock(shared);
@@ -240,7 +242,7 @@ impl Pass {
 
 /// The second stage: the reducer over every record in placed order.
 fn reduce(
-    src: &Source,
+    src: &Arc<Source>,
     th: Thresholds,
     late: &LateList,
     has_events: bool,
@@ -263,13 +265,16 @@ fn reduce(
         part: 0,
         placer: placer.state(),
         hi: 0,
-        model: Arc::new(pass.model.light(shown_limits(), LIGHT_READINGS)),
+        model: Arc::new(pass.model.light(shown_limits(), LIGHT_READINGS, LIGHT_LOG)),
     });
+    // One thread decodes ahead while this one reduces.
+    let mut ahead = super::Ahead::start(src, 0, src.parts.len());
     for i in 0..src.parts.len() {
         if stop.load(Ordering::Relaxed) {
             return;
         }
-        let recs = match src.records(i) {
+        let decoded = ahead.as_mut().and_then(|a| a.take(i));
+        let recs = match decoded.unwrap_or_else(|| src.records(i)) {
             Ok(r) => r,
             Err(why) => {
                 lock(shared).warnings.push(why);
@@ -278,7 +283,7 @@ fn reduce(
         };
         for r in recs.iter() {
             // With the late list, feeding never fails.
-            let _ = placer.feed(r.clone(), &mut |r| pass.step(&r));
+            let _ = placer.feed_ref(r, &mut |r| pass.step(r));
         }
         if i + 1 == src.parts.len() {
             placer.finish(&mut |r| pass.step(&r));
@@ -290,7 +295,7 @@ fn reduce(
             part: i + 1,
             placer: placer.state(),
             hi: pass.hi,
-            model: Arc::new(pass.model.light(shown_limits(), LIGHT_READINGS)),
+            model: Arc::new(pass.model.light(shown_limits(), LIGHT_READINGS, LIGHT_LOG)),
         });
         let mut ix = lock(shared);
         pass.publish(&mut ix);

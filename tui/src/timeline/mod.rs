@@ -11,12 +11,16 @@
 //!   placed order ([`crate::store::place_derived`]), publishing as it goes the phase starts
 //!   and alerts (`]`/`[`, `a`/`A`) and light snapshots of the model (its series left out)
 //!   within [`LIGHT_BUDGET`] bytes.
+//! * Parts are decoded on a thread of their own ahead of the reducer, the pass's and a
+//!   seek's ([`AHEAD_CHUNKS`] at most); a seek draws the detail before its snapshot from the
+//!   samples alone.
 //! * [`Timeline::model_at`] gives the model at `t` as the whole-file store has it (every
 //!   record whose reach is ≤ t, applied in placed order) from the nearest light snapshot,
 //!   once the pass has reached `t` (`None` before: no state is made up). Its memory series is
 //!   drawn again: the chunks older than [`DETAIL_NS`] before the snapshot from their
 //!   summaries (each chunk one min/max bucket, so no peak is lost at any zoom), the rest at
-//!   full resolution. Utilisation series start at the snapshot.
+//!   full resolution. Utilisation series start at the snapshot, and its log at the
+//!   snapshot's newest [`LIGHT_LOG`] entries (the newest of the store's, fewer of them).
 //! * [`Timeline::advance`] applies the records a playing clock passes, from a [`Cursor`].
 //!
 //! Format-1 files and CSVs are not read here: they are small or old, and the whole-file
@@ -25,6 +29,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use provetop_shared::classify::Thresholds;
@@ -43,12 +48,18 @@ pub use indexer::Indexed;
 
 /// Most bytes the light snapshots may hold together (estimated); beyond it every other one
 /// is dropped and the spacing doubles.
-pub const LIGHT_BUDGET: usize = 112 << 20;
+pub const LIGHT_BUDGET: usize = 64 << 20;
 /// Usage and kernel readings a light snapshot keeps (the newest: the process table at a
 /// cursor before them reads the nearest kept).
-pub const LIGHT_READINGS: usize = 16;
+pub const LIGHT_READINGS: usize = 8;
+/// Log entries a light snapshot keeps: more than a screen shows, and what a seek's log can
+/// be scrolled back through until playing on adds more. The log of a long session is most
+/// of what snapshots far apart would not share.
+pub const LIGHT_LOG: usize = 64;
 /// Decoded chunks kept for playing and seeking.
-pub const CACHE_CHUNKS: usize = 8;
+pub const CACHE_CHUNKS: usize = 4;
+/// Parts a seek's decoder may have decoded ahead of the reducer.
+pub const AHEAD_CHUNKS: usize = 2;
 /// How far before a seek's snapshot the memory series is drawn at full resolution.
 pub const DETAIL_NS: u64 = 10 * 60 * 1_000_000_000;
 /// Most chunks decoded for that detail (a seek's cost stays bounded on dense chunks).
@@ -104,6 +115,22 @@ impl Source {
                 p.count
             )),
         }
+    }
+
+    /// The samples of part `i` and their times, its other records left undecoded (none
+    /// where it cannot be read: [`Source::records`] tells why).
+    fn samples(&self, i: usize) -> Vec<(u64, provetop_shared::Sample)> {
+        let p = self.parts[i];
+        let Some(c) = p.chunk else {
+            return sampled(&self.tails[p.file]);
+        };
+        let skip = p.skip as usize;
+        let found = self.files[p.file].1.samples(c).unwrap_or_default();
+        found
+            .into_iter()
+            .filter(|(at, _, _)| *at >= skip)
+            .map(|(_, t, s)| (t, s))
+            .collect()
     }
 
     /// The kinds of part `i`'s records (`None` where they cannot be read).
@@ -177,7 +204,62 @@ pub struct Timeline {
     shared: Arc<Mutex<Indexed>>,
     stop: Arc<AtomicBool>,
     cache: VecDeque<(usize, Arc<Vec<Record>>)>,
+    /// The parts of the latest seek, decoded in order on a thread of their own while this
+    /// one draws and reduces (`None`: no seek, or its parts were all taken).
+    ahead: Option<Ahead>,
     warnings: Vec<Warning>,
+}
+
+/// Part `i`'s records, or why they cannot be read.
+type Decoded = Result<Arc<Vec<Record>>, String>;
+
+/// Parts decoded ahead on a thread of their own, in order: the next to come and where they
+/// end. Decoding a part costs more than reducing it, and the two overlap. The decoded
+/// records, freed by the reducer, go back to the decoder's heap, so the reducer's keeps what
+/// the model holds, unfragmented by them.
+struct Ahead {
+    rx: mpsc::Receiver<(usize, Decoded)>,
+    next: usize,
+    end: usize,
+}
+
+impl Ahead {
+    /// Decode parts `from..end` of `src`, at most [`AHEAD_CHUNKS`] ahead of what is taken;
+    /// the thread ends when the receiver is dropped (another seek).
+    fn start(src: &Arc<Source>, from: usize, end: usize) -> Option<Ahead> {
+        let (tx, rx) = mpsc::sync_channel(AHEAD_CHUNKS);
+        let src = src.clone();
+        std::thread::Builder::new()
+            .name("replay-decode".into())
+            .spawn(move || {
+                for i in from..end {
+                    if tx.send((i, src.records(i))).is_err() {
+                        return;
+                    }
+                }
+            })
+            .ok()?;
+        Some(Ahead {
+            rx,
+            next: from,
+            end,
+        })
+    }
+
+    /// Part `i` if it is still to come (waiting for it; those before it, found in the
+    /// cache meanwhile, are passed over), else `None`.
+    fn take(&mut self, i: usize) -> Option<Decoded> {
+        if i < self.next || i >= self.end {
+            return None;
+        }
+        loop {
+            let (j, recs) = self.rx.recv().ok()?;
+            self.next = j + 1;
+            if j == i {
+                return Some(recs);
+            }
+        }
+    }
 }
 
 /// Whether `path` (or every file of its rotated set) is a compact session.
@@ -268,6 +350,7 @@ impl Timeline {
             shared,
             stop,
             cache: VecDeque::new(),
+            ahead: None,
             warnings,
         })
     }
@@ -328,7 +411,12 @@ impl Timeline {
             self.cache.push_front((i, hit.clone()));
             return hit;
         }
-        let recs = self.src.records(i).unwrap_or_default();
+        let ahead = self.ahead.as_mut().and_then(|a| a.take(i));
+        // A damaged chunk is empty here: the background pass, which reads every chunk,
+        // tells it.
+        let recs = ahead
+            .unwrap_or_else(|| self.src.records(i))
+            .unwrap_or_default();
         self.cache.push_front((i, recs.clone()));
         self.cache.truncate(CACHE_CHUNKS);
         recs
@@ -374,7 +462,7 @@ impl Timeline {
                 continue;
             }
             let recs = self.part(c.part);
-            let Some(rec) = recs.get(c.off) else {
+            if c.off >= recs.len() {
                 c.part += 1;
                 c.off = 0;
                 left = left.saturating_sub(1);
@@ -382,11 +470,26 @@ impl Timeline {
                     return (any, false);
                 }
                 continue;
-            };
-            c.off += 1;
+            }
+            // The part's records up to the first placed after `t`: applied where they lie
+            // (copied only when held back), the rest of the part then waits in `pending`.
             let mut p = Placer::resume(&late, c.placer);
-            // With the late list, feeding never fails.
-            let _ = p.feed(rec.clone(), &mut |r| c.pending.push_back(r));
+            for rec in &recs[c.off..] {
+                c.off += 1;
+                // With the late list, feeding never fails.
+                let _ = p.feed_ref(rec, &mut |r| {
+                    if c.pending.is_empty() && c.hi.max(r.t) <= t {
+                        c.hi = c.hi.max(r.t);
+                        model.apply(r);
+                        any = true;
+                    } else {
+                        c.pending.push_back(r.clone());
+                    }
+                });
+                if !c.pending.is_empty() {
+                    break;
+                }
+            }
             c.placer = p.state();
         }
     }
@@ -411,6 +514,14 @@ impl Timeline {
         if !ready {
             return None;
         }
+        let to = self.src.parts.partition_point(|p| p.t_min <= t);
+        // The parts to reduce are decoded meanwhile (from the first not cached: a seek near
+        // the last one finds its parts there).
+        let from = (snap.part..to)
+            .find(|i| !self.cache.iter().any(|(j, _)| j == i))
+            .unwrap_or(to);
+        let end = (to + 1).min(self.src.parts.len());
+        self.ahead = Ahead::start(&self.src, from, end);
         let mut model = (*snap.model).clone();
         self.draw_before(&mut model, snap.part);
         let cursor = Cursor {
@@ -419,7 +530,6 @@ impl Timeline {
             hi: snap.hi,
             ..Cursor::default()
         };
-        let to = self.src.parts.partition_point(|p| p.t_min <= t);
         Some(Seeking {
             t,
             model,
@@ -453,10 +563,14 @@ impl Timeline {
             }
         }
         for i in detail..upto {
-            for r in self.part(i).iter() {
-                if let RecordBody::Sample(s) = &r.body {
-                    model.series.push(Point::from_sample(r.t, s));
-                }
+            // Only the samples are needed: decoded alone unless the part is at hand.
+            let cached = self.cache.iter().find(|(j, _)| *j == i);
+            let samples = match cached {
+                Some((_, recs)) => sampled(recs),
+                None => src.samples(i),
+            };
+            for (t, s) in &samples {
+                model.series.push(Point::from_sample(*t, s));
             }
         }
     }
@@ -466,6 +580,16 @@ impl Drop for Timeline {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
     }
+}
+
+/// The samples among `recs` and their times.
+fn sampled(recs: &[Record]) -> Vec<(u64, provetop_shared::Sample)> {
+    recs.iter()
+        .filter_map(|r| match &r.body {
+            RecordBody::Sample(s) => Some((r.t, s.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A part's summary as one history bucket: RSS its range; peak, GPU memory and available

@@ -367,8 +367,16 @@ pub fn kinds(raw: &[u8], count: usize) -> Result<&[u8], String> {
     Ok(kinds.b)
 }
 
-/// The `count` records of uncompressed columns `raw`.
-pub fn decode(raw: &[u8], count: usize) -> Result<Vec<Record>, String> {
+/// The columns of a chunk read up to the other records: each record's kind and time, and
+/// the samples decoded.
+struct Columns<'a> {
+    kinds: &'a [u8],
+    times: Vec<u64>,
+    samples: Vec<Sample>,
+    other: Cursor<'a>,
+}
+
+fn columns(raw: &[u8], count: usize) -> Result<Columns<'_>, String> {
     let mut c = Cursor::new(raw, "kind");
     let kinds = c.section("kind")?;
     if kinds.b.len() != count {
@@ -406,12 +414,28 @@ pub fn decode(raw: &[u8], count: usize) -> Result<Vec<Record>, String> {
         }
     }
     decode_gpus(&mut c, &mut samples)?;
-    let mut oc = c.section("other records")?;
+    let other = c.section("other records")?;
     c.done()?;
+    Ok(Columns {
+        kinds: kinds.b,
+        times,
+        samples,
+        other,
+    })
+}
+
+/// The `count` records of uncompressed columns `raw`.
+pub fn decode(raw: &[u8], count: usize) -> Result<Vec<Record>, String> {
+    let Columns {
+        kinds,
+        times,
+        samples,
+        other: mut oc,
+    } = columns(raw, count)?;
     let mut samples = samples.into_iter();
     let mut out = Vec::with_capacity(count);
     let mut payload = Vec::new();
-    for (&k, t) in kinds.b.iter().zip(times) {
+    for (&k, t) in kinds.iter().zip(times) {
         let body = if k == 1 {
             RecordBody::Sample(samples.next().ok_or("too few samples")?)
         } else {
@@ -427,6 +451,19 @@ pub fn decode(raw: &[u8], count: usize) -> Result<Vec<Record>, String> {
     }
     oc.done()?;
     Ok(out)
+}
+
+/// The samples among the `count` records of uncompressed columns `raw`, each with its time
+/// and its index among the records, the other records left undecoded: what a reader that
+/// draws memory needs.
+pub fn samples(raw: &[u8], count: usize) -> Result<Vec<(usize, u64, Sample)>, String> {
+    let c = columns(raw, count)?;
+    let at = c.kinds.iter().zip(c.times).enumerate();
+    let sampled = at.filter(|(_, (&k, _))| k == 1);
+    Ok(sampled
+        .zip(c.samples)
+        .map(|((i, (_, t)), s)| (i, t, s))
+        .collect())
 }
 
 fn decode_gpus(c: &mut Cursor, samples: &mut [Sample]) -> Result<(), String> {

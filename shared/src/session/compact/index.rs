@@ -144,12 +144,25 @@ impl Index {
     /// The kind of each record of chunk `i` (decompressed, the other columns left alone):
     /// what a reader that looks for a few kinds of record needs.
     pub fn kinds(&self, i: usize) -> Result<Vec<u8>, String> {
+        let (count, raw) = self.raw(i)?;
+        super::columns::kinds(&raw, count).map(<[u8]>::to_vec)
+    }
+
+    /// The samples of chunk `i`, each with its index among the chunk's records and its time,
+    /// the other records left undecoded.
+    pub fn samples(&self, i: usize) -> Result<Vec<(usize, u64, crate::Sample)>, String> {
+        let (count, raw) = self.raw(i)?;
+        super::columns::samples(&raw, count)
+    }
+
+    /// Chunk `i`'s record count and its columns decompressed.
+    fn raw(&self, i: usize) -> Result<(usize, Vec<u8>), String> {
         let b = self.block(i)?;
         match block_at(&b) {
             Ok((Block::Chunk(head, z), _)) => {
                 let raw = zstd::bulk::decompress(z, head.raw_len as usize)
                     .map_err(|e| format!("chunk does not decompress: {e}"))?;
-                super::columns::kinds(&raw, head.count as usize).map(<[u8]>::to_vec)
+                Ok((head.count as usize, raw))
             }
             Ok(_) => Err("not a chunk".into()),
             Err(e) => Err(format!("{e:?}")),

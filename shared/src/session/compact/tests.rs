@@ -458,6 +458,24 @@ fn the_index_opens_a_session_by_its_chunk_heads_and_seeks_and_envelopes_exactly(
         FrameItem::Warning(w) => panic!("{w}"),
     }));
     assert!(all == recs);
+    // A chunk's samples read alone are its records' samples, at their indexes and times.
+    for i in 0..ix.chunks.len() {
+        let (r, _) = ix.chunk(i).unwrap();
+        let alone = ix.samples(i).unwrap();
+        let full: Vec<_> = r
+            .iter()
+            .enumerate()
+            .filter_map(|(k, r)| match &r.body {
+                RecordBody::Sample(s) => Some((k, r.t, s.clone())),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            !full.is_empty() && full.len() < r.len(),
+            "samples among others"
+        );
+        assert!(alone == full, "chunk {i}");
+    }
     // Seeking to a record's time lands on the chunk that holds it.
     for k in [0usize, 5000, 12_345, 18_999] {
         let i = ix.seek(recs[k].t);
