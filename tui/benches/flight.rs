@@ -14,7 +14,8 @@
 //!
 //! And `replay` of each length as its driver reads it (chunk by chunk): open to the first
 //! frame, the background pass, peak RSS, seeks. `PROVETOP_BENCH_ONLY=replay` runs that
-//! alone.
+//! alone; `PROVETOP_BENCH_REPLAY=FILE` replays a session kept before
+//! (`PROVETOP_BENCH_KEEP=DIR`) instead of writing one.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -297,6 +298,12 @@ fn bench(c: &mut Criterion) {
     };
     if full && std::env::var_os("PROVETOP_BENCH_30D").is_some() {
         lengths.push(("30d", 30 * 86_400));
+    }
+    if let Some(p) = std::env::var_os("PROVETOP_BENCH_REPLAY").filter(|_| full) {
+        let p = std::path::PathBuf::from(p);
+        let name = p.file_stem().map_or("kept".into(), |s| s.to_string_lossy());
+        replay_path(&name, &p);
+        return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
     // `PROVETOP_BENCH_ONLY=replay`: the replay path alone (writing and replaying each length).

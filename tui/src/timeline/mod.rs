@@ -17,7 +17,7 @@
 //! * [`Timeline::model_at`] gives the model at `t` as the whole-file store has it (every
 //!   record whose reach is ≤ t, applied in placed order) from the nearest light snapshot,
 //!   once the pass has reached `t` (`None` before: no state is made up). Its memory series is
-//!   drawn again: the chunks older than [`DETAIL_NS`] before the snapshot from their
+//!   drawn again: the chunks older than [`DETAIL_NS`] before `t` from their
 //!   summaries (each chunk one min/max bucket, so no peak is lost at any zoom), the rest at
 //!   full resolution. Utilisation series start at the snapshot, and its log at the
 //!   snapshot's newest [`LIGHT_LOG`] entries (the newest of the store's, fewer of them).
@@ -60,7 +60,7 @@ pub const LIGHT_LOG: usize = 64;
 pub const CACHE_CHUNKS: usize = 4;
 /// Parts a seek's decoder may have decoded ahead of the reducer.
 pub const AHEAD_CHUNKS: usize = 2;
-/// How far before a seek's snapshot the memory series is drawn at full resolution.
+/// How far before a seek's position the memory series is drawn at full resolution.
 pub const DETAIL_NS: u64 = 10 * 60 * 1_000_000_000;
 /// Most chunks decoded for that detail (a seek's cost stays bounded on dense chunks).
 pub const DETAIL_CHUNKS: usize = 4;
@@ -523,7 +523,7 @@ impl Timeline {
         let end = (to + 1).min(self.src.parts.len());
         self.ahead = Ahead::start(&self.src, from, end);
         let mut model = (*snap.model).clone();
-        self.draw_before(&mut model, snap.part);
+        self.draw_before(&mut model, snap.part, t);
         let cursor = Cursor {
             part: snap.part,
             placer: snap.placer,
@@ -545,15 +545,14 @@ impl Timeline {
         self.advance_by(cursor, s.t, model, parts).1
     }
 
-    /// The memory series of the parts before `upto` into `model`'s empty series: the older
-    /// ones from their summaries, the last [`DETAIL_NS`] (at most [`DETAIL_CHUNKS`] parts)
-    /// from their samples.
-    fn draw_before(&mut self, model: &mut Model, upto: usize) {
+    /// The memory series of the parts before `upto` into `model`'s empty series, for a seek
+    /// to `t`: those within [`DETAIL_NS`] before `t` (at most [`DETAIL_CHUNKS`] parts) from
+    /// their samples, the older ones from their summaries. A seek far past its snapshot
+    /// applies that much itself and decodes none here.
+    fn draw_before(&mut self, model: &mut Model, upto: usize, t: u64) {
         let src = self.src.clone();
         let parts = &src.parts[..upto];
-        let from = parts
-            .last()
-            .map_or(0, |p| p.t_max.saturating_sub(DETAIL_NS));
+        let from = t.saturating_sub(DETAIL_NS);
         let detail = parts
             .partition_point(|p| p.t_max < from)
             .max(upto.saturating_sub(DETAIL_CHUNKS));
