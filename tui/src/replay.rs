@@ -6,7 +6,7 @@
 //! whose time the clock has passed.
 
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::app::{Action, App, Playback, Screen, View, NS};
 use crate::cli::ReplayArgs;
@@ -50,8 +50,22 @@ enum Source {
     },
 }
 
-/// Chunks a seek applies between two frames (the screen answers meanwhile).
-const SEEK_STEP: usize = 4;
+/// How long a seek applies chunks before a frame is drawn (the screen answers meanwhile): a
+/// seek that fits in it lands without frames between.
+const SEEK_FRAME: Duration = Duration::from_millis(40);
+
+/// A seek under way, applied chunk by chunk for at most [`SEEK_FRAME`]: whether it got there.
+fn seek_for_a_frame(tl: &mut Timeline, s: &mut Seeking) -> bool {
+    let until = Instant::now() + SEEK_FRAME;
+    loop {
+        if tl.step_seek(s, 1) {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+    }
+}
 
 /// Whether a session file ends without provetop's stop: its last lifecycle mark is a start
 /// (of the child, a restart, or watching a pid) with neither the child's exit nor provetop's
@@ -212,7 +226,7 @@ impl ReplayDriver {
                 } else {
                     match tl.begin_seek(t) {
                         Some(mut s) => {
-                            if tl.step_seek(&mut s, SEEK_STEP) {
+                            if seek_for_a_frame(tl, &mut s) {
                                 (app.model, *cursor) = s.into_parts();
                                 true
                             } else {
@@ -276,7 +290,7 @@ impl ReplayDriver {
         let Some(s) = seeking.as_mut() else {
             return false;
         };
-        if !tl.step_seek(s, SEEK_STEP) {
+        if !seek_for_a_frame(tl, s) {
             let text = format!("seeking {}%", s.percent());
             app.flash(text, false);
             return true;
