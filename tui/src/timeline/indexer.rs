@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use provetop_shared::classify::Thresholds;
 use provetop_shared::{Record, RecordBody};
 
-use super::{shown_limits, LateList, Source, LIGHT_BUDGET, LIGHT_LOG, LIGHT_READINGS};
+use super::{shown_limits, Dropper, LateList, Source, LIGHT_BUDGET, LIGHT_LOG, LIGHT_READINGS};
 use crate::model::{Effect, Effects, Model, SpanSource};
 use crate::store::{LateFinder, Placer};
 
@@ -121,11 +121,17 @@ pub fn light_bytes(m: &Model) -> usize {
 }
 
 /// Start the pass on a thread of its own; it stops early when `stop` is set.
-pub fn start(src: Arc<Source>, th: Thresholds, shared: Arc<Mutex<Indexed>>, stop: Arc<AtomicBool>) {
+pub fn start(
+    src: Arc<Source>,
+    th: Thresholds,
+    shared: Arc<Mutex<Indexed>>,
+    stop: Arc<AtomicBool>,
+    dropper: Dropper,
+) {
     let mine = shared.clone();
     let spawned = std::thread::Builder::new()
         .name("replay-index".into())
-        .spawn(move || run(&src, th, &mine, &stop));
+        .spawn(move || run(&src, th, &mine, &stop, &dropper));
     if let Err(e) = spawned {
         // Without the thread nothing gets indexed: say so rather than wait forever.
         let mut ix = lock(&shared);
@@ -138,7 +144,13 @@ fn lock(m: &Mutex<Indexed>) -> std::sync::MutexGuard<'_, Indexed> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn run(src: &Arc<Source>, th: Thresholds, shared: &Mutex<Indexed>, stop: &AtomicBool) {
+fn run(
+    src: &Arc<Source>,
+    th: Thresholds,
+    shared: &Mutex<Indexed>,
+    stop: &AtomicBool,
+    dropper: &Dropper,
+) {
     let n = src.parts.len();
     {
         let mut ix = lock(shared);
@@ -155,7 +167,7 @@ fn run(src: &Arc<Source>, th: Thresholds, shared: &Mutex<Indexed>, stop: &Atomic
         ix.has_events = has_events;
         ix.scanned = n;
     }
-    reduce(src, th, &late, has_events, shared, stop);
+    reduce(src, th, &late, has_events, shared, stop, dropper);
 }
 
 /// The first stage: the late records and whether there are prover events.
@@ -248,6 +260,7 @@ fn reduce(
     has_events: bool,
     shared: &Mutex<Indexed>,
     stop: &AtomicBool,
+    dropper: &Dropper,
 ) {
     let mut pass = Pass {
         // Its series are never shown (a snapshot leaves them out): those of a streamed pass.
@@ -268,7 +281,7 @@ fn reduce(
         model: Arc::new(pass.model.light(shown_limits(), LIGHT_READINGS, LIGHT_LOG)),
     });
     // One thread decodes ahead while this one reduces.
-    let mut ahead = super::Ahead::start(src, 0, src.parts.len());
+    let mut ahead = super::Ahead::start(src, 0, src.parts.len(), 1);
     for i in 0..src.parts.len() {
         if stop.load(Ordering::Relaxed) {
             return;
@@ -285,6 +298,7 @@ fn reduce(
             // With the late list, feeding never fails.
             let _ = placer.feed_ref(r, &mut |r| pass.step(r));
         }
+        dropper.free(recs);
         if i + 1 == src.parts.len() {
             placer.finish(&mut |r| pass.step(&r));
         }

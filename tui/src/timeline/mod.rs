@@ -11,9 +11,9 @@
 //!   placed order ([`crate::store::place_derived`]), publishing as it goes the phase starts
 //!   and alerts (`]`/`[`, `a`/`A`) and light snapshots of the model (its series left out)
 //!   within [`LIGHT_BUDGET`] bytes.
-//! * Parts are decoded on a thread of their own ahead of the reducer, the pass's and a
-//!   seek's ([`AHEAD_CHUNKS`] at most); a seek draws the detail before its snapshot from the
-//!   samples alone.
+//! * Parts are decoded on threads of their own ahead of the reducer, the pass's and a
+//!   seek's ([`AHEAD_CHUNKS`] at most), and freed on another; a seek draws the detail before
+//!   its snapshot from the samples alone.
 //! * [`Timeline::model_at`] gives the model at `t` as the whole-file store has it (every
 //!   record whose reach is ≤ t, applied in placed order) from the nearest light snapshot,
 //!   once the pass has reached `t` (`None` before: no state is made up). Its memory series is
@@ -57,8 +57,10 @@ pub const LIGHT_READINGS: usize = 8;
 /// of what snapshots far apart would not share.
 pub const LIGHT_LOG: usize = 64;
 /// Decoded chunks kept for playing and seeking.
-pub const CACHE_CHUNKS: usize = 4;
-/// Parts a seek's decoder may have decoded ahead of the reducer.
+pub const CACHE_CHUNKS: usize = 2;
+/// Threads decoding a seek's parts.
+pub const SEEK_DECODERS: usize = 2;
+/// Parts a seek's decoders (or the pass's) may have decoded ahead of the reducer.
 pub const AHEAD_CHUNKS: usize = 2;
 /// How far before a seek's position the memory series is drawn at full resolution.
 pub const DETAIL_NS: u64 = 10 * 60 * 1_000_000_000;
@@ -207,40 +209,71 @@ pub struct Timeline {
     /// The parts of the latest seek, decoded in order on a thread of their own while this
     /// one draws and reduces (`None`: no seek, or its parts were all taken).
     ahead: Option<Ahead>,
+    dropper: Dropper,
     warnings: Vec<Warning>,
 }
 
 /// Part `i`'s records, or why they cannot be read.
 type Decoded = Result<Arc<Vec<Record>>, String>;
 
-/// Parts decoded ahead on a thread of their own, in order: the next to come and where they
-/// end. Decoding a part costs more than reducing it, and the two overlap. The decoded
-/// records, freed by the reducer, go back to the decoder's heap, so the reducer's keeps what
-/// the model holds, unfragmented by them.
+/// Frees decoded parts on a thread of its own: freeing a part's records costs about as much
+/// as reducing a fifth of them, and is nobody's wait. Without the thread they are freed where
+/// they are let go.
+#[derive(Clone)]
+pub(crate) struct Dropper(mpsc::Sender<Arc<Vec<Record>>>);
+
+impl Dropper {
+    fn start() -> Dropper {
+        let (tx, rx) = mpsc::channel::<Arc<Vec<Record>>>();
+        let _ = std::thread::Builder::new()
+            .name("replay-free".into())
+            .spawn(move || rx.into_iter().for_each(drop));
+        Dropper(tx)
+    }
+
+    /// Let `recs` go: freed on the thread, or here when it is gone.
+    pub(crate) fn free(&self, recs: Arc<Vec<Record>>) {
+        let _ = self.0.send(recs);
+    }
+}
+
+/// Parts decoded ahead on threads of their own, in order: the next to come and where they
+/// end. Decoding a part costs about twice as much as reducing it, so a seek has two decoders
+/// (the background pass, which shares the cores with the screen, one), and the decoding
+/// overlaps the reducing. The decoded records go back to the decoders' heaps, so the
+/// reducer's keeps what the model holds, unfragmented by them.
 struct Ahead {
-    rx: mpsc::Receiver<(usize, Decoded)>,
+    /// One receiver a thread: part `from + k` comes from `rx[k % rx.len()]`.
+    rx: Vec<mpsc::Receiver<(usize, Decoded)>>,
+    from: usize,
     next: usize,
     end: usize,
 }
 
 impl Ahead {
-    /// Decode parts `from..end` of `src`, at most [`AHEAD_CHUNKS`] ahead of what is taken;
-    /// the thread ends when the receiver is dropped (another seek).
-    fn start(src: &Arc<Source>, from: usize, end: usize) -> Option<Ahead> {
-        let (tx, rx) = mpsc::sync_channel(AHEAD_CHUNKS);
-        let src = src.clone();
-        std::thread::Builder::new()
-            .name("replay-decode".into())
-            .spawn(move || {
-                for i in from..end {
-                    if tx.send((i, src.records(i))).is_err() {
-                        return;
+    /// Decode parts `from..end` of `src` on `threads` threads, at most [`AHEAD_CHUNKS`]
+    /// each ahead of what is taken; they end when the receivers are dropped (another seek).
+    fn start(src: &Arc<Source>, from: usize, end: usize, threads: usize) -> Option<Ahead> {
+        let n = threads.clamp(1, end.saturating_sub(from).max(1));
+        let mut rx = Vec::with_capacity(n);
+        for k in 0..n {
+            let (tx, r) = mpsc::sync_channel(AHEAD_CHUNKS.div_ceil(n));
+            let src = src.clone();
+            std::thread::Builder::new()
+                .name("replay-decode".into())
+                .spawn(move || {
+                    for i in (from + k..end).step_by(n) {
+                        if tx.send((i, src.records(i))).is_err() {
+                            return;
+                        }
                     }
-                }
-            })
-            .ok()?;
+                })
+                .ok()?;
+            rx.push(r);
+        }
         Some(Ahead {
             rx,
+            from,
             next: from,
             end,
         })
@@ -252,13 +285,17 @@ impl Ahead {
         if i < self.next || i >= self.end {
             return None;
         }
-        loop {
-            let (j, recs) = self.rx.recv().ok()?;
-            self.next = j + 1;
-            if j == i {
-                return Some(recs);
-            }
+        while self.next < i {
+            // A part found in the cache meanwhile: its decoded copy goes.
+            let (_, passed) = self.rx[(self.next - self.from) % self.rx.len()]
+                .recv()
+                .ok()?;
+            drop(passed);
+            self.next += 1;
         }
+        let (_, recs) = self.rx[(i - self.from) % self.rx.len()].recv().ok()?;
+        self.next = i + 1;
+        Some(recs)
     }
 }
 
@@ -339,7 +376,14 @@ impl Timeline {
         });
         let shared = Arc::new(Mutex::new(Indexed::default()));
         let stop = Arc::new(AtomicBool::new(false));
-        indexer::start(src.clone(), thresholds, shared.clone(), stop.clone());
+        let dropper = Dropper::start();
+        indexer::start(
+            src.clone(),
+            thresholds,
+            shared.clone(),
+            stop.clone(),
+            dropper.clone(),
+        );
         Ok(Timeline {
             path: path.to_path_buf(),
             header,
@@ -351,6 +395,7 @@ impl Timeline {
             stop,
             cache: VecDeque::new(),
             ahead: None,
+            dropper,
             warnings,
         })
     }
@@ -418,7 +463,11 @@ impl Timeline {
             .unwrap_or_else(|| self.src.records(i))
             .unwrap_or_default();
         self.cache.push_front((i, recs.clone()));
-        self.cache.truncate(CACHE_CHUNKS);
+        while self.cache.len() > CACHE_CHUNKS {
+            if let Some((_, old)) = self.cache.pop_back() {
+                self.dropper.free(old);
+            }
+        }
         recs
     }
 
@@ -521,7 +570,7 @@ impl Timeline {
             .find(|i| !self.cache.iter().any(|(j, _)| j == i))
             .unwrap_or(to);
         let end = (to + 1).min(self.src.parts.len());
-        self.ahead = Ahead::start(&self.src, from, end);
+        self.ahead = Ahead::start(&self.src, from, end, SEEK_DECODERS);
         let mut model = (*snap.model).clone();
         self.draw_before(&mut model, snap.part, t);
         let cursor = Cursor {
