@@ -251,8 +251,8 @@ struct Ahead {
 }
 
 impl Ahead {
-    /// Decode parts `from..end` of `src` on `threads` threads, at most [`AHEAD_CHUNKS`]
-    /// each ahead of what is taken; they end when the receivers are dropped (another seek).
+    /// Decode parts `from..end` of `src` on `threads` threads, about [`AHEAD_CHUNKS`]
+    /// together waiting to be taken; they end when the receivers are dropped (another seek).
     fn start(src: &Arc<Source>, from: usize, end: usize, threads: usize) -> Option<Ahead> {
         let n = threads.clamp(1, end.saturating_sub(from).max(1));
         let mut rx = Vec::with_capacity(n);
