@@ -29,7 +29,6 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use provetop_shared::classify::Thresholds;
@@ -42,7 +41,10 @@ use crate::model::Model;
 use crate::series::{Bucket, Limits, Metric, Point};
 use crate::store::{Late, Placer};
 
+mod decode;
 mod indexer;
+
+use decode::{Ahead, Dropper};
 
 pub use indexer::Indexed;
 
@@ -211,92 +213,6 @@ pub struct Timeline {
     ahead: Option<Ahead>,
     dropper: Dropper,
     warnings: Vec<Warning>,
-}
-
-/// Part `i`'s records, or why they cannot be read.
-type Decoded = Result<Arc<Vec<Record>>, String>;
-
-/// Frees decoded parts on a thread of its own: freeing a part's records costs about as much
-/// as reducing a fifth of them, and is nobody's wait. Without the thread they are freed where
-/// they are let go.
-#[derive(Clone)]
-pub(crate) struct Dropper(mpsc::Sender<Arc<Vec<Record>>>);
-
-impl Dropper {
-    fn start() -> Dropper {
-        let (tx, rx) = mpsc::channel::<Arc<Vec<Record>>>();
-        let _ = std::thread::Builder::new()
-            .name("replay-free".into())
-            .spawn(move || rx.into_iter().for_each(drop));
-        Dropper(tx)
-    }
-
-    /// Let `recs` go: freed on the thread, or here when it is gone.
-    pub(crate) fn free(&self, recs: Arc<Vec<Record>>) {
-        let _ = self.0.send(recs);
-    }
-}
-
-/// Parts decoded ahead on threads of their own, in order: the next to come and where they
-/// end. Decoding a part costs about twice as much as reducing it, so a seek has two decoders
-/// (the background pass, which shares the cores with the screen, one), and the decoding
-/// overlaps the reducing. The decoded records go back to the decoders' heaps, so the
-/// reducer's keeps what the model holds, unfragmented by them.
-struct Ahead {
-    /// One receiver a thread: part `from + k` comes from `rx[k % rx.len()]`.
-    rx: Vec<mpsc::Receiver<(usize, Decoded)>>,
-    from: usize,
-    next: usize,
-    end: usize,
-}
-
-impl Ahead {
-    /// Decode parts `from..end` of `src` on `threads` threads, about [`AHEAD_CHUNKS`]
-    /// together waiting to be taken; they end when the receivers are dropped (another seek).
-    fn start(src: &Arc<Source>, from: usize, end: usize, threads: usize) -> Option<Ahead> {
-        let n = threads.clamp(1, end.saturating_sub(from).max(1));
-        let mut rx = Vec::with_capacity(n);
-        for k in 0..n {
-            let (tx, r) = mpsc::sync_channel(AHEAD_CHUNKS.div_ceil(n));
-            let src = src.clone();
-            std::thread::Builder::new()
-                .name("replay-decode".into())
-                .spawn(move || {
-                    for i in (from + k..end).step_by(n) {
-                        if tx.send((i, src.records(i))).is_err() {
-                            return;
-                        }
-                    }
-                })
-                .ok()?;
-            rx.push(r);
-        }
-        Some(Ahead {
-            rx,
-            from,
-            next: from,
-            end,
-        })
-    }
-
-    /// Part `i` if it is still to come (waiting for it; those before it, found in the
-    /// cache meanwhile, are passed over), else `None`.
-    fn take(&mut self, i: usize) -> Option<Decoded> {
-        if i < self.next || i >= self.end {
-            return None;
-        }
-        while self.next < i {
-            // A part found in the cache meanwhile: its decoded copy goes.
-            let (_, passed) = self.rx[(self.next - self.from) % self.rx.len()]
-                .recv()
-                .ok()?;
-            drop(passed);
-            self.next += 1;
-        }
-        let (_, recs) = self.rx[(i - self.from) % self.rx.len()].recv().ok()?;
-        self.next = i + 1;
-        Some(recs)
-    }
 }
 
 /// Whether `path` (or every file of its rotated set) is a compact session.
