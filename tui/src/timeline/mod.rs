@@ -208,8 +208,8 @@ pub struct Timeline {
     shared: Arc<Mutex<Indexed>>,
     stop: Arc<AtomicBool>,
     cache: VecDeque<(usize, Arc<Vec<Record>>)>,
-    /// The parts of the latest seek, decoded in order on a thread of their own while this
-    /// one draws and reduces (`None`: no seek, or its parts were all taken).
+    /// The parts of the latest seek, decoded in order on threads of their own while this
+    /// one draws and reduces (`None`: no seek yet).
     ahead: Option<Ahead>,
     dropper: Dropper,
     warnings: Vec<Warning>,
