@@ -48,6 +48,8 @@ pub(super) struct Ahead {
     from: usize,
     next: usize,
     end: usize,
+    /// Where the parts passed over go.
+    dropper: Dropper,
 }
 
 impl Ahead {
@@ -58,6 +60,7 @@ impl Ahead {
         from: usize,
         end: usize,
         threads: usize,
+        dropper: &Dropper,
     ) -> Option<Ahead> {
         let n = threads.clamp(1, end.saturating_sub(from).max(1));
         let mut rx = Vec::with_capacity(n);
@@ -81,6 +84,7 @@ impl Ahead {
             from,
             next: from,
             end,
+            dropper: dropper.clone(),
         })
     }
 
@@ -95,7 +99,9 @@ impl Ahead {
             let (_, passed) = self.rx[(self.next - self.from) % self.rx.len()]
                 .recv()
                 .ok()?;
-            drop(passed);
+            if let Ok(recs) = passed {
+                self.dropper.free(recs);
+            }
             self.next += 1;
         }
         let (_, recs) = self.rx[(i - self.from) % self.rx.len()].recv().ok()?;

@@ -281,7 +281,7 @@ fn reduce(
         model: Arc::new(pass.model.light(shown_limits(), LIGHT_READINGS, LIGHT_LOG)),
     });
     // One thread decodes ahead while this one reduces.
-    let mut ahead = super::Ahead::start(src, 0, src.parts.len(), 1);
+    let mut ahead = super::Ahead::start(src, 0, src.parts.len(), 1, dropper);
     for i in 0..src.parts.len() {
         if stop.load(Ordering::Relaxed) {
             return;

@@ -486,7 +486,7 @@ impl Timeline {
             .find(|i| !self.cache.iter().any(|(j, _)| j == i))
             .unwrap_or(to);
         let end = (to + 1).min(self.src.parts.len());
-        self.ahead = Ahead::start(&self.src, from, end, SEEK_DECODERS);
+        self.ahead = Ahead::start(&self.src, from, end, SEEK_DECODERS, &self.dropper);
         let mut model = (*snap.model).clone();
         self.draw_before(&mut model, snap.part, t);
         let cursor = Cursor {

@@ -160,9 +160,7 @@ impl Index {
         let b = self.block(i)?;
         match block_at(&b) {
             Ok((Block::Chunk(head, z), _)) => {
-                let raw = zstd::bulk::decompress(z, head.raw_len as usize)
-                    .map_err(|e| format!("chunk does not decompress: {e}"))?;
-                Ok((head.count as usize, raw))
+                Ok((head.count as usize, super::decompress(&head, z)?))
             }
             Ok(_) => Err("not a chunk".into()),
             Err(e) => Err(format!("{e:?}")),

@@ -288,17 +288,7 @@ pub fn pending_chunk(first_seq: u64, p: &Pending, a: usize, b: usize) -> std::io
 /// time range that disagrees with the records is the second value (the records are kept:
 /// they are what was recorded, the summary only a digest of them).
 pub fn decode_chunk(head: &ChunkHead, z: &[u8]) -> Result<(Vec<Record>, Option<String>), String> {
-    // Decompression writes into a buffer of the stated size and fails past it: a bomb costs
-    // at most MAX_RAW bytes.
-    let raw = zstd::bulk::decompress(z, head.raw_len as usize)
-        .map_err(|e| format!("chunk does not decompress: {e}"))?;
-    if raw.len() != head.raw_len as usize {
-        return Err(format!(
-            "chunk decompresses to {} bytes, its head says {}",
-            raw.len(),
-            head.raw_len
-        ));
-    }
+    let raw = decompress(head, z)?;
     let records = columns::decode(&raw, head.count as usize)?;
     let t_min = records.iter().map(|r| r.t).min().unwrap_or(0);
     let t_max = records.iter().map(|r| r.t).max().unwrap_or(0);
@@ -310,6 +300,22 @@ pub fn decode_chunk(head: &ChunkHead, z: &[u8]) -> Result<(Vec<Record>, Option<S
         None
     };
     Ok((records, disagree))
+}
+
+/// A chunk's columns decompressed, exactly the length its head states (`Err` says why not).
+pub(crate) fn decompress(head: &ChunkHead, z: &[u8]) -> Result<Vec<u8>, String> {
+    // Decompression writes into a buffer of the stated size and fails past it: a bomb costs
+    // at most MAX_RAW bytes.
+    let raw = zstd::bulk::decompress(z, head.raw_len as usize)
+        .map_err(|e| format!("chunk does not decompress: {e}"))?;
+    if raw.len() != head.raw_len as usize {
+        return Err(format!(
+            "chunk decompresses to {} bytes, its head says {}",
+            raw.len(),
+            head.raw_len
+        ));
+    }
+    Ok(raw)
 }
 
 /// Read up to `buf.len()` bytes at `at`, as many as the file holds there (a short count only at
