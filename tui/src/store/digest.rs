@@ -19,12 +19,33 @@ pub struct PhaseRow {
     pub first_start: u64,
     /// Spans.
     pub spans: u64,
-    /// Each span's (start, end), an open one's end the store's end.
+    /// The time its spans covered: their (start, end), an open one's end the store's end,
+    /// merged where they overlap or touch, in order. A phase's partitions overlap, so this
+    /// is about one interval a proof, not one a span.
     pub intervals: Vec<(u64, u64)>,
     /// RSS, pinned and GPU memory seen while one was open.
     pub rss: Stats,
     pub pinned: Stats,
     pub gpu: Stats,
+}
+
+/// Add `(a, b)` to `v`, intervals sorted and merged where they overlap or touch (as
+/// [`crate::compare::summary::merged`] leaves them), merging it with those it meets. Spans
+/// come nearly in start order, so the work is almost always at the end.
+fn cover(v: &mut Vec<(u64, u64)>, (a, b): (u64, u64)) {
+    let i = v.partition_point(|x| x.0 <= a);
+    let (mut lo, mut start, mut end) = (i, a, b);
+    if i > 0 && a <= v[i - 1].1 {
+        lo = i - 1;
+        start = v[lo].0;
+        end = end.max(v[lo].1);
+    }
+    let mut hi = i;
+    while hi < v.len() && v[hi].0 <= end {
+        end = end.max(v[hi].1);
+        hi += 1;
+    }
+    v.splice(lo..hi, [(start, end)]);
 }
 
 /// A span that closed, as compare reads it.
@@ -81,7 +102,7 @@ impl SpanDigest {
         let row = &mut self.rows[i];
         row.first_start = row.first_start.min(s.start);
         row.spans += 1;
-        row.intervals.push((s.start, s.end_or(end)));
+        cover(&mut row.intervals, (s.start, s.end_or(end)));
         row.rss.merge(&s.rss);
         row.pinned.merge(&s.pinned);
         row.gpu.merge(&s.gpu);
@@ -98,6 +119,26 @@ impl SpanDigest {
                     .unwrap_or(e.saturating_sub(s.start) as f64 / 1e9),
                 rss_max: s.rss.max().unwrap_or(0),
             });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn intervals_covered_one_by_one_are_the_merge_of_them_all(
+            v in proptest::collection::vec((0u64..1000, 0u64..200), 0..60)
+        ) {
+            let v: Vec<(u64, u64)> = v.into_iter().map(|(a, d)| (a, a + d)).collect();
+            let mut c = Vec::new();
+            for &x in &v {
+                cover(&mut c, x);
+            }
+            prop_assert_eq!(c, crate::compare::summary::merged(v));
         }
     }
 }
