@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use provetop::app::{App, View, NS};
+use provetop::app::{Action, App, View, NS};
 use provetop::event_loop::Driver as _;
 use provetop::model::Model;
 use provetop::replay::ReplayDriver;
@@ -60,6 +60,24 @@ fn reading(m: &Model, log: usize) -> String {
         m.log.iter().skip(kept).collect::<Vec<_>>(),
         m.proofs.finished,
     )
+}
+
+/// The phase spans over `[t0, t1]`, as the timeline draws them (their memory left out).
+fn spans(m: &Model, t0: u64, t1: u64) -> Vec<String> {
+    m.spans_in(t0, t1)
+        .map(|s| {
+            format!(
+                "{} {:?} {} {:?} {:?} {} {}",
+                s.label(),
+                s.partition,
+                s.start,
+                s.end,
+                s.duration_s,
+                s.failed,
+                s.derived
+            )
+        })
+        .collect()
 }
 
 /// The screen at 120×30.
@@ -121,14 +139,75 @@ fn a_compact_session_read_chunk_by_chunk_shows_what_the_whole_file_shows_at_ever
             (t - s) / NS
         );
         assert_eq!(drawn(&mut b), drawn(&mut a), "at +{} s", (t - s) / NS);
+        // Zoomed out to the hour: the phase spans the snapshot left out are taken back.
+        let zoom = a.view.zoom;
+        a.view.zoom = View::zoom_for(3600.0);
+        b.view.zoom = a.view.zoom;
+        chunked.prepare(&mut b);
+        assert_eq!(a.window(), b.window());
+        let (w0, w1) = a.window();
+        assert_eq!(
+            spans(&b.model, w0, w1),
+            spans(&a.model, w0, w1),
+            "at +{} s",
+            (t - s) / NS
+        );
+        (a.view.zoom, b.view.zoom) = (zoom, zoom);
     }
     assert!(log_longer, "a log longer than a snapshot keeps");
+    let ix = chunked.timeline().unwrap().indexed();
+    assert!(ix.snaps.iter().all(|s| s.model.spans.closed.is_empty()));
+    assert_eq!(
+        ix.spans.len(),
+        whole
+            .store()
+            .unwrap()
+            .spans()
+            .iter()
+            .filter(|s| s.end.is_some())
+            .count(),
+        "every closed span kept once"
+    );
+    drop(ix);
     // The keys that jump: the same phase starts and alerts.
     let tl = chunked.timeline().unwrap();
     let store = whole.store().unwrap();
     assert_eq!(tl.indexed().phase_starts, store.phase_starts());
     assert_eq!(tl.indexed().alerts, store.alert_times());
     assert!(!store.phase_starts().is_empty() && !store.alert_times().is_empty());
+}
+
+#[test]
+fn a_log_scrolled_back_to_the_oldest_line_a_seek_kept_says_older_ones_are_a_seek_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("hour.ptop");
+    write_flight(&p, 3600, |_, _| {});
+    let mut chunked = indexed(&p);
+    let mut app = chunked.app(1.0, Theme::mono());
+    let end = chunked.end();
+    seek(&mut chunked, &mut app, end - 600 * NS);
+    let held = app.model.log.len();
+    assert!(app.model.log.older() > 0, "the snapshot's cut is counted");
+    app.act(Action::LogOlder);
+    assert!(
+        !drawn(&mut app).contains("older: seek back"),
+        "not before the oldest"
+    );
+    for _ in 0..held {
+        app.act(Action::LogOlder);
+    }
+    let s = drawn(&mut app);
+    let title = s
+        .lines()
+        .find(|l| l.contains("─ log ─"))
+        .expect("log title");
+    assert!(
+        title.contains(&format!(
+            "{} older: seek back for them",
+            app.model.log.older()
+        )),
+        "{title}"
+    );
 }
 
 #[test]

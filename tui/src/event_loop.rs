@@ -30,6 +30,10 @@ pub trait Driver {
     /// Handle an action the view did not (controls to the prover, replay seeks).
     fn act(&mut self, app: &mut App, a: Action);
 
+    /// A frame is about to be drawn: bring in what it shows that the model holds only when
+    /// asked (a replay's phase spans for a window zoomed out).
+    fn prepare(&mut self, _app: &mut App) {}
+
     /// The loop is ending: whether to draw one last frame (e.g. a "stopping…" message while
     /// the prover is stopped, which may take its grace period).
     fn farewell(&mut self, _app: &mut App, _exit: Exit) -> bool {
@@ -91,6 +95,7 @@ where
     loop {
         let since = last_draw.elapsed();
         if (dirty && since >= FRAME) || since >= IDLE_FRAME {
+            driver.prepare(app);
             terminal.draw(|f| drawn = crate::ui::draw(f, app))?;
             app.view.drawn = drawn;
             last_draw = tokio::time::Instant::now();
@@ -160,6 +165,7 @@ where
         let asked = (app.detach.then_some(Exit::Detach)).or(app.quit.then_some(Exit::Quit));
         if let Some(exit) = exit.or(asked) {
             if driver.farewell(app, exit) {
+                driver.prepare(app);
                 terminal.draw(|f| drawn = crate::ui::draw(f, app))?;
                 app.view.drawn = drawn;
             }

@@ -253,6 +253,7 @@ impl ReplayDriver {
         }
         // A cursor placed earlier stays put; the window follows the position.
         app.view.frozen = None;
+        self.prepare(app);
     }
 
     /// A model rebuilt for `t` is in the app: the position moves there, the marks of this
@@ -302,6 +303,7 @@ impl ReplayDriver {
         (app.model, *cursor) = s.into_parts();
         self.landed(app, t);
         app.view.frozen = None;
+        self.prepare(app);
         false
     }
 
@@ -497,6 +499,14 @@ impl Driver for ReplayDriver {
             _ => return,
         };
         self.seek(app, target);
+    }
+
+    /// A model from a light snapshot takes back the closed phase spans the window shows.
+    fn prepare(&mut self, app: &mut App) {
+        if let Source::Chunked { tl, .. } = &self.src {
+            let t0 = app.window().0;
+            tl.fill_spans(&mut app.model, t0);
+        }
     }
 }
 

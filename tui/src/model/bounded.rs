@@ -103,6 +103,25 @@ impl<T> History<T> {
             .unwrap_or_else(|i| i)
     }
 
+    /// `older` (ascending by `key`) merged in, ascending by `key`, an element of `older`
+    /// before one held on equal keys; then the oldest dropped while more than `max` are kept.
+    pub fn merge_older(&mut self, older: Vec<T>, max: usize, key: impl Fn(&T) -> u64) {
+        let mut held = std::mem::take(&mut self.items).into_iter().peekable();
+        let mut out = imbl::Vector::new();
+        for x in older {
+            let k = key(&x);
+            while let Some(h) = held.next_if(|h| key(h) < k) {
+                out.push_back(h);
+            }
+            out.push_back(Arc::new(x));
+        }
+        out.extend(held);
+        while out.len() > max {
+            out.pop_front();
+        }
+        self.items = out;
+    }
+
     /// The elements from index `i` on.
     pub fn from_index(&self, i: usize) -> impl DoubleEndedIterator<Item = &T> + '_ {
         let i = i.min(self.items.len());

@@ -53,12 +53,22 @@ pub struct LogEntry {
 #[derive(Debug, Clone, Default)]
 pub struct Log {
     entries: super::bounded::History<LogEntry>,
+    /// Entries written before the oldest kept and no longer held (the bound's, or a replay
+    /// snapshot's cut): the pane says so at its top.
+    older: u64,
 }
 
 impl Log {
     /// Add an entry at `t`.
     pub fn push(&mut self, t: u64, what: Logged) {
+        let before = self.entries.len() + 1;
         self.entries.push_bounded(LogEntry { t, what }, MAX_LOG);
+        self.older += (before - self.entries.len()) as u64;
+    }
+
+    /// How many entries came before the oldest kept and are not held.
+    pub fn older(&self) -> u64 {
+        self.older
     }
 
     /// Entries, oldest first.
@@ -74,8 +84,10 @@ impl Log {
     /// The newest `n` entries alone (a replay snapshot's: those of snapshots far apart are
     /// not shared).
     pub fn newest(&self, n: usize) -> Log {
+        let entries = self.entries.newest(n);
         Log {
-            entries: self.entries.newest(n),
+            older: self.older + (self.entries.len() - entries.len()) as u64,
+            entries,
         }
     }
 

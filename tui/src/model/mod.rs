@@ -18,9 +18,10 @@
 //! ([`Log`], which the others write to), [`runs`] ([`ThresholdRuns`]), [`usage`]
 //! ([`UsageState`]: cores and GPUs busy, overlap per mode); the sample series is
 //! [`crate::series`]. Beside them: [`span`] (the span types, a leaf every domain may import),
-//! [`effects`] and `bounded.rs`.
+//! [`effects`], `bounded.rs` and [`archive`] (closed spans, compact, for a replay).
 
 pub mod alerts;
+pub mod archive;
 mod bounded;
 pub mod child;
 pub mod effects;
@@ -39,6 +40,7 @@ use provetop_shared::forecast::Forecast;
 use provetop_shared::{BatchMode, Mark, Record, RecordBody, Sample, Usage};
 
 pub use alerts::{ActiveAlert, Alerts};
+pub use archive::SpanArchive;
 pub use bounded::History;
 pub use child::{abrupt_after, ChildStatus, Notes};
 pub use effects::{Effect, Effects, SpanSource};
@@ -114,15 +116,18 @@ impl Model {
 
     /// This model without its series (memory and utilisation), which are most of its size,
     /// and with only the newest `readings` usage and kernel readings and the newest `log`
-    /// log entries (those of snapshots far apart are not shared); series made from now on
-    /// are bounded by `limits`. What a replay of a long session keeps at each snapshot,
-    /// drawing the series again on a seek ([`crate::timeline`]).
+    /// log entries (those of snapshots far apart are not shared), and without its closed
+    /// phase spans (a replay keeps them once, in a [`SpanArchive`], and takes back those a
+    /// window shows: [`Spans::fill`]); series made from now on are bounded by `limits`.
+    /// What a replay of a long session keeps at each snapshot, drawing the series again on
+    /// a seek ([`crate::timeline`]).
     pub fn light(&self, limits: Limits, readings: usize, log: usize) -> Model {
         Model {
             series: Series::new(limits),
             usage: self.usage.without_series(limits, readings),
             kernels: self.kernels.newest(readings),
             log: self.log.newest(log),
+            spans: self.spans.light(),
             ..self.clone()
         }
     }

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use provetop_shared::{Event, Phase, Sample, SrsSource};
 
+use super::archive::SpanArchive;
 use super::effects::{Effect, Effects, SpanSource};
 use super::span::{PhaseSpan, Stats};
 
@@ -163,7 +164,18 @@ pub struct Spans {
     pub srs_open: Option<PhaseSpan>,
     /// Longest closed span, ns (bounds the search in [`Spans::at`]).
     max_span_ns: u64,
+    /// Spans closed so far (in a replay's [`SpanArchive`], the next one's index).
+    finished: usize,
+    /// `finished` when the spans read from log lines went ([`Spans::drop_derived`]).
+    dropped_at: Option<usize>,
+    /// The archive's spans before this index are not in `closed` and may be wanted
+    /// ([`Spans::light`], [`Spans::fill`]); 0 for a model that kept its own.
+    unfilled: usize,
 }
+
+/// How much earlier than a window's start [`Spans::fill`] looks: spans close in the order
+/// records are placed, which a late record may put before one that ended earlier.
+const FILL_SLACK_NS: u64 = 60 * 1_000_000_000;
 
 /// The timeline phase of an SRS load from `source`.
 fn srs_phase(source: SrsSource) -> Phase {
@@ -218,6 +230,48 @@ impl Spans {
             self.open.remove(key);
         }
         self.closed.retain(|s| !s.derived);
+        self.dropped_at = Some(self.finished);
+    }
+
+    /// These spans without the closed ones (a replay's light snapshot): [`Spans::fill`]
+    /// takes back from the session's [`SpanArchive`] those a window shows.
+    pub fn light(&self) -> Spans {
+        Spans {
+            closed: super::bounded::History::new(),
+            unfilled: self.finished,
+            ..self.clone()
+        }
+    }
+
+    /// Take back from `archive` the spans [`Spans::light`] left out that a window from `t0`
+    /// shows (or that end up to [`FILL_SLACK_NS`] before it), into `closed` in its order and
+    /// within its bound, so the window shows what a model that kept its own would. They
+    /// come without their memory stats. Cheap when there is nothing to take back.
+    pub fn fill(&mut self, archive: &SpanArchive, t0: u64) {
+        let hi = self.unfilled.min(archive.len());
+        let from = t0.saturating_sub(FILL_SLACK_NS);
+        let mut lo = hi;
+        while lo > 0 && archive.end(lo - 1) >= from && hi - lo + self.closed.len() < MAX_SPANS {
+            lo -= 1;
+        }
+        if lo == hi {
+            return;
+        }
+        let dropped = self.dropped_at.unwrap_or(0);
+        let mut older: Vec<(u64, usize)> = (lo..hi)
+            .filter(|&i| !(i < dropped && archive.derived(i)))
+            .map(|i| (archive.end(i), i))
+            .collect();
+        // Ascending by end, then by closing order: where `finish` puts each.
+        older.sort_unstable();
+        let older = older.into_iter().map(|(_, i)| archive.span(i)).collect();
+        self.closed
+            .merge_older(older, MAX_SPANS, |s| s.end.unwrap_or(s.start));
+        self.unfilled = if self.closed.len() >= MAX_SPANS {
+            0
+        } else {
+            lo
+        };
     }
 
     /// `phase_started`: a repeated start of the same key closes the earlier one (its end was
@@ -323,6 +377,7 @@ impl Spans {
     }
 
     fn finish(&mut self, source: SpanSource, span: PhaseSpan, fx: &mut Effects) {
+        self.finished += 1;
         let end = span.end.unwrap_or(span.start);
         self.max_span_ns = self.max_span_ns.max(end - span.start);
         fx.push(Effect::SpanClosed {

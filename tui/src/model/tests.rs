@@ -589,3 +589,109 @@ fn each_span_sees_exactly_the_samples_taken_while_it_was_open() {
         (Some(2), 2, 2 * GIB)
     );
 }
+
+#[test]
+fn the_log_counts_the_entries_its_bound_and_a_snapshots_cut_let_go() {
+    let mut log = Log::default();
+    for t in 0..(log::MAX_LOG as u64 + 5) {
+        log.push(t, Logged::Mark(Mark::Note { text: "x".into() }));
+    }
+    assert_eq!((log.len(), log.older()), (log::MAX_LOG, 5));
+    let cut = log.newest(10);
+    assert_eq!((cut.len(), cut.older()), (10, 5 + log::MAX_LOG as u64 - 10));
+    assert_eq!(cut.iter().next().unwrap().t, log::MAX_LOG as u64 - 5);
+}
+
+fn derived(t: u64, e: Event) -> Record {
+    Record::new(
+        t,
+        RecordBody::Derived(provetop_shared::Derived {
+            grammar: "bellperson".into(),
+            event: e,
+            nvtx: None,
+        }),
+    )
+}
+
+/// The spans over `[t0, t1]` as the timeline reads them (their memory left out).
+fn drawn_spans(m: &Model, t0: u64, t1: u64) -> Vec<(String, u64, Option<u64>, bool, bool)> {
+    m.spans_in(t0, t1)
+        .map(|s| (s.label(), s.start, s.end, s.failed, s.derived))
+        .collect()
+}
+
+#[test]
+fn a_light_model_filled_from_the_archive_shows_the_spans_a_whole_model_shows() {
+    // Spans read from log lines (dropped when the protocol speaks), then the prover's own,
+    // some ending out of order; a light copy taken at every record.
+    let mut recs = vec![
+        derived(
+            S,
+            Event::PhaseStarted {
+                proof_id: 1,
+                phase: Phase::Synthesis,
+                partition: None,
+            },
+        ),
+        derived(
+            2 * S,
+            Event::PhaseEnded {
+                proof_id: 1,
+                phase: Phase::Synthesis,
+                partition: None,
+                duration_s: 1.0,
+            },
+        ),
+        ev(3 * S, hello()),
+    ];
+    for k in 0..40u64 {
+        let t = 4 * S + k * 10 * S;
+        let part = Some((k % 3) as u32);
+        recs.push(phase(t, k, Phase::MsmH, part, true));
+        recs.push(phase(t + S, k, Phase::FftH, None, true));
+        recs.push(phase(t + 2 * S, k, Phase::FftH, None, false));
+        // A late end: recorded after a later one.
+        recs.push(phase(
+            t + if k % 5 == 0 { 7 * S } else { 3 * S },
+            k,
+            Phase::MsmH,
+            part,
+            false,
+        ));
+    }
+    let mut whole = Model::new(Thresholds::default());
+    let mut archive = SpanArchive::default();
+    let mut lights = Vec::new();
+    for r in &recs {
+        lights.push(whole.light(crate::series::Limits::default(), 8, 64));
+        for e in whole.apply(r) {
+            if let Effect::SpanClosed { span, .. } = e {
+                archive.push(&span);
+            }
+        }
+    }
+    let mut played = Vec::new();
+    for (i, light) in lights.into_iter().enumerate() {
+        assert!(light.spans.closed.is_empty());
+        let mut m = light;
+        for r in &recs[i..] {
+            m.apply(r);
+        }
+        played.push(m);
+    }
+    let end = whole.now();
+    for m in &mut played {
+        for t0 in [end, end - 30 * S, end - 200 * S, 0] {
+            m.spans.fill(&archive, t0);
+            assert_eq!(
+                drawn_spans(m, t0, end),
+                drawn_spans(&whole, t0, end),
+                "from {t0}"
+            );
+        }
+    }
+    assert!(
+        !drawn_spans(&whole, 0, end).iter().any(|s| s.4),
+        "the derived span went"
+    );
+}

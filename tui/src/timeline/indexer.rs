@@ -3,9 +3,10 @@
 //! every record in placed order, publishing as it goes what replay's keys and seeks need.
 //!
 //! Contract: what [`Indexed`] holds is true of the session up to [`Indexed::hi`] (the reach
-//! of the records reduced); nothing is published ahead of the pass. Memory: the light
-//! snapshots within [`super::LIGHT_BUDGET`], a few bytes a phase start and alert, the pass's
-//! own model with streaming series.
+//! of the records reduced); nothing is published ahead of the pass, and a snapshot's spans
+//! are in the archive ([`Indexed::spans`]) when it is. Memory: the light snapshots within
+//! [`super::LIGHT_BUDGET`], a few bytes a phase start and alert, about 40 a closed phase
+//! span, the pass's own model with streaming series.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,7 +15,7 @@ use provetop_shared::classify::Thresholds;
 use provetop_shared::{Record, RecordBody};
 
 use super::{shown_limits, Dropper, LateList, Source, LIGHT_BUDGET, LIGHT_LOG, LIGHT_READINGS};
-use crate::model::{Effect, Effects, Model, SpanSource};
+use crate::model::{Effect, Effects, Model, PhaseSpan, SpanArchive, SpanSource};
 use crate::store::{LateFinder, Placer};
 
 /// Kind bytes of prover events and log-derived events in a chunk's kind column (the frame
@@ -66,6 +67,8 @@ pub struct Indexed {
     pub warnings: Vec<String>,
     /// Records reduced.
     pub records: u64,
+    /// Every phase span closed, compact: the snapshots leave them out.
+    pub spans: SpanArchive,
     /// Bytes the snapshots hold together ([`light_bytes`]).
     pub snap_bytes: usize,
 }
@@ -214,6 +217,8 @@ struct Pass {
     alerts: Vec<u64>,
     abrupt: bool,
     records: u64,
+    /// Spans closed since the last publish.
+    closed: Vec<PhaseSpan>,
 }
 
 impl Pass {
@@ -232,6 +237,7 @@ impl Pass {
                 Effect::ThresholdPhaseChanged(_) if !self.has_events => {
                     self.phase_starts.push(self.hi)
                 }
+                Effect::SpanClosed { span, .. } => self.closed.push(span.clone()),
                 _ => {}
             }
         }
@@ -246,6 +252,9 @@ impl Pass {
     fn publish(&mut self, ix: &mut Indexed) {
         ix.phase_starts.append(&mut self.phase_starts);
         ix.alerts.append(&mut self.alerts);
+        for s in self.closed.drain(..) {
+            ix.spans.push(&s);
+        }
         ix.hi = self.hi;
         ix.abrupt = self.abrupt;
         ix.records = self.records;
@@ -272,6 +281,7 @@ fn reduce(
         alerts: Vec::new(),
         abrupt: false,
         records: 0,
+        closed: Vec::new(),
     };
     let mut placer = Placer::new(Some(late));
     lock(shared).snapshot(Snap {

@@ -21,6 +21,8 @@
 //!   summaries (each chunk one min/max bucket, so no peak is lost at any zoom), the rest at
 //!   full resolution. Utilisation series start at the snapshot, and its log at the
 //!   snapshot's newest [`LIGHT_LOG`] entries (the newest of the store's, fewer of them).
+//!   Its closed phase spans are taken back from the pass's archive for the window shown
+//!   ([`Timeline::fill_spans`], before each frame), without their memory stats.
 //! * [`Timeline::advance`] applies the records a playing clock passes, from a [`Cursor`].
 //!
 //! Format-1 files and CSVs are not read here: they are small or old, and the whole-file
@@ -351,7 +353,13 @@ impl Timeline {
         &self.warnings
     }
 
-    /// What the background pass has found so far.
+    /// Take back into `model`, from a snapshot, the closed phase spans a window from `t0`
+    /// shows ([`crate::model::Spans::fill`]).
+    pub fn fill_spans(&self, model: &mut Model, t0: u64) {
+        model.spans.fill(&self.indexed().spans, t0);
+    }
+
+    /// What the background pass has published so far.
     pub fn indexed(&self) -> MutexGuard<'_, Indexed> {
         // A pass that panicked leaves what it had published: still true.
         self.shared.lock().unwrap_or_else(|p| p.into_inner())

@@ -5,7 +5,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use crate::app::{App, LogFilter};
+use crate::app::{App, LogFilter, Screen};
 use crate::model::LogEntry;
 use crate::text::{inert, log_level, log_text};
 use crate::ui::{fmt_clock, overlay, title_line, Item};
@@ -43,6 +43,19 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
                 t.warn(),
             )],
         ));
+        let older = app.model.log.older();
+        if older > 0 && app.view.log_back + 1 >= app.model.log.len() {
+            // At the oldest entry held: the lines before it are not lost, only not here.
+            let text = if matches!(app.screen, Screen::Replay(_)) {
+                format!(" · {older} older: seek back for them")
+            } else {
+                format!(" · {older} older not kept")
+            };
+            items.push(
+                Item::new(1, vec![Span::styled(text, t.dim())])
+                    .or(2, vec![Span::styled(format!(" · {older} older"), t.dim())]),
+            );
+        }
     }
     title_line(buf, area, app, "log", items);
     let h = (area.height - 1) as usize;
