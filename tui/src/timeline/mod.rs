@@ -467,11 +467,12 @@ impl Timeline {
         }
     }
 
-    /// The model at `t` and the cursor after it; `None` while the background pass has not
-    /// reached `t` yet.
+    /// The model at `t` and the cursor after it, every closed phase span it would hold
+    /// taken back; `None` while the background pass has not reached `t` yet.
     pub fn model_at(&mut self, t: u64) -> Option<(Model, Cursor)> {
         let mut s = self.begin_seek(t)?;
         self.step_seek(&mut s, usize::MAX);
+        self.fill_spans(&mut s.model, 0);
         Some((s.model, s.cursor))
     }
 
