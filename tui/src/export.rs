@@ -215,7 +215,7 @@ pub fn stream_csv(path: &Path, src: &Stream, pre: &Pre, out: &mut dyn Write) -> 
         Thresholds::default(),
         Some(pre.has_events),
         Some(&pre.late),
-        false,
+        crate::store::Figures::Text,
         &mut |rec, phase| {
             failed = rows.record(rec, phase, out).err();
             // A reader that went away (`| head`), a full disk: no more reading.

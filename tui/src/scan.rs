@@ -15,7 +15,7 @@ use provetop_shared::session::stream::Stream;
 use provetop_shared::session::LoadError;
 use provetop_shared::{Record, RecordBody};
 
-use crate::store::{Late, LateFinder, Store};
+use crate::store::{Figures, Late, LateFinder, Store};
 
 /// Every GPU index a sample or a usage record names ([`crate::export::session_gpus`]).
 #[derive(Debug, Default, Clone)]
@@ -77,7 +77,7 @@ impl Pre {
     }
 }
 
-/// The store's reducer pass over `src`, each record (in placed order, with the prover's
+/// The store's reducer pass over `src` keeping `figures`, each record (in placed order, with the prover's
 /// phase text when `has_events` is known true) given to `visit` with a state that `fresh`
 /// makes. Without `late`: when a record must move back, the pass is made again from a fresh
 /// state after one that finds such records. Returns the store, the state, and the late
@@ -87,6 +87,7 @@ pub fn reduce<S>(
     src: &Stream,
     thresholds: Thresholds,
     has_events: Option<bool>,
+    figures: Figures,
     mut fresh: impl FnMut() -> S,
     mut visit: impl FnMut(&mut S, &Record, Option<&str>),
 ) -> Result<((Store, S), Vec<Late>), LoadError> {
@@ -98,7 +99,7 @@ pub fn reduce<S>(
             thresholds,
             has_events,
             late,
-            true,
+            figures,
             &mut |r, p| {
                 visit(state, r, p);
                 true

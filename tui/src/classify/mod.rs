@@ -95,11 +95,12 @@ pub fn render(store: &Store, thresholds: Thresholds) -> anyhow::Result<String> {
 /// samples' fold, then (with prover events) the utilisation's, then any the medians need.
 pub fn stream_render(path: &Path, src: &Stream, thresholds: Thresholds) -> anyhow::Result<String> {
     let err = |e: provetop_shared::session::LoadError| anyhow::anyhow!("{e}");
-    let ((mut store, (mut f, gpus)), _) = crate::scan::reduce(
+    let ((store, (mut f, gpus)), _) = crate::scan::reduce(
         path,
         src,
         thresholds,
         None,
+        crate::store::Figures::Tables,
         || (Samples::new(thresholds), crate::scan::Gpus::default()),
         |(f, g), r, _| {
             f.feed(r);
@@ -108,7 +109,6 @@ pub fn stream_render(path: &Path, src: &Stream, thresholds: Thresholds) -> anyho
     )
     .map_err(err)?;
     store.report_warnings();
-    store.forget_closed_spans();
     let mut done = f.end_pass();
     let util = if store.has_events() {
         let mut u = utilisation::Plan::new(&store, gpus.sorted()).fold();

@@ -19,17 +19,19 @@ struct Entry {
     proof_id: u64,
     start: u64,
     end: u64,
-    /// The prover's measure, when it sent one (`flags & DURATION`).
+    /// The prover's measure, when it sent one (`DURATION`).
     duration_s: f64,
-    phase: u32,
     partition: u32,
-    flags: u8,
+    /// The phase's index (the low 28 bits) and the flags below (the high 4).
+    phase: u32,
 }
 
-const PARTITION: u8 = 1;
-const DURATION: u8 = 2;
-const DERIVED: u8 = 4;
-const FAILED: u8 = 8;
+const PARTITION: u32 = 1 << 28;
+const DURATION: u32 = 2 << 28;
+const DERIVED: u32 = 4 << 28;
+const FAILED: u32 = 8 << 28;
+/// The phase index's bits (names past 2^28 distinct ones share the last index).
+const PHASE: u32 = PARTITION - 1;
 
 /// The closed spans of a session, compact, in closing order.
 #[derive(Debug, Default)]
@@ -44,6 +46,7 @@ impl SpanArchive {
     pub fn push(&mut self, s: &PhaseSpan) {
         let phase = match self.index.get(&s.phase) {
             Some(&i) => i,
+            None if self.phases.len() > PHASE as usize => PHASE,
             None => {
                 let i = self.phases.len() as u32;
                 self.phases.push(s.phase.clone());
@@ -51,15 +54,15 @@ impl SpanArchive {
                 i
             }
         };
-        let flag = |on: bool, f: u8| if on { f } else { 0 };
+        let flag = |on: bool, f: u32| if on { f } else { 0 };
         self.entries.push(Entry {
             proof_id: s.proof_id,
             start: s.start,
             end: s.end_or(s.start),
             duration_s: s.duration_s.unwrap_or(0.0),
-            phase,
             partition: s.partition.unwrap_or(0),
-            flags: flag(s.partition.is_some(), PARTITION)
+            phase: phase
+                | flag(s.partition.is_some(), PARTITION)
                 | flag(s.duration_s.is_some(), DURATION)
                 | flag(s.derived, DERIVED)
                 | flag(s.failed, FAILED),
@@ -82,16 +85,16 @@ impl SpanArchive {
 
     /// Whether span `i` was read from log lines.
     pub fn derived(&self, i: usize) -> bool {
-        self.entries[i].flags & DERIVED != 0
+        self.entries[i].phase & DERIVED != 0
     }
 
     /// Span `i` as it closed, without its memory stats.
     pub fn span(&self, i: usize) -> PhaseSpan {
         let e = &self.entries[i];
-        let on = |f: u8| e.flags & f != 0;
+        let on = |f: u32| e.phase & f != 0;
         let mut s = PhaseSpan::open(
             e.proof_id,
-            self.phases[e.phase as usize].clone(),
+            self.phases[(e.phase & PHASE) as usize].clone(),
             on(PARTITION).then_some(e.partition),
             e.start,
         );

@@ -233,6 +233,14 @@ impl Spans {
         self.dropped_at = Some(self.finished);
     }
 
+    /// Let the closed spans go (a streamed store's pass: its readers read them from its
+    /// digest as they close, and a month holds a model's bound of them, 50,000).
+    pub fn forget_closed(&mut self) {
+        if !self.closed.is_empty() {
+            self.closed = super::bounded::History::new();
+        }
+    }
+
     /// These spans without the closed ones (a replay's light snapshot): [`Spans::fill`]
     /// takes back from the session's [`SpanArchive`] those a window shows.
     pub fn light(&self) -> Spans {

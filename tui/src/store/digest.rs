@@ -67,8 +67,10 @@ pub struct SpanDigest {
     /// Per phase, in the order its first span came.
     pub rows: Vec<PhaseRow>,
     index: HashMap<Phase, usize>,
-    /// Closed spans, in the order they came (closing order).
+    /// Closed spans, in the order they came (closing order); none with `skip_closed`.
     pub closed: Vec<ClosedSpan>,
+    /// Keep no [`ClosedSpan`] (a reader without compare's phase figures).
+    pub skip_closed: bool,
     /// Spans folded.
     pub count: usize,
     /// Whether every span was read from log lines.
@@ -108,7 +110,7 @@ impl SpanDigest {
         row.gpu.merge(&s.gpu);
         self.all_derived = (self.count == 0 || self.all_derived) && s.derived;
         self.count += 1;
-        if let Some(e) = s.end {
+        if let Some(e) = s.end.filter(|_| !self.skip_closed) {
             self.closed.push(ClosedSpan {
                 proof_id: s.proof_id,
                 row: i as u32,

@@ -105,9 +105,21 @@ pub struct Store {
     has_events: bool,
     /// A streamed store: no records, no spans (their digest only).
     records_gone: bool,
-    /// Whether the pass keeps the spans, proofs and seek times (a streamed export needs
-    /// only the phase text at each record: its memory stays flat however many proofs).
-    figures: bool,
+    /// What the pass keeps besides the phase text (a streamed export needs only that: its
+    /// memory stays flat however many proofs).
+    figures: Figures,
+}
+
+/// What a streamed store keeps besides the prover's phase text at each record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figures {
+    /// Nothing more (export).
+    Text,
+    /// The tables' figures: spans folded per phase, proofs, seek times (classify).
+    Tables,
+    /// Those and each closed span's duration and peak (compare's phase figures: 40 bytes a
+    /// span, the one part that grows with the count of spans).
+    Spans,
 }
 
 impl Store {
@@ -166,7 +178,7 @@ impl Store {
             label_of: Vec::new(),
             has_events,
             records_gone: false,
-            figures: true,
+            figures: Figures::Spans,
         }
     }
 
@@ -218,7 +230,7 @@ impl Store {
         let model = &mut p.model;
         model.apply_into(rec, &mut p.fx);
         let mut relabel = false;
-        let keep = self.figures;
+        let keep = self.figures != Figures::Text;
         for e in &p.fx {
             match e {
                 Effect::SpanOpened {
@@ -259,6 +271,10 @@ impl Store {
                 Effect::ThresholdPhaseChanged(_) => p.threshold_starts.push(hi),
                 _ => {}
             }
+        }
+        if self.records_gone {
+            // What a streamed store's readers read of a closed span is in its digest.
+            model.spans.forget_closed();
         }
         match &rec.body {
             RecordBody::Event(_) | RecordBody::Derived(_) if relabel || p.label == NO_LABEL => {
@@ -334,7 +350,7 @@ impl Store {
             self.start = 0;
         }
         self.end = p.hi;
-        if self.figures {
+        if self.figures != Figures::Text {
             for s in p.model.spans.open.with_stats() {
                 self.digest.add(&s, self.end);
                 if !self.records_gone {
@@ -351,9 +367,9 @@ impl Store {
     /// whether the file holds prover events, when a pass before found out (the text is only
     /// given then). `late`: the records [`place_derived`] moves, when a pass before found
     /// them; without it, a record that would move makes the pass stop with
-    /// `Ok(Err(NeedsPlacement))`. Without `figures`, the store keeps no spans, proofs or seek
-    /// times either (only the phase text matters: export). A `visit` that returns false ends
-    /// the pass there (the store then holds what came before).
+    /// `Ok(Err(NeedsPlacement))`. `figures` says what else the store keeps ([`Figures`]).
+    /// A `visit` that returns false ends the pass there (the store then holds what came
+    /// before).
     #[allow(clippy::too_many_arguments)]
     pub fn stream(
         path: &Path,
@@ -361,7 +377,7 @@ impl Store {
         thresholds: Thresholds,
         has_events: Option<bool>,
         late: Option<&[Late]>,
-        figures: bool,
+        figures: Figures,
         visit: &mut dyn FnMut(&Record, Option<&str>) -> bool,
     ) -> Result<Result<Store, NeedsPlacement>, LoadError> {
         let loaded = Loaded {
@@ -375,6 +391,7 @@ impl Store {
         store.start = u64::MAX;
         store.records_gone = true;
         store.figures = figures;
+        store.digest.skip_closed = figures != Figures::Spans;
         let mut pass = Pass::new(&store, true);
         store.snapshots.push((0, pass.model.clone()));
         let mut placer = Placer::new(late);
@@ -546,12 +563,6 @@ impl Store {
     /// What the tables read of the spans, folded.
     pub fn span_digest(&self) -> &digest::SpanDigest {
         &self.digest
-    }
-
-    /// Forget what only compare reads of each closed span ([`digest::SpanDigest::closed`]):
-    /// a streamed classify frees it before its utilisation pass.
-    pub fn forget_closed_spans(&mut self) {
-        self.digest.closed = Vec::new();
     }
 
     /// Proofs that finished ok, in the order they finished, with their ids and the RSS seen

@@ -131,6 +131,7 @@ pub fn summarize_stream(
         src,
         thresholds,
         None,
+        crate::store::Figures::Spans,
         || FirstPass::new(thresholds),
         |f, r, _| f.feed(r),
     )
