@@ -8,8 +8,9 @@
 //! asks for the peak resets and the table reads that reading calls for, and pushes one
 //! [`Sample`] (or, once, a note that the root is gone). Over a cgroup's members the walk is
 //! a read of their `cgroup.procs` at the walk cadence and a member's exit ends nothing;
-//! while the cgroup does not exist (removed; a unit's is, at each restart) no sample comes,
-//! and sampling resumes when it is made again (the front end says both, and decides whether
+//! while the cgroup does not exist (removed; a unit's is, at each restart) no sample comes
+//! but one of its empty tree when it goes (and its members' OOM kills the kernel log names
+//! meanwhile), and sampling resumes when it is made again (the front end says both, and decides whether
 //! the removal ends the session). A full ring drops records and says how
 //! many, once there is room again.
 
@@ -68,6 +69,8 @@ pub(super) struct Sampler {
     pub(super) members: Option<members::CgroupMembers>,
     /// The cgroup of `members` does not exist now.
     members_absent: bool,
+    /// It was found removed and no sample has said its tree is empty yet.
+    emptied: bool,
     children_files: bool,
     /// Parents read once per process, for walks without `children` files.
     parents: tree::ParentCache,
@@ -124,6 +127,7 @@ impl Sampler {
             root_gone: false,
             members,
             members_absent: false,
+            emptied: false,
             children_files: tree::has_children_files(),
             parents: tree::ParentCache::default(),
             next_walk: Instant::now(),
@@ -309,6 +313,7 @@ impl Sampler {
                 }
                 // Removed: nothing to sample until it is made again.
                 None => {
+                    self.emptied |= !self.members_absent;
                     self.members_absent = true;
                     self.procs.clear();
                     self.order.clear();
@@ -410,6 +415,12 @@ impl Sampler {
         }
         self.walk_if_due();
         if self.members_absent {
+            // The kernel log may name its last members' OOM kills only now: a cgroup emptied
+            // by the killer is removed at once (a failed unit's, a test's).
+            self.kernel_look();
+            if std::mem::take(&mut self.emptied) {
+                self.empty_sample();
+            }
             return;
         }
         if self.cfg.reset_peak && !self.resets.caught_up() {
@@ -520,6 +531,30 @@ impl Sampler {
         if usage_due {
             self.usage_reading();
         }
+    }
+}
+
+impl Sampler {
+    /// The sample of a removed cgroup, once: no process is left in it to hold memory (what
+    /// an empty cgroup's samples read), so what was measured of its members (an alert on
+    /// their RSS, a forecast) ends with them even when the cgroup went between two ticks.
+    /// Its own files are gone: their fields are left out.
+    fn empty_sample(&mut self) {
+        let mut s = Sample {
+            rss: 0,
+            peak: self.cfg.reset_peak.then_some(0),
+            anon: Some(0),
+            file: Some(0),
+            shmem: Some(0),
+            swap: Some(0),
+            locked: Some(0),
+            vm_pin: Some(0),
+            procs: 0,
+            ..Sample::default()
+        };
+        self.shared.tree_rss.store(0, Ordering::Release);
+        self.system_readings(&mut s);
+        self.push(Record::new(mono_ns(), RecordBody::Sample(s)));
     }
 }
 
