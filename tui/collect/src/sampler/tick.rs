@@ -499,18 +499,7 @@ impl Sampler {
         if self.forget_gone(&gone, procs, root_unmapped) {
             return;
         }
-        let mut s = Sample {
-            rss: sum.rss,
-            peak: self.cfg.reset_peak.then_some(peak.max(sum.rss)),
-            anon: Some(sum.anon),
-            file: Some(sum.file),
-            shmem: Some(sum.shmem),
-            swap: Some(sum.swap),
-            locked: Some(sum.locked),
-            vm_pin: Some(sum.pin),
-            procs,
-            ..Sample::default()
-        };
+        let mut s = self.tree_sample(&sum, peak, procs);
         s.pinned = self.pinned();
         self.shared.tree_rss.store(sum.rss, Ordering::Release);
         self.system_readings(&mut s);
@@ -535,23 +524,30 @@ impl Sampler {
 }
 
 impl Sampler {
+    /// The tree's memory as a sample: the sum of its `procs` processes' readings and their
+    /// interval peaks (`peak`, given with `--reset-peak`), the system's and the kernel's
+    /// readings still to add.
+    fn tree_sample(&self, sum: &MemStatus, peak: u64, procs: u32) -> Sample {
+        Sample {
+            rss: sum.rss,
+            peak: self.cfg.reset_peak.then_some(peak.max(sum.rss)),
+            anon: Some(sum.anon),
+            file: Some(sum.file),
+            shmem: Some(sum.shmem),
+            swap: Some(sum.swap),
+            locked: Some(sum.locked),
+            vm_pin: Some(sum.pin),
+            procs,
+            ..Sample::default()
+        }
+    }
+
     /// The sample of a removed cgroup, once: no process is left in it to hold memory (what
     /// an empty cgroup's samples read), so what was measured of its members (an alert on
     /// their RSS, a forecast) ends with them even when the cgroup went between two ticks.
     /// Its own files are gone: their fields are left out.
     fn empty_sample(&mut self) {
-        let mut s = Sample {
-            rss: 0,
-            peak: self.cfg.reset_peak.then_some(0),
-            anon: Some(0),
-            file: Some(0),
-            shmem: Some(0),
-            swap: Some(0),
-            locked: Some(0),
-            vm_pin: Some(0),
-            procs: 0,
-            ..Sample::default()
-        };
+        let mut s = self.tree_sample(&MemStatus::default(), 0, 0);
         self.shared.tree_rss.store(0, Ordering::Release);
         self.system_readings(&mut s);
         self.push(Record::new(mono_ns(), RecordBody::Sample(s)));
