@@ -184,7 +184,7 @@ fn session_files_and_child_logs_are_created_0600() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(files.len(), 2, "{files:?}"); // the session and its child log
+    assert_eq!(files.len(), 3, "{files:?}"); // the session, its chunk index and its child log
     for f in files {
         assert_eq!(mode(&f), 0o600, "{}", f.display());
     }

@@ -178,7 +178,8 @@ fn the_state_directory_is_created_0700_under_umask_000() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(files.len(), 2, "{files:?}");
+    // The session, its chunk index and its child log.
+    assert_eq!(files.len(), 3, "{files:?}");
     for f in files {
         assert_eq!(mode(&f), 0o600, "{}", f.display());
     }

@@ -1,6 +1,7 @@
 //! A rotating recording: parts end between records at a flush, read back as one timeline by
 //! every reader (a proof cut in the middle included), followed from part to part, and
-//! retention removes only whole finished parts, never the one being written.
+//! retention removes only whole finished parts (with their chunk indexes), never the one being
+//! written.
 
 use std::path::Path;
 use std::time::Duration;
@@ -163,6 +164,14 @@ fn retention_removes_whole_finished_parts_and_never_the_one_being_written() {
     );
     let left = parts(&base);
     assert_eq!(left.len(), 1, "{left:?}");
+    // The removed parts' chunk indexes went with them; the part left keeps its own.
+    let mut files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let index = provetop_shared::session::compact::sidecar::path_of(&left[0].1);
+    assert_eq!(files, [left[0].1.clone(), index], "{files:?}");
     // What is left is a whole part: it reads cleanly, and is the end of the recording.
     let l = load(&base).unwrap();
     assert!(l.warnings.is_empty(), "{:?}", l.warnings);

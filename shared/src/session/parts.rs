@@ -71,7 +71,7 @@ pub fn set_of(path: &Path) -> Vec<PathBuf> {
 }
 
 /// What retention keeps: parts younger than `retain` (by their last write) and, oldest
-/// first removed, at most `max_bytes` in all.
+/// first removed, at most `max_bytes` in all (each part with its chunk index).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Retention {
     /// Age past which a finished part is removed.
@@ -151,7 +151,9 @@ pub fn expired(base: &Path, current: u32, keep: Retention, now: SystemTime) -> V
         .into_iter()
         .filter_map(|(n, p)| {
             let m = std::fs::metadata(&p).ok()?;
-            Some((n, p, m.len(), m.modified().ok()?))
+            // Its chunk index counts with it (removed with it).
+            let ix = std::fs::metadata(super::compact::sidecar::path_of(&p)).map_or(0, |m| m.len());
+            Some((n, p, m.len() + ix, m.modified().ok()?))
         })
         .collect();
     let mut total: u64 = all.iter().map(|a| a.2).sum();

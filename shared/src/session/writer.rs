@@ -4,6 +4,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use super::compact::sidecar::IndexWriter;
 use super::frame::encode_payload;
 use super::{SessionHeader, MAGIC};
 use crate::record::Record;
@@ -71,6 +72,8 @@ pub struct SessionWriter {
     bytes: u64,
     /// Format 2 only: the records not yet in a chunk.
     tail: Option<Tail>,
+    /// Format 2 only: the chunk index beside the file, while it can be written.
+    index: Option<IndexWriter>,
 }
 
 /// The uncompressed tail of a compact session ([`super::compact`]).
@@ -96,7 +99,7 @@ const COMMIT_SPAN: u64 = 300_000_000_000;
 impl SessionWriter {
     /// Create `path` (it must not exist: see [`create_private`]) and write the header.
     pub fn create(path: &Path, header: &SessionHeader) -> io::Result<Self> {
-        Self::create_as(path, header, MAGIC)
+        Self::create_as(path, header, MAGIC).map(|(w, _)| w)
     }
 
     /// Create `path` as a compact session (format 2, [`super::compact`]): records go to an
@@ -105,7 +108,13 @@ impl SessionWriter {
     pub fn create_compact(path: &Path, header: &SessionHeader) -> io::Result<Self> {
         let mut header = header.clone();
         header.format = 2;
-        let mut w = Self::create_as(path, &header, super::compact::MAGIC2)?;
+        let (mut w, start) = Self::create_as(path, &header, super::compact::MAGIC2)?;
+        // An index found at its path is another session's (this one is new): replaced.
+        let ix = super::compact::sidecar::path_of(path);
+        let _ = std::fs::remove_file(&ix);
+        w.index = create_private(&ix)
+            .ok()
+            .and_then(|f| IndexWriter::start(f, ix, &start));
         w.tail = Some(Tail {
             start: w.bytes,
             records: super::compact::Pending::default(),
@@ -116,20 +125,29 @@ impl SessionWriter {
         Ok(w)
     }
 
-    fn create_as(path: &Path, header: &SessionHeader, magic: &[u8; 8]) -> io::Result<Self> {
+    /// The writer and the bytes it wrote first (magic and header).
+    fn create_as(
+        path: &Path,
+        header: &SessionHeader,
+        magic: &[u8; 8],
+    ) -> io::Result<(Self, Vec<u8>)> {
         let file = create_private(path)?;
         let mut out = BufWriter::with_capacity(256 << 10, file);
         let h = super::header::with_checksum(serde_json::to_vec(header).map_err(io::Error::other)?);
-        out.write_all(magic)?;
-        out.write_all(&(h.len() as u32).to_le_bytes())?;
-        out.write_all(&h)?;
-        Ok(SessionWriter {
+        let mut start = Vec::with_capacity(12 + h.len());
+        start.extend_from_slice(magic);
+        start.extend_from_slice(&(h.len() as u32).to_le_bytes());
+        start.extend_from_slice(&h);
+        out.write_all(&start)?;
+        let w = SessionWriter {
             out,
             path: path.to_path_buf(),
             records: 0,
-            bytes: (MAGIC.len() + 4 + h.len()) as u64,
+            bytes: start.len() as u64,
             tail: None,
-        })
+            index: None,
+        };
+        Ok((w, start))
     }
 
     /// Append one record (buffered; call [`flush`](Self::flush) at least once a second).
@@ -209,6 +227,7 @@ impl SessionWriter {
         };
         self.out.flush()?;
         let mut done = 0;
+        let mut placed = Vec::new();
         while done < tail.records.len() {
             let n = (tail.records.len() - done).min(super::compact::MAX_CHUNK_RECORDS as usize);
             let first = tail.first_seq + done as u64;
@@ -223,6 +242,7 @@ impl SessionWriter {
                 return Err(e);
             }
             file.write_all_at(&block, tail.start)?;
+            placed.push((tail.start, block[..8 + super::compact::CHUNK_HEAD].to_vec()));
             tail.start += block.len() as u64;
             tail.bytes = end + block.len() as u64 - tail.start;
             done += n;
@@ -234,6 +254,12 @@ impl SessionWriter {
         tail.records = super::compact::Pending::default();
         tail.bytes = 0;
         self.bytes = tail.start;
+        // The chunks are in place for good: the index may name them.
+        if let Some(ix) = &mut self.index {
+            if placed.iter().any(|(at, b)| ix.add(*at, b).is_err()) {
+                self.index = None;
+            }
+        }
         Ok(())
     }
 
@@ -273,6 +299,9 @@ impl SessionWriter {
 
     /// The file was moved: go on calling it `path`.
     pub fn moved_to(&mut self, path: PathBuf) {
+        if self.index.as_mut().is_some_and(|ix| !ix.moved_to(&path)) {
+            self.index = None;
+        }
         self.path = path;
     }
 
@@ -300,6 +329,9 @@ impl SessionWriter {
         }
         self.out = BufWriter::with_capacity(256 << 10, new);
         self.path = path.to_path_buf();
+        // The new file is read without an index (it holds the same chunks at the same
+        // places, but the old index may be gone with the old file).
+        self.index = None;
         Ok(())
     }
 

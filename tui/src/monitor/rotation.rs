@@ -87,7 +87,11 @@ impl Rotating {
             std::time::SystemTime::now(),
         )
         .into_iter()
-        .filter(|p| std::fs::remove_file(p).is_ok())
+        .filter(|p| {
+            // Its chunk index goes with it (a part copied elsewhere reads without one).
+            let _ = std::fs::remove_file(provetop_shared::session::compact::sidecar::path_of(p));
+            std::fs::remove_file(p).is_ok()
+        })
         .count()
     }
 }

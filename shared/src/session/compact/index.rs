@@ -1,8 +1,9 @@
 //! Opening a compact session without reading it: the heads of its chunks (time range,
 //! record count, summary) read one by one from the file, each chunk decoded only when asked.
 //!
-//! Contract: [`Index::open`] costs one read of the header and one small read per chunk
-//! (memory: a few dozen bytes per chunk), whatever the session's length; [`Index::chunk`]
+//! Contract: [`Index::open`] costs one read of the header and of the chunk index beside the
+//! file ([`super::sidecar`]) and a few small reads, then one small read per chunk the index
+//! does not name (every chunk, without one); memory: a few dozen bytes per chunk; [`Index::chunk`]
 //! reads and decodes one chunk, checksum first; [`Index::tail`] reads the records after the
 //! last chunk. [`Index::envelope`] is the min/max of every chunk a time range touches, from
 //! the summaries alone: never lower than a sample's peak, since a summary is the true
@@ -14,8 +15,8 @@ use std::io;
 use std::path::Path;
 
 use super::{
-    block_at, chunk_head, decode_chunk, plausible_block, read_full, Block, ChunkHead, Summary,
-    CHUNK_HEAD,
+    block_at, chunk_head, decode_chunk, plausible_block, read_full, sidecar, Block, ChunkHead,
+    Summary, CHUNK_HEAD,
 };
 use crate::record::Record;
 use crate::session::frame::FrameItem;
@@ -63,6 +64,12 @@ impl Index {
             warnings: h.warnings,
         };
         let mut at = h.frames_at as u64;
+        // The index beside the file, when there is one that agrees with it, gives the chunks
+        // it names at once; the blocks after them are walked.
+        if let Some((chunks, next)) = sidecar::read(path, &ix.file, len, &head[..h.frames_at]) {
+            ix.chunks = chunks;
+            at = next;
+        }
         let mut b = [0u8; 8 + CHUNK_HEAD];
         while at < len {
             let n = read_full(&ix.file, &mut b, at)?;
@@ -131,11 +138,24 @@ impl Index {
         Ok(b)
     }
 
+    /// Chunk `i`'s block has the head it was opened with (an index beside the file that
+    /// disagrees with the file is damage, never another chunk's records read as this one's).
+    fn agrees(&self, i: usize, head: &ChunkHead) -> Result<(), String> {
+        if *head == self.chunks[i].1 {
+            Ok(())
+        } else {
+            Err("its head is not the one the chunk index beside the file gives".into())
+        }
+    }
+
     /// The records of chunk `i`, with a warning when its summary disagrees with them.
     pub fn chunk(&self, i: usize) -> Result<(Vec<Record>, Option<String>), String> {
         let b = self.block(i)?;
         match block_at(&b) {
-            Ok((Block::Chunk(head, z), _)) => decode_chunk(&head, z),
+            Ok((Block::Chunk(head, z), _)) => {
+                self.agrees(i, &head)?;
+                decode_chunk(&head, z)
+            }
             Ok(_) => Err("not a chunk".into()),
             Err(e) => Err(format!("{e:?}")),
         }
@@ -160,6 +180,7 @@ impl Index {
         let b = self.block(i)?;
         match block_at(&b) {
             Ok((Block::Chunk(head, z), _)) => {
+                self.agrees(i, &head)?;
                 Ok((head.count as usize, super::decompress(&head, z)?))
             }
             Ok(_) => Err("not a chunk".into()),

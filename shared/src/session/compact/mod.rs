@@ -18,6 +18,10 @@
 //! holds each record at least once, whole: readers take a chunk's records, tail records not
 //! in a chunk, each sequence number once, and read past a torn copy as damage.
 //!
+//! Beside the file the writer keeps the chunks' places and heads, appended as each chunk is
+//! committed ([`sidecar`], `NAME.ptop.idx`): a reader opens a session of weeks with one read
+//! of it instead of one per chunk. It is a cache: a session without it reads the same.
+//!
 //! A chunk's summary is the envelope of its samples (the true extremes, no rounding): views
 //! zoomed out past a chunk draw from summaries without decompressing; a reader that decodes
 //! a chunk checks the summary against the samples and warns when they disagree.
@@ -30,6 +34,7 @@ mod columns;
 pub mod growing;
 pub mod index;
 pub mod reader;
+pub mod sidecar;
 #[cfg(test)]
 mod tests;
 

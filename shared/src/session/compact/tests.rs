@@ -40,7 +40,7 @@ fn sample(i: u64) -> RecordBody {
 }
 
 /// Samples with events, notes and output now and then; times not always increasing.
-fn records(n: u64) -> Vec<Record> {
+pub(super) fn records(n: u64) -> Vec<Record> {
     (0..n)
         .map(|i| {
             let t = 1_000_000_000 + i * 50_000_000 + (i % 3) * 7;
@@ -69,7 +69,7 @@ fn header() -> SessionHeader {
     SessionHeader::now(vec!["x".into()], 20.0)
 }
 
-fn write(path: &Path, recs: &[Record], sync: bool) -> SessionWriter {
+pub(super) fn write(path: &Path, recs: &[Record], sync: bool) -> SessionWriter {
     let mut w = SessionWriter::create_compact(path, &header()).unwrap();
     for (i, r) in recs.iter().enumerate() {
         w.append(r).unwrap();
