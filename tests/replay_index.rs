@@ -208,6 +208,12 @@ fn a_log_scrolled_back_to_the_oldest_line_a_seek_kept_says_older_ones_are_a_seek
         )),
         "{title}"
     );
+    // The pane stays full, from the oldest line held down (it showed that line alone).
+    let rows = s.lines().skip_while(|l| !l.contains("─ log ─")).skip(1);
+    let filled = rows
+        .take_while(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .count();
+    assert!(filled >= 3, "{s}");
 }
 
 #[test]

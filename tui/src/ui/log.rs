@@ -60,11 +60,24 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     title_line(buf, area, app, "log", items);
     let h = (area.height - 1) as usize;
     let end = log.len().saturating_sub(app.view.log_back);
-    let start = end.saturating_sub(h);
-    for (i, line) in log[start..end].iter().enumerate() {
+    // The line scrolled back to (what `l` opens) is the bottom one, until the lines above it
+    // no longer fill the pane: then the pane stays full from the oldest line, and that line's
+    // time is marked.
+    let (start, stop) = if end < h && app.view.log_back > 0 {
+        (0, log.len().min(h))
+    } else {
+        (end.saturating_sub(h), end)
+    };
+    let marked = (app.view.log_back > 0 && end < h).then(|| end.saturating_sub(1));
+    for (i, line) in log[start..stop].iter().enumerate() {
         let stamp = fmt_clock(line.t.saturating_sub(app.origin), true);
+        let style = if marked == Some(start + i) {
+            t.cursor()
+        } else {
+            t.dim()
+        };
         let l = Line::from(vec![
-            Span::styled(format!("{stamp:>9} "), t.dim()),
+            Span::styled(format!("{stamp:>9} "), style),
             Span::styled(log_text(&line.what), t.log(log_level(&line.what))),
         ]);
         buf.set_line(area.x, area.y + 1 + i as u16, &l, area.width);
