@@ -3,9 +3,10 @@
 //! file.
 //!
 //! Contract:
-//! * [`Timeline::open`] reads the chunks' heads (the [`Index`]) and the tails of the files
-//!   and starts one background pass ([`indexer`]); it costs the same whatever the session's
-//!   length, apart from a few dozen bytes a chunk. The first frame needs nothing more: the
+//! * [`Timeline::open`] reads the chunks' heads (the [`Index`], from the chunk index beside
+//!   each file when it has one) and the tails of the files and starts one background pass
+//!   ([`indexer`]); it costs the same whatever the session's length, apart from a few dozen
+//!   bytes a chunk. The first frame needs nothing more: the
 //!   model at the start is the empty one.
 //! * The background pass is the store's: the one [`Model`] reducer over every record in
 //!   placed order ([`crate::store::place_derived`]), publishing as it goes the phase starts
