@@ -243,8 +243,12 @@ fn connect(socket: &Path, read_only: bool) -> anyhow::Result<Client> {
     Ok(c)
 }
 
+/// Reading a long file's history takes this long between two frames.
+const CATCH_UP: Duration = Duration::from_millis(40);
+
 impl FollowDriver {
-    /// Read what the file holds now into `app`; the app's clock origin is the first record.
+    /// Read what the file holds now into `app` (its first batch: the rest as the screen
+    /// runs); the app's clock origin is the first record.
     fn load(&mut self, app: &mut App) {
         let first = self.poll_file(app);
         if first {
@@ -299,7 +303,21 @@ impl FollowDriver {
 impl Driver for FollowDriver {
     fn poll(&mut self, app: &mut App) -> bool {
         let mut changed = false;
-        if self.follower.due() {
+        if self.follower.behind() {
+            // Catching up with a long file: batches for a frame's time, then a frame.
+            let t0 = Instant::now();
+            while self.follower.behind() && t0.elapsed() < CATCH_UP {
+                changed |= self.poll_file(app);
+            }
+            if self.follower.behind() {
+                app.flash(
+                    format!("catching up: {}% of the file read", self.follower.percent()),
+                    false,
+                );
+            } else {
+                app.flash("caught up: following the file", false);
+            }
+        } else if self.follower.due() {
             changed |= self.poll_file(app);
         }
         app.clock = self.clock();

@@ -18,6 +18,8 @@
 //!   past what is written is the writer's unfinished frame until an intact frame turns up
 //!   inside it: then it is damage. A file's damaged head is read past as the whole-file
 //!   reader does (`read_header`), with its warnings returned by the first read.
+//! * A read returns at most about [`BATCH`] records ([`Follower::behind`]: there are more):
+//!   a session of weeks is caught up with a batch at a time, its records never held at once.
 //! * The work is bounded by the bytes read, not by how often the file is looked at: each
 //!   offset is examined once as a possible frame start, each candidate checksummed at most
 //!   once, within the whole-file reader's budget (past it, the rest of the file is ignored,
@@ -45,6 +47,9 @@ pub const POLL: Duration = Duration::from_millis(100);
 pub const SAFETY_POLL: Duration = Duration::from_secs(1);
 /// Bytes read per system call.
 const CHUNK: usize = 1 << 20;
+/// Records a read returns at most (and a frame's worth more), so that catching up with a
+/// file of weeks holds a few chunks' records at once, not the file's.
+pub const BATCH: usize = 1 << 14;
 
 /// What [`Follower::read`] yields.
 #[derive(Debug)]
@@ -87,6 +92,8 @@ pub struct Follower {
     /// A compact session (format 2) is followed by its own reader: its writer rewrites the
     /// bytes after its last chunk.
     compact: Option<Growing>,
+    /// The last read stopped at [`BATCH`] records with more in the file.
+    behind: bool,
 }
 
 impl Follower {
@@ -160,6 +167,7 @@ impl Follower {
             work: 0,
             opened: head.warnings,
             compact: (header.format == 2).then(|| Growing::new(base)),
+            behind: false,
             header,
         })
     }
@@ -199,7 +207,7 @@ impl Follower {
             .map(|(base, n)| part_path(&base, n + 1))
             .filter(|p| p.exists());
         let mut out = self.read_part()?;
-        if let Some(next) = next {
+        if let Some(next) = next.filter(|_| !self.behind) {
             let mut f = Follower::open_file(&next).map_err(std::io::Error::other)?;
             out.extend(f.read()?);
             *self = f;
@@ -207,15 +215,36 @@ impl Follower {
         Ok(out)
     }
 
+    /// The last [`Follower::read`] stopped at [`BATCH`] records with more in the file (a
+    /// file of weeks is caught up with a batch at a time): read again without waiting.
+    pub fn behind(&self) -> bool {
+        self.behind
+    }
+
+    /// How far into the file (the part followed) reading is, in per cent.
+    pub fn percent(&self) -> u32 {
+        let len = self.file.metadata().map_or(0, |m| m.len());
+        if len == 0 {
+            return 100;
+        }
+        ((self.offset() as f64 / len as f64) * 100.0).min(100.0) as u32
+    }
+
     fn read_part(&mut self) -> std::io::Result<Vec<Item>> {
         self.changed.store(false, Ordering::Release);
         self.last_look = Instant::now();
         let mut out: Vec<Item> = self.opened.drain(..).map(Item::Warning).collect();
+        self.behind = false;
         if let Some(g) = &mut self.compact {
-            out.extend(g.read(&self.file)?.into_iter().map(|i| match i {
-                FrameItem::Record(_, r) => Item::Record(r),
-                FrameItem::Warning(w) => Item::Warning(w),
-            }));
+            out.extend(
+                g.read_upto(&self.file, BATCH)?
+                    .into_iter()
+                    .map(|i| match i {
+                        FrameItem::Record(_, r) => Item::Record(r),
+                        FrameItem::Warning(w) => Item::Warning(w),
+                    }),
+            );
+            self.behind = g.behind();
             return Ok(out);
         }
         if self.gave_up {
@@ -238,6 +267,10 @@ impl Follower {
                 .saturating_add((n as u64).saturating_mul(RESYNC_BUDGET_PER_BYTE));
             self.frames(&mut out);
             if n < CHUNK || self.gave_up {
+                return Ok(out);
+            }
+            if out.len() >= BATCH {
+                self.behind = true;
                 return Ok(out);
             }
         }
@@ -686,5 +719,93 @@ mod tests {
         seen.extend(records(&f.read().unwrap()));
         assert_eq!(seen, (0..12_000).collect::<Vec<u64>>());
         assert!(f.offset() > 0 && f.offset() == std::fs::metadata(&p).unwrap().len());
+    }
+
+    #[test]
+    fn a_long_compact_session_is_caught_up_with_in_batches_each_record_once_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("long.ptop");
+        let h = SessionHeader::now(vec!["x".into()], 20.0);
+        let mut w = SessionWriter::create_compact(&p, &h).unwrap();
+        // A history of several chunks, one record longer than a read of the file.
+        let big = "x".repeat(3 << 19);
+        for i in 0..60_000u64 {
+            let text = if i == 7 {
+                big.clone()
+            } else {
+                format!("note {i}")
+            };
+            w.append(&note(i, &text)).unwrap();
+            if i % 1000 == 999 {
+                w.flush().unwrap();
+            }
+        }
+        w.sync().unwrap();
+        let mut f = Follower::open(&p).unwrap();
+        let mut seen = Vec::new();
+        let mut reads = 0;
+        // The writer goes on while the history is read.
+        for i in 60_000..61_000u64 {
+            w.append(&note(i, &format!("note {i}"))).unwrap();
+            if i % 50 == 49 {
+                w.flush().unwrap();
+                let got = f.read().unwrap();
+                assert!(got.iter().all(|i| matches!(i, Item::Record(_))));
+                // A batch, and at most the chunk it stopped in.
+                assert!(got.len() <= BATCH + 8192, "{}", got.len());
+                seen.extend(records(&got));
+                reads += 1;
+            }
+        }
+        w.sync().unwrap();
+        while f.behind() || seen.len() < 61_000 {
+            seen.extend(records(&f.read().unwrap()));
+            reads += 1;
+            assert!(reads < 100, "caught up");
+        }
+        assert!(!f.behind());
+        assert_eq!(seen, (0..61_000).collect::<Vec<u64>>());
+        assert!(reads > 61_000 / (BATCH + 8192), "{reads} reads");
+    }
+
+    #[test]
+    fn a_damaged_chunk_met_while_catching_up_is_said_once_with_its_offset_and_costs_only_its_records(
+    ) {
+        use provetop_shared::session::compact::index::Index;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("dam.ptop");
+        let h = SessionHeader::now(vec!["x".into()], 20.0);
+        let mut w = SessionWriter::create_compact(&p, &h).unwrap();
+        for i in 0..50_000u64 {
+            w.append(&note(i, &format!("note {i}"))).unwrap();
+            if i % 1000 == 999 {
+                w.flush().unwrap();
+            }
+        }
+        w.sync().unwrap();
+        drop(w);
+        let (at, head) = Index::open(&p).unwrap().chunks[2];
+        let mut data = std::fs::read(&p).unwrap();
+        data[at as usize + 300] ^= 0x20;
+        std::fs::write(&p, &data).unwrap();
+        let mut f = Follower::open(&p).unwrap();
+        let (mut seen, mut warnings) = (Vec::new(), Vec::new());
+        for _ in 0..40 {
+            for i in f.read().unwrap() {
+                match i {
+                    Item::Record(r) => seen.push(r.t),
+                    Item::Warning(w) => warnings.push(w),
+                }
+            }
+        }
+        let lost = head.first_seq..head.first_seq + u64::from(head.count);
+        assert_eq!(
+            seen,
+            (0..50_000)
+                .filter(|i| !lost.contains(i))
+                .collect::<Vec<u64>>()
+        );
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(warnings[0].offset, Some(at));
     }
 }

@@ -7,7 +7,9 @@
 //! at the end of the last chunk read whole from the chunks before it, and damage past that
 //! point is only reported once it is seen twice with the file unchanged in length (a commit
 //! caught half way reads as damage for a moment). The bytes read per call are the tail and
-//! what came since, in windows of at most [`WINDOW`] bytes plus one block.
+//! what came since, a MiB at a time (a longer block whole; past damage, the window the
+//! search for the next intact block needs), and [`Growing::read_upto`] stops between blocks
+//! once it has enough records: catching up with a file of weeks holds a few chunks at once.
 
 use std::fs::File;
 use std::io;
@@ -16,8 +18,10 @@ use super::{block_at, decode_chunk, plausible_block, read_full, Block};
 use crate::session::frame::{FrameError, FrameItem};
 use crate::session::{Warning, MAX_FRAME};
 
-/// Bytes examined per read of the file.
-pub const WINDOW: usize = 8 << 20;
+/// Bytes read at a time (more when a block is longer).
+const READ: usize = 1 << 20;
+/// Bytes examined past damage for the next intact block: a window and a whole block.
+const SCAN: usize = (8 << 20) + MAX_FRAME as usize + 8;
 
 /// A compact session file being followed.
 pub struct Growing {
@@ -32,6 +36,8 @@ pub struct Growing {
     /// `committed` then: while those bytes are unchanged the writer has not committed, and
     /// the tail read already need not be read again.
     resume: Option<(u64, [u8; 9])>,
+    /// The last read stopped short of the end ([`Growing::read_upto`]).
+    behind: bool,
 }
 
 impl Growing {
@@ -43,6 +49,7 @@ impl Growing {
             suspect: None,
             told: Vec::new(),
             resume: None,
+            behind: false,
         }
     }
 
@@ -53,6 +60,13 @@ impl Growing {
 
     /// The records (and warnings) that came since the last call.
     pub fn read(&mut self, file: &File) -> io::Result<Vec<FrameItem>> {
+        self.read_upto(file, usize::MAX)
+    }
+
+    /// [`Growing::read`], stopping between blocks once `most` records are out: a file of
+    /// weeks is caught up with in bounded memory ([`Growing::behind`] says there is more).
+    pub fn read_upto(&mut self, file: &File, most: usize) -> io::Result<Vec<FrameItem>> {
+        self.behind = false;
         let len = file.metadata()?.len();
         let mut out = Vec::new();
         let mut pos = self.committed.min(len);
@@ -68,15 +82,25 @@ impl Growing {
             }
         }
         let mut buf = Vec::new();
+        // Bytes the next read must bring: a block longer than a read, or room to look for
+        // the next intact block past damage.
+        let mut need = 0usize;
         while pos < len {
-            let want = (len - pos).min((WINDOW + MAX_FRAME as usize + 8) as u64) as usize;
+            let want = (len - pos).min(READ.max(need) as u64) as usize;
+            need = 0;
             buf.resize(want, 0);
             let n = read_full(file, &mut buf, pos)?;
             buf.truncate(n);
+            // Whether the buffer reaches the end of the file (or the file was cut meanwhile).
+            let to_end = n < want || pos + n as u64 >= len;
             let mut p = 0usize;
             let stop = loop {
-                if p >= buf.len() || (p >= WINDOW && p < buf.len()) {
-                    break p >= buf.len();
+                if p >= buf.len() {
+                    break to_end;
+                }
+                if out.len() >= most {
+                    self.behind = true;
+                    break true;
                 }
                 let at = pos + p as u64;
                 match block_at(&buf[p..]) {
@@ -98,8 +122,26 @@ impl Growing {
                         contiguous = false;
                         p += n;
                     }
-                    // The writer's unfinished block.
-                    Err(FrameError::Incomplete) => break true,
+                    Err(FrameError::Incomplete) => {
+                        let rest = &buf[p..];
+                        let whole = rest.get(..4).map_or(9, |b| {
+                            8 + u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize
+                        });
+                        if !to_end && at + whole as u64 <= len {
+                            // Longer than this read: read again from its start (a length
+                            // past any block's is damage, which a full head then shows).
+                            need = whole.clamp(9, 8 + MAX_FRAME as usize);
+                            break false;
+                        }
+                        // The writer's unfinished block.
+                        break true;
+                    }
+                    Err(FrameError::Bad(_)) if !to_end && buf.len() - p < SCAN => {
+                        // Look for the next intact block with as much before it as a whole
+                        // read would have had.
+                        need = SCAN;
+                        break false;
+                    }
                     Err(FrameError::Bad(why)) => {
                         contiguous = false;
                         saw_damage = true;
@@ -120,7 +162,7 @@ impl Growing {
                 }
             };
             pos += p as u64;
-            if stop || p == 0 {
+            if stop || (p == 0 && need == 0) {
                 break;
             }
         }
@@ -131,6 +173,11 @@ impl Growing {
             self.resume = Some((pos, first));
         }
         Ok(out)
+    }
+
+    /// The last read stopped at its `most` records with more in the file.
+    pub fn behind(&self) -> bool {
+        self.behind
     }
 
     fn chunk(&mut self, at: u64, head: &super::ChunkHead, z: &[u8], out: &mut Vec<FrameItem>) {
