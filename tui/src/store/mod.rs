@@ -231,6 +231,9 @@ impl Store {
         model.apply_into(rec, &mut p.fx);
         let mut relabel = false;
         let keep = self.figures != Figures::Text;
+        // Replay's `]`/`[` and `a`/`A` read the phase starts and alert times: a streamed
+        // store's readers do not (one each a phase a proof would pile up).
+        let nav = !self.records_gone;
         for e in &p.fx {
             match e {
                 Effect::SpanOpened {
@@ -238,7 +241,7 @@ impl Store {
                     first_of_phase,
                     ..
                 } => {
-                    if *first_of_phase && keep {
+                    if *first_of_phase && nav {
                         self.phase_starts.push(hi);
                     }
                     relabel = true;
@@ -265,8 +268,8 @@ impl Store {
                     }
                 }
                 Effect::SrsReady { .. } => p.srs_ready = true,
-                Effect::AlertFired(_) if keep => self.alerts.push(hi),
-                Effect::ThresholdPhaseChanged(_) if !keep => {}
+                Effect::AlertFired(_) if nav => self.alerts.push(hi),
+                Effect::ThresholdPhaseChanged(_) if !nav => {}
                 Effect::ThresholdPhaseChanged(_) if !self.has_events => self.phase_starts.push(hi),
                 Effect::ThresholdPhaseChanged(_) => p.threshold_starts.push(hi),
                 _ => {}
