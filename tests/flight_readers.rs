@@ -2,7 +2,8 @@
 //! `compare` of a flight session hours long (the testkit's generator) stay under 64 MiB of
 //! peak RSS, measured by the kernel for the real binary, where loading it whole took several
 //! times that; and what they print is what the whole-file readers print, on those sessions
-//! and on every shipped recording.
+//! and on every shipped recording. `replay --follow` of the same hours reads them a batch at a
+//! time, within its live model's bounds.
 
 use std::path::{Path, PathBuf};
 
@@ -230,3 +231,37 @@ fn an_export_imported_exports_the_same_lines_and_rows() {
     );
     assert!(!out.exists());
 }
+
+#[test]
+fn replay_follow_catches_up_with_hours_of_flight_a_batch_at_a_time_within_the_live_models_bounds() {
+    use provetop_testkit::tmux::{have_tmux, sh_quote, Tmux};
+    if !have_tmux("replay_follow_catches_up") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let long = dir.path().join("long.ptop");
+    write_flight(&long, HOURS * 3600, 5, true);
+    // `exec`: the pane's process is provetop itself.
+    let cmd = format!(
+        "exec {} replay --follow {}",
+        sh_quote(&provetop_testkit::bins::provetop().display().to_string()),
+        sh_quote(&long.display().to_string())
+    );
+    let tmux = Tmux::start("follow_long", 100, 30, &cmd);
+    let pid: u32 = tmux.format("#{pane_pid}").trim().parse().expect("pane pid");
+    // The session's end is on the screen once its history is read.
+    let s = tmux.wait_for("caught up", std::time::Duration::from_secs(120), |s| {
+        s.contains(&format!("up {}h59m", HOURS - 1))
+    });
+    let peak = provetop_testkit::procs::status_kb(pid, "VmHWM").expect("VmHWM");
+    // The live model's own bounds (its series, histories, log): not the records read.
+    assert!(
+        peak < FOLLOW_BOUND_KIB,
+        "replay --follow: peak RSS {peak} KiB, over {FOLLOW_BOUND_KIB} KiB\n{s}"
+    );
+    tmux.keys(&["q"]);
+}
+
+/// What following the long session may take, KiB: the live screen's model of hours at
+/// 20 Hz. Holding the file's records at once took several times that.
+const FOLLOW_BOUND_KIB: u64 = 128 << 10;
