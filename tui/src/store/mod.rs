@@ -115,10 +115,11 @@ pub struct Store {
 pub enum Figures {
     /// Nothing more (export).
     Text,
-    /// The tables' figures: spans folded per phase, proofs, seek times (classify).
+    /// The tables' figures: spans folded per phase, proofs as the mode table counts them
+    /// (40 bytes each), seek times (classify).
     Tables,
-    /// Those and each closed span's duration and peak (compare's phase figures: 40 bytes a
-    /// span, the one part that grows with the count of spans).
+    /// Those, the finished proofs whole, and each closed span's duration and peak (compare's
+    /// selections and phase figures: 40 bytes a span, 128 a proof).
     Spans,
 }
 
@@ -264,7 +265,11 @@ impl Store {
                 Effect::ProofFinished(pr) if model.has_events() && keep => {
                     if let Some(f) = pr.finished_ok() {
                         self.finished.push(f);
-                        self.finished_spans.push(pr.clone());
+                        // Compare's selections read the proofs whole; classify's tables
+                        // only what `finished` keeps.
+                        if self.figures == Figures::Spans {
+                            self.finished_spans.push(pr.clone());
+                        }
                     }
                 }
                 Effect::SrsReady { .. } => p.srs_ready = true,
@@ -569,7 +574,8 @@ impl Store {
     }
 
     /// Proofs that finished ok, in the order they finished, with their ids and the RSS seen
-    /// while each ran (interval peaks included).
+    /// while each ran (interval peaks included); none in a store streamed for
+    /// [`Figures::Tables`] or [`Figures::Text`].
     pub fn finished_proofs(&self) -> &[ProofSpan] {
         &self.finished_spans
     }
