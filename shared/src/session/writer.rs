@@ -227,7 +227,6 @@ impl SessionWriter {
         };
         self.out.flush()?;
         let mut done = 0;
-        let mut placed = Vec::new();
         while done < tail.records.len() {
             let n = (tail.records.len() - done).min(super::compact::MAX_CHUNK_RECORDS as usize);
             let first = tail.first_seq + done as u64;
@@ -242,7 +241,15 @@ impl SessionWriter {
                 return Err(e);
             }
             file.write_all_at(&block, tail.start)?;
-            placed.push((tail.start, block[..8 + super::compact::CHUNK_HEAD].to_vec()));
+            // The chunk is in place for good (a crash from here on leaves it whole where it
+            // is): the index may name it.
+            if self
+                .index
+                .as_mut()
+                .is_some_and(|ix| ix.add(tail.start, &block).is_err())
+            {
+                self.index = None;
+            }
             tail.start += block.len() as u64;
             tail.bytes = end + block.len() as u64 - tail.start;
             done += n;
@@ -254,12 +261,6 @@ impl SessionWriter {
         tail.records = super::compact::Pending::default();
         tail.bytes = 0;
         self.bytes = tail.start;
-        // The chunks are in place for good: the index may name them.
-        if let Some(ix) = &mut self.index {
-            if placed.iter().any(|(at, b)| ix.add(*at, b).is_err()) {
-                self.index = None;
-            }
-        }
         Ok(())
     }
 

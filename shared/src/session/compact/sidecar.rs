@@ -13,7 +13,8 @@
 //! Contract: the index is a cache, never the record. The writer appends an entry only once
 //! its chunk is in place for good, and gives the index up (removing it) at the first failed
 //! write, so a session without one, or with one cut short, still reads whole: [`read`] takes
-//! the entries up to the first that is torn or impossible, and only when the file's own heads
+//! the entries up to the first that is torn, impossible or not just after the one before
+//! (chunks lie back to back from the header), and only when the file's own heads
 //! agree with the index at its last entry and at a few spread over it; a reader then walks
 //! the session's blocks from the end of the last entry, as it walks a session without one.
 //! An index of another file (its session's first bytes differ) is never used.
@@ -127,7 +128,9 @@ pub fn read(
         }
         let (at, head) = (le64(e), &e[8..8 + HEAD]);
         let end = at + 8 + u64::from(le32(head));
-        if at < next || end > len || !plausible_block(head) {
+        // Chunks lie back to back from the header: an entry elsewhere (a gap left by an
+        // entry not written) ends what the index gives, and the rest is walked.
+        if at != next || end > len || !plausible_block(head) {
             break;
         }
         let Ok(h) = chunk_head(&head[8..]) else {
@@ -223,7 +226,7 @@ mod tests {
     }
 
     #[test]
-    fn an_index_cut_short_or_torn_is_used_up_to_its_last_whole_entry() {
+    fn an_index_cut_short_torn_or_with_a_gap_is_used_only_up_to_there() {
         let dir = tempfile::tempdir().unwrap();
         let (p, _) = session(dir.path());
         let walk = walked(&p);
@@ -236,6 +239,12 @@ mod tests {
         let mut torn = whole.clone();
         torn[12 + 3 * ENTRY + 20] ^= 1;
         std::fs::write(path_of(&p), &torn).unwrap();
+        assert_eq!(opened(&p), walk);
+        // An entry missing in the middle (one whose write failed): the chunks after the gap
+        // are walked, not left out.
+        let mut gap = whole[..12 + 3 * ENTRY].to_vec();
+        gap.extend_from_slice(&whole[12 + 4 * ENTRY..]);
+        std::fs::write(path_of(&p), &gap).unwrap();
         assert_eq!(opened(&p), walk);
     }
 
