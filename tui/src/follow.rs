@@ -47,8 +47,8 @@ pub const POLL: Duration = Duration::from_millis(100);
 pub const SAFETY_POLL: Duration = Duration::from_secs(1);
 /// Bytes read per system call.
 const CHUNK: usize = 1 << 20;
-/// Records a read returns at most (and a frame's worth more), so that catching up with a
-/// file of weeks holds a few chunks' records at once, not the file's.
+/// Records after which a read stops (between frames, or after the chunk that passed it), so
+/// that catching up with a file of weeks holds a few chunks' records at once, not the file's.
 pub const BATCH: usize = 1 << 14;
 
 /// What [`Follower::read`] yields.
@@ -236,14 +236,10 @@ impl Follower {
         let mut out: Vec<Item> = self.opened.drain(..).map(Item::Warning).collect();
         self.behind = false;
         if let Some(g) = &mut self.compact {
-            out.extend(
-                g.read_upto(&self.file, BATCH)?
-                    .into_iter()
-                    .map(|i| match i {
-                        FrameItem::Record(_, r) => Item::Record(r),
-                        FrameItem::Warning(w) => Item::Warning(w),
-                    }),
-            );
+            out.extend(g.read(&self.file, BATCH)?.into_iter().map(|i| match i {
+                FrameItem::Record(_, r) => Item::Record(r),
+                FrameItem::Warning(w) => Item::Warning(w),
+            }));
             self.behind = g.behind();
             return Ok(out);
         }

@@ -8,7 +8,7 @@
 //! point is only reported once it is seen twice with the file unchanged in length (a commit
 //! caught half way reads as damage for a moment). The bytes read per call are the tail and
 //! what came since, a MiB at a time (a longer block whole; past damage, the window the
-//! search for the next intact block needs), and [`Growing::read_upto`] stops between blocks
+//! search for the next intact block needs), and [`Growing::read`] stops between blocks
 //! once it has enough records: catching up with a file of weeks holds a few chunks at once.
 
 use std::fs::File;
@@ -36,7 +36,7 @@ pub struct Growing {
     /// `committed` then: while those bytes are unchanged the writer has not committed, and
     /// the tail read already need not be read again.
     resume: Option<(u64, [u8; 9])>,
-    /// The last read stopped short of the end ([`Growing::read_upto`]).
+    /// The last read stopped short of the end, at its `most` records.
     behind: bool,
 }
 
@@ -58,14 +58,10 @@ impl Growing {
         self.committed
     }
 
-    /// The records (and warnings) that came since the last call.
-    pub fn read(&mut self, file: &File) -> io::Result<Vec<FrameItem>> {
-        self.read_upto(file, usize::MAX)
-    }
-
-    /// [`Growing::read`], stopping between blocks once `most` records are out: a file of
-    /// weeks is caught up with in bounded memory ([`Growing::behind`] says there is more).
-    pub fn read_upto(&mut self, file: &File, most: usize) -> io::Result<Vec<FrameItem>> {
+    /// The records (and warnings) that came since the last call, stopping between blocks
+    /// once `most` records are out: a file of weeks is caught up with in bounded memory
+    /// ([`Growing::behind`] says there is more).
+    pub fn read(&mut self, file: &File, most: usize) -> io::Result<Vec<FrameItem>> {
         self.behind = false;
         let len = file.metadata()?.len();
         let mut out = Vec::new();
