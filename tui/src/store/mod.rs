@@ -274,9 +274,9 @@ impl Store {
                 }
                 Effect::SrsReady { .. } => p.srs_ready = true,
                 Effect::AlertFired(_) if nav => self.alerts.push(hi),
-                Effect::ThresholdPhaseChanged(_) if !nav => {}
-                Effect::ThresholdPhaseChanged(_) if !self.has_events => self.phase_starts.push(hi),
-                Effect::ThresholdPhaseChanged(_) => p.threshold_starts.push(hi),
+                Effect::ThresholdPhaseChanged(_) if nav && !self.has_events => {
+                    self.phase_starts.push(hi)
+                }
                 _ => {}
             }
         }
@@ -433,9 +433,6 @@ impl Store {
         store.loaded.warnings = warnings;
         if has_events.is_none() {
             store.has_events = pass.saw_events;
-            if !pass.saw_events {
-                store.phase_starts = std::mem::take(&mut pass.threshold_starts);
-            }
         }
         store.finish(pass);
         Ok(Ok(store))

@@ -20,8 +20,6 @@ pub(super) struct Pass {
     pub(super) prev_sample: Option<(u64, bool)>,
     pub(super) srs_ready: bool,
     pub(super) snap_bytes: usize,
-    /// Threshold phase starts, kept aside while whether the file has events is unknown.
-    pub(super) threshold_starts: Vec<u64>,
     pub(super) saw_events: bool,
 }
 
@@ -45,7 +43,6 @@ impl Pass {
             prev_sample: None,
             srs_ready: false,
             snap_bytes: 0,
-            threshold_starts: Vec::new(),
             saw_events: false,
         }
     }

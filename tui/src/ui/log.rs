@@ -63,12 +63,13 @@ pub fn draw(buf: &mut Buffer, area: Rect, app: &App) {
     // The line scrolled back to (what `l` opens) is the bottom one, until the lines above it
     // no longer fill the pane: then the pane stays full from the oldest line, and that line's
     // time is marked.
-    let (start, stop) = if end < h && app.view.log_back > 0 {
+    let pinned = app.view.log_back > 0 && end < h;
+    let (start, stop) = if pinned {
         (0, log.len().min(h))
     } else {
         (end.saturating_sub(h), end)
     };
-    let marked = (app.view.log_back > 0 && end < h).then(|| end.saturating_sub(1));
+    let marked = pinned.then(|| end.saturating_sub(1));
     for (i, line) in log[start..stop].iter().enumerate() {
         let stamp = fmt_clock(line.t.saturating_sub(app.origin), true);
         let style = if marked == Some(start + i) {
