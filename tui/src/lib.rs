@@ -35,6 +35,7 @@ pub mod scan;
 pub mod series;
 pub mod sessions;
 pub mod settings;
+pub mod spill;
 pub mod store;
 pub mod terminal;
 pub mod text;

@@ -4,14 +4,17 @@
 //!
 //! Contract: entry `i` is the `i`-th span [`super::Spans`] finished (its SRS loads included),
 //! as it was then, without the memory seen while it was open (a span taken back carries empty
-//! [`super::Stats`]: nothing draws a closed span's). About 40 bytes a span where a
-//! [`PhaseSpan`] held by a model costs several hundred.
+//! [`super::Stats`]: nothing draws a closed span's). 40 bytes a span, kept in a [`Spill`]: the
+//! newest block in memory, the rest in a temporary file, so a replay of any length holds the
+//! same (a [`PhaseSpan`] held by a model costs several hundred).
 
 use std::collections::HashMap;
+use std::io;
 
 use provetop_shared::Phase;
 
 use super::span::PhaseSpan;
+use crate::spill::{u64_at, Fixed, Spill};
 
 /// One closed span, its phase an index into the archive's table.
 #[derive(Debug, Clone, Copy)]
@@ -33,10 +36,37 @@ const FAILED: u32 = 8 << 28;
 /// The phase index's bits (names past 2^28 distinct ones share the last index).
 const PHASE: u32 = PARTITION - 1;
 
+impl Fixed for Entry {
+    const SIZE: usize = 40;
+    fn put(&self, out: &mut Vec<u8>) {
+        for v in [
+            self.proof_id,
+            self.start,
+            self.end,
+            self.duration_s.to_bits(),
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&self.partition.to_le_bytes());
+        out.extend_from_slice(&self.phase.to_le_bytes());
+    }
+    fn take(b: &[u8]) -> Self {
+        let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+        Entry {
+            proof_id: u64_at(b, 0),
+            start: u64_at(b, 1),
+            end: u64_at(b, 2),
+            duration_s: f64::from_bits(u64_at(b, 3)),
+            partition: u32_at(32),
+            phase: u32_at(36),
+        }
+    }
+}
+
 /// The closed spans of a session, compact, in closing order.
 #[derive(Debug, Default)]
 pub struct SpanArchive {
-    entries: Vec<Entry>,
+    entries: Spill<Entry>,
     phases: Vec<Phase>,
     index: HashMap<Phase, u32>,
 }
@@ -78,19 +108,37 @@ impl SpanArchive {
         self.entries.is_empty()
     }
 
-    /// Span `i`'s end.
-    pub fn end(&self, i: usize) -> u64 {
-        self.entries[i].end
+    /// Walking back from span `hi` (exclusive): the spans that end at `from` or later, until
+    /// one ends before it or `most` are taken; returns where the walk stopped and the spans
+    /// taken, each with its index and whether it was read from log lines, in closing order.
+    /// Reads a block of the archive at a time.
+    pub fn back(
+        &self,
+        hi: usize,
+        from: u64,
+        most: usize,
+    ) -> io::Result<(usize, Vec<(usize, PhaseSpan)>)> {
+        let mut lo = hi.min(self.len());
+        let mut taken = Vec::new();
+        let mut block = Vec::new();
+        'walk: while lo > 0 && taken.len() < most {
+            let a = lo.saturating_sub(Spill::<Entry>::block());
+            block.clear();
+            self.entries.each_in(a, lo, &mut |_, e| block.push(e))?;
+            for e in block.iter().rev() {
+                if e.end < from || taken.len() >= most {
+                    break 'walk;
+                }
+                lo -= 1;
+                taken.push((lo, self.span_of(e)));
+            }
+        }
+        taken.reverse();
+        Ok((lo, taken))
     }
 
-    /// Whether span `i` was read from log lines.
-    pub fn derived(&self, i: usize) -> bool {
-        self.entries[i].phase & DERIVED != 0
-    }
-
-    /// Span `i` as it closed, without its memory stats.
-    pub fn span(&self, i: usize) -> PhaseSpan {
-        let e = &self.entries[i];
+    /// An entry as the span it was, without its memory stats.
+    fn span_of(&self, e: &Entry) -> PhaseSpan {
         let on = |f: u32| e.phase & f != 0;
         let mut s = PhaseSpan::open(
             e.proof_id,
@@ -105,10 +153,19 @@ impl SpanArchive {
         s
     }
 
+    /// Span `i` as it closed, without its memory stats.
+    pub fn span(&self, i: usize) -> io::Result<PhaseSpan> {
+        Ok(self.span_of(&self.entries.get(i)?))
+    }
+
+    /// Why the archive stays in memory (its temporary file could not be written).
+    pub fn failed(&self) -> Option<&str> {
+        self.entries.failed()
+    }
+
     /// Bytes held, nearly.
     pub fn bytes(&self) -> usize {
-        self.entries.capacity() * std::mem::size_of::<Entry>()
-            + self.phases.len() * 2 * std::mem::size_of::<Phase>()
+        self.entries.bytes() + self.phases.len() * 2 * std::mem::size_of::<Phase>()
     }
 }
 
@@ -130,9 +187,36 @@ mod tests {
         t.derived = true;
         a.push(&t);
         s.rss = Default::default();
-        assert_eq!(a.span(0), s);
-        assert_eq!(a.span(1), t);
-        assert_eq!((a.len(), a.end(1), a.derived(1)), (2, 400, true));
+        assert_eq!(a.span(0).unwrap(), s);
+        assert_eq!(a.span(1).unwrap(), t);
+        assert_eq!(a.len(), 2);
         assert_eq!(std::mem::size_of::<Entry>(), 40);
+    }
+
+    #[test]
+    fn walking_back_takes_the_spans_that_end_in_the_window_from_memory_and_the_file() {
+        let mut a = SpanArchive::default();
+        let n = Spill::<Entry>::block() * 3 + 10;
+        for i in 0..n as u64 {
+            let mut s = PhaseSpan::open(i, Phase::Synthesis, None, i * 10);
+            s.end = Some(i * 10 + 5);
+            s.duration_s = Some(i as f64);
+            a.push(&s);
+        }
+        // Every span from the one that ends at or after `from`, newest first, up to `most`.
+        let from = (n as u64 - 3000) * 10;
+        let (lo, taken) = a.back(n, from, usize::MAX).unwrap();
+        assert_eq!(lo, n - 3000);
+        assert_eq!(taken.len(), 3000);
+        for (i, s) in &taken {
+            assert_eq!(s.proof_id, *i as u64);
+            assert_eq!(s.end, Some(*i as u64 * 10 + 5));
+            assert_eq!(s.duration_s, Some(*i as f64));
+        }
+        let (lo, taken) = a.back(n - 5, 0, 100).unwrap();
+        assert_eq!((lo, taken.len()), (n - 105, 100));
+        assert_eq!(taken.last().unwrap().0, n - 6);
+        assert_eq!(a.back(n, u64::MAX, 10).unwrap().1.len(), 0);
+        assert!(a.bytes() < 3 * crate::spill::BLOCK_BYTES);
     }
 }

@@ -254,25 +254,24 @@ impl Spans {
     /// Take back from `archive` the spans [`Spans::light`] left out that a window from `t0`
     /// shows (or that end up to [`FILL_SLACK_NS`] before it), into `closed` in its order and
     /// within its bound, so the window shows what a model that kept its own would. They
-    /// come without their memory stats. Cheap when there is nothing to take back.
-    pub fn fill(&mut self, archive: &SpanArchive, t0: u64) {
+    /// come without their memory stats. Cheap when there is nothing to take back; fails
+    /// only where the archive's temporary file cannot be read (nothing is taken back then).
+    pub fn fill(&mut self, archive: &SpanArchive, t0: u64) -> std::io::Result<()> {
         let hi = self.unfilled.min(archive.len());
         let from = t0.saturating_sub(FILL_SLACK_NS);
-        let mut lo = hi;
-        while lo > 0 && archive.end(lo - 1) >= from && hi - lo + self.closed.len() < MAX_SPANS {
-            lo -= 1;
-        }
+        let (lo, taken) = archive.back(hi, from, MAX_SPANS.saturating_sub(self.closed.len()))?;
         if lo == hi {
-            return;
+            return Ok(());
         }
         let dropped = self.dropped_at.unwrap_or(0);
-        let mut older: Vec<(u64, usize)> = (lo..hi)
-            .filter(|&i| !(i < dropped && archive.derived(i)))
-            .map(|i| (archive.end(i), i))
+        let mut older: Vec<(u64, usize, PhaseSpan)> = taken
+            .into_iter()
+            .filter(|(i, s)| !(*i < dropped && s.derived))
+            .map(|(i, s)| (s.end.unwrap_or(s.start), i, s))
             .collect();
         // Ascending by end, then by closing order: where `finish` puts each.
-        older.sort_unstable();
-        let older = older.into_iter().map(|(_, i)| archive.span(i)).collect();
+        older.sort_unstable_by_key(|o| (o.0, o.1));
+        let older = older.into_iter().map(|(_, _, s)| s).collect();
         self.closed
             .merge_older(older, MAX_SPANS, |s| s.end.unwrap_or(s.start));
         self.unfilled = if self.closed.len() >= MAX_SPANS {
@@ -280,6 +279,7 @@ impl Spans {
         } else {
             lo
         };
+        Ok(())
     }
 
     /// `phase_started`: a repeated start of the same key closes the earlier one (its end was

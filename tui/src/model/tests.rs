@@ -682,7 +682,7 @@ fn a_light_model_filled_from_the_archive_shows_the_spans_a_whole_model_shows() {
     let end = whole.now();
     for m in &mut played {
         for t0 in [end, end - 30 * S, end - 200 * S, 0] {
-            m.spans.fill(&archive, t0);
+            m.spans.fill(&archive, t0).unwrap();
             assert_eq!(
                 drawn_spans(m, t0, end),
                 drawn_spans(&whole, t0, end),

@@ -255,6 +255,12 @@ impl Pass {
         for s in self.closed.drain(..) {
             ix.spans.push(&s);
         }
+        if let Some(why) = ix.spans.failed() {
+            let w = format!("closed phase spans are kept in memory ({why})");
+            if !ix.warnings.contains(&w) {
+                ix.warnings.push(w);
+            }
+        }
         ix.hi = self.hi;
         ix.abrupt = self.abrupt;
         ix.records = self.records;

@@ -356,8 +356,17 @@ impl Timeline {
 
     /// Take back into `model`, from a snapshot, the closed phase spans a window from `t0`
     /// shows ([`crate::model::Spans::fill`]).
+    /// An archive that cannot be read back is said once, in the pass's warnings.
     pub fn fill_spans(&self, model: &mut Model, t0: u64) {
-        model.spans.fill(&self.indexed().spans, t0);
+        let mut ix = self.indexed();
+        if let Err(e) = model.spans.fill(&ix.spans, t0) {
+            let w = format!(
+                "closed phase spans could not be read back ({e}): the window shows only the newest"
+            );
+            if !ix.warnings.contains(&w) {
+                ix.warnings.push(w);
+            }
+        }
     }
 
     /// What the background pass has published so far.
