@@ -125,6 +125,9 @@ impl SpanArchive {
             let a = lo.saturating_sub(Spill::<Entry>::block());
             block.clear();
             self.entries.each_in(a, lo, &mut |_, e| block.push(e))?;
+            if block.is_empty() {
+                break;
+            }
             for e in block.iter().rev() {
                 if e.end < from || taken.len() >= most {
                     break 'walk;
@@ -156,6 +159,11 @@ impl SpanArchive {
     /// Span `i` as it closed, without its memory stats.
     pub fn span(&self, i: usize) -> io::Result<PhaseSpan> {
         Ok(self.span_of(&self.entries.get(i)?))
+    }
+
+    /// Spans in the temporary file (the rest are in memory).
+    pub fn on_disk(&self) -> usize {
+        self.entries.on_disk()
     }
 
     /// Why the archive stays in memory (its temporary file could not be written).

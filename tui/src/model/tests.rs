@@ -623,7 +623,8 @@ fn drawn_spans(m: &Model, t0: u64, t1: u64) -> Vec<(String, u64, Option<u64>, bo
 #[test]
 fn a_light_model_filled_from_the_archive_shows_the_spans_a_whole_model_shows() {
     // Spans read from log lines (dropped when the protocol speaks), then the prover's own,
-    // some ending out of order; a light copy taken at every record.
+    // some ending out of order, more than the archive keeps in memory; a light copy taken at
+    // each of the first records, then every 61st.
     let mut recs = vec![
         derived(
             S,
@@ -644,7 +645,7 @@ fn a_light_model_filled_from_the_archive_shows_the_spans_a_whole_model_shows() {
         ),
         ev(3 * S, hello()),
     ];
-    for k in 0..40u64 {
+    for k in 0..1000u64 {
         let t = 4 * S + k * 10 * S;
         let part = Some((k % 3) as u32);
         recs.push(phase(t, k, Phase::MsmH, part, true));
@@ -662,16 +663,22 @@ fn a_light_model_filled_from_the_archive_shows_the_spans_a_whole_model_shows() {
     let mut whole = Model::new(Thresholds::default());
     let mut archive = SpanArchive::default();
     let mut lights = Vec::new();
-    for r in &recs {
-        lights.push(whole.light(crate::series::Limits::default(), 8, 64));
+    for (i, r) in recs.iter().enumerate() {
+        if i < 12 || i % 61 == 0 {
+            lights.push((i, whole.light(crate::series::Limits::default(), 8, 64)));
+        }
         for e in whole.apply(r) {
             if let Effect::SpanClosed { span, .. } = e {
                 archive.push(&span);
             }
         }
     }
+    assert!(
+        archive.on_disk() > 0,
+        "some spans are in the archive's file"
+    );
     let mut played = Vec::new();
-    for (i, light) in lights.into_iter().enumerate() {
+    for (i, light) in lights {
         assert!(light.spans.closed.is_empty());
         let mut m = light;
         for r in &recs[i..] {
@@ -681,7 +688,7 @@ fn a_light_model_filled_from_the_archive_shows_the_spans_a_whole_model_shows() {
     }
     let end = whole.now();
     for m in &mut played {
-        for t0 in [end, end - 30 * S, end - 200 * S, 0] {
+        for t0 in [end, end - 30 * S, end - 200 * S, end - 6000 * S, 0] {
             m.spans.fill(&archive, t0).unwrap();
             assert_eq!(
                 drawn_spans(m, t0, end),
