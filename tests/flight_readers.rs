@@ -143,8 +143,12 @@ fn the_streaming_readers_print_what_the_whole_file_readers_print() {
     let dir = tempfile::tempdir().expect("tempdir");
     let compact = dir.path().join("compact.ptop");
     let frames = dir.path().join("frames.ptop");
-    write_flight(&compact, 1200, 3, true);
+    // Two hours: more closed spans than a spill block (compare reads them back from its file).
+    write_flight(&compact, 7200, 3, true);
     write_flight(&frames, 1200, 3, false);
+    let spilled = Store::scan(&compact, Thresholds::default()).expect("load");
+    assert!(spilled.span_digest().closed.on_disk() > 0);
+    drop(spilled);
     let mut files: Vec<PathBuf> = vec![compact, frames];
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     for d in ["assets", "tests/golden/loglines/h200"] {

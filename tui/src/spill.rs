@@ -18,8 +18,11 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 
-/// Bytes of encoded items written or read back at a time.
-pub const BLOCK_BYTES: usize = 64 << 10;
+use provetop_shared::nth::{Nth, Rank};
+
+/// Bytes of encoded items written or read back at a time (small: the tests' sessions of an
+/// hour or a few already spill).
+pub const BLOCK_BYTES: usize = 8 << 10;
 
 /// An item of a fixed encoded size.
 pub trait Fixed: Copy {
@@ -261,6 +264,23 @@ impl<T: Fixed> Spill<T> {
         file.write_all_at(&buf, (i * T::SIZE) as u64)
     }
 
+    /// The element at `rank(len)` of the values `pick` takes from the items (len: how many it
+    /// took), as sorting them would place it: exact, in passes over the items
+    /// ([`provetop_shared::nth`]), never holding them. `None` when it took none.
+    pub fn nth(&self, rank: Rank, pick: &dyn Fn(&T) -> Option<u64>) -> io::Result<Option<u64>> {
+        let mut n = Nth::new(rank);
+        loop {
+            self.each(&mut |x| {
+                if let Some(v) = pick(&x) {
+                    n.feed(v);
+                }
+            })?;
+            if let Some(answer) = n.end_pass() {
+                return Ok(answer);
+            }
+        }
+    }
+
     /// Bytes held in memory, nearly.
     pub fn bytes(&self) -> usize {
         let cached = self
@@ -329,6 +349,26 @@ mod tests {
             v.push(9);
             assert_eq!(all(&s), v, "truncate to {}", lo / 2);
         }
+    }
+
+    #[test]
+    fn the_nth_of_the_picked_values_is_the_sorted_ones_element() {
+        let mut s = Spill::<(u64, u64)>::default();
+        let n = Spill::<(u64, u64)>::block() * 2 + 333;
+        let mut odd = Vec::new();
+        for i in 0..n as u64 {
+            let v = (i * 2_654_435_761) % 1_000_003;
+            s.push((i, v));
+            if i % 2 == 1 {
+                odd.push(v);
+            }
+        }
+        odd.sort_unstable();
+        let pick = |x: &(u64, u64)| (x.0 % 2 == 1).then_some(x.1);
+        let median = s.nth(provetop_shared::nth::upper_median, &pick).unwrap();
+        assert_eq!(median, Some(odd[odd.len() / 2]));
+        assert_eq!(s.nth(|_| 0, &pick).unwrap(), Some(odd[0]));
+        assert_eq!(s.nth(|_| 0, &|_| None).unwrap(), None);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use provetop_shared::Phase;
 
 use crate::model::{PhaseSpan, Stats};
+use crate::spill::{u64_at, Fixed, Spill};
 
 /// One phase's spans, folded.
 #[derive(Debug, Clone)]
@@ -61,14 +62,39 @@ pub struct ClosedSpan {
     pub rss_max: u64,
 }
 
+impl Fixed for ClosedSpan {
+    const SIZE: usize = 36;
+    fn put(&self, out: &mut Vec<u8>) {
+        for v in [
+            self.proof_id,
+            self.start,
+            self.duration_s.to_bits(),
+            self.rss_max,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&self.row.to_le_bytes());
+    }
+    fn take(b: &[u8]) -> Self {
+        ClosedSpan {
+            proof_id: u64_at(b, 0),
+            start: u64_at(b, 1),
+            duration_s: f64::from_bits(u64_at(b, 2)),
+            rss_max: u64_at(b, 3),
+            row: u32::from_le_bytes(b[32..36].try_into().expect("4 bytes")),
+        }
+    }
+}
+
 /// The spans folded so far.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct SpanDigest {
     /// Per phase, in the order its first span came.
     pub rows: Vec<PhaseRow>,
     index: HashMap<Phase, usize>,
-    /// Closed spans, in the order they came (closing order); none with `skip_closed`.
-    pub closed: Vec<ClosedSpan>,
+    /// Closed spans, in the order they came (closing order); none with `skip_closed`. Past a
+    /// block they are in a temporary file ([`Spill`]): compare reads them in passes.
+    pub closed: Spill<ClosedSpan>,
     /// Keep no [`ClosedSpan`] (a reader without compare's phase figures).
     pub skip_closed: bool,
     /// Spans folded.
@@ -115,10 +141,12 @@ impl SpanDigest {
                 proof_id: s.proof_id,
                 row: i as u32,
                 start: s.start,
+                // `+ 0.0`: a -0.0 is 0 (compare orders durations by their bits).
                 duration_s: s
                     .duration_s
                     .filter(|d| d.is_finite() && *d >= 0.0)
-                    .unwrap_or(e.saturating_sub(s.start) as f64 / 1e9),
+                    .unwrap_or(e.saturating_sub(s.start) as f64 / 1e9)
+                    + 0.0,
                 rss_max: s.rss.max().unwrap_or(0),
             });
         }

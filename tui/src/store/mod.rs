@@ -67,7 +67,7 @@ pub use place::{place_derived, placed_each, Late, LateFinder, NeedsPlacement, Pl
 pub use tables::{mode_table, phase_table, phase_width};
 
 /// A loaded session file or `timestamp,rss_kb` CSV with its seek index.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Store {
     path: PathBuf,
     loaded: Loaded,

@@ -210,7 +210,8 @@ pub fn summarize_with(
     let mut f = Figures::default();
     memory(&mut f, &mem, &chosen, sel);
     proof_figures(&mut f, has_events, &chosen, &proofs, cycles);
-    phases(&mut f, store, sel, &chosen);
+    phases(&mut f, store, sel, &chosen)
+        .map_err(|e| anyhow::anyhow!("{name}: reading its closed phase spans back: {e}"))?;
     threshold_phases(&mut f, &runs, interval_ns);
     kernel_figures(&mut f, &first.kernel);
 

@@ -4,12 +4,15 @@
 
 use std::collections::HashSet;
 
+use provetop_shared::nth::{upper_median, Rank};
+
 use provetop_shared::classify::{Run, ThresholdPhase};
 use provetop_shared::Phase;
 
 use super::figure::{Figures, Section, Unit};
 use super::Selection;
 use crate::model::ProofSpan;
+use crate::store::digest::ClosedSpan;
 use crate::store::Store;
 
 /// The median (the upper one of an even count, as `classify`'s mode table takes it).
@@ -23,43 +26,61 @@ fn p90(sorted: &[f64]) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-/// Per prover phase, over the spans of the selected proofs: median and p90 of the span
-/// durations, and the peak RSS seen while one was open.
-pub(super) fn phases(f: &mut Figures, store: &Store, sel: &Selection, chosen: &[&ProofSpan]) {
-    let ids: Option<HashSet<u64>> =
-        (!sel.is_all()).then(|| chosen.iter().map(|p| p.proof_id).collect());
-    let digest = store.span_digest();
-    let mut order: Vec<(u64, u32)> = Vec::new();
-    let mut per: std::collections::HashMap<u32, (Vec<f64>, u64)> = Default::default();
-    for s in &digest.closed {
-        if ids.as_ref().is_some_and(|ids| !ids.contains(&s.proof_id)) {
-            continue;
-        }
-        let e = per.entry(s.row).or_insert_with(|| {
-            order.push((s.start, s.row));
-            (Vec::new(), 0)
-        });
-        e.0.push(s.duration_s);
-        e.1 = e.1.max(s.rss_max);
-    }
-    order.sort_by_key(|o| o.0);
-    for (_, row) in order {
-        let (mut d, peak) = per.remove(&row).unwrap_or_default();
-        d.sort_by(f64::total_cmp);
-        let phase: &Phase = &digest.rows[row as usize].phase;
-        let name = crate::text::inert(phase.as_str()).into_owned();
-        push_phase(f, &name, &d, peak, false);
-    }
+/// Where the 90th percentile by nearest rank is among `len` sorted values.
+fn p90_rank(len: u64) -> u64 {
+    (((len as f64) * 0.9).ceil() as u64).clamp(1, len.max(1)) - 1
 }
 
-fn push_phase(f: &mut Figures, name: &str, sorted: &[f64], peak: u64, threshold: bool) {
+/// Per prover phase, over the spans of the selected proofs: median and p90 of the span
+/// durations, and the peak RSS seen while one was open. The closed spans are read in passes
+/// (a pass for the phases, then a few for each percentile), never held: a session of any
+/// length costs the same.
+pub(super) fn phases(
+    f: &mut Figures,
+    store: &Store,
+    sel: &Selection,
+    chosen: &[&ProofSpan],
+) -> std::io::Result<()> {
+    let ids: Option<HashSet<u64>> =
+        (!sel.is_all()).then(|| chosen.iter().map(|p| p.proof_id).collect());
+    let picked = |s: &ClosedSpan| ids.as_ref().is_none_or(|ids| ids.contains(&s.proof_id));
+    let digest = store.span_digest();
+    // Per phase: its first selected span's start, and its peak.
+    let mut order: Vec<(u64, u32)> = Vec::new();
+    let mut peak: std::collections::HashMap<u32, u64> = Default::default();
+    digest.closed.each(&mut |s| {
+        if picked(&s) {
+            let e = peak.entry(s.row).or_insert_with(|| {
+                order.push((s.start, s.row));
+                0
+            });
+            *e = (*e).max(s.rss_max);
+        }
+    })?;
+    order.sort_by_key(|o| o.0);
+    for (_, row) in order {
+        // Durations are finite and never negative (the digest's), so their bits sort as they do.
+        let pick = |s: &ClosedSpan| (s.row == row && picked(s)).then(|| s.duration_s.to_bits());
+        let at = |rank: Rank| -> std::io::Result<f64> {
+            let v = digest.closed.nth(rank, &pick)?;
+            Ok(f64::from_bits(v.expect("the phase has a selected span")))
+        };
+        let (median, p90) = (at(upper_median)?, at(p90_rank)?);
+        let phase: &Phase = &digest.rows[row as usize].phase;
+        let name = crate::text::inert(phase.as_str()).into_owned();
+        push_phase(f, &name, median, p90, peak[&row], false);
+    }
+    Ok(())
+}
+
+fn push_phase(f: &mut Figures, name: &str, median: f64, p90: f64, peak: u64, threshold: bool) {
     let absent = format!("no {name} phase");
     f.push(
         format!("phase_median[{name}]"),
         format!("{name}: median duration"),
         Section::Phase,
         Unit::Seconds,
-        Ok(median(sorted)),
+        Ok(median),
         absent.clone(),
         threshold,
     );
@@ -68,7 +89,7 @@ fn push_phase(f: &mut Figures, name: &str, sorted: &[f64], peak: u64, threshold:
         format!("{name}: p90 duration"),
         Section::Phase,
         Unit::Seconds,
-        Ok(p90(sorted)),
+        Ok(p90),
         absent.clone(),
         threshold,
     );
@@ -102,7 +123,7 @@ pub(super) fn threshold_phases(f: &mut Figures, runs: &[Run], interval_ns: Optio
     for (phase, mut d, max_gib) in per {
         d.sort_by(f64::total_cmp);
         let peak = (max_gib * provetop_shared::units::GIB as f64).round() as u64;
-        push_phase(f, phase.name(), &d, peak, true);
+        push_phase(f, phase.name(), median(&d), p90(&d), peak, true);
     }
 }
 
@@ -117,5 +138,11 @@ mod tests {
         assert_eq!(p90(&v), 9.0);
         assert_eq!(p90(&[4.0]), 4.0);
         assert_eq!(median(&[4.0]), 4.0);
+        // The rank the closed spans' pass selects is the one the sorted slice reads.
+        for n in 1..=25u64 {
+            let v: Vec<f64> = (0..n).map(|i| i as f64).collect();
+            assert_eq!(v[p90_rank(n) as usize], p90(&v), "{n} values");
+            assert_eq!(v[upper_median(n) as usize], median(&v), "{n} values");
+        }
     }
 }
