@@ -49,6 +49,16 @@ impl Fixed for u64 {
     }
 }
 
+impl Fixed for u32 {
+    const SIZE: usize = 4;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn take(b: &[u8]) -> Self {
+        u32::from_le_bytes(b[..4].try_into().expect("4 bytes"))
+    }
+}
+
 impl Fixed for (u64, u64) {
     const SIZE: usize = 16;
     fn put(&self, out: &mut Vec<u8>) {
@@ -223,18 +233,33 @@ impl<T: Fixed> Spill<T> {
         Ok(())
     }
 
-    /// Replace items `lo..hi` (`lo < hi <= len`) by `v`: the items after them move down, a
-    /// block at a time (rare: a late interval that reaches back over merged ones).
+    /// Replace items `lo..hi` (`lo <= hi <= len`; `lo == hi` inserts) by `v`: the items
+    /// after them move, a block at a time (rare: a late interval that reaches back over
+    /// merged ones).
     pub fn replace(&mut self, lo: usize, hi: usize, v: T) -> io::Result<()> {
-        let mut after: Vec<T> = Vec::new();
         let n = self.len();
-        // The file's items past `hi` move down in place; those in memory are re-pushed.
-        let mut write = lo + 1;
-        let mut read = hi;
         let disk_end = self.on_disk;
-        let tail = std::mem::take(&mut self.tail);
-        if lo < disk_end {
+        *self.cache.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
+        if lo >= disk_end {
+            self.tail.splice(lo - disk_end..hi - disk_end, [v]);
+        } else if lo == hi {
+            // Insert: the file's last item moves to the front of the memory's, the others
+            // from `lo` up by one, from the end.
+            let last = self.read_disk(disk_end - 1, disk_end)?[0];
+            let mut to = disk_end - 1;
+            while to > lo {
+                let from = to.saturating_sub(Self::block()).max(lo);
+                let items = self.read_disk(from, to)?;
+                self.write_at(from + 1, &items)?;
+                to = from;
+            }
             self.write_at(lo, &[v])?;
+            self.tail.insert(0, last);
+        } else {
+            // The file's items past `hi` move down in place; those in memory after `hi` stay
+            // after them.
+            self.write_at(lo, &[v])?;
+            let (mut write, mut read) = (lo + 1, hi);
             while read < disk_end {
                 let to = (read + Self::block()).min(disk_end);
                 let items = self.read_disk(read, to)?;
@@ -243,18 +268,23 @@ impl<T: Fixed> Spill<T> {
                 read = to;
             }
             self.on_disk = write;
-            after.extend(tail.iter().skip(read.saturating_sub(disk_end)).copied());
-        } else {
-            after.extend(tail[..lo - disk_end].iter().copied());
-            after.push(v);
-            after.extend(tail[hi - disk_end..].iter().copied());
+            self.tail.drain(..read - disk_end);
         }
-        *self.cache.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
-        for x in after {
-            self.push(x);
+        if self.tail.len() >= Self::block() && self.failed.is_none() {
+            self.flush();
         }
         debug_assert_eq!(self.len(), n - (hi - lo) + 1);
         Ok(())
+    }
+
+    /// The items in order, read back a block at a time.
+    pub fn iter(&self) -> Iter<'_, T> {
+        Iter {
+            spill: self,
+            next: 0,
+            block: Vec::new(),
+            block_at: 0,
+        }
     }
 
     fn write_at(&self, i: usize, items: &[T]) -> io::Result<()> {
@@ -289,6 +319,41 @@ impl<T: Fixed> Spill<T> {
             .map(|c| c.as_ref().map_or(0, |(_, v)| v.capacity()))
             .unwrap_or(0);
         (self.tail.capacity() + cached) * std::mem::size_of::<T>()
+    }
+}
+
+/// [`Spill::iter`]: each item, or the error of reading its block.
+pub struct Iter<'a, T: Fixed> {
+    spill: &'a Spill<T>,
+    next: usize,
+    block: Vec<T>,
+    block_at: usize,
+}
+
+impl<T: Fixed> Iterator for Iter<'_, T> {
+    type Item = io::Result<T>;
+
+    fn next(&mut self) -> Option<io::Result<T>> {
+        let s = self.spill;
+        let i = self.next;
+        if i >= s.len() {
+            return None;
+        }
+        self.next += 1;
+        if i >= s.on_disk {
+            return Some(Ok(s.tail[i - s.on_disk]));
+        }
+        if !(self.block_at..self.block_at + self.block.len()).contains(&i) {
+            let to = (i + Spill::<T>::block()).min(s.on_disk);
+            match s.read_disk(i, to) {
+                Ok(b) => (self.block, self.block_at) = (b, i),
+                Err(e) => {
+                    self.next = s.len();
+                    return Some(Err(e));
+                }
+            }
+        }
+        Some(Ok(self.block[i - self.block_at]))
     }
 }
 
@@ -339,6 +404,8 @@ mod tests {
             s.replace(lo, hi, 7_000_000).unwrap();
             v.splice(lo..hi, [7_000_000]);
             assert_eq!(all(&s), v, "replace {lo}..{hi}");
+            let iterated: Vec<u64> = s.iter().map(Result::unwrap).collect();
+            assert_eq!(iterated, v);
             s.push(1);
             v.push(1);
             assert_eq!(s.get(s.len() - 1).unwrap(), 1);

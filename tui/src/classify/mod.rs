@@ -39,7 +39,7 @@ pub fn main(args: &ClassifyArgs) -> anyhow::Result<i32> {
         let rules = crate::logsession::rules(args.config.as_deref())?;
         let loaded = crate::logsession::load(log, rules)?;
         let store = Store::scan_loaded(log, loaded, args.thresholds);
-        crate::export::write_stdout(render_log(&store).as_bytes())?;
+        crate::export::write_stdout(render_log(&store)?.as_bytes())?;
         return Ok(0);
     }
     let Some(file) = &args.file else {
@@ -83,11 +83,15 @@ pub fn render(store: &Store, thresholds: Thresholds) -> anyhow::Result<String> {
     while !f.end_pass() {
         store.records().iter().for_each(|r| f.feed_medians(r));
     }
-    let util = store.has_events().then(|| {
-        let mut u = utilisation::Plan::new(store, crate::export::session_gpus(store)).fold();
+    let util = if store.has_events() {
+        let mut u = utilisation::Plan::new(store, crate::export::session_gpus(store))
+            .map_err(|e| segments_lost(store, &e))?
+            .fold();
         store.records().iter().for_each(|r| u.feed(r));
-        u
-    });
+        Some(u)
+    } else {
+        None
+    };
     compose(store, thresholds, &f, util.as_ref())
 }
 
@@ -111,7 +115,9 @@ pub fn stream_render(path: &Path, src: &Stream, thresholds: Thresholds) -> anyho
     store.report_warnings();
     let mut done = f.end_pass();
     let util = if store.has_events() {
-        let mut u = utilisation::Plan::new(&store, gpus.sorted()).fold();
+        let mut u = utilisation::Plan::new(&store, gpus.sorted())
+            .map_err(|e| segments_lost(&store, &e))?
+            .fold();
         src.each(&mut |r| {
             u.feed(&r);
             if !done {
@@ -131,6 +137,15 @@ pub fn stream_render(path: &Path, src: &Stream, thresholds: Thresholds) -> anyho
     compose(&store, thresholds, &f, util.as_ref())
 }
 
+/// The error of a phase's covered time or the utilisation's segments lost in their
+/// temporary file (`spill.rs`).
+fn segments_lost(store: &Store, e: &dyn std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: the phases' covered time could not be read back from its temporary file: {e}",
+        store.path().display()
+    )
+}
+
 /// The report from the store's reducer figures and the samples' fold.
 fn compose(
     store: &Store,
@@ -139,6 +154,14 @@ fn compose(
     util: Option<&utilisation::Fold>,
 ) -> anyhow::Result<String> {
     no_samples(store, f.count)?;
+    if let Some(e) = store
+        .span_digest()
+        .failed
+        .as_deref()
+        .or(util.and_then(utilisation::Fold::failed))
+    {
+        return Err(segments_lost(store, &e));
+    }
     let mut out = f.table.clone();
     out.push('\n');
     summary(&mut out, store, thresholds, f);
@@ -146,7 +169,7 @@ fn compose(
         out.push('\n');
         out.push_str(&u.render(store, &table));
     }
-    if let Some(table) = crate::store::mode_table(store) {
+    if let Some(table) = crate::store::mode_table(store).map_err(|e| segments_lost(store, &e))? {
         out.push('\n');
         out.push_str(&table);
     }
@@ -168,7 +191,7 @@ fn no_samples(store: &Store, samples: u64) -> anyhow::Result<()> {
 /// The report of a session built from a log (`classify --log`): its notes (how its times
 /// were read), every phase span on the log's own timestamps to the millisecond, then the
 /// prover-phase and batch-mode tables (no memory: the log has none).
-pub fn render_log(store: &Store) -> String {
+pub fn render_log(store: &Store) -> anyhow::Result<String> {
     let mut out = String::new();
     let header = store.header();
     for r in store.records() {
@@ -185,7 +208,7 @@ pub fn render_log(store: &Store) -> String {
     );
     if store.spans().is_empty() {
         out.push_str("no phase read from its lines (docs/logs.md lists the grammars; [[log_rule]]s add others)\n");
-        return out;
+        return Ok(out);
     }
     out.push('\n');
     let w = crate::store::phase_width(store);
@@ -217,11 +240,11 @@ pub fn render_log(store: &Store) -> String {
         out.push('\n');
         out.push_str(&table);
     }
-    if let Some(table) = crate::store::mode_table(store) {
+    if let Some(table) = crate::store::mode_table(store).map_err(|e| segments_lost(store, &e))? {
         out.push('\n');
         out.push_str(&table);
     }
-    out
+    Ok(out)
 }
 
 /// Wall-clock time of a record time to the millisecond, `2023-11-14 22:14:44.123 UTC`.

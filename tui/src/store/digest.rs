@@ -8,11 +8,12 @@ use std::collections::HashMap;
 
 use provetop_shared::Phase;
 
+use super::cover::Cover;
 use crate::model::{PhaseSpan, Stats};
 use crate::spill::{u64_at, Fixed, Spill};
 
 /// One phase's spans, folded.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct PhaseRow {
     /// The phase.
     pub phase: Phase,
@@ -22,31 +23,12 @@ pub struct PhaseRow {
     pub spans: u64,
     /// The time its spans covered: their (start, end), an open one's end the store's end,
     /// merged where they overlap or touch, in order. A phase's partitions overlap, so this
-    /// is about one interval a proof, not one a span.
-    pub intervals: Vec<(u64, u64)>,
+    /// is about one interval a proof, not one a span; past a few hundred, in a file.
+    pub intervals: Cover,
     /// RSS, pinned and GPU memory seen while one was open.
     pub rss: Stats,
     pub pinned: Stats,
     pub gpu: Stats,
-}
-
-/// Add `(a, b)` to `v`, intervals sorted and merged where they overlap or touch (as
-/// [`crate::compare::summary::merged`] leaves them), merging it with those it meets. Spans
-/// come nearly in start order, so the work is almost always at the end.
-fn cover(v: &mut Vec<(u64, u64)>, (a, b): (u64, u64)) {
-    let i = v.partition_point(|x| x.0 <= a);
-    let (mut lo, mut start, mut end) = (i, a, b);
-    if i > 0 && a <= v[i - 1].1 {
-        lo = i - 1;
-        start = v[lo].0;
-        end = end.max(v[lo].1);
-    }
-    let mut hi = i;
-    while hi < v.len() && v[hi].0 <= end {
-        end = end.max(v[hi].1);
-        hi += 1;
-    }
-    v.splice(lo..hi, [(start, end)]);
 }
 
 /// A span that closed, as compare reads it.
@@ -103,6 +85,9 @@ pub struct SpanDigest {
     pub all_derived: bool,
     /// The longest phase name, as shown (characters).
     pub widest: usize,
+    /// Why a phase's covered time could not be read back from its file (its figures are
+    /// then short: the readers fail with this).
+    pub failed: Option<String>,
 }
 
 impl SpanDigest {
@@ -119,7 +104,7 @@ impl SpanDigest {
                     phase: s.phase.clone(),
                     first_start: s.start,
                     spans: 0,
-                    intervals: Vec::new(),
+                    intervals: Cover::default(),
                     rss: Stats::default(),
                     pinned: Stats::default(),
                     gpu: Stats::default(),
@@ -130,7 +115,9 @@ impl SpanDigest {
         let row = &mut self.rows[i];
         row.first_start = row.first_start.min(s.start);
         row.spans += 1;
-        cover(&mut row.intervals, (s.start, s.end_or(end)));
+        if let Err(e) = row.intervals.add((s.start, s.end_or(end))) {
+            self.failed.get_or_insert_with(|| e.to_string());
+        }
         row.rss.merge(&s.rss);
         row.pinned.merge(&s.pinned);
         row.gpu.merge(&s.gpu);
@@ -149,26 +136,6 @@ impl SpanDigest {
                     + 0.0,
                 rss_max: s.rss.max().unwrap_or(0),
             });
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn intervals_covered_one_by_one_are_the_merge_of_them_all(
-            v in proptest::collection::vec((0u64..1000, 0u64..200), 0..60)
-        ) {
-            let v: Vec<(u64, u64)> = v.into_iter().map(|(a, d)| (a, a + d)).collect();
-            let mut c = Vec::new();
-            for &x in &v {
-                cover(&mut c, x);
-            }
-            prop_assert_eq!(c, crate::compare::summary::merged(v));
         }
     }
 }

@@ -45,7 +45,7 @@ use provetop_shared::classify::Thresholds;
 use provetop_shared::session::{self, LoadError, Loaded, SessionHeader, SourceKind, Warning};
 use provetop_shared::{Record, RecordBody};
 
-use crate::model::{Effect, FinishedProof, Model, PhaseSpan, ProofSpan, SpanSource, Stats};
+use crate::model::{Effect, Model, PhaseSpan, ProofSpan, SpanSource, Stats};
 
 /// Most bytes the model snapshots may hold together (estimated); beyond it every other
 /// snapshot is dropped and the spacing doubles.
@@ -57,7 +57,9 @@ pub const TARGET_SNAPSHOTS: usize = 128;
 
 const NO_LABEL: u32 = u32::MAX;
 
+pub mod cover;
 pub mod digest;
+pub mod modes;
 mod pass;
 mod place;
 mod tables;
@@ -89,8 +91,9 @@ pub struct Store {
     spans: Vec<PhaseSpan>,
     /// What the tables read of the spans.
     digest: digest::SpanDigest,
-    /// Proofs that finished ok, as the reducer closed them (unbounded, unlike the model's).
-    finished: Vec<FinishedProof>,
+    /// Proofs that finished ok, as the reducer closed them, folded per mode (every one,
+    /// unlike the model's history).
+    modes: modes::ModeFold,
     /// The same proofs whole (id, sectors, RSS seen), for `compare`'s selections.
     finished_spans: Vec<ProofSpan>,
     /// Lowest RSS sampled (interval peaks included) once the SRS was first ready.
@@ -170,7 +173,7 @@ impl Store {
             alerts: Vec::new(),
             spans: Vec::new(),
             digest: digest::SpanDigest::default(),
-            finished: Vec::new(),
+            modes: modes::ModeFold::default(),
             finished_spans: Vec::new(),
             srs_floor: None,
             between: Stats::default(),
@@ -264,9 +267,9 @@ impl Store {
                 // Proofs read from log lines have no batch mode to compare.
                 Effect::ProofFinished(pr) if model.has_events() && keep => {
                     if let Some(f) = pr.finished_ok() {
-                        self.finished.push(f);
+                        self.modes.add(&f);
                         // Compare's selections read the proofs whole; classify's tables
-                        // only what `finished` keeps.
+                        // only what `modes` folds.
                         if self.figures == Figures::Spans {
                             self.finished_spans.push(pr.clone());
                         }

@@ -7,7 +7,7 @@ use provetop_shared::units::{fmt_bytes, fmt_secs};
 use provetop_shared::Phase;
 
 use super::Store;
-use crate::model::{busy_ns, mode_rows, Stats};
+use crate::model::Stats;
 
 /// Memory by the prover's actual phases, from the reducer's phase spans: per phase, how many
 /// spans, the wall time it was open (overlapping partitions counted once), RSS min/max/mean,
@@ -48,7 +48,7 @@ pub fn phase_table(store: &Store) -> Option<String> {
             "  {:<w$} {:>6} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
             crate::text::inert(phase.as_str()),
             row.spans,
-            fmt_secs(busy_ns(&row.intervals) as f64 / 1e9),
+            fmt_secs(row.intervals.total_ns() as f64 / 1e9),
             b(&row.rss, Stats::min),
             b(&row.rss, Stats::max),
             b(&row.rss, Stats::mean),
@@ -85,9 +85,10 @@ pub fn phase_width(store: &Store) -> usize {
 /// sector and sectors per hour over it, and the peak RSS per proof (median and highest; above
 /// the SRS floor: the lowest RSS sampled once the SRS was ready). The comparison an engineer
 /// makes after switching modes in one session. `None` without a finished proof.
-pub fn mode_table(store: &Store) -> Option<String> {
-    if store.finished.is_empty() {
-        return None;
+/// Fails only where a mode's figures cannot be read back from their temporary file.
+pub fn mode_table(store: &Store) -> std::io::Result<Option<String>> {
+    if store.modes.is_empty() {
+        return Ok(None);
     }
     let floor = store.srs_floor;
     let mut out = String::new();
@@ -109,7 +110,7 @@ pub fn mode_table(store: &Store) -> Option<String> {
         "peak max",
         "above floor"
     );
-    for row in mode_rows(&store.finished) {
+    for row in store.modes.rows()? {
         let _ = writeln!(
             out,
             "  {:<14} {:>6} {:>7} {:>9} {:>9.2} {:>9.0} {:>11} {:>11} {:>11}",
@@ -124,5 +125,5 @@ pub fn mode_table(store: &Store) -> Option<String> {
             floor.map_or("-".into(), |f| fmt_bytes(row.peak_median.saturating_sub(f))),
         );
     }
-    Some(out)
+    Ok(Some(out))
 }
