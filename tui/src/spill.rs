@@ -7,7 +7,8 @@
 //! change the sequence. Memory: at most one block ([`BLOCK_BYTES`] of encoded items) not yet
 //! written and one block read back, whatever the length. Items go to the file a block at a
 //! time, in one positioned write; the file is created (in `TMPDIR`, unlinked from the start,
-//! so no crash leaves it behind) when the first block fills. Where the file cannot be
+//! so no crash leaves it behind; where `TMPDIR` is a tmpfs it is memory again, outside the
+//! process's RSS) when the first block fills. Where the file cannot be
 //! created or written (no `TMPDIR`, a full disk) the items stay in memory, as if there were
 //! no file, and [`Spill::failed`] says why once: a reader degrades to holding what it held
 //! before spilling existed, never loses an item. A read of the file that fails is an
