@@ -85,7 +85,7 @@ pub fn render(store: &Store, thresholds: Thresholds) -> anyhow::Result<String> {
     }
     let util = if store.has_events() {
         let mut u = utilisation::Plan::new(store, crate::export::session_gpus(store))
-            .map_err(|e| segments_lost(store, &e))?
+            .map_err(|e| spill_lost(store, &e))?
             .fold();
         store.records().iter().for_each(|r| u.feed(r));
         Some(u)
@@ -116,7 +116,7 @@ pub fn stream_render(path: &Path, src: &Stream, thresholds: Thresholds) -> anyho
     let mut done = f.end_pass();
     let util = if store.has_events() {
         let mut u = utilisation::Plan::new(&store, gpus.sorted())
-            .map_err(|e| segments_lost(&store, &e))?
+            .map_err(|e| spill_lost(&store, &e))?
             .fold();
         src.each(&mut |r| {
             u.feed(&r);
@@ -137,11 +137,11 @@ pub fn stream_render(path: &Path, src: &Stream, thresholds: Thresholds) -> anyho
     compose(&store, thresholds, &f, util.as_ref())
 }
 
-/// The error of a phase's covered time or the utilisation's segments lost in their
-/// temporary file (`spill.rs`).
-fn segments_lost(store: &Store, e: &dyn std::fmt::Display) -> anyhow::Error {
+/// The error of a table's figures (covered time, segments, peaks) that could not be read
+/// back from their temporary file (`spill.rs`).
+fn spill_lost(store: &Store, e: &dyn std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!(
-        "{}: the phases' covered time could not be read back from its temporary file: {e}",
+        "{}: figures kept in a temporary file could not be read back: {e}",
         store.path().display()
     )
 }
@@ -160,7 +160,7 @@ fn compose(
         .as_deref()
         .or(util.and_then(utilisation::Fold::failed))
     {
-        return Err(segments_lost(store, &e));
+        return Err(spill_lost(store, &e));
     }
     let mut out = f.table.clone();
     out.push('\n');
@@ -169,7 +169,7 @@ fn compose(
         out.push('\n');
         out.push_str(&u.render(store, &table));
     }
-    if let Some(table) = crate::store::mode_table(store).map_err(|e| segments_lost(store, &e))? {
+    if let Some(table) = crate::store::mode_table(store).map_err(|e| spill_lost(store, &e))? {
         out.push('\n');
         out.push_str(&table);
     }
@@ -240,7 +240,7 @@ pub fn render_log(store: &Store) -> anyhow::Result<String> {
         out.push('\n');
         out.push_str(&table);
     }
-    if let Some(table) = crate::store::mode_table(store).map_err(|e| segments_lost(store, &e))? {
+    if let Some(table) = crate::store::mode_table(store).map_err(|e| spill_lost(store, &e))? {
         out.push('\n');
         out.push_str(&table);
     }
