@@ -256,7 +256,7 @@ fn a_zoomed_out_chart_of_a_long_session_keeps_a_single_sample_spike() {
 fn damaged(dir: &Path) -> (std::path::PathBuf, u64) {
     let p = dir.join("damaged.ptop");
     write_flight(&p, 1800, |_, _| {});
-    let at = Index::open(&p).unwrap().chunks[2].0;
+    let at = Index::open(&p).unwrap().chunks.get(2).unwrap().0;
     let mut bytes = std::fs::read(&p).unwrap();
     for b in &mut bytes[at as usize + 200..at as usize + 240] {
         *b ^= 0x5a;

@@ -29,6 +29,7 @@ pub mod protocol;
 pub mod record;
 pub mod session;
 pub mod slowdown;
+pub mod spill;
 pub mod units;
 
 pub use protocol::{

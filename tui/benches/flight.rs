@@ -391,10 +391,10 @@ fn bench(c: &mut Criterion) {
         assert!(ix.warnings.is_empty(), "{:?}", ix.warnings);
         // The whole session's envelope from the summaries is the true one.
         let (s, e) = (
-            ix.chunks.first().expect("a chunk").1.t_min,
-            ix.chunks.last().expect("a chunk").1.t_max,
+            ix.chunks.get(0).expect("a chunk").1.t_min,
+            ix.chunks.last().expect("read").expect("a chunk").1.t_max,
         );
-        let env = ix.envelope(s, e);
+        let env = ix.envelope(s, e).expect("envelope");
         assert_eq!((env.rss_max, env.peak_max), (w.rss_max, w.peak_max));
         assert_eq!(u64::from(env.samples), w.samples);
 
@@ -412,7 +412,7 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 k = (k + 7919) % 1000;
                 let (t, c) = (Instant::now(), thread_cpu());
-                let i = ix.seek(s + (e - s) / 1000 * k);
+                let i = ix.seek(s + (e - s) / 1000 * k).expect("seek");
                 let n = ix.chunk(i).expect("chunk").0.len();
                 worst = worst.max(t.elapsed());
                 worst_cpu = worst_cpu.max(thread_cpu() - c);
@@ -421,7 +421,7 @@ fn bench(c: &mut Criterion) {
             })
         });
         g.bench_function("envelope of the whole session", |b| {
-            b.iter(|| black_box(ix.envelope(s, e).rss_max))
+            b.iter(|| black_box(ix.envelope(s, e).expect("envelope").rss_max))
         });
         g.finish();
         eprintln!(

@@ -780,7 +780,7 @@ mod tests {
         }
         w.sync().unwrap();
         drop(w);
-        let (at, head) = Index::open(&p).unwrap().chunks[2];
+        let (at, head) = Index::open(&p).unwrap().chunks.get(2).unwrap();
         let mut data = std::fs::read(&p).unwrap();
         data[at as usize + 300] ^= 0x20;
         std::fs::write(&p, &data).unwrap();

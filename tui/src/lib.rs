@@ -35,7 +35,6 @@ pub mod scan;
 pub mod series;
 pub mod sessions;
 pub mod settings;
-pub mod spill;
 pub mod store;
 pub mod terminal;
 pub mod text;

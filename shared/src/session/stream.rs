@@ -240,7 +240,8 @@ fn compact(
     let ix = Index::open(path)?;
     warnings.extend(ix.warnings.iter().cloned());
     let mut next_seq = 0u64;
-    for (i, &(at, head)) in ix.chunks.iter().enumerate() {
+    for (i, item) in ix.chunks.iter().enumerate() {
+        let (at, head) = item?;
         if stop.get() {
             return Ok(());
         }

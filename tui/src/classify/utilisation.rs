@@ -9,9 +9,9 @@ use std::io;
 
 use provetop_shared::{Record, RecordBody};
 
-use crate::spill::{u64_at, Fixed, Spill};
 use crate::store::cover::Cover;
 use crate::store::Store;
+use provetop_shared::spill::{u64_at, Fixed, Spill};
 
 /// The phases of the table's rows, in its order, and their time as disjoint segments.
 pub struct Plan {

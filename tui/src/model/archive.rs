@@ -14,7 +14,7 @@ use std::io;
 use provetop_shared::Phase;
 
 use super::span::PhaseSpan;
-use crate::spill::{u64_at, Fixed, Spill};
+use provetop_shared::spill::{u64_at, Fixed, Spill};
 
 /// One closed span, its phase an index into the archive's table.
 #[derive(Debug, Clone, Copy)]
@@ -226,6 +226,6 @@ mod tests {
         assert_eq!((lo, taken.len()), (n - 105, 100));
         assert_eq!(taken.last().unwrap().0, n - 6);
         assert_eq!(a.back(n, u64::MAX, 10).unwrap().1.len(), 0);
-        assert!(a.bytes() < 3 * crate::spill::BLOCK_BYTES);
+        assert!(a.bytes() < 3 * provetop_shared::spill::BLOCK_BYTES);
     }
 }

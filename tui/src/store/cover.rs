@@ -10,7 +10,7 @@
 
 use std::io;
 
-use crate::spill::Spill;
+use provetop_shared::spill::Spill;
 
 /// Merged intervals kept in memory; past twice this many the older half go to the file.
 const LIVE: usize = 256;

@@ -10,7 +10,7 @@ use provetop_shared::Phase;
 
 use super::cover::Cover;
 use crate::model::{PhaseSpan, Stats};
-use crate::spill::{u64_at, Fixed, Spill};
+use provetop_shared::spill::{u64_at, Fixed, Spill};
 
 /// One phase's spans, folded.
 #[derive(Debug)]

@@ -11,7 +11,7 @@ use provetop_shared::BatchMode;
 
 use super::cover::Cover;
 use crate::model::{FinishedProof, ModeRow};
-use crate::spill::Spill;
+use provetop_shared::spill::Spill;
 
 /// One mode's proofs, folded.
 #[derive(Debug, Default)]

@@ -247,7 +247,8 @@ impl Timeline {
         let (mut parts, mut tails) = (Vec::new(), Vec::new());
         for (fi, (_, ix)) in files.iter().enumerate() {
             let mut next_seq = 0u64;
-            for (c, &(at, h)) in ix.chunks.iter().enumerate() {
+            for (c, item) in ix.chunks.iter().enumerate() {
+                let (at, h) = item.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
                 let end = h.first_seq.saturating_add(u64::from(h.count));
                 let skip = next_seq.saturating_sub(h.first_seq).min(u64::from(h.count)) as u32;
                 next_seq = next_seq.max(end);

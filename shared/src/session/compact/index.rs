@@ -3,7 +3,9 @@
 //!
 //! Contract: [`Index::open`] costs one read of the header and of the chunk index beside the
 //! file ([`super::sidecar`]) and a few small reads, then one small read per chunk the index
-//! does not name (every chunk, without one); memory: a few dozen bytes per chunk; [`Index::chunk`]
+//! does not name (every chunk, without one); memory: the heads are in a [`Spill`] (its newest
+//! block in memory, the rest in a temporary file), so a session of any length costs the same;
+//! [`Index::chunk`]
 //! reads and decodes one chunk, checksum first; [`Index::tail`] reads the records after the
 //! last chunk. [`Index::envelope`] is the min/max of every chunk a time range touches, from
 //! the summaries alone: never lower than a sample's peak, since a summary is the true
@@ -15,13 +17,44 @@ use std::io;
 use std::path::Path;
 
 use super::{
-    block_at, chunk_head, decode_chunk, plausible_block, read_full, sidecar, Block, ChunkHead,
-    Summary, CHUNK_HEAD,
+    block_at, chunk_head, decode_chunk, le32, le64, plausible_block, read_full, sidecar, Block,
+    ChunkHead, Summary, CHUNK_HEAD,
 };
 use crate::record::Record;
 use crate::session::frame::FrameItem;
 use crate::session::header::read_header;
 use crate::session::{SessionHeader, Warning, MAX_FRAME, MAX_HEADER};
+use crate::spill::{u64_at, Fixed, Spill};
+
+/// A chunk's offset and head, as the index keeps them: the head in its own bytes.
+impl Fixed for (u64, ChunkHead) {
+    const SIZE: usize = 8 + CHUNK_HEAD;
+    fn put(&self, out: &mut Vec<u8>) {
+        let h = &self.1;
+        out.extend_from_slice(&self.0.to_le_bytes());
+        out.push(b'C');
+        out.extend_from_slice(&h.first_seq.to_le_bytes());
+        out.extend_from_slice(&h.count.to_le_bytes());
+        out.extend_from_slice(&h.t_min.to_le_bytes());
+        out.extend_from_slice(&h.t_max.to_le_bytes());
+        out.extend_from_slice(&h.raw_len.to_le_bytes());
+        h.summary.put(out);
+    }
+    fn take(b: &[u8]) -> Self {
+        let body = &b[8..];
+        (
+            u64_at(b, 0),
+            ChunkHead {
+                first_seq: le64(&body[1..]),
+                count: le32(&body[9..]),
+                t_min: le64(&body[13..]),
+                t_max: le64(&body[21..]),
+                raw_len: le32(&body[29..]),
+                summary: Summary::get(&body[33..]),
+            },
+        )
+    }
+}
 
 /// A compact session, opened.
 pub struct Index {
@@ -29,7 +62,7 @@ pub struct Index {
     /// Header.
     pub header: SessionHeader,
     /// Each chunk's offset and head, in file order.
-    pub chunks: Vec<(u64, ChunkHead)>,
+    pub chunks: Spill<(u64, ChunkHead)>,
     /// Offset of the tail (the first block after the last chunk).
     pub tail_at: u64,
     /// Damage found while scanning.
@@ -59,7 +92,7 @@ impl Index {
         let mut ix = Index {
             file,
             header: h.header,
-            chunks: Vec::new(),
+            chunks: Spill::default(),
             tail_at: len,
             warnings: h.warnings,
         };
@@ -129,7 +162,7 @@ impl Index {
 
     /// Chunk `i`'s block as the file holds it (its length read first, bounded).
     fn block(&self, i: usize) -> Result<Vec<u8>, String> {
-        let (at, _) = self.chunks[i];
+        let (at, _) = self.chunks.get(i).map_err(|e| e.to_string())?;
         let mut lenb = [0u8; 4];
         read_full(&self.file, &mut lenb, at).map_err(|e| e.to_string())?;
         let blen = u32::from_le_bytes(lenb).min(MAX_FRAME) as usize;
@@ -141,7 +174,7 @@ impl Index {
     /// Chunk `i`'s block has the head it was opened with (an index beside the file that
     /// disagrees with the file is damage, never another chunk's records read as this one's).
     fn agrees(&self, i: usize, head: &ChunkHead) -> Result<(), String> {
-        if *head == self.chunks[i].1 {
+        if *head == self.chunks.get(i).map_err(|e| e.to_string())?.1 {
             Ok(())
         } else {
             Err("its head is not the one the chunk index beside the file gives".into())
@@ -219,20 +252,27 @@ impl Index {
     }
 
     /// The chunk holding time `t`: the last chunk starting at or before it.
-    pub fn seek(&self, t: u64) -> usize {
-        self.chunks
-            .partition_point(|(_, h)| h.t_min <= t)
-            .saturating_sub(1)
+    pub fn seek(&self, t: u64) -> io::Result<usize> {
+        let (mut lo, mut hi) = (0, self.chunks.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.chunks.get(mid)?.1.t_min <= t {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo.saturating_sub(1))
     }
 
     /// The envelope of the chunks overlapping `[t0, t1]`, from their summaries.
-    pub fn envelope(&self, t0: u64, t1: u64) -> Summary {
+    pub fn envelope(&self, t0: u64, t1: u64) -> io::Result<Summary> {
         let mut s = Summary::of(&[]);
-        for (_, h) in self
-            .chunks
-            .iter()
-            .filter(|(_, h)| h.t_max >= t0 && h.t_min <= t1)
-        {
+        for item in self.chunks.iter() {
+            let (_, h) = item?;
+            if h.t_max < t0 || h.t_min > t1 {
+                continue;
+            }
             let x = h.summary;
             s.samples += x.samples;
             s.rss_min = s.rss_min.min(x.rss_min);
@@ -241,6 +281,37 @@ impl Index {
             s.gpu_max = s.gpu_max.max(x.gpu_max);
             s.avail_min = s.avail_min.min(x.avail_min);
         }
-        s
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_heads_kept_in_a_spill_come_back_as_they_were() {
+        let head = |i: u64| ChunkHead {
+            first_seq: i * 7,
+            count: 1 + i as u32,
+            t_min: i * 1_000,
+            t_max: i * 1_000 + 999,
+            raw_len: 3 * i as u32,
+            summary: Summary {
+                samples: i as u32,
+                rss_min: i,
+                rss_max: i << 20,
+                peak_max: (i << 20) + 1,
+                gpu_max: i << 10,
+                avail_min: u64::MAX - i,
+            },
+        };
+        let mut s = Spill::<(u64, ChunkHead)>::default();
+        let n = Spill::<(u64, ChunkHead)>::block() as u64 * 3 + 5;
+        (0..n).for_each(|i| s.push((i * 4096, head(i))));
+        assert!(s.on_disk() > 0);
+        let back = s.to_vec().unwrap();
+        assert_eq!(back.len() as u64, n);
+        assert!(back.iter().zip(0..).all(|(x, i)| *x == (i * 4096, head(i))));
     }
 }

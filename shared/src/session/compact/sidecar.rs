@@ -24,6 +24,7 @@ use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 use super::{chunk_head, le32, le64, plausible_block, read_full, ChunkHead, CHUNK_HEAD};
+use crate::spill::Spill;
 
 /// First bytes of a chunk index.
 pub const MAGIC: &[u8; 8] = b"PTIDX\0\0\x01";
@@ -102,55 +103,77 @@ impl IndexWriter {
 /// The chunks the index beside `path` gives for the session open as `file` (`len` bytes,
 /// its bytes before the first block being `start`): each chunk's offset and head, in file
 /// order, and the offset just after the last. `None` when there is no index, or it is of
-/// another file, or the session's own heads disagree with it.
+/// another file, or the session's own heads disagree with it. Reads the index a block of
+/// entries at a time, the chunks going to a [`Spill`]: a month's index costs no memory.
 pub fn read(
     path: &Path,
     file: &File,
     len: u64,
     start: &[u8],
-) -> Option<(Vec<(u64, ChunkHead)>, u64)> {
+) -> Option<(Spill<(u64, ChunkHead)>, u64)> {
     let ix = File::open(path_of(path)).ok()?;
     // An entry per chunk, a chunk at least a head long: a longer index is not this file's.
     let most = 12 + (len / HEAD as u64 + 1) * ENTRY as u64;
-    let n = ix.metadata().ok()?.len().min(most) as usize;
-    let mut b = vec![0u8; n];
-    let got = read_full(&ix, &mut b, 0).ok()?;
-    b.truncate(got);
-    if b.len() < 12 || &b[..8] != MAGIC || le32(&b[8..]) != session_crc(start) {
+    let size = ix.metadata().ok()?.len().min(most);
+    let mut first = [0u8; 12];
+    if read_full(&ix, &mut first, 0).ok()? < 12
+        || &first[..8] != MAGIC
+        || le32(&first[8..]) != session_crc(start)
+    {
         return None;
     }
-    let mut chunks = Vec::new();
-    let mut heads: Vec<&[u8]> = Vec::new();
+    let mut chunks = Spill::default();
     let mut next = start.len() as u64;
-    for e in b[12..].chunks_exact(ENTRY) {
-        if crc32fast::hash(&e[..8 + HEAD]) != le32(&e[8 + HEAD..]) {
+    let mut b = vec![0u8; ENTRY * 512];
+    let mut pos = 12u64;
+    'entries: while pos < size {
+        let want = ((size - pos) as usize).min(b.len());
+        let got = read_full(&ix, &mut b[..want], pos).ok()?;
+        for e in b[..got].chunks_exact(ENTRY) {
+            match entry(e, next, len) {
+                Some((at, h, end)) => {
+                    chunks.push((at, h));
+                    next = end;
+                }
+                None => break 'entries,
+            }
+        }
+        if got < want || got % ENTRY != 0 {
             break;
         }
-        let (at, head) = (le64(e), &e[8..8 + HEAD]);
-        let end = at + 8 + u64::from(le32(head));
-        // Chunks lie back to back from the header: an entry elsewhere (a gap left by an
-        // entry not written) ends what the index gives, and the rest is walked.
-        if at != next || end > len || !plausible_block(head) {
-            break;
-        }
-        let Ok(h) = chunk_head(&head[8..]) else {
-            break;
-        };
-        chunks.push((at, h));
-        heads.push(head);
-        next = end;
+        pos += got as u64;
     }
     // The session's own heads must be those the index gives: at the last entry (the one a
     // crash or a replaced file would leave wrong first) and a few spread over the rest.
     let n = chunks.len();
     let picks = (0..CHECKS).map(|k| k * n / CHECKS).chain(n.checked_sub(1));
-    let mut buf = [0u8; HEAD];
+    let (mut mine, mut theirs) = ([0u8; ENTRY], [0u8; HEAD]);
     for i in picks.filter(|&i| i < n) {
-        if read_full(file, &mut buf, chunks[i].0).ok()? != HEAD || buf[..] != *heads[i] {
+        let at = 12 + (i * ENTRY) as u64;
+        if read_full(&ix, &mut mine, at).ok()? != ENTRY
+            || read_full(file, &mut theirs, le64(&mine)).ok()? != HEAD
+            || theirs[..] != mine[8..8 + HEAD]
+        {
             return None;
         }
     }
     Some((chunks, next))
+}
+
+/// An entry's chunk (offset, head, and the offset after its block), where it is intact and
+/// its chunk starts at `next`, the end of the one before (chunks lie back to back from the
+/// header: an entry elsewhere, a gap left by an entry not written, ends what the index
+/// gives, and the rest is walked), within the session's `len` bytes.
+fn entry(e: &[u8], next: u64, len: u64) -> Option<(u64, ChunkHead, u64)> {
+    if crc32fast::hash(&e[..8 + HEAD]) != le32(&e[8 + HEAD..]) {
+        return None;
+    }
+    let (at, head) = (le64(e), &e[8..8 + HEAD]);
+    let end = at + 8 + u64::from(le32(head));
+    if at != next || end > len || !plausible_block(head) {
+        return None;
+    }
+    Some((at, chunk_head(&head[8..]).ok()?, end))
 }
 
 #[cfg(test)]
@@ -173,7 +196,12 @@ mod tests {
         let decoded = (0..ix.chunks.len())
             .map(|i| ix.chunk(i).map(|(r, _)| r.len()))
             .collect();
-        (ix.chunks, ix.tail_at, ix.warnings.len(), decoded)
+        (
+            ix.chunks.to_vec().unwrap(),
+            ix.tail_at,
+            ix.warnings.len(),
+            decoded,
+        )
     }
 
     /// What the same session gives walked chunk by chunk, its index set aside.

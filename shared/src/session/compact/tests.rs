@@ -478,25 +478,23 @@ fn the_index_opens_a_session_by_its_chunk_heads_and_seeks_and_envelopes_exactly(
     }
     // Seeking to a record's time lands on the chunk that holds it.
     for k in [0usize, 5000, 12_345, 18_999] {
-        let i = ix.seek(recs[k].t);
-        let (first, count) = (
-            ix.chunks[i].1.first_seq as usize,
-            ix.chunks[i].1.count as usize,
-        );
+        let i = ix.seek(recs[k].t).unwrap();
+        let head = ix.chunks.get(i).unwrap().1;
+        let (first, count) = (head.first_seq as usize, head.count as usize);
         assert!(
             (first..first + count).contains(&k) || recs[k].t < recs[first].t + 100_000_000,
             "{k}"
         );
     }
     // The envelope of everything is the true extreme of every sample.
-    let env = ix.envelope(0, u64::MAX);
+    let env = ix.envelope(0, u64::MAX).unwrap();
     let truth = Summary::of(&recs[..19_000]);
     assert_eq!(env.rss_max, truth.rss_max);
     assert_eq!(env.peak_max, truth.peak_max);
     assert_eq!(env.rss_min, truth.rss_min);
     // A damaged chunk head is one warning with its offset, and the scan goes on.
     let mut data = std::fs::read(&p).unwrap();
-    let at = ix.chunks[1].0 as usize;
+    let at = ix.chunks.get(1).unwrap().0 as usize;
     data[at + 9] ^= 0xff;
     data[at + 8] = b'X';
     let q = dir.path().join("d.ptop");

@@ -19,7 +19,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 
-use provetop_shared::nth::{Nth, Rank};
+use crate::nth::{Nth, Rank};
 
 /// Bytes of encoded items written or read back at a time (small: the tests' sessions of an
 /// hour or a few already spill).
@@ -216,6 +216,11 @@ impl<T: Fixed> Spill<T> {
         Ok(())
     }
 
+    /// Every item, in order, in memory (tests; a reader walks them instead).
+    pub fn to_vec(&self) -> io::Result<Vec<T>> {
+        self.iter().collect()
+    }
+
     /// Every item in order, to `f`.
     pub fn each(&self, f: &mut dyn FnMut(T)) -> io::Result<()> {
         self.each_in(0, self.len(), &mut |_, v| f(v))
@@ -297,7 +302,7 @@ impl<T: Fixed> Spill<T> {
 
     /// The element at `rank(len)` of the values `pick` takes from the items (len: how many it
     /// took), as sorting them would place it: exact, in passes over the items
-    /// ([`provetop_shared::nth`]), never holding them. `None` when it took none.
+    /// ([`crate::nth`]), never holding them. `None` when it took none.
     pub fn nth(&self, rank: Rank, pick: &dyn Fn(&T) -> Option<u64>) -> io::Result<Option<u64>> {
         let mut n = Nth::new(rank);
         loop {
@@ -433,7 +438,7 @@ mod tests {
         }
         odd.sort_unstable();
         let pick = |x: &(u64, u64)| (x.0 % 2 == 1).then_some(x.1);
-        let median = s.nth(provetop_shared::nth::upper_median, &pick).unwrap();
+        let median = s.nth(crate::nth::upper_median, &pick).unwrap();
         assert_eq!(median, Some(odd[odd.len() / 2]));
         assert_eq!(s.nth(|_| 0, &pick).unwrap(), Some(odd[0]));
         assert_eq!(s.nth(|_| 0, &|_| None).unwrap(), None);
