@@ -188,6 +188,21 @@ impl<T: Fixed> Spill<T> {
         Ok(v)
     }
 
+    /// The first item for which `at` holds (`at` false then true along the items), by
+    /// bisection: a few reads of the file.
+    pub fn first_where(&self, at: impl Fn(&T) -> bool) -> io::Result<usize> {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if at(&self.get(mid)?) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Ok(lo)
+    }
+
     /// The last item.
     pub fn last(&self) -> io::Result<Option<T>> {
         match self.len() {
@@ -442,6 +457,23 @@ mod tests {
         assert_eq!(median, Some(odd[odd.len() / 2]));
         assert_eq!(s.nth(|_| 0, &pick).unwrap(), Some(odd[0]));
         assert_eq!(s.nth(|_| 0, &|_| None).unwrap(), None);
+    }
+
+    #[test]
+    fn bisection_over_the_file_and_memory_finds_what_a_slice_finds() {
+        let mut s = Spill::<u64>::default();
+        let v: Vec<u64> = (0..Spill::<u64>::block() as u64 * 3 + 9)
+            .map(|i| i * 3)
+            .collect();
+        v.iter().for_each(|&x| s.push(x));
+        assert!(s.on_disk() > 0);
+        for t in [0, 1, 3, 500, 3071, 3072, v[v.len() - 1], v[v.len() - 1] + 1] {
+            assert_eq!(
+                s.first_where(|&x| x > t).unwrap(),
+                v.partition_point(|&x| x <= t),
+                "{t}"
+            );
+        }
     }
 
     #[test]

@@ -525,17 +525,24 @@ impl ReplayDriver {
             }
             Source::Chunked { tl, .. } => {
                 let ix = tl.indexed();
+                let starts = &ix.phase_starts;
                 let (what, t) = match a {
-                    Action::NextPhase => {
-                        ("no later phase start", next_after(&ix.phase_starts, clock))
-                    }
+                    Action::NextPhase => (
+                        "no later phase start",
+                        starts
+                            .first_where(|&x| x > clock)
+                            .and_then(|i| (i < starts.len()).then(|| starts.get(i)).transpose()),
+                    ),
                     Action::PrevPhase => (
                         "no earlier phase start",
-                        last_before(&ix.phase_starts, clock),
+                        starts
+                            .first_where(|&x| x >= clock)
+                            .and_then(|i| i.checked_sub(1).map(|i| starts.get(i)).transpose()),
                     ),
-                    Action::NextAlert => ("no later alert", next_after(&ix.alerts, clock)),
-                    _ => ("no earlier alert", last_before(&ix.alerts, clock)),
+                    Action::NextAlert => ("no later alert", Ok(next_after(&ix.alerts, clock))),
+                    _ => ("no earlier alert", Ok(last_before(&ix.alerts, clock))),
                 };
+                let t = t.map_err(|e| format!("the phase starts could not be read back ({e})"))?;
                 (what, t, (!ix.done).then(|| ix.percent()))
             }
         };

@@ -245,23 +245,13 @@ impl Near {
 
     /// The first segment for which `at` holds (`at` false then true along them).
     fn first(&mut self, segs: &Segs, at: impl Fn(&Seg) -> bool) -> io::Result<usize> {
-        let n = segs.spans.len();
         // Where the block here holds the answer, no other block is read.
         if let (Some(a), Some(z)) = (self.segs.first(), self.segs.last()) {
             if (self.at == 0 || !at(a)) && at(z) {
                 return Ok(self.at + self.segs.partition_point(|s| !at(s)));
             }
         }
-        let (mut lo, mut hi) = (0, n);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if at(&segs.spans.get(mid)?) {
-                hi = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
-        Ok(lo)
+        segs.spans.first_where(at)
     }
 }
 

@@ -68,8 +68,8 @@ impl Cover {
     /// they are sorted and apart) become one with it.
     fn late(&mut self, a: u64, b: u64) -> io::Result<()> {
         let n = self.done.len();
-        let k = self.first(|x| x.1 >= a)?;
-        let j = self.first(|x| x.0 > b)?;
+        let k = self.done.first_where(|x| x.1 >= a)?;
+        let j = self.done.first_where(|x| x.0 > b)?;
         let (mut start, mut end, mut gone) = (a, b, 0u64);
         if k < j {
             start = start.min(self.done.get(k)?.0);
@@ -87,21 +87,6 @@ impl Cover {
             self.done_ns += end - start;
         }
         Ok(())
-    }
-
-    /// The first of the file's intervals for which `at` holds (`at` false then true along
-    /// them), by bisection.
-    fn first(&self, at: impl Fn((u64, u64)) -> bool) -> io::Result<usize> {
-        let (mut lo, mut hi) = (0, self.done.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if at(self.done.get(mid)?) {
-                hi = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
-        Ok(lo)
     }
 
     /// The covered time, ns.

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use provetop_shared::classify::Thresholds;
+use provetop_shared::spill::Spill;
 use provetop_shared::{Record, RecordBody};
 
 use super::{shown_limits, Dropper, LateList, Source, LIGHT_BUDGET, LIGHT_LOG, LIGHT_READINGS};
@@ -55,8 +56,8 @@ pub struct Indexed {
     pub snaps: Vec<Snap>,
     /// Parts between two snapshots.
     pub every: usize,
-    /// Phase starts, ascending (as the store's).
-    pub phase_starts: Vec<u64>,
+    /// Phase starts, ascending (as the store's): thousands a day, so in a spill.
+    pub phase_starts: Spill<u64>,
     /// Firing alerts, ascending.
     pub alerts: Vec<u64>,
     /// The recording ends without provetop's stop ([`crate::replay::ends_abruptly`]).
@@ -250,7 +251,9 @@ impl Pass {
 
     /// Hand what was found since the last call to `ix`.
     fn publish(&mut self, ix: &mut Indexed) {
-        ix.phase_starts.append(&mut self.phase_starts);
+        self.phase_starts
+            .drain(..)
+            .for_each(|t| ix.phase_starts.push(t));
         ix.alerts.append(&mut self.alerts);
         for s in self.closed.drain(..) {
             ix.spans.push(&s);

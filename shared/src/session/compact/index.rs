@@ -253,16 +253,10 @@ impl Index {
 
     /// The chunk holding time `t`: the last chunk starting at or before it.
     pub fn seek(&self, t: u64) -> io::Result<usize> {
-        let (mut lo, mut hi) = (0, self.chunks.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.chunks.get(mid)?.1.t_min <= t {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        Ok(lo.saturating_sub(1))
+        Ok(self
+            .chunks
+            .first_where(|(_, h)| h.t_min > t)?
+            .saturating_sub(1))
     }
 
     /// The envelope of the chunks overlapping `[t0, t1]`, from their summaries.
