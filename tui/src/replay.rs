@@ -525,20 +525,9 @@ impl ReplayDriver {
             }
             Source::Chunked { tl, .. } => {
                 let ix = tl.indexed();
-                let starts = &ix.phase_starts;
                 let (what, t) = match a {
-                    Action::NextPhase => (
-                        "no later phase start",
-                        starts
-                            .first_where(|&x| x > clock)
-                            .and_then(|i| (i < starts.len()).then(|| starts.get(i)).transpose()),
-                    ),
-                    Action::PrevPhase => (
-                        "no earlier phase start",
-                        starts
-                            .first_where(|&x| x >= clock)
-                            .and_then(|i| i.checked_sub(1).map(|i| starts.get(i)).transpose()),
-                    ),
+                    Action::NextPhase => ("no later phase start", ix.phase_start_after(clock)),
+                    Action::PrevPhase => ("no earlier phase start", ix.phase_start_before(clock)),
                     Action::NextAlert => ("no later alert", Ok(next_after(&ix.alerts, clock))),
                     _ => ("no earlier alert", Ok(last_before(&ix.alerts, clock))),
                 };

@@ -84,6 +84,20 @@ impl Indexed {
         ((done / self.total as f64) * 100.0).min(99.0) as u32
     }
 
+    /// The first phase start after `t` (`]`).
+    pub fn phase_start_after(&self, t: u64) -> std::io::Result<Option<u64>> {
+        let s = &self.phase_starts;
+        let i = s.first_where(|&x| x > t)?;
+        (i < s.len()).then(|| s.get(i)).transpose()
+    }
+
+    /// The last phase start before `t` (`[`).
+    pub fn phase_start_before(&self, t: u64) -> std::io::Result<Option<u64>> {
+        let s = &self.phase_starts;
+        let i = s.first_where(|&x| x >= t)?;
+        i.checked_sub(1).map(|i| s.get(i)).transpose()
+    }
+
     fn snapshot(&mut self, s: Snap) {
         let size = light_bytes(&s.model);
         if self.snap_bytes + size > LIGHT_BUDGET && self.snaps.len() > 1 {
@@ -186,6 +200,13 @@ fn find_late(
         if stop.load(Ordering::Relaxed) {
             return None;
         }
+        let p = match p {
+            Ok(p) => p,
+            Err(e) => {
+                lock(shared).warnings.push(format!("the part list: {e}"));
+                continue;
+            }
+        };
         let kinds = src.kinds(i);
         if let Some(k) = &kinds {
             has_events |= k.contains(&EVENT_KIND) || k.contains(&DERIVED_KIND);

@@ -38,18 +38,21 @@ use provetop_shared::classify::Thresholds;
 use provetop_shared::session::compact::index::Index;
 use provetop_shared::session::compact::{Summary, MAGIC2};
 use provetop_shared::session::{parts, SessionHeader, Warning};
+use provetop_shared::spill::Spill;
 use provetop_shared::{Record, RecordBody};
 
 use crate::model::Model;
-use crate::series::{Bucket, Limits, Metric, Point};
+use crate::series::{Limits, Point};
 use crate::store::{Late, Placer};
 
 mod decode;
 mod indexer;
+mod part;
 
 use decode::{Ahead, Dropper};
 
 pub use indexer::Indexed;
+pub use part::{summary_bucket, Part};
 
 /// Most bytes the light snapshots may hold together (estimated); beyond it every other one
 /// is dropped and the spacing doubles.
@@ -72,40 +75,22 @@ pub const DETAIL_NS: u64 = 10 * 60 * 1_000_000_000;
 /// Most chunks decoded for that detail (a seek's cost stays bounded on dense chunks).
 pub const DETAIL_CHUNKS: usize = 4;
 
-/// A run of records: a chunk of one file, or the records after its last chunk.
-#[derive(Debug, Clone, Copy)]
-pub struct Part {
-    /// Which file of the set.
-    pub file: usize,
-    /// Its chunk in that file (`None`: the file's tail).
-    pub chunk: Option<usize>,
-    /// Records at its start already given by a chunk before (a chunk copied twice).
-    pub skip: u32,
-    /// Records in it (`skip` included).
-    pub count: u32,
-    /// Largest record time.
-    pub t_max: u64,
-    /// Earliest record time.
-    pub t_min: u64,
-    /// Byte offset in its file.
-    pub offset: u64,
-    /// The envelope of its samples.
-    pub summary: Summary,
-}
-
 /// What the parts are read from, shared with the background pass.
 pub struct Source {
     files: Vec<(PathBuf, Index)>,
     tails: Vec<Arc<Vec<Record>>>,
-    /// Every part, in timeline order.
-    pub parts: Vec<Part>,
+    /// Every part, in timeline order: one a chunk, so in a spill.
+    pub parts: Spill<Part>,
 }
 
 impl Source {
     /// The records of part `i`, each once; `Err` says why a damaged chunk cannot be read
     /// (one line naming its file and offset).
     pub fn records(&self, i: usize) -> Result<Arc<Vec<Record>>, String> {
-        let p = self.parts[i];
+        let p = self
+            .parts
+            .get(i)
+            .map_err(|e| format!("the part list: {e}"))?;
         let Some(c) = p.chunk else {
             return Ok(self.tails[p.file].clone());
         };
@@ -127,7 +112,9 @@ impl Source {
     /// The samples of part `i` and their times, its other records left undecoded (none
     /// where it cannot be read: [`Source::records`] tells why).
     fn samples(&self, i: usize) -> Vec<(u64, provetop_shared::Sample)> {
-        let p = self.parts[i];
+        let Ok(p) = self.parts.get(i) else {
+            return Vec::new();
+        };
         let Some(c) = p.chunk else {
             return sampled(&self.tails[p.file]);
         };
@@ -142,7 +129,7 @@ impl Source {
 
     /// The kinds of part `i`'s records (`None` where they cannot be read).
     fn kinds(&self, i: usize) -> Option<Vec<u8>> {
-        let p = self.parts[i];
+        let p = self.parts.get(i).ok()?;
         match p.chunk {
             Some(c) => self.files[p.file].1.kinds(c).ok().map(|mut k| {
                 k.drain(..(p.skip as usize).min(k.len()));
@@ -244,7 +231,13 @@ impl Timeline {
         let Some(header) = files.first().map(|(_, ix)| ix.header.clone()) else {
             anyhow::bail!("{}: no such session", path.display());
         };
-        let (mut parts, mut tails) = (Vec::new(), Vec::new());
+        let (mut parts, mut tails) = (Spill::default(), Vec::new());
+        let (mut start, mut end) = (u64::MAX, 0u64);
+        let mut push = |parts: &mut Spill<Part>, p: Part| {
+            start = start.min(p.t_min);
+            end = end.max(p.t_max);
+            parts.push(p);
+        };
         for (fi, (_, ix)) in files.iter().enumerate() {
             let mut next_seq = 0u64;
             for (c, item) in ix.chunks.iter().enumerate() {
@@ -255,16 +248,19 @@ impl Timeline {
                 if skip == h.count {
                     continue;
                 }
-                parts.push(Part {
-                    file: fi,
-                    chunk: Some(c),
-                    skip,
-                    count: h.count,
-                    t_min: h.t_min,
-                    t_max: h.t_max,
-                    offset: at,
-                    summary: h.summary,
-                });
+                push(
+                    &mut parts,
+                    Part {
+                        file: fi,
+                        chunk: Some(c),
+                        skip,
+                        count: h.count,
+                        t_min: h.t_min,
+                        t_max: h.t_max,
+                        offset: at,
+                        summary: h.summary,
+                    },
+                );
             }
             let mut tail = Vec::new();
             for item in ix.tail_after(next_seq)? {
@@ -274,21 +270,23 @@ impl Timeline {
                 }
             }
             if !tail.is_empty() {
-                parts.push(Part {
-                    file: fi,
-                    chunk: None,
-                    skip: 0,
-                    count: tail.len() as u32,
-                    t_min: tail.iter().map(|r| r.t).min().unwrap_or(0),
-                    t_max: tail.iter().map(|r| r.t).max().unwrap_or(0),
-                    offset: ix.tail_at,
-                    summary: Summary::of(&tail),
-                });
+                push(
+                    &mut parts,
+                    Part {
+                        file: fi,
+                        chunk: None,
+                        skip: 0,
+                        count: tail.len() as u32,
+                        t_min: tail.iter().map(|r| r.t).min().unwrap_or(0),
+                        t_max: tail.iter().map(|r| r.t).max().unwrap_or(0),
+                        offset: ix.tail_at,
+                        summary: Summary::of(&tail),
+                    },
+                );
             }
             tails.push(Arc::new(tail));
         }
-        let start = parts.iter().map(|p| p.t_min).min().unwrap_or(0);
-        let end = parts.iter().map(|p| p.t_max).max().unwrap_or(0);
+        let start = if parts.is_empty() { 0 } else { start };
         let src = Arc::new(Source {
             files,
             tails,
@@ -346,7 +344,7 @@ impl Timeline {
     }
 
     /// The parts, in timeline order.
-    pub fn parts(&self) -> &[Part] {
+    pub fn parts(&self) -> &Spill<Part> {
         &self.src.parts
     }
 
@@ -499,7 +497,7 @@ impl Timeline {
         if !ready {
             return None;
         }
-        let to = self.src.parts.partition_point(|p| p.t_min <= t);
+        let to = self.src.parts.first_where(|p| p.t_min > t).ok()?;
         // The parts to reduce are decoded meanwhile (from the first not cached: a seek near
         // the last one finds its parts there).
         let from = (snap.part..to)
@@ -536,16 +534,19 @@ impl Timeline {
     /// applies that much itself and decodes none here.
     fn draw_before(&mut self, model: &mut Model, upto: usize, t: u64) {
         let src = self.src.clone();
-        let parts = &src.parts[..upto];
         let from = t.saturating_sub(DETAIL_NS);
-        let detail = parts
-            .partition_point(|p| p.t_max < from)
+        // A part list that cannot be read back draws no summaries (the samples still come).
+        let detail = src
+            .parts
+            .first_where(|p| p.t_max >= from)
+            .unwrap_or(0)
+            .min(upto)
             .max(upto.saturating_sub(DETAIL_CHUNKS));
-        for p in &parts[..detail] {
-            if let Some(b) = summary_bucket(p) {
+        let _ = src.parts.each_in(0, detail, &mut |_, p| {
+            if let Some(b) = summary_bucket(&p) {
                 model.series.push_bucket(b);
             }
-        }
+        });
         for i in detail..upto {
             // Only the samples are needed: decoded alone unless the part is at hand.
             let cached = self.cache.iter().find(|(j, _)| *j == i);
@@ -574,25 +575,6 @@ fn sampled(recs: &[Record]) -> Vec<(u64, provetop_shared::Sample)> {
             _ => None,
         })
         .collect()
-}
-
-/// A part's summary as one history bucket: RSS its range; peak, GPU memory and available
-/// memory their extreme (the summary keeps no other end), so no peak is lost.
-pub fn summary_bucket(p: &Part) -> Option<Bucket> {
-    let s = p.summary;
-    if s.samples == 0 {
-        return None;
-    }
-    let mut lanes = [None; crate::series::METRICS];
-    lanes[Metric::Rss.idx()] = Some((s.rss_min, s.rss_max));
-    lanes[Metric::Peak.idx()] = Some((s.peak_max, s.peak_max));
-    if s.gpu_max > 0 {
-        lanes[Metric::Gpu.idx()] = Some((s.gpu_max, s.gpu_max));
-    }
-    if s.avail_min != u64::MAX {
-        lanes[Metric::MemAvailable.idx()] = Some((s.avail_min, s.avail_min));
-    }
-    Some(Bucket::of_envelope(p.t_min, p.t_max, s.samples, lanes))
 }
 
 /// Limits of the series a seek draws: a live model's.

@@ -53,7 +53,8 @@ pub const MAX_RAW: u32 = 16 << 20;
 pub const MAX_CHUNK_RECORDS: u32 = 1 << 16;
 /// Bytes of a chunk body before its compressed columns.
 pub const CHUNK_HEAD: usize = 1 + 8 + 4 + 8 + 8 + 4 + SUMMARY_LEN;
-const SUMMARY_LEN: usize = 4 + 5 * 8;
+/// Bytes of a [`Summary`] in a chunk head.
+pub const SUMMARY_LEN: usize = 4 + 5 * 8;
 
 /// The envelope of a chunk's samples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +103,8 @@ impl Summary {
         s
     }
 
-    fn put(&self, out: &mut Vec<u8>) {
+    /// Its bytes as a chunk head holds them ([`SUMMARY_LEN`]).
+    pub fn put(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.samples.to_le_bytes());
         for v in [
             self.rss_min,
@@ -115,7 +117,8 @@ impl Summary {
         }
     }
 
-    fn get(b: &[u8]) -> Summary {
+    /// The summary [`Summary::put`] wrote at the start of `b`.
+    pub fn get(b: &[u8]) -> Summary {
         let u = |i: usize| le64(&b[4 + 8 * i..]);
         Summary {
             samples: le32(b),
