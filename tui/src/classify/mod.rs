@@ -138,7 +138,7 @@ pub fn stream_render(path: &Path, src: &Stream, thresholds: Thresholds) -> anyho
 }
 
 /// The error of a table's figures (covered time, segments, peaks) that could not be read
-/// back from their temporary file (`spill.rs`).
+/// back from their temporary file (`provetop_shared::spill`).
 fn spill_lost(store: &Store, e: &dyn std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!(
         "{}: figures kept in a temporary file could not be read back: {e}",
