@@ -17,8 +17,8 @@ use std::io;
 use std::path::Path;
 
 use super::{
-    block_at, chunk_head, decode_chunk, le32, le64, plausible_block, read_full, sidecar, Block,
-    ChunkHead, Summary, CHUNK_HEAD,
+    block_at, chunk_head, decode_chunk, plausible_block, read_full, sidecar, Block, ChunkHead,
+    Summary, CHUNK_HEAD,
 };
 use crate::record::Record;
 use crate::session::frame::FrameItem;
@@ -30,29 +30,11 @@ use crate::spill::{u64_at, Fixed, Spill};
 impl Fixed for (u64, ChunkHead) {
     const SIZE: usize = 8 + CHUNK_HEAD;
     fn put(&self, out: &mut Vec<u8>) {
-        let h = &self.1;
         out.extend_from_slice(&self.0.to_le_bytes());
-        out.push(b'C');
-        out.extend_from_slice(&h.first_seq.to_le_bytes());
-        out.extend_from_slice(&h.count.to_le_bytes());
-        out.extend_from_slice(&h.t_min.to_le_bytes());
-        out.extend_from_slice(&h.t_max.to_le_bytes());
-        out.extend_from_slice(&h.raw_len.to_le_bytes());
-        h.summary.put(out);
+        self.1.put(out);
     }
     fn take(b: &[u8]) -> Self {
-        let body = &b[8..];
-        (
-            u64_at(b, 0),
-            ChunkHead {
-                first_seq: le64(&body[1..]),
-                count: le32(&body[9..]),
-                t_min: le64(&body[13..]),
-                t_max: le64(&body[21..]),
-                raw_len: le32(&body[29..]),
-                summary: Summary::get(&body[33..]),
-            },
-        )
+        (u64_at(b, 0), ChunkHead::get(&b[8..]))
     }
 }
 

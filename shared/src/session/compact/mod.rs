@@ -148,6 +148,32 @@ pub struct ChunkHead {
     pub summary: Summary,
 }
 
+impl ChunkHead {
+    /// Its [`CHUNK_HEAD`] bytes as a chunk's body starts (`b'C'` first).
+    pub fn put(&self, out: &mut Vec<u8>) {
+        out.push(b'C');
+        out.extend_from_slice(&self.first_seq.to_le_bytes());
+        out.extend_from_slice(&self.count.to_le_bytes());
+        out.extend_from_slice(&self.t_min.to_le_bytes());
+        out.extend_from_slice(&self.t_max.to_le_bytes());
+        out.extend_from_slice(&self.raw_len.to_le_bytes());
+        self.summary.put(out);
+    }
+
+    /// The head [`ChunkHead::put`] wrote at the start of `body`, unchecked ([`chunk_head`]
+    /// checks a head read from a file).
+    pub fn get(body: &[u8]) -> ChunkHead {
+        ChunkHead {
+            first_seq: le64(&body[1..]),
+            count: le32(&body[9..]),
+            t_min: le64(&body[13..]),
+            t_max: le64(&body[21..]),
+            raw_len: le32(&body[29..]),
+            summary: Summary::get(&body[33..]),
+        }
+    }
+}
+
 /// One block of a compact session.
 #[derive(Debug)]
 // Not boxed: a tail record is moved straight out.
@@ -214,14 +240,7 @@ pub fn chunk_head(body: &[u8]) -> Result<ChunkHead, String> {
             body.len()
         ));
     }
-    let head = ChunkHead {
-        first_seq: le64(&body[1..]),
-        count: le32(&body[9..]),
-        t_min: le64(&body[13..]),
-        t_max: le64(&body[21..]),
-        raw_len: le32(&body[29..]),
-        summary: Summary::get(&body[33..]),
-    };
+    let head = ChunkHead::get(body);
     if head.count == 0 || head.count > MAX_CHUNK_RECORDS || head.raw_len > MAX_RAW {
         return Err(format!(
             "impossible chunk of {} records in {} bytes",
@@ -278,16 +297,16 @@ pub fn pending_chunk(first_seq: u64, p: &Pending, a: usize, b: usize) -> std::io
         .ok_or_else(|| std::io::Error::other("chunk too large"))?;
     let z = zstd::bulk::compress(&raw, LEVEL)?;
     let mut body = Vec::with_capacity(CHUNK_HEAD + z.len());
-    body.push(b'C');
-    body.extend_from_slice(&first_seq.to_le_bytes());
-    body.extend_from_slice(&((b - a) as u32).to_le_bytes());
     let times = p.times(a, b);
-    let t_min = times.iter().copied().min().unwrap_or(0);
-    let t_max = times.iter().copied().max().unwrap_or(0);
-    body.extend_from_slice(&t_min.to_le_bytes());
-    body.extend_from_slice(&t_max.to_le_bytes());
-    body.extend_from_slice(&raw_len.to_le_bytes());
-    p.summary(a, b).put(&mut body);
+    ChunkHead {
+        first_seq,
+        count: (b - a) as u32,
+        t_min: times.iter().copied().min().unwrap_or(0),
+        t_max: times.iter().copied().max().unwrap_or(0),
+        raw_len,
+        summary: p.summary(a, b),
+    }
+    .put(&mut body);
     body.extend_from_slice(&z);
     Ok(framed(&body))
 }
