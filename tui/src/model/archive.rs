@@ -156,11 +156,6 @@ impl SpanArchive {
         s
     }
 
-    /// Span `i` as it closed, without its memory stats.
-    pub fn span(&self, i: usize) -> io::Result<PhaseSpan> {
-        Ok(self.span_of(&self.entries.get(i)?))
-    }
-
     /// Spans in the temporary file (the rest are in memory).
     pub fn on_disk(&self) -> usize {
         self.entries.on_disk()
@@ -195,8 +190,7 @@ mod tests {
         t.derived = true;
         a.push(&t);
         s.rss = Default::default();
-        assert_eq!(a.span(0).unwrap(), s);
-        assert_eq!(a.span(1).unwrap(), t);
+        assert_eq!(a.back(2, 0, usize::MAX).unwrap(), (0, vec![(0, s), (1, t)]));
         assert_eq!(a.len(), 2);
         assert_eq!(std::mem::size_of::<Entry>(), 40);
     }

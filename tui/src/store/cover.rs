@@ -98,15 +98,6 @@ impl Cover {
     pub fn iter(&self) -> impl Iterator<Item = io::Result<(u64, u64)>> + '_ {
         self.done.iter().chain(self.live.iter().map(|&x| Ok(x)))
     }
-
-    /// How many merged intervals.
-    pub fn len(&self) -> usize {
-        self.done.len() + self.live.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 #[cfg(test)]
