@@ -139,7 +139,7 @@ fn single_against_sps_gives_the_peak_above_floor_ratio_of_classify_mode_table() 
     let finished: Vec<_> = store
         .finished_proofs()
         .iter()
-        .filter_map(|p| p.finished_ok())
+        .map(|p| p.unwrap().finished())
         .collect();
     let rows = provetop::model::mode_rows(&finished);
     let above = |m: &str| {

@@ -179,14 +179,13 @@ fn the_alignment_key_cycles_start_and_each_proof_and_the_cursor_gives_both_value
     app.act(Action::BaselineAlign);
     app.act(Action::BaselineAlign);
     let b = app.baseline.as_ref().unwrap();
-    let mut starts: Vec<u64> = d
+    let starts: Vec<u64> = d
         .store()
         .unwrap()
         .finished_proofs()
         .iter()
-        .map(|p| p.start)
+        .map(|p| p.unwrap().start)
         .collect();
-    starts.sort_unstable();
     let seg = b.segment_at(&app.model, starts[1]).unwrap();
     let mut base_starts: Vec<u64> = b
         .model()

@@ -74,9 +74,23 @@ impl Segment {
     }
 }
 
+/// The starts of `store`'s finished proofs, in order (those before a failed read of their
+/// file, said once).
 fn proof_starts(store: &Store) -> Vec<u64> {
-    let mut v: Vec<u64> = store.finished_proofs().iter().map(|p| p.start).collect();
-    v.sort_unstable();
+    let mut v: Vec<u64> = Vec::new();
+    for p in store.finished_proofs().iter() {
+        match p {
+            Ok(p) => v.push(p.start),
+            Err(e) => {
+                crate::say!(
+                    "provetop: warning: {}: its proofs past the {}th could not be read back ({e}): they cannot be aligned",
+                    store.path().display(),
+                    v.len()
+                );
+                break;
+            }
+        }
+    }
     v
 }
 

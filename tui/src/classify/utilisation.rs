@@ -388,7 +388,7 @@ impl Fold {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::summary::merged;
+    use crate::store::cover::merged;
     use proptest::prelude::*;
 
     /// The segments as the table made them from every interval in memory (before the

@@ -35,6 +35,9 @@ pub struct PhaseRow {
 #[derive(Debug, Clone, Copy)]
 pub struct ClosedSpan {
     pub proof_id: u64,
+    /// Its proof's start (`u64::MAX` where the proof was not known): with the id, where the
+    /// proof sorts in [`super::proofs::ProofList`].
+    pub proof_start: u64,
     /// Its phase's index in [`SpanDigest::rows`].
     pub row: u32,
     pub start: u64,
@@ -45,10 +48,11 @@ pub struct ClosedSpan {
 }
 
 impl Fixed for ClosedSpan {
-    const SIZE: usize = 36;
+    const SIZE: usize = 44;
     fn put(&self, out: &mut Vec<u8>) {
         for v in [
             self.proof_id,
+            self.proof_start,
             self.start,
             self.duration_s.to_bits(),
             self.rss_max,
@@ -60,10 +64,11 @@ impl Fixed for ClosedSpan {
     fn take(b: &[u8]) -> Self {
         ClosedSpan {
             proof_id: u64_at(b, 0),
-            start: u64_at(b, 1),
-            duration_s: f64::from_bits(u64_at(b, 2)),
-            rss_max: u64_at(b, 3),
-            row: u32::from_le_bytes(b[32..36].try_into().expect("4 bytes")),
+            proof_start: u64_at(b, 1),
+            start: u64_at(b, 2),
+            duration_s: f64::from_bits(u64_at(b, 3)),
+            rss_max: u64_at(b, 4),
+            row: u32::from_le_bytes(b[40..44].try_into().expect("4 bytes")),
         }
     }
 }
@@ -91,8 +96,8 @@ pub struct SpanDigest {
 }
 
 impl SpanDigest {
-    /// Fold a span; `end` is where an open one ends.
-    pub fn add(&mut self, s: &PhaseSpan, end: u64) {
+    /// Fold a span; `end` is where an open one ends, `proof_start` its proof's start.
+    pub fn add(&mut self, s: &PhaseSpan, end: u64, proof_start: Option<u64>) {
         let i = match self.index.get(&s.phase) {
             Some(&i) => i,
             None => {
@@ -126,6 +131,7 @@ impl SpanDigest {
         if let Some(e) = s.end.filter(|_| !self.skip_closed) {
             self.closed.push(ClosedSpan {
                 proof_id: s.proof_id,
+                proof_start: proof_start.unwrap_or(u64::MAX),
                 row: i as u32,
                 start: s.start,
                 // `+ 0.0`: a -0.0 is 0 (compare orders durations by their bits).

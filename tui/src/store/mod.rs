@@ -61,6 +61,7 @@ pub mod cover;
 pub mod digest;
 pub mod modes;
 mod pass;
+pub mod proofs;
 mod place;
 mod tables;
 
@@ -94,8 +95,8 @@ pub struct Store {
     /// Proofs that finished ok, as the reducer closed them, folded per mode (every one,
     /// unlike the model's history).
     modes: modes::ModeFold,
-    /// The same proofs whole (id, sectors, RSS seen), for `compare`'s selections.
-    finished_spans: Vec<ProofSpan>,
+    /// The same proofs in start order (id, sectors, RSS seen), for `compare`'s selections.
+    proofs: proofs::ProofList,
     /// Lowest RSS sampled (interval peaks included) once the SRS was first ready.
     srs_floor: Option<u64>,
     /// Samples taken while no prover phase was open (after the first event).
@@ -122,7 +123,7 @@ pub enum Figures {
     /// (40 bytes each), seek times (classify).
     Tables,
     /// Those, the finished proofs whole, and each closed span's duration and peak (compare's
-    /// selections and phase figures: 40 bytes a span, 128 a proof).
+    /// selections and phase figures: 44 bytes a span and a proof, in temporary files).
     Spans,
 }
 
@@ -174,7 +175,7 @@ impl Store {
             spans: Vec::new(),
             digest: digest::SpanDigest::default(),
             modes: modes::ModeFold::default(),
-            finished_spans: Vec::new(),
+            proofs: proofs::ProofList::default(),
             srs_floor: None,
             between: Stats::default(),
             between_ns: 0,
@@ -255,8 +256,12 @@ impl Store {
                     span,
                 } => {
                     if keep {
-                        // Closed: its end is its own.
-                        self.digest.add(span, 0);
+                        // Closed: its end is its own; compare selects it by its proof's start.
+                        let of = |p: &&ProofSpan| p.proof_id == span.proof_id;
+                        let pr = &model.proofs;
+                        let proof = pr.running.iter().find(of);
+                        let proof = proof.or_else(|| pr.finished.iter().rev().find(of));
+                        self.digest.add(span, 0, proof.map(|p| p.start));
                         if !self.records_gone {
                             self.spans.push(span.clone());
                         }
@@ -271,7 +276,7 @@ impl Store {
                         // Compare's selections read the proofs whole; classify's tables
                         // only what `modes` folds.
                         if self.figures == Figures::Spans {
-                            self.finished_spans.push(pr.clone());
+                            self.proofs.add(pr);
                         }
                     }
                 }
@@ -363,7 +368,7 @@ impl Store {
         self.end = p.hi;
         if self.figures != Figures::Text {
             for s in p.model.spans.open.with_stats() {
-                self.digest.add(&s, self.end);
+                self.digest.add(&s, self.end, None);
                 if !self.records_gone {
                     self.spans.push(s);
                 }
@@ -573,11 +578,11 @@ impl Store {
         &self.digest
     }
 
-    /// Proofs that finished ok, in the order they finished, with their ids and the RSS seen
-    /// while each ran (interval peaks included); none in a store streamed for
-    /// [`Figures::Tables`] or [`Figures::Text`].
-    pub fn finished_proofs(&self) -> &[ProofSpan] {
-        &self.finished_spans
+    /// Proofs that finished ok, in start order, with their ids and the RSS seen while each
+    /// ran (interval peaks included); none in a store streamed for [`Figures::Tables`] or
+    /// [`Figures::Text`].
+    pub fn finished_proofs(&self) -> &proofs::ProofList {
+        &self.proofs
     }
 
     /// Lowest RSS sampled (interval peaks included) once the SRS was first ready: the floor

@@ -8,7 +8,6 @@ use provetop_shared::metric::Metric;
 use super::figure::{Figures, Section, Unit};
 use super::readings::Reading;
 use super::Selection;
-use crate::model::ProofSpan;
 
 /// Share of the peak above which a session is "exposed to OOM" (`oom_window`).
 pub const OOM_SHARE: f64 = 0.9;
@@ -85,11 +84,13 @@ impl OomWindow {
     }
 }
 
-/// The memory rows of the selected samples (`m`) and `chosen` (the selected proofs).
+/// The memory rows of the selected samples (`m`) and proofs (`chosen` of them, their
+/// peaks' median `median_peak`).
 pub(super) fn memory(
     f: &mut Figures,
     m: &MemoryInput,
-    chosen: &[&ProofSpan],
+    chosen: usize,
+    median_peak: Option<u64>,
     selection: &Selection,
 ) {
     // Why a row has no value: no samples at all, else `why`.
@@ -139,20 +140,16 @@ pub(super) fn memory(
         false,
     );
     // Above the floor: the median proof's peak (classify's mode table), else the peak.
-    let above = match floor {
-        None => Err("no floor".to_string()),
-        Some(fl) if !chosen.is_empty() => {
-            let mut peaks: Vec<u64> = chosen.iter().map(|p| p.rss.max).collect();
-            peaks.sort_unstable();
-            Ok(peaks[peaks.len() / 2].saturating_sub(fl) as f64)
-        }
-        Some(fl) => high
+    let above = match (floor, median_peak) {
+        (None, _) => Err("no floor".to_string()),
+        (Some(fl), Some(peak)) => Ok(peak.saturating_sub(fl) as f64),
+        (Some(fl), None) => high
             .map(|h| h.saturating_sub(fl) as f64)
             .ok_or_else(|| none(&during)),
     };
     f.push(
         "above_floor",
-        if chosen.is_empty() {
+        if median_peak.is_none() {
             "peak above the floor"
         } else {
             "median proof's peak above the floor"
@@ -173,14 +170,14 @@ pub(super) fn memory(
         "no samples",
         false,
     );
-    if !chosen.is_empty() {
+    if chosen > 0 {
         f.push(
             "oom_window_per_proof",
             "time above 90 % of the peak, per proof",
             Section::Memory,
             Unit::Seconds,
             window
-                .map(|w| w / chosen.len() as f64)
+                .map(|w| w / chosen as f64)
                 .ok_or_else(|| none(&during)),
             "no proofs",
             false,

@@ -18,23 +18,22 @@ mod proofs;
 mod readings;
 mod select;
 
-use provetop_shared::classify::{Classifier, Medians, Run, Summarizer, Thresholds};
+use provetop_shared::classify::{Classifier, Medians, Summarizer, Thresholds};
 use provetop_shared::session::SourceKind;
 use provetop_shared::Record;
 
 pub use figure::{Figure, Section, Unit};
 pub use memory::OOM_SHARE;
-pub(crate) use select::merged;
 pub use select::{parse_range, Selection};
 
-use crate::model::ProofSpan;
 use crate::store::Store;
 use figure::Figures;
 use kernel::{kernel_figures, KernelFold};
 use memory::{memory, MemoryInput, OomWindow};
-use phases::{phases, threshold_phases};
+use phases::{phases, RunFold};
 use proofs::proof_figures;
 use readings::reading;
+use select::Chosen;
 
 /// One session summarized for the table.
 #[derive(Debug, Clone)]
@@ -164,25 +163,14 @@ pub fn summarize_with(
         .collect();
     let has_events = store.has_events();
 
-    // The proofs, in start order, and those selected.
-    let mut proofs: Vec<&ProofSpan> = store.finished_proofs().iter().collect();
-    proofs.sort_by_key(|p| (p.start, p.proof_id));
-    let of_mode: Vec<&ProofSpan> = proofs
-        .iter()
-        .copied()
-        .filter(|p| sel.mode.is_none_or(|m| p.mode == m))
-        .collect();
-    let chosen: Vec<&ProofSpan> = match sel.range {
-        None => of_mode.clone(),
-        Some((a, b)) => of_mode
-            .iter()
-            .copied()
-            .enumerate()
-            .filter(|(i, _)| *i + 1 >= a && b.is_none_or(|b| *i < b))
-            .map(|(_, p)| p)
-            .collect(),
-    };
-    selection_notes(&mut notes, &name, store, sel, &proofs, &chosen);
+    // The proofs selected, folded in one pass over the session's, in start order.
+    let proofs = store.finished_proofs();
+    let lost = |what: &str, e: &dyn std::fmt::Display| anyhow::anyhow!("{name}: reading {what} back: {e}");
+    if let Some(e) = proofs.failed() {
+        return Err(lost("its finished proofs", &e));
+    }
+    let chosen = Chosen::of(proofs, sel).map_err(|e| lost("its finished proofs", &e))?;
+    selection_notes(&mut notes, &name, store, sel, &chosen);
     if first.samples == 0 {
         notes.push(format!(
             "{name}: no memory samples ({} other records): its memory rows are empty",
@@ -190,29 +178,24 @@ pub fn summarize_with(
         ));
     }
 
-    // Time the selection covers: the whole recording, or the selected proofs' intervals.
-    let intervals: Option<Vec<(u64, u64)>> = (!sel.is_all()).then(|| {
-        let v: Vec<(u64, u64)> = chosen
-            .iter()
-            .map(|p| (p.start, p.end.unwrap_or(p.start)))
-            .collect();
-        merged(v)
-    });
-    let inside = |t: u64| match &intervals {
-        None => true,
-        Some(v) => {
-            let i = v.partition_point(|iv| iv.0 <= t);
-            i > 0 && t <= v[i - 1].1
-        }
-    };
+    // The samples in the time the selection covers: the whole recording, or the selected
+    // proofs' intervals.
+    let inside = |t: u64| chosen.inside(t);
     let (mem, runs, interval_ns) = sample_passes(store, &mut first, replay, &inside, sel.is_all())?;
+    if let Some(e) = chosen.lost() {
+        return Err(lost("its selected proofs' time", &e));
+    }
     let cycles = first.cycles.finish(0, None).map(|s| s.cycles);
     let mut f = Figures::default();
-    memory(&mut f, &mem, &chosen, sel);
-    proof_figures(&mut f, has_events, &chosen, &proofs, cycles);
-    phases(&mut f, store, sel, &chosen)
-        .map_err(|e| anyhow::anyhow!("{name}: reading its closed phase spans back: {e}"))?;
-    threshold_phases(&mut f, &runs, interval_ns);
+    let median_peak = chosen
+        .median_peak()
+        .map_err(|e| lost("its selected proofs' peaks", &e))?;
+    memory(&mut f, &mem, chosen.count, median_peak, sel);
+    proof_figures(&mut f, has_events, &chosen, cycles)
+        .map_err(|e| lost("its selected proofs' busy time", &e))?;
+    phases(&mut f, store, &chosen).map_err(|e| lost("its closed phase spans", &e))?;
+    runs.figures(&mut f, interval_ns)
+        .map_err(|e| lost("its threshold phases", &e))?;
     kernel_figures(&mut f, &first.kernel);
 
     Ok(Summary {
@@ -234,8 +217,7 @@ fn selection_notes(
     name: &str,
     store: &Store,
     sel: &Selection,
-    proofs: &[&ProofSpan],
-    chosen: &[&ProofSpan],
+    chosen: &Chosen,
 ) {
     let has_events = store.has_events();
     if !has_events {
@@ -247,20 +229,14 @@ fn selection_notes(
                 "the child did not speak the protocol"
             }
         ));
-    } else if proofs.is_empty() {
+    } else if chosen.all == 0 {
         notes.push(format!("{name}: no proof finished in this recording"));
     } else if chosen.is_empty() {
-        let mut modes: Vec<String> = Vec::new();
-        for p in proofs {
-            let m = p.mode.to_string();
-            if !modes.contains(&m) {
-                modes.push(m);
-            }
-        }
+        let modes: Vec<String> = chosen.modes.iter().map(|m| m.to_string()).collect();
         notes.push(format!(
             "{name}: no proof matches {} ({} proofs here: {})",
             sel.describe(),
-            proofs.len(),
+            chosen.all,
             modes.join(", ")
         ));
     }
@@ -271,7 +247,7 @@ fn selection_notes(
 const KEEP_SELECTED: usize = 1 << 18;
 
 /// The passes over the selected samples (those `inside` holds): their maxima and threshold
-/// runs, the medians if the first pass did not settle them, and the time near the peak. With
+/// runs (folded), the medians if the first pass did not settle them, and the time near the peak. With
 /// every sample selected and the medians known, the time near the peak comes in the same pass
 /// as the rest (the peak is the first pass's); else from the selected samples kept, or, when
 /// they were too many to keep, in a pass of its own. Returns the memory
@@ -282,7 +258,7 @@ fn sample_passes(
     replay: &mut Replay<'_>,
     inside: &dyn Fn(u64) -> bool,
     all: bool,
-) -> anyhow::Result<(MemoryInput, Vec<Run>, Option<u64>)> {
+) -> anyhow::Result<(MemoryInput, RunFold, Option<u64>)> {
     let mut medians = first.medians.end_pass();
     let interval = |gap: u64| (first.samples >= 2).then_some(gap);
     let mut early = match (all, first.high, medians) {
@@ -294,7 +270,7 @@ fn sample_passes(
         ..MemoryInput::default()
     };
     let mut classifier = Classifier::new(store.thresholds());
-    let mut runs: Vec<Run> = Vec::new();
+    let mut runs = RunFold::default();
     // The selected samples' (time, highest reading), while they are few: the time near the
     // peak from them, without a pass more.
     let (mut kept, mut overflow): (Vec<(u64, u64)>, bool) = (Vec::new(), false);
@@ -306,7 +282,7 @@ fn sample_passes(
             }
             if inside(x.t) {
                 mem.feed(&x);
-                runs.extend(classifier.push(x.t, x.rss));
+                classifier.push(x.t, x.rss).into_iter().for_each(|r| runs.push(r));
                 match early.as_mut() {
                     Some(w) => w.feed(x.t, x.high),
                     None if kept.len() < KEEP_SELECTED => kept.push((x.t, x.high)),
@@ -315,7 +291,7 @@ fn sample_passes(
             }
         }
     })?;
-    runs.extend(classifier.finish());
+    classifier.finish().into_iter().for_each(|r| runs.push(r));
     while medians.is_none() {
         medians = first.medians.end_pass();
         if medians.is_none() {

@@ -1,30 +1,18 @@
 //! The phase section: per prover phase (the selected proofs' spans) and per threshold phase
 //! (the classifier's runs over the selected samples), the median and p90 duration and the
-//! peak RSS.
-
-use std::collections::HashSet;
+//! peak RSS. Spans and runs are read in passes or folded as they come, their durations in
+//! spills: a session of any length costs the same.
 
 use provetop_shared::nth::{upper_median, Rank};
+use provetop_shared::spill::Spill;
 
 use provetop_shared::classify::{Run, ThresholdPhase};
 use provetop_shared::Phase;
 
 use super::figure::{Figures, Section, Unit};
-use super::Selection;
-use crate::model::ProofSpan;
+use super::select::Chosen;
 use crate::store::digest::ClosedSpan;
 use crate::store::Store;
-
-/// The median (the upper one of an even count, as `classify`'s mode table takes it).
-fn median(sorted: &[f64]) -> f64 {
-    sorted[sorted.len() / 2]
-}
-
-/// The 90th percentile by nearest rank.
-fn p90(sorted: &[f64]) -> f64 {
-    let rank = ((sorted.len() as f64) * 0.9).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
 
 /// Where the 90th percentile by nearest rank is among `len` sorted values.
 fn p90_rank(len: u64) -> u64 {
@@ -33,36 +21,39 @@ fn p90_rank(len: u64) -> u64 {
 
 /// Per prover phase, over the spans of the selected proofs: median and p90 of the span
 /// durations, and the peak RSS seen while one was open. The closed spans are read in passes
-/// (a pass for the phases, then a few for each percentile), never held: a session of any
-/// length costs the same.
-pub(super) fn phases(
-    f: &mut Figures,
-    store: &Store,
-    sel: &Selection,
-    chosen: &[&ProofSpan],
-) -> std::io::Result<()> {
-    let ids: Option<HashSet<u64>> =
-        (!sel.is_all()).then(|| chosen.iter().map(|p| p.proof_id).collect());
-    let picked = |s: &ClosedSpan| ids.as_ref().is_none_or(|ids| ids.contains(&s.proof_id));
+/// (the selected ones first copied to a spill of their own, then a pass for the phases and a
+/// few for each percentile), never held.
+pub(super) fn phases(f: &mut Figures, store: &Store, chosen: &Chosen) -> std::io::Result<()> {
     let digest = store.span_digest();
+    let mut own: Spill<ClosedSpan> = Spill::default();
+    let closed = if chosen.picks_every() {
+        &digest.closed
+    } else {
+        let proofs = store.finished_proofs();
+        for s in digest.closed.iter() {
+            let s = s?;
+            if chosen.picks(proofs, &s)? {
+                own.push(s);
+            }
+        }
+        &own
+    };
     // Per phase: its first selected span's start, and its peak.
     let mut order: Vec<(u64, u32)> = Vec::new();
     let mut peak: std::collections::HashMap<u32, u64> = Default::default();
-    digest.closed.each(&mut |s| {
-        if picked(&s) {
-            let e = peak.entry(s.row).or_insert_with(|| {
-                order.push((s.start, s.row));
-                0
-            });
-            *e = (*e).max(s.rss_max);
-        }
+    closed.each(&mut |s| {
+        let e = peak.entry(s.row).or_insert_with(|| {
+            order.push((s.start, s.row));
+            0
+        });
+        *e = (*e).max(s.rss_max);
     })?;
     order.sort_by_key(|o| o.0);
     for (_, row) in order {
         // Durations are finite and never negative (the digest's), so their bits sort as they do.
-        let pick = |s: &ClosedSpan| (s.row == row && picked(s)).then(|| s.duration_s.to_bits());
+        let pick = |s: &ClosedSpan| (s.row == row).then(|| s.duration_s.to_bits());
         let at = |rank: Rank| -> std::io::Result<f64> {
-            let v = digest.closed.nth(rank, &pick)?;
+            let v = closed.nth(rank, &pick)?;
             Ok(f64::from_bits(v.expect("the phase has a selected span")))
         };
         let (median, p90) = (at(upper_median)?, at(p90_rank)?);
@@ -103,33 +94,77 @@ fn push_phase(f: &mut Figures, name: &str, median: f64, p90: f64, peak: u64, thr
         threshold,
     );
 }
-/// Per threshold phase (`runs`: the seed's classifier over the selected samples): each run lasts
-/// until the next one starts (the last one its span and one interval).
-pub(super) fn threshold_phases(f: &mut Figures, runs: &[Run], interval_ns: Option<u64>) {
-    let gap = interval_ns.unwrap_or(0);
-    let mut per: Vec<(ThresholdPhase, Vec<f64>, f64)> = Vec::new();
-    for (i, r) in runs.iter().enumerate() {
-        let end = runs.get(i + 1).map_or(r.end + gap, |n| n.start);
-        let d = end.saturating_sub(r.start) as f64 / 1e9;
-        match per.iter_mut().find(|p| p.0 == r.phase) {
-            Some(p) => {
-                p.1.push(d);
-                p.2 = p.2.max(r.max_gib);
-            }
-            None => per.push((r.phase, vec![d], r.max_gib)),
+/// The threshold phases' runs (the seed's classifier over the selected samples), folded as
+/// they come: each run lasts until the next one starts (the last one its span and one
+/// sampling interval, known once the runs end). Per phase its durations (a spill) and peak.
+#[derive(Debug, Default)]
+pub(super) struct RunFold {
+    last: Option<Run>,
+    per: Vec<(ThresholdPhase, Spill<u64>, f64)>,
+}
+
+impl RunFold {
+    /// The next run.
+    pub(super) fn push(&mut self, r: Run) {
+        let next = r.start;
+        if let Some(p) = self.last.replace(r) {
+            self.add(&p, next);
         }
     }
-    per.sort_by_key(|p| ThresholdPhase::ALL.iter().position(|a| *a == p.0));
-    for (phase, mut d, max_gib) in per {
-        d.sort_by(f64::total_cmp);
-        let peak = (max_gib * provetop_shared::units::GIB as f64).round() as u64;
-        push_phase(f, phase.name(), median(&d), p90(&d), peak, true);
+
+    fn add(&mut self, r: &Run, end: u64) {
+        let d = end.saturating_sub(r.start) as f64 / 1e9;
+        let i = match self.per.iter().position(|p| p.0 == r.phase) {
+            Some(i) => i,
+            None => {
+                self.per.push((r.phase, Spill::default(), r.max_gib));
+                self.per.len() - 1
+            }
+        };
+        let p = &mut self.per[i];
+        // Durations are never negative, so their bits sort as they do.
+        p.1.push(d.to_bits());
+        p.2 = p.2.max(r.max_gib);
+    }
+
+    /// The rows, the runs over (`interval_ns`: the sampling interval).
+    pub(super) fn figures(
+        mut self,
+        f: &mut Figures,
+        interval_ns: Option<u64>,
+    ) -> std::io::Result<()> {
+        if let Some(r) = self.last.take() {
+            self.add(&r, r.end + interval_ns.unwrap_or(0));
+        }
+        self.per
+            .sort_by_key(|p| ThresholdPhase::ALL.iter().position(|a| *a == p.0));
+        for (phase, d, max_gib) in &self.per {
+            let at = |rank: Rank| -> std::io::Result<f64> {
+                let v = d.nth(rank, &|&v| Some(v))?;
+                Ok(f64::from_bits(v.expect("a phase in the list has a run")))
+            };
+            let peak = (max_gib * provetop_shared::units::GIB as f64).round() as u64;
+            push_phase(f, phase.name(), at(upper_median)?, at(p90_rank)?, peak, true);
+        }
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The median of sorted values (the upper one of an even count, as `classify`'s mode
+    /// table takes it).
+    fn median(sorted: &[f64]) -> f64 {
+        sorted[sorted.len() / 2]
+    }
+
+    /// The 90th percentile of sorted values, by nearest rank.
+    fn p90(sorted: &[f64]) -> f64 {
+        let rank = ((sorted.len() as f64) * 0.9).ceil() as usize;
+        sorted[rank.clamp(1, sorted.len()) - 1]
+    }
 
     #[test]
     fn percentiles_by_nearest_rank() {

@@ -3,22 +3,20 @@
 //! same per batch mode.
 
 use super::figure::{Figures, Section, Unit};
-use crate::model::{busy_ns, mode_rows, FinishedProof, ProofSpan};
+use super::select::Chosen;
 
-/// The proof rows of `chosen` (the selected proofs) out of `all`; `cycles`: the proof
-/// cycles by thresholds over every sample (None without one).
+/// The proof rows of `chosen` (the selected proofs, folded); `cycles`: the proof cycles by
+/// thresholds over every sample (None without one).
 pub(super) fn proof_figures(
     f: &mut Figures,
     has_events: bool,
-    chosen: &[&ProofSpan],
-    all: &[&ProofSpan],
+    chosen: &Chosen,
     cycles: Option<u64>,
-) {
-    let finished: Vec<FinishedProof> = chosen.iter().filter_map(|p| p.finished_ok()).collect();
+) -> std::io::Result<()> {
     let why = || -> String {
         if !has_events {
             "no prover events".into()
-        } else if all.is_empty() {
+        } else if chosen.all == 0 {
             "no proofs".into()
         } else {
             "no proof selected".into()
@@ -30,7 +28,7 @@ pub(super) fn proof_figures(
         Section::Proofs,
         Unit::Count,
         if has_events {
-            Ok(chosen.len() as f64)
+            Ok(chosen.count as f64)
         } else {
             Err(why())
         },
@@ -51,17 +49,16 @@ pub(super) fn proof_figures(
             true,
         );
     }
-    let intervals: Vec<(u64, u64)> = finished.iter().map(|p| (p.1, p.2)).collect();
-    let busy = busy_ns(&intervals) as f64 / 1e9;
-    let sectors: u64 = finished.iter().map(|p| p.3 as u64).sum();
-    let some = !finished.is_empty();
+    let busy = chosen.busy_ns as f64 / 1e9;
+    let sectors = chosen.sectors;
+    let some = !chosen.is_empty();
     let or = |v: f64| if some { Ok(v) } else { Err(why()) };
     f.push(
         "s_per_proof",
         "seconds per proof (busy time)",
         Section::Proofs,
         Unit::Seconds,
-        or(busy / finished.len().max(1) as f64),
+        or(busy / chosen.count.max(1) as f64),
         "no proofs",
         false,
     );
@@ -87,7 +84,7 @@ pub(super) fn proof_figures(
         "no proofs",
         false,
     );
-    for row in mode_rows(&finished) {
+    for row in chosen.per_mode.rows()? {
         let m = row.mode;
         let absent = format!("no {m} proofs");
         f.push(
@@ -127,4 +124,5 @@ pub(super) fn proof_figures(
             false,
         );
     }
+    Ok(())
 }

@@ -1,7 +1,17 @@
-//! Which proofs of a session are compared ([`Selection`], `--mode` and `--proofs`), and the
-//! interval arithmetic behind the time a selection covers ([`merged`]).
+//! Which proofs of a session are compared ([`Selection`], `--mode` and `--proofs`), the
+//! selected proofs folded in one pass over the session's ([`Chosen`]) and the time they
+//! cover.
 
+use std::cell::OnceCell;
+use std::io;
+
+use provetop_shared::nth::upper_median;
+use provetop_shared::spill::Spill;
 use provetop_shared::BatchMode;
+
+use crate::store::digest::ClosedSpan;
+use crate::store::modes::ModeFold;
+use crate::store::proofs::ProofList;
 
 /// Which proofs of a session are compared.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -40,6 +50,148 @@ impl Selection {
     }
 }
 
+/// The proofs a selection picks, folded in one pass over the session's (in start order):
+/// what the memory, proof and phase figures read of them, and the time they cover. Nothing
+/// in memory grows with their number: the peaks and the time are spills.
+#[derive(Debug)]
+pub(super) struct Chosen {
+    /// The session's proofs that finished ok.
+    pub(super) all: usize,
+    /// The session's modes, in the order their first proof started.
+    pub(super) modes: Vec<BatchMode>,
+    /// Proofs selected.
+    pub(super) count: usize,
+    pub(super) sectors: u64,
+    /// The time they cover: their (start, end), merged where they overlap or touch, in order.
+    time: Spill<(u64, u64)>,
+    /// Its length.
+    pub(super) busy_ns: u64,
+    /// Each one's peak RSS, for the median.
+    peaks: Spill<u64>,
+    /// Folded per mode: the mode rows.
+    pub(super) per_mode: ModeFold,
+    /// The mode selected, and the keys (start, id) of the first and last proof selected:
+    /// a proof of that mode between them is selected.
+    mode: Option<BatchMode>,
+    keys: Option<((u64, u64), (u64, u64))>,
+    every: bool,
+    /// Why the time could not be read back (the summary fails with it).
+    lost: OnceCell<String>,
+}
+
+impl Chosen {
+    /// The proofs of `list` that `sel` picks.
+    pub(super) fn of(list: &ProofList, sel: &Selection) -> io::Result<Chosen> {
+        let mut c = Chosen {
+            all: 0,
+            modes: Vec::new(),
+            count: 0,
+            sectors: 0,
+            time: Spill::default(),
+            busy_ns: 0,
+            peaks: Spill::default(),
+            per_mode: ModeFold::default(),
+            mode: sel.mode,
+            keys: None,
+            every: sel.is_all(),
+            lost: OnceCell::new(),
+        };
+        let (mut of_mode, mut now): (usize, Option<(u64, u64)>) = (0, None);
+        for d in list.iter() {
+            let d = d?;
+            c.all += 1;
+            if !c.modes.contains(&d.mode) {
+                c.modes.push(d.mode);
+            }
+            if sel.mode.is_some_and(|m| d.mode != m) {
+                continue;
+            }
+            of_mode += 1;
+            if sel
+                .range
+                .is_some_and(|(a, b)| of_mode < a || b.is_some_and(|b| of_mode > b))
+            {
+                continue;
+            }
+            c.count += 1;
+            c.sectors += u64::from(d.sectors);
+            c.peaks.push(d.peak);
+            c.per_mode.add(&d.finished());
+            c.keys = Some((c.keys.map_or(d.key(), |k| k.0), d.key()));
+            // In start order: a proof meets the time so far at its end, or begins more.
+            let end = d.end.max(d.start);
+            match now.as_mut() {
+                Some(t) if d.start <= t.1 => t.1 = t.1.max(end),
+                _ => {
+                    if let Some(t) = now.replace((d.start, end)) {
+                        c.busy_ns += t.1 - t.0;
+                        c.time.push(t);
+                    }
+                }
+            }
+        }
+        if let Some(t) = now {
+            c.busy_ns += t.1 - t.0;
+            c.time.push(t);
+        }
+        Ok(c)
+    }
+
+    /// Whether every proof (and every span, and every time) is selected.
+    pub(super) fn picks_every(&self) -> bool {
+        self.every
+    }
+
+    /// No proof selected.
+    pub(super) fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The median of the selected proofs' peaks (the upper one of an even count).
+    pub(super) fn median_peak(&self) -> io::Result<Option<u64>> {
+        self.peaks.nth(upper_median, &|&v| Some(v))
+    }
+
+    /// Whether time `t` is in the time the selection covers (every time with every proof
+    /// selected). Times nearly in order cost a search in memory. A failed read is false,
+    /// and [`Chosen::lost`] says why.
+    pub(super) fn inside(&self, t: u64) -> bool {
+        if self.every {
+            return true;
+        }
+        let found = self
+            .time
+            .first_where(|iv| iv.0 > t)
+            .and_then(|i| match i {
+                0 => Ok(false),
+                i => self.time.get(i - 1).map(|iv| t <= iv.1),
+            });
+        found.unwrap_or_else(|e| {
+            self.lost.get_or_init(|| e.to_string());
+            false
+        })
+    }
+
+    /// Why a time could not be read back, once one could not.
+    pub(super) fn lost(&self) -> Option<&str> {
+        self.lost.get().map(String::as_str)
+    }
+
+    /// Whether span `s` is one of a selected proof's (every span with every proof selected).
+    pub(super) fn picks(&self, list: &ProofList, s: &ClosedSpan) -> io::Result<bool> {
+        if self.every {
+            return Ok(true);
+        }
+        let key = (s.proof_start, s.proof_id);
+        match self.keys {
+            Some((lo, hi)) if lo <= key && key <= hi => Ok(list
+                .find(s.proof_start, s.proof_id)?
+                .is_some_and(|d| self.mode.is_none_or(|m| d.mode == m))),
+            _ => Ok(false),
+        }
+    }
+}
+
 /// Parse `--proofs`: `3`, `2..5`, `4..`, `..6` (1-based, inclusive).
 pub fn parse_range(s: &str) -> Result<(usize, Option<usize>), String> {
     let num = |x: &str| -> Result<usize, String> {
@@ -67,20 +219,6 @@ pub fn parse_range(s: &str) -> Result<(usize, Option<usize>), String> {
     }
 }
 
-/// Intervals merged where they overlap or touch, sorted (compare's selected proofs, and
-/// classify's phase cover).
-pub(crate) fn merged(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
-    v.sort_unstable();
-    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
-    for (a, b) in v {
-        match out.last_mut() {
-            Some(last) if a <= last.1 => last.1 = last.1.max(b),
-            _ => out.push((a, b)),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,13 +232,5 @@ mod tests {
         assert!(parse_range("0").unwrap_err().contains("numbered from 1"));
         assert!(parse_range("5..2").unwrap_err().contains("ends before"));
         assert!(parse_range("x").is_err());
-    }
-
-    #[test]
-    fn intervals_merge_where_they_overlap() {
-        assert_eq!(
-            merged(vec![(3, 8), (0, 5), (10, 12)]),
-            vec![(0, 8), (10, 12)]
-        );
     }
 }
