@@ -61,8 +61,8 @@ pub mod cover;
 pub mod digest;
 pub mod modes;
 mod pass;
-pub mod proofs;
 mod place;
+pub mod proofs;
 mod tables;
 
 use pass::Pass;

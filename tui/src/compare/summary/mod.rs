@@ -165,7 +165,8 @@ pub fn summarize_with(
 
     // The proofs selected, folded in one pass over the session's, in start order.
     let proofs = store.finished_proofs();
-    let lost = |what: &str, e: &dyn std::fmt::Display| anyhow::anyhow!("{name}: reading {what} back: {e}");
+    let lost =
+        |what: &str, e: &dyn std::fmt::Display| anyhow::anyhow!("{name}: reading {what} back: {e}");
     if let Some(e) = proofs.failed() {
         return Err(lost("its finished proofs", &e));
     }
@@ -282,7 +283,10 @@ fn sample_passes(
             }
             if inside(x.t) {
                 mem.feed(&x);
-                classifier.push(x.t, x.rss).into_iter().for_each(|r| runs.push(r));
+                classifier
+                    .push(x.t, x.rss)
+                    .into_iter()
+                    .for_each(|r| runs.push(r));
                 match early.as_mut() {
                     Some(w) => w.feed(x.t, x.high),
                     None if kept.len() < KEEP_SELECTED => kept.push((x.t, x.high)),

@@ -144,7 +144,14 @@ impl RunFold {
                 Ok(f64::from_bits(v.expect("a phase in the list has a run")))
             };
             let peak = (max_gib * provetop_shared::units::GIB as f64).round() as u64;
-            push_phase(f, phase.name(), at(upper_median)?, at(p90_rank)?, peak, true);
+            push_phase(
+                f,
+                phase.name(),
+                at(upper_median)?,
+                at(p90_rank)?,
+                peak,
+                true,
+            );
         }
         Ok(())
     }
@@ -164,6 +171,66 @@ mod tests {
     fn p90(sorted: &[f64]) -> f64 {
         let rank = ((sorted.len() as f64) * 0.9).ceil() as usize;
         sorted[rank.clamp(1, sorted.len()) - 1]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// Thousands of threshold runs, folded as they come, give the rows the runs listed
+        /// and sorted gave: the same durations (each to the next run's start, the last one
+        /// its span and an interval), medians, p90s and peaks, to the bit.
+        #[test]
+        fn folded_runs_give_the_rows_of_the_sorted_durations(
+            seed in proptest::prelude::any::<u64>(),
+            n in proptest::prop_oneof![1usize..4, 4usize..3_000],
+            gap in proptest::option::of(0u64..5_000),
+        ) {
+            let mut x = seed | 1;
+            let mut rnd = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+            let mut t = 0u64;
+            let runs: Vec<Run> = (0..n)
+                .map(|_| {
+                    let start = t + rnd() % 3;
+                    let end = start + rnd() % 90_000;
+                    t = end + rnd() % 4;
+                    Run {
+                        phase: ThresholdPhase::ALL[(rnd() % 3) as usize * 2 % ThresholdPhase::ALL.len()],
+                        samples: 1,
+                        min_gib: 0.0,
+                        max_gib: (rnd() % 2_000) as f64 / 7.0,
+                        start,
+                        end,
+                    }
+                })
+                .collect();
+            let mut fold = RunFold::default();
+            runs.iter().for_each(|r| fold.push(r.clone()));
+            let mut got = Figures::default();
+            fold.figures(&mut got, gap).unwrap();
+
+            let mut per: Vec<(ThresholdPhase, Vec<f64>, f64)> = Vec::new();
+            for (i, r) in runs.iter().enumerate() {
+                let end = runs.get(i + 1).map_or(r.end + gap.unwrap_or(0), |n| n.start);
+                let d = end.saturating_sub(r.start) as f64 / 1e9;
+                match per.iter_mut().find(|p| p.0 == r.phase) {
+                    Some(p) => {
+                        p.1.push(d);
+                        p.2 = p.2.max(r.max_gib);
+                    }
+                    None => per.push((r.phase, vec![d], r.max_gib)),
+                }
+            }
+            per.sort_by_key(|p| ThresholdPhase::ALL.iter().position(|a| *a == p.0));
+            let mut want = Figures::default();
+            for (phase, mut d, max_gib) in per {
+                d.sort_by(f64::total_cmp);
+                let peak = (max_gib * provetop_shared::units::GIB as f64).round() as u64;
+                push_phase(&mut want, phase.name(), median(&d), p90(&d), peak, true);
+            }
+            let bits = |f: &Figures| -> Vec<(String, u64)> {
+                f.0.iter().map(|g| (g.key.clone(), g.value.clone().unwrap().to_bits())).collect()
+            };
+            proptest::prop_assert_eq!(bits(&got), bits(&want));
+        }
     }
 
     #[test]

@@ -159,13 +159,10 @@ impl Chosen {
         if self.every {
             return true;
         }
-        let found = self
-            .time
-            .first_where(|iv| iv.0 > t)
-            .and_then(|i| match i {
-                0 => Ok(false),
-                i => self.time.get(i - 1).map(|iv| t <= iv.1),
-            });
+        let found = self.time.first_where(|iv| iv.0 > t).and_then(|i| match i {
+            0 => Ok(false),
+            i => self.time.get(i - 1).map(|iv| t <= iv.1),
+        });
         found.unwrap_or_else(|e| {
             self.lost.get_or_init(|| e.to_string());
             false
@@ -222,6 +219,114 @@ pub fn parse_range(s: &str) -> Result<(usize, Option<usize>), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{busy_ns, ProofSpan, Stats};
+    use crate::store::cover::merged;
+    use proptest::prelude::*;
+    use std::collections::HashSet;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Hundreds of proofs of three modes, finishing out of start order, some failed, under
+        /// any selection: what the one pass folds is what the old all-in-memory selection
+        /// gave (the proofs sorted by start, the chosen ones' ids, their merged intervals).
+        #[test]
+        fn the_folded_selection_is_the_sorted_list_s(
+            seed in any::<u64>(),
+            n in 1usize..900,
+            mode in prop::option::of(0usize..3),
+            range in prop::option::of((1usize..400, prop::option::of(0usize..400))),
+        ) {
+            let mut x = seed | 1;
+            let mut rnd = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+            let modes = [BatchMode::Single, BatchMode::Sps, BatchMode::Pipelined(2)];
+            let mut spans: Vec<ProofSpan> = (0..n as u64)
+                .map(|i| {
+                    let start = i * 1_000 + rnd() % 4_000;
+                    let mut rss = Stats::default();
+                    rss.add(rnd() % 10_000);
+                    ProofSpan {
+                        proof_id: i + 1,
+                        mode: modes[(i / 90 % 3) as usize],
+                        sectors: 1 + (rnd() % 4) as u32,
+                        partitions: 10,
+                        start,
+                        end: Some(start + rnd() % 3_000),
+                        duration_s: None,
+                        ok: Some(rnd() % 9 != 0),
+                        verified: None,
+                        rss,
+                    }
+                })
+                .collect();
+            // They finish in end order.
+            spans.sort_by_key(|p| p.end);
+            let mut list = ProofList::default();
+            spans.iter().for_each(|p| list.add(p));
+            let sel = Selection {
+                mode: mode.map(|m| modes[m]),
+                range: range.map(|(a, b)| (a, b.map(|b| a + b))),
+            };
+            let c = Chosen::of(&list, &sel).unwrap();
+
+            // The old way: every proof that finished ok, sorted, filtered, numbered.
+            let mut ok: Vec<&ProofSpan> = spans.iter().filter(|p| p.ok == Some(true)).collect();
+            ok.sort_by_key(|p| (p.start, p.proof_id));
+            let of_mode: Vec<&ProofSpan> =
+                ok.iter().copied().filter(|p| sel.mode.is_none_or(|m| p.mode == m)).collect();
+            let chosen: Vec<&ProofSpan> = of_mode
+                .iter()
+                .copied()
+                .enumerate()
+                .filter(|(i, _)| sel.range.is_none_or(|(a, b)| *i + 1 >= a && b.is_none_or(|b| *i < b)))
+                .map(|(_, p)| p)
+                .collect();
+            prop_assert_eq!(c.all, ok.len());
+            prop_assert_eq!(c.count, chosen.len());
+            prop_assert_eq!(c.sectors, chosen.iter().map(|p| u64::from(p.sectors)).sum::<u64>());
+            let iv: Vec<(u64, u64)> = chosen.iter().map(|p| (p.start, p.end.unwrap())).collect();
+            prop_assert_eq!(c.busy_ns, busy_ns(&iv));
+            let mut peaks: Vec<u64> = chosen.iter().map(|p| p.rss.max).collect();
+            peaks.sort_unstable();
+            prop_assert_eq!(c.median_peak().unwrap(), peaks.get(peaks.len() / 2).copied());
+            let mut seen: Vec<BatchMode> = Vec::new();
+            ok.iter().for_each(|p| if !seen.contains(&p.mode) { seen.push(p.mode) });
+            prop_assert_eq!(&c.modes, &seen);
+
+            // Times in order, then anywhere: inside the chosen proofs' merged intervals.
+            let time = merged(iv);
+            let inside = |t: u64| {
+                sel.is_all() || {
+                    let i = time.partition_point(|v| v.0 <= t);
+                    i > 0 && t <= time[i - 1].1
+                }
+            };
+            let top = n as u64 * 1_000 + 8_000;
+            let times = (0..top).step_by(97).chain((0..500).map(|_| rnd() % top));
+            for t in times {
+                prop_assert_eq!(c.inside(t), inside(t), "time {}", t);
+            }
+            prop_assert!(c.lost().is_none());
+
+            // Spans of every proof (the failed ones', and a proof never started): picked by
+            // their proof's id among the chosen ones'.
+            let ids: HashSet<u64> = chosen.iter().map(|p| p.proof_id).collect();
+            for p in spans.iter().chain([&ProofSpan { proof_id: 0, start: 5, ..spans[0].clone() }]) {
+                let s = ClosedSpan {
+                    proof_id: p.proof_id,
+                    proof_start: if p.proof_id == 0 { u64::MAX } else { p.start },
+                    row: 0,
+                    start: p.start + 1,
+                    duration_s: 1.0,
+                    rss_max: 0,
+                };
+                prop_assert_eq!(
+                    c.picks(&list, &s).unwrap(),
+                    sel.is_all() || ids.contains(&p.proof_id),
+                    "proof {}", p.proof_id
+                );
+            }
+        }
+    }
 
     #[test]
     fn proof_ranges_parse_and_refuse_nonsense() {
