@@ -176,7 +176,7 @@ fn a_compact_session_read_chunk_by_chunk_shows_what_the_whole_file_shows_at_ever
         tl.indexed().phase_starts.to_vec().unwrap(),
         store.phase_starts()
     );
-    assert_eq!(tl.indexed().alerts, store.alert_times());
+    assert_eq!(tl.indexed().alerts.to_vec().unwrap(), store.alert_times());
     assert!(!store.phase_starts().is_empty() && !store.alert_times().is_empty());
 }
 

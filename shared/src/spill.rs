@@ -363,6 +363,20 @@ impl<T: Fixed> Spill<T> {
     }
 }
 
+impl Spill<u64> {
+    /// The first of the ascending items after `t` (replay's `]`, `a`).
+    pub fn next_after(&self, t: u64) -> io::Result<Option<u64>> {
+        let i = self.first_where(|&x| x > t)?;
+        (i < self.len()).then(|| self.get(i)).transpose()
+    }
+
+    /// The last of the ascending items before `t` (replay's `[`, `A`).
+    pub fn last_before(&self, t: u64) -> io::Result<Option<u64>> {
+        let i = self.first_where(|&x| x >= t)?;
+        i.checked_sub(1).map(|i| self.get(i)).transpose()
+    }
+}
+
 /// [`Spill::iter`]: each item, or the error of reading its block.
 pub struct Iter<'a, T: Fixed> {
     spill: &'a Spill<T>,
@@ -493,6 +507,11 @@ mod tests {
                 v.partition_point(|&x| x <= t),
                 "{t}"
             );
+            let i = v.partition_point(|&x| x <= t);
+            assert_eq!(s.next_after(t).unwrap(), v.get(i).copied(), "after {t}");
+            let j = v.partition_point(|&x| x < t);
+            let before = j.checked_sub(1).map(|j| v[j]);
+            assert_eq!(s.last_before(t).unwrap(), before, "before {t}");
         }
         // Keys nearly in order (the block last read answers), backwards, and anywhere; equal
         // items across a block's edge.

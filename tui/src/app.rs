@@ -64,7 +64,7 @@ pub struct Playback {
     pub start: u64,
     /// Last record time.
     pub end: u64,
-    /// Times of alerts (firing), for marks on the bar.
+    /// Times of alerts (firing), for marks on the bar: thinned ([`crate::timeline::marks`]).
     pub alerts: Vec<u64>,
     /// File name shown.
     pub file: String,

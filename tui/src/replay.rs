@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use crate::app::{Action, App, Playback, Screen, View, NS};
 use crate::cli::ReplayArgs;
 use crate::event_loop::{self, Driver};
-use crate::store::{last_before, next_after, Store};
+use crate::store::Store;
 use crate::theme::Theme;
+use crate::timeline::marks::Marks;
 use crate::timeline::{Cursor, Seeking, Timeline};
 use provetop_shared::session::SourceKind;
 use provetop_shared::{Mark, Record, RecordBody};
@@ -154,9 +155,13 @@ impl ReplayDriver {
             Source::Whole { store, .. } => (
                 store.path(),
                 store.thresholds(),
-                store.alert_times().to_vec(),
+                Marks::of(store.alert_times()).times().to_vec(),
             ),
-            Source::Chunked { tl, .. } => (tl.path(), tl.thresholds(), tl.indexed().alerts.clone()),
+            Source::Chunked { tl, .. } => (
+                tl.path(),
+                tl.thresholds(),
+                tl.indexed().alert_marks.times().to_vec(),
+            ),
         };
         let file = path
             .file_name()
@@ -342,7 +347,9 @@ impl ReplayDriver {
         let (late, done, pct, alerts, abrupt, damage) = {
             let ix = tl.indexed();
             let alerts = match &app.screen {
-                Screen::Replay(p) if p.alerts.len() != ix.alerts.len() => Some(ix.alerts.clone()),
+                Screen::Replay(p) if p.alerts != ix.alert_marks.times() => {
+                    Some(ix.alert_marks.times().to_vec())
+                }
                 _ => None,
             };
             let damage: Vec<String> = ix.warnings[(*told).min(ix.warnings.len())..].to_vec();
@@ -526,12 +533,20 @@ impl ReplayDriver {
             Source::Chunked { tl, .. } => {
                 let ix = tl.indexed();
                 let (what, t) = match a {
-                    Action::NextPhase => ("no later phase start", ix.phase_start_after(clock)),
-                    Action::PrevPhase => ("no earlier phase start", ix.phase_start_before(clock)),
-                    Action::NextAlert => ("no later alert", Ok(next_after(&ix.alerts, clock))),
-                    _ => ("no earlier alert", Ok(last_before(&ix.alerts, clock))),
+                    Action::NextPhase => {
+                        ("no later phase start", ix.phase_starts.next_after(clock))
+                    }
+                    Action::PrevPhase => {
+                        ("no earlier phase start", ix.phase_starts.last_before(clock))
+                    }
+                    Action::NextAlert => ("no later alert", ix.alerts.next_after(clock)),
+                    _ => ("no earlier alert", ix.alerts.last_before(clock)),
                 };
-                let t = t.map_err(|e| format!("the phase starts could not be read back ({e})"))?;
+                let times = match a {
+                    Action::NextPhase | Action::PrevPhase => "the phase starts",
+                    _ => "the alert times",
+                };
+                let t = t.map_err(|e| format!("{times} could not be read back ({e})"))?;
                 (what, t, (!ix.done).then(|| ix.percent()))
             }
         };

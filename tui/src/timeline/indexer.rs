@@ -15,6 +15,7 @@ use provetop_shared::classify::Thresholds;
 use provetop_shared::spill::Spill;
 use provetop_shared::{Record, RecordBody};
 
+use super::marks::Marks;
 use super::{shown_limits, Dropper, LateList, Source, LIGHT_BUDGET, LIGHT_LOG, LIGHT_READINGS};
 use crate::model::{Effect, Effects, Model, PhaseSpan, SpanArchive, SpanSource};
 use crate::store::{LateFinder, Placer};
@@ -58,8 +59,10 @@ pub struct Indexed {
     pub every: usize,
     /// Phase starts, ascending (as the store's): thousands a day, so in a spill.
     pub phase_starts: Spill<u64>,
-    /// Firing alerts, ascending.
-    pub alerts: Vec<u64>,
+    /// Firing alerts, ascending (`a`/`A`): in a spill, as the phase starts.
+    pub alerts: Spill<u64>,
+    /// The same, thinned for the position bar.
+    pub alert_marks: Marks,
     /// The recording ends without provetop's stop ([`crate::replay::ends_abruptly`]).
     pub abrupt: bool,
     /// The pass is over.
@@ -82,20 +85,6 @@ impl Indexed {
         }
         let done = self.scanned as f64 / 5.0 + self.reduced as f64 * 0.8;
         ((done / self.total as f64) * 100.0).min(99.0) as u32
-    }
-
-    /// The first phase start after `t` (`]`).
-    pub fn phase_start_after(&self, t: u64) -> std::io::Result<Option<u64>> {
-        let s = &self.phase_starts;
-        let i = s.first_where(|&x| x > t)?;
-        (i < s.len()).then(|| s.get(i)).transpose()
-    }
-
-    /// The last phase start before `t` (`[`).
-    pub fn phase_start_before(&self, t: u64) -> std::io::Result<Option<u64>> {
-        let s = &self.phase_starts;
-        let i = s.first_where(|&x| x >= t)?;
-        i.checked_sub(1).map(|i| s.get(i)).transpose()
     }
 
     fn snapshot(&mut self, s: Snap) {
@@ -275,7 +264,10 @@ impl Pass {
         self.phase_starts
             .drain(..)
             .for_each(|t| ix.phase_starts.push(t));
-        ix.alerts.append(&mut self.alerts);
+        for t in self.alerts.drain(..) {
+            ix.alerts.push(t);
+            ix.alert_marks.push(t);
+        }
         for s in self.closed.drain(..) {
             ix.spans.push(&s);
         }

@@ -47,6 +47,7 @@ use crate::store::{Late, Placer};
 
 mod decode;
 mod indexer;
+pub mod marks;
 mod part;
 
 use decode::{Ahead, Dropper};
