@@ -178,6 +178,26 @@ fn a_compact_session_read_chunk_by_chunk_shows_what_the_whole_file_shows_at_ever
     );
     assert_eq!(tl.indexed().alerts.to_vec().unwrap(), store.alert_times());
     assert!(!store.phase_starts().is_empty() && !store.alert_times().is_empty());
+    // `]`, `[`, `a` and `A` land on the same time from either, from anywhere.
+    let keys = [
+        Action::NextPhase,
+        Action::PrevPhase,
+        Action::NextAlert,
+        Action::PrevAlert,
+    ];
+    let mut moved = 0;
+    for t in [s, s + span / 2 + 7 * NS, s + span * 5 / 6, e] {
+        for k in keys {
+            whole.seek(&mut a, t);
+            seek(&mut chunked, &mut b, t);
+            whole.act(&mut a, k);
+            chunked.act(&mut b, k);
+            assert_eq!(b.clock, a.clock, "{k:?} from +{} s", (t - s) / NS);
+            moved += usize::from(a.clock != t && t != s && t != e);
+        }
+    }
+    // From the middle (past the first alert), every key finds one.
+    assert_eq!(moved, 8);
 }
 
 #[test]

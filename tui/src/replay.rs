@@ -520,40 +520,32 @@ impl Driver for ReplayDriver {
 impl ReplayDriver {
     /// Where `]`, `[`, `a` or `A` goes from `clock`; else what to tell.
     fn jump(&self, a: Action, clock: u64) -> Result<u64, String> {
-        let (what, found, partial) = match &self.src {
-            Source::Whole { store, .. } => {
-                let (what, t) = match a {
-                    Action::NextPhase => ("no later phase start", store.next_phase_start(clock)),
-                    Action::PrevPhase => ("no earlier phase start", store.prev_phase_start(clock)),
-                    Action::NextAlert => ("no later alert", store.next_alert(clock)),
-                    _ => ("no earlier alert", store.prev_alert(clock)),
-                };
-                (what, t, None)
-            }
+        let phase = matches!(a, Action::NextPhase | Action::PrevPhase);
+        let next = matches!(a, Action::NextPhase | Action::NextAlert);
+        let what = format!(
+            "no {} {}",
+            ["earlier", "later"][next as usize],
+            ["alert", "phase start"][phase as usize]
+        );
+        let (found, partial) = match &self.src {
+            Source::Whole { store, .. } => match (next, phase) {
+                (true, true) => (store.next_phase_start(clock), None),
+                (false, true) => (store.prev_phase_start(clock), None),
+                (true, false) => (store.next_alert(clock), None),
+                (false, false) => (store.prev_alert(clock), None),
+            },
             Source::Chunked { tl, .. } => {
                 let ix = tl.indexed();
-                let (what, t) = match a {
-                    Action::NextPhase => {
-                        ("no later phase start", ix.phase_starts.next_after(clock))
-                    }
-                    Action::PrevPhase => {
-                        ("no earlier phase start", ix.phase_starts.last_before(clock))
-                    }
-                    Action::NextAlert => ("no later alert", ix.alerts.next_after(clock)),
-                    _ => ("no earlier alert", ix.alerts.last_before(clock)),
-                };
-                let times = match a {
-                    Action::NextPhase | Action::PrevPhase => "the phase starts",
-                    _ => "the alert times",
-                };
+                let t = ix.jump(phase, next, clock);
+                let times = ["the alert times", "the phase starts"][phase as usize];
                 let t = t.map_err(|e| format!("{times} could not be read back ({e})"))?;
-                (what, t, (!ix.done).then(|| ix.percent()))
+                (t, (!ix.done).then(|| ix.percent()))
             }
         };
         match (found, partial) {
             (Some(t), _) => Ok(t),
             (None, Some(pct)) => Err(format!("{what} yet (indexing {pct}%)")),
-            (None, None) => Err(what.to_string()),
+            (None, None) => Err(what),
         }
     }
 }

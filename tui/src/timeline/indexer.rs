@@ -87,6 +87,21 @@ impl Indexed {
         ((done / self.total as f64) * 100.0).min(99.0) as u32
     }
 
+    /// The phase start (`phase`) or alert after `t` (`next`: `]`, `a`) or before it (`[`,
+    /// `A`).
+    pub fn jump(&self, phase: bool, next: bool, t: u64) -> std::io::Result<Option<u64>> {
+        let v = if phase {
+            &self.phase_starts
+        } else {
+            &self.alerts
+        };
+        if next {
+            v.next_after(t)
+        } else {
+            v.last_before(t)
+        }
+    }
+
     fn snapshot(&mut self, s: Snap) {
         let size = light_bytes(&s.model);
         if self.snap_bytes + size > LIGHT_BUDGET && self.snaps.len() > 1 {
