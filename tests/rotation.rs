@@ -10,7 +10,7 @@ use provetop::follow::{Follower, Item};
 use provetop::monitor::recorder::Recorder;
 use provetop::monitor::rotation::Rotation;
 use provetop_shared::session::parts::{part_path, parts, Retention};
-use provetop_shared::session::{load, SessionHeader};
+use provetop_shared::session::{load, SessionHeader, SessionWriter};
 use provetop_shared::{Record, RecordBody};
 use provetop_testkit::flight::{Flight, FlightConfig};
 
@@ -176,4 +176,52 @@ fn retention_removes_whole_finished_parts_and_never_the_one_being_written() {
     let l = load(&base).unwrap();
     assert!(l.warnings.is_empty(), "{:?}", l.warnings);
     assert!(!l.records.is_empty() && recs.ends_with(&l.records));
+}
+
+/// A set kept long (hundreds of parts: replay holds each part's file open, and its chunk
+/// heads' spill past a block) opens in replay where the soft limit of open files is below
+/// its parts: replay raises the soft limit to the hard one.
+#[test]
+fn replay_opens_a_set_of_more_parts_than_the_soft_open_file_limit() {
+    if !provetop_testkit::tmux::have_tmux("replay_opens_a_set_of_more_parts") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("long.ptop");
+    let h = SessionHeader::now(vec!["flight".into()], 20.0);
+    let recs: Vec<Record> = Flight::new(FlightConfig {
+        seconds: 1_200,
+        ..FlightConfig::default()
+    })
+    .collect();
+    let n = 160;
+    for (i, part) in recs.chunks(recs.len().div_ceil(n)).enumerate() {
+        let mut w = SessionWriter::create_compact(&part_path(&base, i as u32 + 1), &h).unwrap();
+        for (k, r) in part.iter().enumerate() {
+            w.append(r).unwrap();
+            if k % 24 == 23 {
+                w.flush().unwrap();
+            }
+        }
+        w.sync().unwrap();
+    }
+    assert_eq!(parts(&base).len(), n);
+    let q = |p: &Path| provetop_testkit::tmux::sh_quote(&p.display().to_string());
+    let cmd = format!(
+        "ulimit -Sn 64; {} replay --speed 64 {} 2>{}; echo REPLAY-EXIT=$?; sleep 600",
+        q(&provetop_testkit::bins::provetop()),
+        q(&base),
+        q(&dir.path().join("err"))
+    );
+    let tmux = provetop_testkit::tmux::Tmux::start("replay-many-parts", 120, 30, &cmd);
+    let t = Duration::from_secs(30);
+    tmux.keys(&["G"]);
+    tmux.wait_for("the end", t, |s| {
+        s.contains("end") || s.contains("REPLAY-EXIT=")
+    });
+    tmux.keys(&["q"]);
+    let s = tmux.wait_for("exit", t, |s| s.contains("REPLAY-EXIT="));
+    let err = std::fs::read_to_string(dir.path().join("err")).unwrap();
+    assert!(s.contains("REPLAY-EXIT=0"), "{s}\n{err}");
+    assert!(!err.contains("open files"), "{err}");
 }

@@ -26,6 +26,21 @@ fn ignore_sigxfsz() {
     let _ = unsafe { sigaction(Signal::SIGXFSZ, &act) };
 }
 
+/// Raise the soft limit of open files to the hard one, for the readers: a rotated set kept
+/// long has more parts (each held open by replay, with its chunk heads' temporary file) than
+/// the usual soft limit of 1024. Only the readers: `run`, `serve` and `watch` leave the
+/// limits their supervised prover inherits as they found them.
+fn raise_open_files() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            // Where it cannot be raised, the parts open as far as the limit lets them, and the
+            // one that cannot says so.
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        }
+    }
+}
+
 fn main() {
     // A file-size limit (`ulimit -f`) must become a write error the recorder reports, not
     // kill provetop: SIGXFSZ's default action terminates. A handler rather than SIG_IGN, so
@@ -44,6 +59,19 @@ fn main() {
         provetop_collect::supervisor::enable_guard(exe);
     }
     let cli = Cli::parse();
+    if matches!(
+        cli.command,
+        Some(
+            Command::Classify(_)
+                | Command::Compare(_)
+                | Command::Export(_)
+                | Command::Replay(_)
+                | Command::Attach(_)
+                | Command::Ls(_)
+        )
+    ) {
+        raise_open_files();
+    }
     let result = match &cli.command {
         Some(Command::Classify(a)) => provetop::classify::main(a),
         Some(Command::Compare(a)) => provetop::compare::main(a),
