@@ -84,7 +84,7 @@ fn same_as_whole(p: &Path) {
             range: Some((2, Some(3))),
         },
     ] {
-        let whole = format!("{:?}", summarize_store(&store, &sel));
+        let whole = format!("{:?}", summarize_store(&store, &sel).unwrap());
         let streamed = format!("{:?}", summarize_stream(p, &src, &sel, th).expect("stream"));
         assert_eq!(streamed, whole, "compare summary of {name}, {sel:?}");
     }

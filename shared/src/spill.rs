@@ -1,7 +1,8 @@
 //! An append-only sequence that keeps only its newest items in memory and the rest in an
 //! unnamed temporary file: what a reader must keep per chunk, span or proof (the chunk heads
-//! and the timeline's parts, replay's closed spans and phase starts, classify's peaks, covered
-//! time and segments, compare's spans) in memory that does not grow with the session.
+//! and the timeline's parts, replay's closed spans, phase starts and alert times, classify's
+//! peaks, covered time and segments, compare's proofs, spans and selection) in memory that does
+//! not grow with the session.
 //!
 //! Contract: item `i` is the `i`-th pushed, until [`Spill::replace`] or [`Spill::truncate`]
 //! change the sequence. Memory: at most one block ([`BLOCK_BYTES`] of encoded items) not yet

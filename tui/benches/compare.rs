@@ -52,7 +52,7 @@ fn bench(c: &mut Criterion) {
     let store = provetop::store::Store::scan(&paths[0], Thresholds::default()).expect("scan");
     let scanned = t.elapsed();
     let t = Instant::now();
-    let sum = provetop::compare::summary::summarize_store(&store, &all[0]);
+    let sum = provetop::compare::summary::summarize_store(&store, &all[0]).expect("summary");
     let summarized = t.elapsed();
     let t = Instant::now();
     drop(store);

@@ -99,7 +99,7 @@ pub fn compare_with(
                 return summary::summarize_stream(p, &src, sel, thresholds);
             }
             let store = open(p, thresholds, logs)?;
-            Ok(summary::summarize_store(&store, sel))
+            summary::summarize_store(&store, sel)
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let baseline = sums.remove(0);

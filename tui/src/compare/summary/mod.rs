@@ -101,19 +101,16 @@ impl FirstPass {
     }
 }
 
-/// Summarize `store` (loaded whole) over the proofs `sel` picks.
-pub fn summarize_store(store: &Store, sel: &Selection) -> Summary {
+/// Summarize `store` (loaded whole) over the proofs `sel` picks (an error only where what
+/// it keeps in temporary files cannot be read back).
+pub fn summarize_store(store: &Store, sel: &Selection) -> anyhow::Result<Summary> {
     let mut replay = |f: &mut dyn FnMut(&Record)| -> anyhow::Result<()> {
         store.records().iter().for_each(f);
         Ok(())
     };
     let mut first = FirstPass::new(store.thresholds());
     store.records().iter().for_each(|r| first.feed(r));
-    match summarize_with(store, sel, first, &mut replay) {
-        Ok(s) => s,
-        // Replaying records in memory does not fail.
-        Err(_) => unreachable!("an in-memory replay fails"),
-    }
+    summarize_with(store, sel, first, &mut replay)
 }
 
 /// Summarize a session read in passes ([`crate::scan`]): the store's pass with the first
