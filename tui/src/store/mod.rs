@@ -122,8 +122,8 @@ pub enum Figures {
     /// The tables' figures: spans folded per phase, proofs as the mode table counts them
     /// (40 bytes each), seek times (classify).
     Tables,
-    /// Those, the finished proofs whole, and each closed span's duration and peak (compare's
-    /// selections and phase figures: 44 bytes a span and a proof, in temporary files).
+    /// Those, the finished proofs in start order, and each closed span's duration and peak
+    /// (compare's selections and phase figures: 44 bytes a span and a proof, in spills).
     Spans,
 }
 
@@ -256,11 +256,12 @@ impl Store {
                     span,
                 } => {
                     if keep {
-                        // Closed: its end is its own; compare selects it by its proof's start.
+                        // Closed: its end is its own; compare selects it by its proof's start
+                        // (running, or just finished: a proof's end closes its spans).
                         let of = |p: &&ProofSpan| p.proof_id == span.proof_id;
                         let pr = &model.proofs;
                         let proof = pr.running.iter().find(of);
-                        let proof = proof.or_else(|| pr.finished.iter().rev().find(of));
+                        let proof = proof.or_else(|| pr.finished.iter().rev().take(4).find(of));
                         self.digest.add(span, 0, proof.map(|p| p.start));
                         if !self.records_gone {
                             self.spans.push(span.clone());
@@ -273,8 +274,8 @@ impl Store {
                 Effect::ProofFinished(pr) if model.has_events() && keep => {
                     if let Some(f) = pr.finished_ok() {
                         self.modes.add(&f);
-                        // Compare's selections read the proofs whole; classify's tables
-                        // only what `modes` folds.
+                        // Compare's selections read the proofs in start order; classify's
+                        // tables only what `modes` folds.
                         if self.figures == Figures::Spans {
                             self.proofs.add(pr);
                         }
