@@ -26,6 +26,19 @@ pub struct Done {
 }
 
 impl Done {
+    /// The proof, when it finished ok.
+    pub fn of(p: &ProofSpan) -> Option<Done> {
+        let (mode, start, end, sectors, peak) = p.finished_ok()?;
+        Some(Done {
+            start,
+            proof_id: p.proof_id,
+            end,
+            peak,
+            sectors,
+            mode,
+        })
+    }
+
     /// Where it sorts: by start, then id.
     pub fn key(&self) -> (u64, u64) {
         (self.start, self.proof_id)
@@ -91,16 +104,8 @@ pub struct ProofList {
 impl ProofList {
     /// Add a proof that finished (ignored unless it finished ok).
     pub fn add(&mut self, p: &ProofSpan) {
-        let Some((mode, start, end, sectors, peak)) = p.finished_ok() else {
+        let Some(d) = Done::of(p) else {
             return;
-        };
-        let d = Done {
-            start,
-            proof_id: p.proof_id,
-            end,
-            peak,
-            sectors,
-            mode,
         };
         let at = match self.list.last() {
             Ok(Some(last)) if last.key() > d.key() => self.list.first_where(|x| x.key() > d.key()),
@@ -198,18 +203,13 @@ mod tests {
         for &i in &order {
             let p = proof(n - i, i / 2 * 1_000, modes[(i % 4) as usize], i % 7 != 3);
             list.add(&p);
-            if p.ok == Some(true) {
-                let (mode, start, end, sectors, peak) = p.finished_ok().unwrap();
-                want.push(Done {
-                    start,
-                    proof_id: p.proof_id,
-                    end,
-                    peak,
-                    sectors,
-                    mode,
-                });
-            }
+            want.extend(Done::of(&p));
         }
+        // Only those that finished ok.
+        assert_eq!(
+            want.len() as u64,
+            (0..n).filter(|i| i % 7 != 3).count() as u64
+        );
         want.sort_by_key(Done::key);
         let got: Vec<Done> = list.iter().collect::<io::Result<_>>().unwrap();
         assert_eq!(got, want);
