@@ -256,12 +256,10 @@ mod tests {
     #[test]
     fn a_long_sequence_is_answered_exactly_in_a_few_passes() {
         // Spread wide, and then clustered where the median falls (the narrowing's hard case).
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = provetop_testkit::xorshift::xorshift(0x9e37_79b9_7f4a_7c15);
         let mut wide = Vec::new();
         for i in 0..(KEEP as u64 * 2 + 7) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rnd();
             wide.push(if i % 3 == 0 { 50_000_000 + x % 1000 } else { x });
         }
         let (got, passes) = select(&wide);

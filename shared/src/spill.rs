@@ -522,13 +522,10 @@ mod tests {
             .collect();
         w.iter().for_each(|&x| d.push(x));
         let top = w[w.len() - 1] + 6;
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let keys = (0..top).chain((0..top).rev()).chain((0..2_000).map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % top
-        }));
+        let mut rnd = provetop_testkit::xorshift::xorshift(0x9e37_79b9_7f4a_7c15);
+        let keys = (0..top)
+            .chain((0..top).rev())
+            .chain((0..2_000).map(|_| rnd() % top));
         for t in keys {
             assert_eq!(
                 d.first_where(|&y| y > t).unwrap(),

@@ -6,6 +6,7 @@
 //!
 //! An iterator: a 30-day stream never sits in memory. Deterministic for a seed.
 
+use crate::xorshift::Xorshift;
 use provetop_shared::record::{GpuDetail, GpuReading, OutputLine, OutputSource, ProcUsage, Usage};
 use provetop_shared::units::GIB;
 use provetop_shared::{
@@ -50,7 +51,7 @@ enum Stage {
 pub struct Flight {
     cfg: FlightConfig,
     tick: u64,
-    rng: u64,
+    rng: Xorshift,
     rss: u64,
     gpu: u64,
     stage: Stage,
@@ -68,7 +69,7 @@ impl Flight {
     /// A flight of `cfg`.
     pub fn new(cfg: FlightConfig) -> Self {
         Flight {
-            rng: cfg.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
+            rng: Xorshift::new(cfg.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
             cfg,
             tick: 0,
             rss: FLOOR,
@@ -82,10 +83,7 @@ impl Flight {
     }
 
     fn rand(&mut self) -> u64 {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        self.rng
+        self.rng.next_u64()
     }
 
     fn range(&mut self, lo: u64, hi: u64) -> u64 {

@@ -13,6 +13,7 @@
 //! - [`procs`]: process facts from /proc, signals, waiting, a limited memory cgroup.
 //! - [`keys`]: scripted key presses for the screen's event loop.
 //! - [`screen`]: the text of a screen drawn into ratatui's `TestBackend`.
+//! - [`xorshift`]: deterministic pseudo-random numbers for proptests and generators.
 //!
 //! Of the workspace it depends on `provetop-shared` only, so every crate can dev-depend on it.
 
@@ -26,3 +27,4 @@ pub mod screen;
 pub mod synth;
 pub mod system;
 pub mod tmux;
+pub mod xorshift;

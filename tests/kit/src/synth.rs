@@ -12,6 +12,8 @@ use provetop_shared::session::{SessionHeader, SessionWriter};
 use provetop_shared::units::{GIB, MIB};
 use provetop_shared::{Backend, BatchMode, Event, Phase, Record, RecordBody, Sample, SrsSource};
 
+use crate::xorshift::Xorshift;
+
 /// Shape of the synthetic run.
 #[derive(Debug, Clone)]
 pub struct SynthConfig {
@@ -63,7 +65,7 @@ pub struct Synth {
     i: u64,
     n: u64,
     pending: std::collections::VecDeque<Record>,
-    rng: u64,
+    rng: Xorshift,
     proofs: u64,
     started: bool,
 }
@@ -77,17 +79,14 @@ impl Synth {
             i: 0,
             n,
             pending: Default::default(),
-            rng: 0x9E37_79B9_7F4A_7C15,
+            rng: Xorshift::new(0x9E37_79B9_7F4A_7C15),
             proofs: 0,
             started: false,
         }
     }
 
     fn noise(&mut self) -> f64 {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        (self.rng % 10_000) as f64 / 10_000.0
+        (self.rng.next_u64() % 10_000) as f64 / 10_000.0
     }
 
     fn ev(&mut self, t: u64, e: Event) {

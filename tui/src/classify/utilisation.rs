@@ -474,8 +474,7 @@ mod tests {
             spans in 200usize..1500,
             lead in 0u64..500,
         ) {
-            let mut x = seed | 1;
-            let mut rnd = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+            let mut rnd = provetop_testkit::xorshift::xorshift(seed);
             let (start, end) = (1_000u64, 1_000 + spans as u64 * 100 + lead);
             let mut covers: Vec<Cover> = (0..phases).map(|_| Cover::default()).collect();
             let mut raw: Vec<Vec<(u64, u64)>> = vec![Vec::new(); phases];

@@ -166,8 +166,7 @@ mod tests {
             n in 2_000usize..6_000,
             back_every in 50usize..400,
         ) {
-            let mut x = seed | 1;
-            let mut rnd = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+            let mut rnd = provetop_testkit::xorshift::xorshift(seed);
             let (mut c, mut v, mut spilled) = (Cover::default(), Vec::new(), 0);
             for i in 0..n {
                 let t = i as u64 * 100;

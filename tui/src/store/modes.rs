@@ -93,8 +93,7 @@ mod tests {
             seed in any::<u64>(),
             n in 1usize..4_000,
         ) {
-            let mut x = seed | 1;
-            let mut rnd = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+            let mut rnd = provetop_testkit::xorshift::xorshift(seed);
             let modes = [BatchMode::Single, BatchMode::Pipelined(2), BatchMode::Pipelined(4)];
             let mut list: Vec<FinishedProof> = Vec::new();
             let mut fold = ModeFold::default();

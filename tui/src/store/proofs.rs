@@ -191,12 +191,10 @@ mod tests {
         // Proofs finish up to four behind their start order; every seventh failed; some share
         // a start (ids break the tie).
         let n = Spill::<Done>::block() as u64 * 3 + 17;
-        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = provetop_testkit::xorshift::xorshift(0x2545_f491_4f6c_dd1d);
         let mut order: Vec<u64> = (0..n).collect();
         for i in (0..order.len()).step_by(5) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rnd();
             let j = (i + (x % 5) as usize).min(order.len() - 1);
             order.swap(i, j);
         }

@@ -100,8 +100,7 @@ mod tests {
             before in 0u64..1_000_000,
             after in 0u64..1_000_000_000,
         ) {
-            let mut x = seed | 1;
-            let mut rnd = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+            let mut rnd = provetop_testkit::xorshift::xorshift(seed);
             let start = 1_000_000_000u64;
             let mut t = start + before;
             let times: Vec<u64> = (0..n)

@@ -418,13 +418,12 @@ fn crafted_chunks_are_one_warning_each_in_bounded_time_and_memory() {
 fn random_bytes_as_columns_never_panic() {
     let recs = records(300);
     let raw = columns::encode(&recs);
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rnd = provetop_testkit::xorshift::xorshift(0x9e37_79b9_7f4a_7c15);
+    let mut x = 0;
     for _ in 0..3000 {
         let mut b = raw.clone();
         for _ in 0..4 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            x = rnd();
             let i = (x as usize) % b.len();
             b[i] = (x >> 32) as u8;
         }

@@ -184,8 +184,7 @@ mod tests {
             n in proptest::prop_oneof![1usize..4, 4usize..3_000],
             gap in proptest::option::of(0u64..5_000),
         ) {
-            let mut x = seed | 1;
-            let mut rnd = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+            let mut rnd = provetop_testkit::xorshift::xorshift(seed);
             let mut t = 0u64;
             let runs: Vec<Run> = (0..n)
                 .map(|_| {

@@ -238,8 +238,7 @@ mod tests {
             mode in prop::option::of(0usize..3),
             range in prop::option::of((1usize..400, prop::option::of(0usize..400))),
         ) {
-            let mut x = seed | 1;
-            let mut rnd = move || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+            let mut rnd = provetop_testkit::xorshift::xorshift(seed);
             let modes = [BatchMode::Single, BatchMode::Sps, BatchMode::Pipelined(2)];
             let mut spans: Vec<ProofSpan> = (0..n as u64)
                 .map(|i| {
